@@ -1,0 +1,41 @@
+// The murmur CLI's subcommand registry.
+//
+// Each subcommand lives in its own cmd_<name>.cc and registers itself with
+// MURMUR_COMMAND; main.cc only dispatches. A command returns the process exit
+// code: 0 success, 1 failure while running, 2 bad usage (unknown flag, bad value).
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace murmur::cli {
+
+using CommandFn = int (*)(int argc, char** argv);
+
+struct Command {
+  std::string summary;
+  CommandFn run;
+};
+
+std::map<std::string, Command>& Commands();
+
+struct CommandRegistration {
+  CommandRegistration(const char* name, const char* summary, CommandFn fn) {
+    Commands()[name] = Command{summary, fn};
+  }
+};
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+// Prints "murmur <command>: <message>" to stderr and returns kExitUsage.
+int UsageError(const std::string& command, const std::string& message);
+// Prints "murmur <command>: <message>" to stderr and returns kExitFailure.
+int Failure(const std::string& command, const std::string& message);
+
+}  // namespace murmur::cli
+
+#define MURMUR_COMMAND(name, summary, fn) \
+  static ::murmur::cli::CommandRegistration murmur_command_registration_##fn(name, summary, fn)

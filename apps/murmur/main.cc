@@ -1,0 +1,58 @@
+// murmur: the command-line tool. Dispatches to the subcommands registered in
+// cmd_*.cc; see `murmur --help`.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "apps/murmur/command.h"
+
+namespace murmur::cli {
+
+std::map<std::string, Command>& Commands() {
+  static std::map<std::string, Command> commands;
+  return commands;
+}
+
+int UsageError(const std::string& command, const std::string& message) {
+  std::fprintf(stderr, "murmur %s: %s\n", command.c_str(), message.c_str());
+  return kExitUsage;
+}
+
+int Failure(const std::string& command, const std::string& message) {
+  std::fprintf(stderr, "murmur %s: %s\n", command.c_str(), message.c_str());
+  return kExitFailure;
+}
+
+namespace {
+void PrintHelp(std::FILE* out) {
+  std::fprintf(out,
+               "murmur: decentralized and federated learning for edge devices\n\n"
+               "usage: murmur <command> [options]   (murmur <command> --help for its options)\n\n"
+               "commands:\n");
+  for (const auto& [name, cmd] : Commands()) std::fprintf(out, "  %-10s %s\n", name.c_str(), cmd.summary.c_str());
+}
+}  // namespace
+
+}  // namespace murmur::cli
+
+int main(int argc, char** argv) {
+  using namespace murmur::cli;
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0 ||
+      std::strcmp(argv[1], "help") == 0) {
+    PrintHelp(stdout);
+    return argc < 2 ? kExitUsage : kExitOk;
+  }
+  if (std::strcmp(argv[1], "--version") == 0) {
+    std::printf("murmur %s\n", MURMUR_VERSION);
+    return kExitOk;
+  }
+  auto it = Commands().find(argv[1]);
+  if (it == Commands().end()) {
+    std::fprintf(stderr, "murmur: unknown command '%s' (murmur --help lists them)\n", argv[1]);
+    return kExitUsage;
+  }
+  // The subcommand sees argv[0] = "murmur <command>" and its own flags.
+  std::string prog = std::string("murmur ") + argv[1];
+  argv[1] = prog.data();
+  return it->second.run(argc - 1, argv + 1);
+}

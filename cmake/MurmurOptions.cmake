@@ -1,0 +1,20 @@
+# Compiler flags shared by every murmur target (applied through murmur_options).
+add_library(murmur_options INTERFACE)
+target_compile_options(murmur_options INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
+  -Wcast-align -Woverloaded-virtual -Wimplicit-fallthrough>)
+if(MURMUR_WERROR)
+  target_compile_options(murmur_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
+endif()
+if(MURMUR_NATIVE)
+  include(CheckCXXCompilerFlag)
+  check_cxx_compiler_flag(-march=native MURMUR_HAS_MARCH_NATIVE)
+  if(MURMUR_HAS_MARCH_NATIVE)
+    target_compile_options(murmur_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-march=native>)
+  endif()
+endif()
+if(MURMUR_SANITIZE)
+  target_compile_options(murmur_options INTERFACE
+    $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
+  target_link_options(murmur_options INTERFACE -fsanitize=address,undefined)
+endif()

@@ -1,0 +1,83 @@
+// Env: everything a node needs from the world: the clock, timers, sending
+// messages, randomness and a place to run heavy work.
+//
+// Node logic (gossip, federated) is written against Env only: no sockets,
+// threads, sleeps or wall clocks. The simulator implements Env with a
+// discrete-event queue in virtual time (sim/sim_env.h); the daemon implements
+// it with Asio (node/asio_env.h); tests use ManualEnv (core/manual_env.h).
+// The same node code therefore runs unchanged in all three.
+//
+// Threading contract: an Env calls a node (timer callbacks, message delivery,
+// Offload completions) from one logical executor at a time, so node code needs
+// no locks. Env methods may only be called from that executor.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/rng.h"
+
+namespace murmur {
+
+using NodeId = std::uint32_t;
+inline constexpr NodeId kNoNode = 0xFFFFFFFFu;
+
+// Time since the Env started (virtual in the simulator, steady clock in the daemon).
+using Nanos = std::chrono::nanoseconds;
+using TimerId = std::uint64_t;
+
+// An immutable message. The simulator moves it between nodes as a shared
+// pointer without copying or encoding, charging EncodedSize() bytes to the
+// links; the real transport calls EncodeTo. The two must agree exactly.
+class Message {
+ public:
+  virtual ~Message() = default;
+  // A small integer naming the message kind (see proto/ for the wire types).
+  virtual std::uint32_t kind() const = 0;
+  // Exact number of bytes EncodeTo appends.
+  virtual std::size_t EncodedSize() const = 0;
+  // Appends the wire encoding to `out`.
+  virtual void EncodeTo(std::vector<std::uint8_t>& out) const = 0;
+};
+using MessagePtr = std::shared_ptr<const Message>;
+
+// Receives messages addressed to a node.
+class MessageSink {
+ public:
+  virtual ~MessageSink() = default;
+  virtual void OnMessage(NodeId from, MessagePtr msg) = 0;
+};
+
+class Env {
+ public:
+  virtual ~Env() = default;
+
+  virtual NodeId self() const = 0;
+  virtual Nanos Now() const = 0;
+
+  // Calls `fn` once, `delay` from now (on the node's executor). Returns an id for CancelTimer.
+  virtual TimerId StartTimer(Nanos delay, std::function<void()> fn) = 0;
+  // Cancels a pending timer; a timer that already fired or was cancelled is ignored.
+  virtual void CancelTimer(TimerId id) = 0;
+
+  // Sends `msg` to `to`, best effort: it may be delayed, reordered or lost.
+  // Delivery is to the peer's MessageSink::OnMessage.
+  virtual void Send(NodeId to, MessagePtr msg) = 0;
+
+  // The random stream for (run seed, self(), purpose).
+  virtual Rng MakeRng(RngPurpose purpose) const = 0;
+
+  // Runs `work` where heavy computation belongs (a worker pool), then `done`
+  // on the node's executor. `work` must touch only state that no other
+  // callback touches until `done` runs. The default runs both inline.
+  virtual void Offload(std::function<void()> work, std::function<void()> done) {
+    work();
+    done();
+  }
+};
+
+}  // namespace murmur
