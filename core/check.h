@@ -11,9 +11,9 @@ namespace murmur::internal {
 [[noreturn]] void CheckFailed(const char* cond, const char* file, int line, std::string_view msg);
 }  // namespace murmur::internal
 
-#define MURMUR_CHECK(cond)                                                         \
-  do {                                                                             \
-    if (!(cond)) [[unlikely]]                                                      \
+#define MURMUR_CHECK(cond)                                                            \
+  do {                                                                                \
+    if (!(cond)) [[unlikely]]                                                         \
       ::murmur::internal::CheckFailed(#cond, __FILE__, __LINE__, std::string_view{}); \
   } while (0)
 

@@ -25,9 +25,11 @@ void SetLogLevel(LogLevel level) { g_level.store(static_cast<int>(level)); }
 LogLevel GetLogLevel() { return static_cast<LogLevel>(g_level.load(std::memory_order_relaxed)); }
 
 bool ParseLogLevel(std::string_view name, LogLevel* out) {
-  static constexpr std::pair<std::string_view, LogLevel> kNames[] = {
-      {"debug", LogLevel::kDebug}, {"info", LogLevel::kInfo}, {"warning", LogLevel::kWarning},
-      {"error", LogLevel::kError}, {"off", LogLevel::kOff}};
+  static constexpr std::pair<std::string_view, LogLevel> kNames[] = {{"debug", LogLevel::kDebug},
+                                                                     {"info", LogLevel::kInfo},
+                                                                     {"warning", LogLevel::kWarning},
+                                                                     {"error", LogLevel::kError},
+                                                                     {"off", LogLevel::kOff}};
   for (const auto& [n, l] : kNames) {
     if (n == name) {
       *out = l;

@@ -39,7 +39,7 @@ class LogLine {
 
 }  // namespace murmur
 
-#define MURMUR_LOG(level)                                         \
-  if (::murmur::LogLevel::level < ::murmur::GetLogLevel()) {      \
-  } else                                                          \
+#define MURMUR_LOG(level)                                    \
+  if (::murmur::LogLevel::level < ::murmur::GetLogLevel()) { \
+  } else                                                     \
     ::murmur::internal::LogLine(::murmur::LogLevel::level, __FILE__, __LINE__).stream()

@@ -21,19 +21,19 @@ namespace murmur {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,    // the caller's input is malformed or out of range
-  kNotFound,           // a named file, peer or key does not exist
-  kAlreadyExists,      // creating something that is there already
-  kOutOfRange,         // a read past the end, an index past a bound
-  kFailedPrecondition, // the system is not in a state that allows this
-  kResourceExhausted,  // a size, rate or memory limit was hit
-  kPermissionDenied,   // authenticated, but not allowed
-  kUnauthenticated,    // identity or signature could not be verified
-  kDataLoss,           // a file or frame is truncated or corrupt
-  kUnavailable,        // a peer or service cannot be reached now; retry may help
-  kDeadlineExceeded,   // a timeout expired
-  kAborted,            // the operation was abandoned (e.g. a round aborted)
-  kInternal,           // an unexpected failure of a library we call
+  kInvalidArgument,     // the caller's input is malformed or out of range
+  kNotFound,            // a named file, peer or key does not exist
+  kAlreadyExists,       // creating something that is there already
+  kOutOfRange,          // a read past the end, an index past a bound
+  kFailedPrecondition,  // the system is not in a state that allows this
+  kResourceExhausted,   // a size, rate or memory limit was hit
+  kPermissionDenied,    // authenticated, but not allowed
+  kUnauthenticated,     // identity or signature could not be verified
+  kDataLoss,            // a file or frame is truncated or corrupt
+  kUnavailable,         // a peer or service cannot be reached now; retry may help
+  kDeadlineExceeded,    // a timeout expired
+  kAborted,             // the operation was abandoned (e.g. a round aborted)
+  kInternal,            // an unexpected failure of a library we call
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -47,8 +47,12 @@ class [[nodiscard]] Status {
   static Status NotFound(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
   static Status AlreadyExists(std::string msg) { return {StatusCode::kAlreadyExists, std::move(msg)}; }
   static Status OutOfRange(std::string msg) { return {StatusCode::kOutOfRange, std::move(msg)}; }
-  static Status FailedPrecondition(std::string msg) { return {StatusCode::kFailedPrecondition, std::move(msg)}; }
-  static Status ResourceExhausted(std::string msg) { return {StatusCode::kResourceExhausted, std::move(msg)}; }
+  static Status FailedPrecondition(std::string msg) {
+    return {StatusCode::kFailedPrecondition, std::move(msg)};
+  }
+  static Status ResourceExhausted(std::string msg) {
+    return {StatusCode::kResourceExhausted, std::move(msg)};
+  }
   static Status PermissionDenied(std::string msg) { return {StatusCode::kPermissionDenied, std::move(msg)}; }
   static Status Unauthenticated(std::string msg) { return {StatusCode::kUnauthenticated, std::move(msg)}; }
   static Status DataLoss(std::string msg) { return {StatusCode::kDataLoss, std::move(msg)}; }
@@ -84,7 +88,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
     MURMUR_CHECK_MSG(!status_.ok(), "Result built from an OK Status carries no value");
   }
@@ -121,9 +125,9 @@ class [[nodiscard]] Result {
 #define MURMUR_STATUS_CONCAT(a, b) MURMUR_STATUS_CONCAT_INNER(a, b)
 
 // Returns the Status of `expr` from the enclosing function when it is not OK.
-#define MURMUR_RETURN_IF_ERROR(expr)                \
-  do {                                              \
-    ::murmur::Status murmur_status_ = (expr);       \
+#define MURMUR_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::murmur::Status murmur_status_ = (expr);        \
     if (!murmur_status_.ok()) return murmur_status_; \
   } while (0)
 

@@ -34,8 +34,7 @@ class ThreadPool {
 
   // Calls fn(begin, end) for the chunks [0, grain), [grain, 2 grain), ... of
   // [0, n), in parallel; returns when all are done. REQUIRES: grain > 0.
-  void ParallelFor(std::size_t n, std::size_t grain,
-                   const std::function<void(std::size_t, std::size_t)>& fn);
+  void ParallelFor(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& fn);
 
   // Maps each chunk to a T with `map(begin, end)` and folds the chunk results
   // left to right in chunk order with `combine`, starting from `init`.

@@ -29,7 +29,8 @@ void PrintHelp(std::FILE* out) {
                "murmur: decentralized and federated learning for edge devices\n\n"
                "usage: murmur <command> [options]   (murmur <command> --help for its options)\n\n"
                "commands:\n");
-  for (const auto& [name, cmd] : Commands()) std::fprintf(out, "  %-10s %s\n", name.c_str(), cmd.summary.c_str());
+  for (const auto& [name, cmd] : Commands())
+    std::fprintf(out, "  %-10s %s\n", name.c_str(), cmd.summary.c_str());
 }
 }  // namespace
 

@@ -46,8 +46,8 @@ void ProgressBar::Update(std::uint64_t done, const std::string& status) {
     int filled = static_cast<int>(frac * kWidth);
     std::string bar(static_cast<std::size_t>(filled), '#');
     bar.append(static_cast<std::size_t>(kWidth - filled), '.');
-    std::fprintf(stderr, "\r%s [%s] %3d%% %llu/%llu %s ETA %s  %s\x1b[K", label_.c_str(), bar.c_str(), percent,
-                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total_),
+    std::fprintf(stderr, "\r%s [%s] %3d%% %llu/%llu %s ETA %s  %s\x1b[K", label_.c_str(), bar.c_str(),
+                 percent, static_cast<unsigned long long>(done), static_cast<unsigned long long>(total_),
                  FormatSeconds(elapsed).c_str(), FormatSeconds(eta).c_str(), status.c_str());
     std::fflush(stderr);
   } else {

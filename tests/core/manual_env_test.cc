@@ -11,7 +11,9 @@ struct TextMessage final : Message {
   explicit TextMessage(std::string t) : text(std::move(t)) {}
   std::uint32_t kind() const override { return 1; }
   std::size_t EncodedSize() const override { return text.size(); }
-  void EncodeTo(std::vector<std::uint8_t>& out) const override { out.insert(out.end(), text.begin(), text.end()); }
+  void EncodeTo(std::vector<std::uint8_t>& out) const override {
+    out.insert(out.end(), text.begin(), text.end());
+  }
   std::string text;
 };
 
