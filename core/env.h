@@ -72,9 +72,12 @@ class Env {
   virtual Rng MakeRng(RngPurpose purpose) const = 0;
 
   // Runs `work` where heavy computation belongs (a worker pool), then `done`
-  // on the node's executor. `work` must touch only state that no other
-  // callback touches until `done` runs. The default runs both inline.
-  virtual void Offload(std::function<void()> work, std::function<void()> done) {
+  // on the node's executor. `flops` is the work's size in floating-point
+  // operations: the simulator turns it into virtual compute time with the
+  // node's device profile; a real Env ignores it. `work` must touch only state
+  // that no other callback touches until `done` runs. The default runs both inline.
+  virtual void Offload(double flops, std::function<void()> work, std::function<void()> done) {
+    (void)flops;
     work();
     done();
   }

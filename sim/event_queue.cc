@@ -1,0 +1,47 @@
+#include "sim/event_queue.h"
+
+#include "core/check.h"
+
+namespace murmur::sim {
+
+EventQueue::EventId EventQueue::Schedule(Nanos at, std::function<void()> fn) {
+  EventId id = next_id_++;
+  heap_.push(Event{at, id});
+  callbacks_.emplace(id, std::move(fn));
+  return id;
+}
+
+void EventQueue::Cancel(EventId id) {
+  auto it = callbacks_.find(id);
+  if (it == callbacks_.end()) return;  // already ran or cancelled
+  callbacks_.erase(it);
+  cancelled_.insert(id);
+}
+
+void EventQueue::SkipCancelled() {
+  while (!heap_.empty()) {
+    auto it = cancelled_.find(heap_.top().id);
+    if (it == cancelled_.end()) return;
+    cancelled_.erase(it);
+    heap_.pop();
+  }
+}
+
+Nanos EventQueue::next_time() {
+  SkipCancelled();
+  MURMUR_CHECK(!heap_.empty());
+  return heap_.top().time;
+}
+
+std::pair<Nanos, std::function<void()>> EventQueue::Pop() {
+  SkipCancelled();
+  MURMUR_CHECK(!heap_.empty());
+  Event e = heap_.top();
+  heap_.pop();
+  auto it = callbacks_.find(e.id);
+  std::function<void()> fn = std::move(it->second);
+  callbacks_.erase(it);
+  return {e.time, std::move(fn)};
+}
+
+}  // namespace murmur::sim
