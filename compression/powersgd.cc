@@ -1,0 +1,88 @@
+// GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512
+// intrinsics when it inlines Eigen's matrix product kernels (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <cmath>
+
+#include "compression/compressors.h"
+
+namespace murmur::compression {
+
+namespace {
+// Orthonormalizes the columns of p in place (modified Gram-Schmidt; Vogels et
+// al. 2019, Alg. 1 line 4). A column that vanishes stays zero.
+void Orthogonalize(RowMatrixXf& p) {
+  for (Eigen::Index c = 0; c < p.cols(); ++c) {
+    for (Eigen::Index prev = 0; prev < c; ++prev) p.col(c) -= p.col(prev).dot(p.col(c)) * p.col(prev);
+    float norm = p.col(c).norm();
+    if (norm > 1e-12f)
+      p.col(c) /= norm;
+    else
+      p.col(c).setZero();
+  }
+}
+}  // namespace
+
+std::shared_ptr<const Update> PowerSgdCompressor::Compress(std::span<const float> delta, const Layout& layout,
+                                                           CompressorState& state, Rng& rng) const {
+  MURMUR_CHECK(layout.num_tensors() == 0 || layout.total_size() == delta.size());
+  const std::size_t n = delta.size();
+  if (ef_ && state.residual.size() != n) state.residual.assign(n, 0.0f);
+  Layout flat;
+  if (layout.num_tensors() == 0) flat.Add("flat", {static_cast<std::int64_t>(n)});
+  const Layout& lay = layout.num_tensors() == 0 ? flat : layout;
+  state.powersgd_q.resize(lay.num_tensors());
+
+  std::vector<LowRankSegment> segments;
+  std::vector<float> factors;
+  for (std::size_t t = 0; t < lay.num_tensors(); ++t) {
+    const TensorSpec& spec = lay.tensor(t);
+    const auto rows = static_cast<std::size_t>(spec.rows()), cols = static_cast<std::size_t>(spec.cols());
+    // M = e + x for this tensor, accumulated in place in the residual.
+    float* m_data;
+    std::vector<float> local;
+    if (ef_) {
+      m_data = state.residual.data() + spec.offset;
+      for (std::size_t i = 0; i < spec.size; ++i) m_data[i] += delta[spec.offset + i];
+    } else {
+      local.assign(delta.begin() + static_cast<std::ptrdiff_t>(spec.offset),
+                   delta.begin() + static_cast<std::ptrdiff_t>(spec.offset + spec.size));
+      m_data = local.data();
+    }
+    const std::size_t r = std::min<std::size_t>({rank_, rows, cols});
+    LowRankSegment seg;
+    seg.offset = static_cast<std::uint32_t>(spec.offset);
+    seg.data = factors.size();
+    if (rows < 2 || cols < 2 || r * (rows + cols) >= rows * cols) {  // no saving: send dense
+      seg.rows = static_cast<std::uint32_t>(spec.size);
+      seg.cols = 1;
+      seg.rank = 0;
+      factors.insert(factors.end(), m_data, m_data + spec.size);
+      if (ef_) std::fill(m_data, m_data + spec.size, 0.0f);
+      segments.push_back(seg);
+      continue;
+    }
+    Eigen::Map<RowMatrixXf> m(m_data, static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
+    std::vector<float>& q_store = state.powersgd_q[t];
+    if (q_store.size() != cols * r) {  // first round: Q with i.i.d. N(0, 1) entries
+      q_store.resize(cols * r);
+      for (float& v : q_store) v = static_cast<float>(rng.Normal());
+    }
+    Eigen::Map<RowMatrixXf> q(q_store.data(), static_cast<Eigen::Index>(cols), static_cast<Eigen::Index>(r));
+    RowMatrixXf p = m * q;
+    Orthogonalize(p);
+    q.noalias() = m.transpose() * p;
+    seg.rows = static_cast<std::uint32_t>(rows);
+    seg.cols = static_cast<std::uint32_t>(cols);
+    seg.rank = static_cast<std::uint32_t>(r);
+    factors.insert(factors.end(), p.data(), p.data() + p.size());
+    factors.insert(factors.end(), q_store.begin(), q_store.end());
+    if (ef_) m.noalias() -= p * q.transpose();  // e = M - P Q^T
+    segments.push_back(seg);
+  }
+  ++state.round;
+  return std::make_shared<const Update>(Update::LowRank(n, std::move(segments), std::move(factors)));
+}
+
+}  // namespace murmur::compression

@@ -1,0 +1,369 @@
+#include "compression/values.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#if defined(__AVX2__) || defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+#include "core/check.h"
+
+namespace murmur::compression {
+
+namespace {
+inline std::uint32_t Bits(float f) { return std::bit_cast<std::uint32_t>(f); }
+inline float FromBits(std::uint32_t u) { return std::bit_cast<float>(u); }
+
+// Reads the b-bit field i (LSB first) of a payload; b <= 16.
+inline std::uint32_t GetField(const std::uint8_t* p, std::size_t i, int b) {
+  std::size_t bit = i * static_cast<std::size_t>(b);
+  std::uint32_t w = 0;
+  std::size_t byte = bit / 8, nbytes = (bit % 8 + b + 7) / 8;
+  for (std::size_t k = 0; k < nbytes; ++k) w |= static_cast<std::uint32_t>(p[byte + k]) << (8 * k);
+  return (w >> (bit % 8)) & ((1u << b) - 1);
+}
+inline void OrField(std::uint8_t* p, std::size_t i, int b, std::uint32_t v) {
+  std::size_t bit = i * static_cast<std::size_t>(b);
+  std::uint32_t w = v << (bit % 8);
+  std::size_t byte = bit / 8, nbytes = (bit % 8 + b + 7) / 8;
+  for (std::size_t k = 0; k < nbytes; ++k) p[byte + k] |= static_cast<std::uint8_t>(w >> (8 * k));
+}
+
+// Sum of |a| in double, with float partial sums over short blocks (vectorizable).
+double AbsSum(const float* a, std::size_t n) {
+  double total = 0;
+  std::size_t i = 0;
+  constexpr std::size_t kBlock = 1024;
+  for (; i + kBlock <= n; i += kBlock) {
+    float part[16] = {};
+    for (std::size_t j = 0; j < kBlock; j += 16)
+      for (int l = 0; l < 16; ++l) part[l] += std::fabs(a[i + j + l]);
+    for (float v : part) total += v;
+  }
+  for (; i < n; ++i) total += std::fabs(a[i]);
+  return total;
+}
+
+double SquareSum(const float* a, std::size_t n) {
+  double total = 0;
+  for (std::size_t i = 0; i < n; ++i) total += static_cast<double>(a[i]) * a[i];
+  return total;
+}
+
+float AbsMax(const float* a, std::size_t n) {
+  float m = 0;
+  for (std::size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(a[i]));
+  return m;
+}
+}  // namespace
+
+std::string ValueTypeName(ValueType t) {
+  switch (t) {
+    case ValueType::kF32: return "fp32";
+    case ValueType::kF16: return "fp16";
+    case ValueType::kBF16: return "bf16";
+    case ValueType::kInt8: return "int8";
+    case ValueType::kSign: return "sign";
+    case ValueType::kTernary: return "ternary";
+    case ValueType::kQsgd: return "qsgd";
+  }
+  return "unknown";
+}
+
+int ValueCoding::BitsPerValue() const {
+  switch (type) {
+    case ValueType::kF32: return 32;
+    case ValueType::kF16:
+    case ValueType::kBF16: return 16;
+    case ValueType::kInt8: return 8;
+    case ValueType::kSign: return 1;
+    case ValueType::kTernary: return 2;
+    case ValueType::kQsgd: return 1 + std::bit_width(levels);
+  }
+  return 32;
+}
+
+std::size_t ValueCoding::NumScales(std::size_t count) const {
+  switch (type) {
+    case ValueType::kInt8: return (count + block - 1) / block;
+    case ValueType::kSign:
+    case ValueType::kTernary:
+    case ValueType::kQsgd: return 1;
+    default: return 0;
+  }
+}
+
+std::size_t ValueCoding::PayloadBytes(std::size_t count) const {
+  return (count * static_cast<std::size_t>(BitsPerValue()) + 7) / 8;
+}
+
+// float -> binary16 with round to nearest even (F. Giesen, "float_to_half_fast3_rtne").
+std::uint16_t FloatToHalf(float f) {
+  std::uint32_t x = Bits(f);
+  std::uint32_t sign = (x >> 16) & 0x8000;
+  x &= 0x7FFFFFFF;
+  if (x >= 0x7F800000) return static_cast<std::uint16_t>(sign | 0x7C00 | (x > 0x7F800000 ? 0x200 : 0));
+  if (x >= 0x477FF000) return static_cast<std::uint16_t>(sign | 0x7C00);  // rounds past 65504
+  if (x < 0x38800000) {  // result is subnormal or zero: let the FPU round in units of 2^-24
+    float t = FromBits(x) + 0.5f;
+    return static_cast<std::uint16_t>(sign | (Bits(t) - 0x3F000000));
+  }
+  std::uint32_t odd = (x >> 13) & 1;
+  x += 0xC8000FFF + odd;  // rebias exponent by (15 - 127) and round
+  return static_cast<std::uint16_t>(sign | (x >> 13));
+}
+
+float HalfToFloat(std::uint16_t h) {
+  std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000) << 16;
+  std::uint32_t e = (h >> 10) & 0x1F, m = h & 0x3FF;
+  if (e == 0) return FromBits(sign | Bits(static_cast<float>(m) * 0x1p-24f));
+  if (e == 31) return FromBits(sign | 0x7F800000 | (m << 13));
+  return FromBits(sign | ((e + 112) << 23) | (m << 13));
+}
+
+std::uint16_t FloatToBf16(float f) {
+  std::uint32_t x = Bits(f);
+  if ((x & 0x7FFFFFFF) > 0x7F800000) return static_cast<std::uint16_t>((x >> 16) | 0x40);
+  x += 0x7FFF + ((x >> 16) & 1);
+  return static_cast<std::uint16_t>(x >> 16);
+}
+
+float Bf16ToFloat(std::uint16_t b) { return FromBits(static_cast<std::uint32_t>(b) << 16); }
+
+float PackedValues::Get(std::size_t i) const {
+  const std::uint8_t* p = payload.data();
+  switch (coding.type) {
+    case ValueType::kF32: {
+      float v;
+      std::memcpy(&v, p + 4 * i, 4);
+      return v;
+    }
+    case ValueType::kF16: return HalfToFloat(static_cast<std::uint16_t>(p[2 * i] | (p[2 * i + 1] << 8)));
+    case ValueType::kBF16: return Bf16ToFloat(static_cast<std::uint16_t>(p[2 * i] | (p[2 * i + 1] << 8)));
+    case ValueType::kInt8:
+      return static_cast<float>(static_cast<std::int8_t>(p[i])) * scales[i / coding.block];
+    case ValueType::kSign: return (p[i / 8] >> (i % 8)) & 1 ? -scales[0] : scales[0];
+    case ValueType::kTernary: {
+      std::uint32_t c = GetField(p, i, 2);
+      return c == 0 ? 0.0f : (c == 1 ? scales[0] : -scales[0]);
+    }
+    case ValueType::kQsgd: {
+      std::uint32_t c = GetField(p, i, coding.BitsPerValue());
+      float v = scales[0] * static_cast<float>(c >> 1) / static_cast<float>(coding.levels);
+      return (c & 1) ? -v : v;
+    }
+  }
+  return 0;
+}
+
+void PackedValues::AddTo(std::span<float> out, float scale) const {
+  MURMUR_CHECK(out.size() == count);
+  float* o = out.data();
+  const std::uint8_t* p = payload.data();
+  switch (coding.type) {
+    case ValueType::kF32:
+      for (std::size_t i = 0; i < count; ++i) {
+        float v;
+        std::memcpy(&v, p + 4 * i, 4);
+        o[i] += scale * v;
+      }
+      return;
+    case ValueType::kInt8:
+      for (std::size_t b = 0; b * coding.block < count; ++b) {
+        std::size_t lo = b * coding.block, hi = std::min(count, lo + coding.block);
+        float s = scale * scales[b];
+        for (std::size_t i = lo; i < hi; ++i) o[i] += s * static_cast<float>(static_cast<std::int8_t>(p[i]));
+      }
+      return;
+    case ValueType::kSign: {
+      float s = scale * scales[0];
+      for (std::size_t i = 0; i < count; ++i) o[i] += (p[i / 8] >> (i % 8)) & 1 ? -s : s;
+      return;
+    }
+    default:
+      for (std::size_t i = 0; i < count; ++i) o[i] += scale * Get(i);
+      return;
+  }
+}
+
+void PackedValues::ScatterAddTo(std::span<const std::uint32_t> indices, std::span<float> out,
+                                float scale) const {
+  MURMUR_CHECK(indices.size() == count);
+  if (coding.type == ValueType::kF32) {
+    for (std::size_t i = 0; i < count; ++i) {
+      float v;
+      std::memcpy(&v, payload.data() + 4 * i, 4);
+      out[indices[i]] += scale * v;
+    }
+    return;
+  }
+  for (std::size_t i = 0; i < count; ++i) out[indices[i]] += scale * Get(i);
+}
+
+namespace {
+
+template <bool kEF>
+void PackHalfLike(const float* x, float* r, std::size_t n, bool bf16, std::uint8_t* out) {
+  std::size_t i = 0;
+#if defined(__F16C__) && defined(__AVX2__)
+  if (!bf16) {
+    for (; i + 8 <= n; i += 8) {
+      __m256 a = _mm256_loadu_ps(x + i);
+      if constexpr (kEF) a = _mm256_add_ps(a, _mm256_loadu_ps(r + i));
+      __m128i h = _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i), h);
+      if constexpr (kEF) _mm256_storeu_ps(r + i, _mm256_sub_ps(a, _mm256_cvtph_ps(h)));
+    }
+  }
+#endif
+  for (; i < n; ++i) {
+    float a = kEF ? x[i] + r[i] : x[i];
+    std::uint16_t h = bf16 ? FloatToBf16(a) : FloatToHalf(a);
+    out[2 * i] = static_cast<std::uint8_t>(h);
+    out[2 * i + 1] = static_cast<std::uint8_t>(h >> 8);
+    if constexpr (kEF) r[i] = a - (bf16 ? Bf16ToFloat(h) : HalfToFloat(h));
+  }
+}
+
+// int8 with one scale per block (max |a| / 127) and unbiased stochastic
+// rounding: q = floor(a / scale + u), u ~ U[0, 1), so E[q * scale] = a.
+template <bool kEF>
+void PackInt8(const float* x, float* r, std::size_t n, std::uint32_t block, std::uint64_t key,
+              std::uint8_t* out, float* scales) {
+  std::vector<float> acc(std::min<std::size_t>(block, n));
+  for (std::size_t lo = 0, b = 0; lo < n; lo += block, ++b) {
+    std::size_t m = std::min<std::size_t>(block, n - lo);
+    for (std::size_t j = 0; j < m; ++j) acc[j] = kEF ? x[lo + j] + r[lo + j] : x[lo + j];
+    float amax = AbsMax(acc.data(), m);
+    float scale = amax / 127.0f;
+    scales[b] = scale;
+    float inv = amax > 0 ? 127.0f / amax : 0.0f;
+    for (std::size_t j = 0; j < m; ++j) {
+      float u = UniformAt(key, static_cast<std::uint32_t>(lo + j));
+      float q = std::floor(acc[j] * inv + u);
+      q = std::clamp(q, -127.0f, 127.0f);
+      out[lo + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>(q));
+      if constexpr (kEF) r[lo + j] = acc[j] - q * scale;
+    }
+  }
+}
+
+// Sign bits (1 = negative) with scale ||a||_1 / d (Karimireddy et al. 2019, Alg. 1).
+template <bool kEF>
+void PackSign(const float* acc, float* r, std::size_t n, float scale, std::uint8_t* out) {
+  std::size_t i = 0;
+#if defined(__AVX2__)
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f), vs = _mm256_set1_ps(scale);
+  for (; i + 8 <= n; i += 8) {
+    __m256 a = _mm256_loadu_ps(acc + i);
+    out[i / 8] = static_cast<std::uint8_t>(_mm256_movemask_ps(a));
+    if constexpr (kEF)
+      _mm256_storeu_ps(r + i, _mm256_sub_ps(a, _mm256_or_ps(_mm256_and_ps(a, sign_mask), vs)));
+  }
+#endif
+  for (; i < n; ++i) {
+    bool neg = std::signbit(acc[i]);
+    if (neg) out[i / 8] |= static_cast<std::uint8_t>(1u << (i % 8));
+    if constexpr (kEF) r[i] = acc[i] - (neg ? -scale : scale);
+  }
+}
+
+}  // namespace
+
+PackedValues PackValues(std::span<const float> xs, std::span<float> residual, const ValueCoding& coding,
+                        std::uint64_t key) {
+  const bool ef = !residual.empty();
+  MURMUR_CHECK(!ef || residual.size() == xs.size());
+  const std::size_t n = xs.size();
+  const float* x = xs.data();
+  float* r = residual.data();
+  PackedValues pv;
+  pv.coding = coding;
+  pv.count = n;
+  pv.scales.assign(coding.NumScales(n), 0.0f);
+  pv.payload.assign(coding.PayloadBytes(n), 0);
+  std::uint8_t* out = pv.payload.data();
+
+  switch (coding.type) {
+    case ValueType::kF32:
+      if (ef) {
+        for (std::size_t i = 0; i < n; ++i) {
+          float a = x[i] + r[i];
+          std::memcpy(out + 4 * i, &a, 4);
+          r[i] = 0;
+        }
+      } else if (n > 0) {
+        std::memcpy(out, x, 4 * n);
+      }
+      return pv;
+    case ValueType::kF16:
+    case ValueType::kBF16:
+      if (ef)
+        PackHalfLike<true>(x, r, n, coding.type == ValueType::kBF16, out);
+      else
+        PackHalfLike<false>(x, r, n, coding.type == ValueType::kBF16, out);
+      return pv;
+    case ValueType::kInt8:
+      if (ef)
+        PackInt8<true>(x, r, n, coding.block, key, out, pv.scales.data());
+      else
+        PackInt8<false>(x, r, n, coding.block, key, out, pv.scales.data());
+      return pv;
+    default: break;
+  }
+
+  // The codings with one global scale need it before quantizing: two passes.
+  const float* acc = x;
+  if (ef) {
+    for (std::size_t i = 0; i < n; ++i) r[i] += x[i];
+    acc = r;
+  }
+  if (coding.type == ValueType::kSign) {
+    float scale = n ? static_cast<float>(AbsSum(acc, n) / static_cast<double>(n)) : 0.0f;
+    pv.scales[0] = scale;
+    if (ef)
+      PackSign<true>(acc, r, n, scale, out);
+    else
+      PackSign<false>(acc, r, n, scale, out);
+    return pv;
+  }
+  if (coding.type == ValueType::kTernary) {
+    // TernGrad (Wen et al. 2017, eq. 2): s = max|a|, send s * sign(a_i) * b_i
+    // with b_i ~ Bernoulli(|a_i| / s): unbiased.
+    float s = AbsMax(acc, n);
+    pv.scales[0] = s;
+    for (std::size_t i = 0; i < n; ++i) {
+      float a = acc[i];
+      bool keep = s > 0 && UniformAt(key, static_cast<std::uint32_t>(i)) * s < std::fabs(a);
+      std::uint32_t c = keep ? (a < 0 ? 2u : 1u) : 0u;
+      OrField(out, i, 2, c);
+      if (ef) r[i] = a - (c == 0 ? 0.0f : (c == 1 ? s : -s));
+    }
+    return pv;
+  }
+  // QSGD (Alistarh et al. 2017, Sec. 3.1): level l = floor(|a| / ||a||_2 * s + u),
+  // value ||a||_2 * sign(a) * l / s; E = a.
+  MURMUR_CHECK(coding.type == ValueType::kQsgd && coding.levels >= 1);
+  float norm = static_cast<float>(std::sqrt(SquareSum(acc, n)));
+  pv.scales[0] = norm;
+  const int bits = coding.BitsPerValue();
+  const float s = static_cast<float>(coding.levels);
+  const float inv = norm > 0 ? s / norm : 0.0f;
+  for (std::size_t i = 0; i < n; ++i) {
+    float a = acc[i];
+    float l = std::floor(std::fabs(a) * inv + UniformAt(key, static_cast<std::uint32_t>(i)));
+    l = std::min(l, s);
+    std::uint32_t c = (static_cast<std::uint32_t>(l) << 1) | (std::signbit(a) ? 1u : 0u);
+    OrField(out, i, bits, c);
+    if (ef) {
+      float v = norm * l / s;
+      r[i] = a - ((c & 1) ? -v : v);
+    }
+  }
+  return pv;
+}
+
+}  // namespace murmur::compression
