@@ -1,0 +1,51 @@
+// MakeSchedule: a topology by name, as the CLI and scenario files give it.
+//
+// Kinds (degree for n large; see docs/topology.md for their spectral gaps):
+//   complete        n - 1                   ring          2
+//   torus           4 (p x q, p the largest divisor of n at most sqrt(n))
+//   star            n - 1 at the hub, 1     hypercube     log2 n (n a power of 2)
+//   exponential     ceil(log2 n) out-arcs (directed, Ying et al. 2021)
+//   one-peer-exponential   1 per round, period ceil(log2 n)
+//   regular         d (random d-regular)    erdos-renyi   ~ p (n - 1)
+//   small-world     d (Watts-Strogatz, rewiring beta)
+//   random-matching 1 per round (fresh each round)
+//   geometric       ~ pi r^2 n (n uniform points in the unit square, radius r)
+//   file            from an edge-list file (topology/edge_list.h)
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "topology/schedule.h"
+#include "topology/weights.h"
+
+namespace murmur::topology {
+
+struct TopologySpec {
+  std::string kind = "ring";
+  NodeId nodes = 16;
+  std::uint64_t seed = 1;
+  WeightOptions weights;       // ignored by one-peer-exponential and random-matching
+  bool weights_given = false;  // false: the kind's default (uniform on regular kinds, mh otherwise)
+  std::uint32_t degree = 4;    // regular, small-world
+  double prob = 0;             // erdos-renyi; 0 means 2 ln(n) / n
+  double beta = 0.1;           // small-world rewiring probability
+  double radius = 0;           // geometric; 0 means sqrt(2 ln(n) / (pi n))
+  std::string file;            // file
+  bool directed = false;       // file: arcs "u v" mean u -> v
+};
+
+// The kind names MakeSchedule accepts, in the order the CLI lists them.
+const std::vector<std::string>& TopologyKinds();
+
+// Builds the schedule and checks its weights with Validate (a failure there
+// is reported as Internal: the generators must never produce a bad matrix).
+// InvalidArgument for an unknown kind or parameters the kind cannot take.
+Result<std::unique_ptr<Schedule>> MakeSchedule(const TopologySpec& spec);
+
+}  // namespace murmur::topology
