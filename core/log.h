@@ -35,11 +35,17 @@ class LogLine {
   LogLevel level_;
   std::ostringstream out_;
 };
+struct LogVoidify {
+  void operator&(std::ostream&) {}
+};
 }  // namespace internal
 
 }  // namespace murmur
 
-#define MURMUR_LOG(level)                                    \
-  if (::murmur::LogLevel::level < ::murmur::GetLogLevel()) { \
-  } else                                                     \
-    ::murmur::internal::LogLine(::murmur::LogLevel::level, __FILE__, __LINE__).stream()
+// The ternary form (as in glog) makes the macro one expression, safe in an
+// unbraced if/else; LogVoidify turns the stream into void for the ternary.
+#define MURMUR_LOG(level)                                 \
+  !(::murmur::LogLevel::level >= ::murmur::GetLogLevel()) \
+      ? (void)0                                           \
+      : ::murmur::internal::LogVoidify() &                \
+            ::murmur::internal::LogLine(::murmur::LogLevel::level, __FILE__, __LINE__).stream()

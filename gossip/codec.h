@@ -1,0 +1,61 @@
+// Codec: a gossip node's compressor together with its per-node state.
+//
+// CodecSpec parses a compression spec once ("none", "fp16", "topk:0.01",
+// "topk:0.01:fp16,no-ef", ...; grammar in docs/compression.md) and is shared
+// by all nodes; each node then gets its own Codec (state, random stream,
+// scratch). Gossip decides how error feedback is done, not the compressor:
+// in CHOCO form the difference x - x^ is itself the residual memory, so the
+// compressor runs without one, and ",no-ef" switches the node to sending only
+// the latest change (see gossip/decentralized_sgd.h).
+//
+// Thread-safety: a Codec belongs to one node; CodecSpec is immutable.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "compression/compressor.h"
+#include "core/param_vector.h"
+#include "core/rng.h"
+#include "gossip/messages.h"
+
+namespace murmur::gossip {
+
+struct CodecSpec {
+  std::string spec;
+  std::shared_ptr<const compression::Compressor> compressor;  // built without its own residual
+  bool error_feedback = true;
+  // Lossless or a fine value coding (fp16, bf16, int8): applying it to whole
+  // models keeps them usable, so nodes can exchange full models with it.
+  bool full_model_safe = true;
+  // Rough cost, for the simulator's compute time.
+  double flops_per_element = 1;
+
+  static Result<CodecSpec> Parse(const std::string& spec);
+};
+
+class Codec {
+ public:
+  Codec(const CodecSpec& spec, NodeId node, const Layout& layout, Rng rng);
+
+  bool full_model_safe() const { return spec_.full_model_safe; }
+  bool error_feedback() const { return spec_.error_feedback; }
+  double FlopsPerElement() const { return spec_.flops_per_element; }
+  const std::string& spec() const { return spec_.spec; }
+
+  // C(v).
+  UpdatePtr Compress(std::span<const float> v, std::uint64_t round);
+  // C(x - base). REQUIRES: x.size() == base.size().
+  UpdatePtr CompressDifference(std::span<const float> x, std::span<const float> base, std::uint64_t round);
+
+ private:
+  CodecSpec spec_;
+  Layout layout_;
+  compression::CompressorState state_;
+  Rng rng_;
+  std::vector<float> scratch_;
+};
+
+}  // namespace murmur::gossip

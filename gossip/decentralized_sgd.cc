@@ -1,0 +1,197 @@
+#include "gossip/decentralized_sgd.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "core/log.h"
+
+namespace murmur::gossip {
+
+namespace {
+// out += a * v over whole vectors.
+void Axpy(ParamVector& out, float a, const ParamVector& v) { out.vec() += a * v.vec(); }
+
+double SelfWeight(const topology::MixingMatrix& w, NodeId i) { return w.At(i, i); }
+}  // namespace
+
+DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, LocalLearner& learner,
+                                           ParamVector x0, std::unique_ptr<Codec> codec,
+                                           DecentralizedSgdOptions options, RoundObserver* observer)
+    : env_(env),
+      topology_(topology),
+      learner_(learner),
+      codec_(std::move(codec)),
+      options_(options),
+      observer_(observer),
+      choco_(!codec_->full_model_safe()),
+      x_(std::move(x0)) {
+  MURMUR_CHECK_MSG(!choco_ || topology_.is_static(),
+                   "CHOCO (compressed differences) needs a static topology");
+  if (choco_) {
+    // x^ starts at zero on every node and so does s; the first rounds send
+    // the model itself through the compressor, a little at a time.
+    x_hat_ = ParamVector(x_.layout());
+    s_ = ParamVector(x_.layout());
+    if (!codec_->error_feedback()) last_sent_ = ParamVector(x_.layout());
+  } else {
+    acc_ = ParamVector(x_.layout());
+  }
+  if (options_.order == MixOrder::kCombineThenAdapt) delta_ = ParamVector(x_.layout());
+}
+
+void DecentralizedSgdNode::Start() { BeginRound(); }
+
+UpdatePtr DecentralizedSgdNode::PrepareOutgoing() {
+  if (!choco_) return codec_->Compress(x_.span(), round_);
+  // With error feedback, q = C(x - x^): whatever C left out of earlier rounds
+  // is still in x - x^. Without it, q = C(x - x_sent), the change since the
+  // last send, and what C leaves out is lost (the ablation of Koloskova et
+  // al. 2019, Sec. 6). Either way x^ += q, as on every neighbour.
+  const ParamVector& base = codec_->error_feedback() ? x_hat_ : last_sent_;
+  UpdatePtr q = codec_->CompressDifference(x_.span(), base.span(), round_);
+  if (!codec_->error_feedback()) last_sent_.CopyFrom(x_);
+  Status st = q->AddTo(x_hat_.span());
+  MURMUR_CHECK_MSG(st.ok(), st.ToString());
+  return q;
+}
+
+void DecentralizedSgdNode::BeginRound() {
+  if (finished()) return;
+  sent_ = false;
+  trained_ = false;
+  const double train_flops = options_.local_steps * learner_.FlopsPerStep();
+  const double codec_flops = codec_->FlopsPerElement() * static_cast<double>(x_.size());
+  if (options_.order == MixOrder::kAdaptThenCombine) {
+    env_.Offload(
+        train_flops + codec_flops,
+        [this] {
+          loss_ = learner_.Train(x_, options_.local_steps);
+          outgoing_ = PrepareOutgoing();
+        },
+        [this] {
+          trained_ = true;
+          Send(std::move(outgoing_));
+          MaybeCombine();
+        });
+    return;
+  }
+  // CTA: send the current model first, then train while it travels.
+  env_.Offload(
+      codec_flops, [this] { outgoing_ = PrepareOutgoing(); },
+      [this, train_flops] {
+        Send(std::move(outgoing_));
+        env_.Offload(
+            train_flops,
+            [this] {
+              delta_.CopyFrom(x_);
+              loss_ = learner_.Train(delta_, options_.local_steps);
+              delta_.vec() -= x_.vec();
+            },
+            [this] {
+              trained_ = true;
+              MaybeCombine();
+            });
+      });
+}
+
+void DecentralizedSgdNode::Send(UpdatePtr q) {
+  const NodeId self = env_.self();
+  auto msg = std::make_shared<const GossipMessage>(Channel::kModel, round_, 0.0, q);
+  for (const auto& e : topology_.Out(round_).Row(self)) {
+    if (e.col != self) env_.Send(e.col, msg);
+  }
+  if (choco_) {
+    Status st = q->AddTo(s_.span(), static_cast<float>(SelfWeight(topology_.In(round_), self)));
+    MURMUR_CHECK_MSG(st.ok(), st.ToString());
+  }
+  sent_ = true;
+  ArmTimeout();
+}
+
+void DecentralizedSgdNode::ArmTimeout() {
+  const std::uint64_t r = round_;
+  timeout_ = env_.StartTimer(options_.round_timeout, [this, r] {
+    timeout_ = 0;
+    if (round_ == r && sent_ && trained_) {
+      MURMUR_LOG(kDebug) << "node " << env_.self() << " round " << r << " timed out waiting for neighbours";
+      Combine();
+    }
+  });
+}
+
+void DecentralizedSgdNode::OnMessage(NodeId from, MessagePtr msg) {
+  if (msg->kind() != kGossipMessageKind) return;
+  auto m = std::static_pointer_cast<const GossipMessage>(msg);
+  if (m->channel() != Channel::kModel) return;
+  const NodeId self = env_.self();
+  if (m->round() < inbox_.closed_below()) {
+    // Late. In CHOCO the difference still belongs in s (x^_j moved on every
+    // neighbour that received it); a full model of a past round is stale.
+    if (choco_) {
+      double w = topology_.In(m->round()).At(self, from);
+      if (w > 0 && m->update().size() == s_.size()) {
+        Status st = m->update().AddTo(s_.span(), static_cast<float>(w));
+        if (!st.ok())
+          MURMUR_LOG(kWarning) << "node " << self << ": late update from " << from << ": " << st.ToString();
+      }
+    }
+    return;
+  }
+  if (m->update().size() != x_.size()) {
+    MURMUR_LOG(kWarning) << "node " << self << ": update from " << from << " has " << m->update().size()
+                         << " elements, model has " << x_.size();
+    return;
+  }
+  if (topology_.In(m->round()).At(self, from) <= 0) return;   // not an in-neighbour this round
+  if (inbox_.Has(m->round(), Channel::kModel, from)) return;  // duplicate
+  inbox_.Add(from, std::move(m));
+  MaybeCombine();
+}
+
+void DecentralizedSgdNode::MaybeCombine() {
+  if (finished() || !sent_ || !trained_) return;
+  const auto row = topology_.In(round_).Row(env_.self());
+  std::size_t expected = row.size() - 1;  // every in-neighbour but self
+  if (inbox_.Count(round_, Channel::kModel) >= expected) Combine();
+}
+
+void DecentralizedSgdNode::Combine() {
+  if (timeout_ != 0) {
+    env_.CancelTimer(timeout_);
+    timeout_ = 0;
+  }
+  const NodeId self = env_.self();
+  const auto& w = topology_.In(round_);
+  std::vector<Received> got = inbox_.Close(round_);
+  // Mix in sender order, so the float sum does not depend on arrival order.
+  std::sort(got.begin(), got.end(), [](const Received& a, const Received& b) { return a.from < b.from; });
+  const float gamma = static_cast<float>(options_.gamma);
+  if (choco_) {
+    for (const Received& r : got) {
+      Status st = r.msg->update().AddTo(s_.span(), static_cast<float>(w.At(self, r.from)));
+      MURMUR_CHECK_MSG(st.ok(), st.ToString());
+    }
+    // x += gamma (s - x^)
+    x_.vec() += gamma * (s_.vec() - x_hat_.vec());
+  } else {
+    double received = 0;
+    acc_.SetZero();
+    for (const Received& r : got) {
+      double wij = w.At(self, r.from);
+      received += wij;
+      Status st = r.msg->update().AddTo(acc_.span(), static_cast<float>(wij));
+      MURMUR_CHECK_MSG(st.ok(), st.ToString());
+    }
+    // Missing neighbours' weight falls back on the node itself.
+    double own = 1.0 - received;
+    Axpy(acc_, static_cast<float>(own), x_);
+    // x <- x + gamma (acc - x)
+    x_.vec() += gamma * (acc_.vec() - x_.vec());
+  }
+  if (options_.order == MixOrder::kCombineThenAdapt) x_.vec() += delta_.vec();
+  const std::uint64_t done = round_++;
+  if (observer_ != nullptr) observer_->OnRoundDone(self, done, loss_);
+  BeginRound();
+}
+
+}  // namespace murmur::gossip

@@ -1,0 +1,102 @@
+// DecentralizedSgdNode: D-PSGD and CHOCO-SGD on one node.
+//
+// Each synchronous round t, node i trains H local steps and averages with its
+// in-neighbours under the round's mixing matrix W_t:
+//   adapt-then-combine (ATC):  x_i <- sum_j W_ij (x_j - eta g_j)
+//   combine-then-adapt (CTA):  x_i <- sum_j W_ij x_j - eta g_i(x_i)
+// (Lian et al., NeurIPS 2017, Alg. 1, is CTA with H = 1; ATC is the order of
+// Sayed 2014 and of most implementations.) In CTA the model goes out before
+// training starts, so communication overlaps computation.
+//
+// How models travel depends on the codec:
+//  - lossless or a value coding (fp16, bf16, int8) on the full model: the
+//    receiver mixes what it gets, sum_j W_ij x_j, directly;
+//  - a sparsifier or any biased compressor: CHOCO-SGD (Koloskova, Stich and
+//    Jaggi, ICML 2019, Alg. 1 in its memory-efficient form, App. E): every node
+//    keeps a public copy x^_i that all its neighbours also hold, sends
+//    q_i = C(x_i - x^_i), updates x^_i += q_i, and keeps
+//    s_i = sum_j W_ij x^_j from the q's it receives; then
+//    x_i <- x_i + gamma (s_i - x^_i). What C leaves out stays in x_i - x^_i
+//    and goes out later: this is error feedback. gamma = 1 with a lossless C
+//    is exactly D-PSGD. The CHOCO form needs a static W.
+//
+// A round ends when a message from every in-neighbour has arrived or after
+// `round_timeout`; a neighbour that missed the deadline is left out of the
+// round and its weight falls back on the node itself.
+//
+// Thread-safety: one node per Env executor; the Env calls it from one thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include "core/env.h"
+#include "core/param_vector.h"
+#include "gossip/codec.h"
+#include "gossip/inbox.h"
+#include "gossip/learner.h"
+#include "gossip/observer.h"
+#include "gossip/round_topology.h"
+
+namespace murmur::gossip {
+
+enum class MixOrder { kAdaptThenCombine, kCombineThenAdapt };
+
+struct DecentralizedSgdOptions {
+  MixOrder order = MixOrder::kAdaptThenCombine;
+  std::uint64_t rounds = 100;  // stop after this many rounds
+  int local_steps = 1;         // H: local optimizer steps per round
+  double gamma = 1.0;          // consensus step (CHOCO); 1 is plain D-PSGD
+  Nanos round_timeout = std::chrono::seconds(60);
+};
+
+class DecentralizedSgdNode final : public MessageSink {
+ public:
+  // `topology`, `learner` and `observer` must outlive the node. `x0` is the
+  // initial model (the same on every node for D-PSGD's analysis, though not required).
+  // REQUIRES: a codec that is not Codec::full_model_safe() only with a static topology.
+  DecentralizedSgdNode(Env& env, RoundTopology& topology, LocalLearner& learner, ParamVector x0,
+                       std::unique_ptr<Codec> codec, DecentralizedSgdOptions options,
+                       RoundObserver* observer);
+
+  void Start();
+  void OnMessage(NodeId from, MessagePtr msg) override;
+
+  const ParamVector& params() const { return x_; }
+  std::uint64_t round() const { return round_; }
+  bool finished() const { return round_ >= options_.rounds; }
+  bool choco() const { return choco_; }
+
+ private:
+  void BeginRound();
+  UpdatePtr PrepareOutgoing();
+  void Send(UpdatePtr q);
+  void ArmTimeout();
+  void MaybeCombine();
+  void Combine();
+
+  Env& env_;
+  RoundTopology& topology_;
+  LocalLearner& learner_;
+  std::unique_ptr<Codec> codec_;
+  DecentralizedSgdOptions options_;
+  RoundObserver* observer_;
+  bool choco_;
+
+  ParamVector x_;
+  ParamVector acc_;        // full mode: the weighted sum of the round
+  ParamVector x_hat_;      // CHOCO: public copy
+  ParamVector s_;          // CHOCO: sum_j W_ij x^_j
+  ParamVector last_sent_;  // CHOCO without error feedback: x at the last send
+  ParamVector delta_;      // CTA: the local training step's change
+  UpdatePtr outgoing_;
+  RoundInbox inbox_;
+  std::uint64_t round_ = 0;
+  bool sent_ = false;
+  bool trained_ = false;
+  TimerId timeout_ = 0;
+  double loss_ = 0;
+};
+
+}  // namespace murmur::gossip

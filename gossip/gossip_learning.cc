@@ -1,0 +1,86 @@
+#include "gossip/gossip_learning.h"
+
+#include "core/check.h"
+
+namespace murmur::gossip {
+
+GossipLearningNode::GossipLearningNode(Env& env, RoundTopology* topology, NodeId num_nodes,
+                                       LocalLearner& learner, ParamVector x0, std::unique_ptr<Codec> codec,
+                                       GossipLearningOptions options, RoundObserver* observer)
+    : env_(env),
+      topology_(topology),
+      num_nodes_(num_nodes),
+      learner_(learner),
+      codec_(std::move(codec)),
+      options_(options),
+      observer_(observer),
+      rng_(env.MakeRng(RngPurpose::kPeerSampling)),
+      x_(std::move(x0)) {
+  MURMUR_CHECK_MSG(codec_->full_model_safe(),
+                   "gossip learning sends whole models: use none, fp16, bf16 or int8");
+  MURMUR_CHECK(options_.uniform_peers || topology_ != nullptr);
+}
+
+void GossipLearningNode::Start() {
+  // Desynchronize: the first wake-up is uniform in [0, period).
+  auto first =
+      Nanos(static_cast<std::int64_t>(rng_.Uniform() * static_cast<double>(options_.period.count())));
+  env_.StartTimer(first, [this] { Wake(); });
+}
+
+NodeId GossipLearningNode::PickPeer() {
+  const NodeId self = env_.self();
+  if (options_.uniform_peers) {
+    if (num_nodes_ < 2) return self;
+    auto j = static_cast<NodeId>(rng_.UniformInt(num_nodes_ - 1));
+    return j >= self ? j + 1 : j;
+  }
+  auto row = topology_->Out(wakeups_).Row(self);
+  std::size_t others = row.size() - 1;
+  if (others == 0) return self;
+  std::size_t pick = rng_.UniformInt(others);
+  for (const auto& e : row) {
+    if (e.col == self) continue;
+    if (pick-- == 0) return e.col;
+  }
+  return self;
+}
+
+void GossipLearningNode::Wake() {
+  if (env_.Now() > options_.horizon) return;
+  auto msg = std::make_shared<const GossipMessage>(Channel::kGossipModel, wakeups_, age_,
+                                                   codec_->Compress(x_.span(), wakeups_));
+  for (int k = 0; k < options_.fanout; ++k) {
+    NodeId peer = PickPeer();
+    if (peer != env_.self()) env_.Send(peer, msg);
+  }
+  env_.Offload(
+      options_.local_steps * learner_.FlopsPerStep(),
+      [this] { loss_ = learner_.Train(x_, options_.local_steps); },
+      [this] {
+        age_ += options_.local_steps;
+        if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), wakeups_, loss_);
+        ++wakeups_;
+        env_.StartTimer(options_.period, [this] { Wake(); });
+      });
+}
+
+void GossipLearningNode::OnMessage(NodeId from, MessagePtr msg) {
+  (void)from;
+  if (msg->kind() != kGossipMessageKind) return;
+  auto m = std::static_pointer_cast<const GossipMessage>(msg);
+  if (m->channel() != Channel::kGossipModel || m->update().size() != x_.size()) return;
+  const double a_j = m->scalar();
+  if (!(a_j >= 0)) return;
+  double wi = 0.5, wj = 0.5;
+  if (options_.age_weighted && age_ + a_j > 0) {
+    wi = age_ / (age_ + a_j);
+    wj = a_j / (age_ + a_j);
+  }
+  x_.vec() *= static_cast<float>(wi);
+  Status st = m->update().AddTo(x_.span(), static_cast<float>(wj));
+  MURMUR_CHECK_MSG(st.ok(), st.ToString());
+  age_ = std::max(age_, a_j);
+}
+
+}  // namespace murmur::gossip

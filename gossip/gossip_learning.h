@@ -1,0 +1,69 @@
+// GossipLearningNode: asynchronous gossip learning (Ormandi, Hegedus and
+// Jelasity, CCPE 2013; Hegedus, Danner and Jelasity, DAIS 2019), the
+// AD-PSGD-like regime with no global round.
+//
+// Each node wakes on its own timer, sends its model and its age (the number
+// of local steps behind it) to `fanout` peers, trains H local steps, and
+// sleeps `period`; slow devices wake less often because their training takes
+// longer in virtual time. A received model is merged at once:
+//   x_i <- (a_i x_i + a_j x_j) / (a_i + a_j),  a_i <- max(a_i, a_j)
+// with age weighting (Hegedus et al. 2019, "MergeAverage" weighted by age),
+// or the plain average. Peers come from the graph's neighbours or, with
+// `uniform_peers`, uniformly from all nodes (an ideal peer-sampling service).
+//
+// Thread-safety: as every gossip node, one Env executor.
+#pragma once
+
+#include <chrono>
+#include <memory>
+
+#include "gossip/codec.h"
+#include "gossip/learner.h"
+#include "gossip/observer.h"
+#include "gossip/round_topology.h"
+
+namespace murmur::gossip {
+
+struct GossipLearningOptions {
+  Nanos period = std::chrono::seconds(1);     // sleep between wake-ups
+  Nanos horizon = std::chrono::seconds(100);  // no wake-up after this virtual time
+  int local_steps = 1;
+  int fanout = 1;
+  bool age_weighted = true;
+  bool uniform_peers = false;
+};
+
+class GossipLearningNode final : public MessageSink {
+ public:
+  // `topology` supplies neighbours unless options.uniform_peers; it may be null then.
+  // REQUIRES: codec->full_model_safe().
+  GossipLearningNode(Env& env, RoundTopology* topology, NodeId num_nodes, LocalLearner& learner,
+                     ParamVector x0, std::unique_ptr<Codec> codec, GossipLearningOptions options,
+                     RoundObserver* observer);
+
+  void Start();
+  void OnMessage(NodeId from, MessagePtr msg) override;
+
+  const ParamVector& params() const { return x_; }
+  double age() const { return age_; }
+  std::uint64_t wakeups() const { return wakeups_; }
+
+ private:
+  void Wake();
+  NodeId PickPeer();
+
+  Env& env_;
+  RoundTopology* topology_;
+  NodeId num_nodes_;
+  LocalLearner& learner_;
+  std::unique_ptr<Codec> codec_;
+  GossipLearningOptions options_;
+  RoundObserver* observer_;
+  Rng rng_;
+  ParamVector x_;
+  double age_ = 0;
+  std::uint64_t wakeups_ = 0;
+  double loss_ = 0;
+};
+
+}  // namespace murmur::gossip

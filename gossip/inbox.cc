@@ -1,0 +1,42 @@
+#include "gossip/inbox.h"
+
+#include "core/check.h"
+
+namespace murmur::gossip {
+
+void RoundInbox::Add(NodeId from, std::shared_ptr<const GossipMessage> msg) {
+  MURMUR_CHECK(msg->round() >= closed_below_);
+  by_round_[msg->round()].push_back(Received{from, std::move(msg)});
+}
+
+bool RoundInbox::Has(std::uint64_t round, Channel channel, NodeId from) const {
+  auto it = by_round_.find(round);
+  if (it == by_round_.end()) return false;
+  for (const Received& r : it->second) {
+    if (r.from == from && r.msg->channel() == channel) return true;
+  }
+  return false;
+}
+
+std::size_t RoundInbox::Count(std::uint64_t round, Channel channel) const {
+  auto it = by_round_.find(round);
+  if (it == by_round_.end()) return 0;
+  std::size_t n = 0;
+  for (const Received& r : it->second) n += r.msg->channel() == channel;
+  return n;
+}
+
+std::vector<Received> RoundInbox::Close(std::uint64_t round) {
+  std::vector<Received> out;
+  auto it = by_round_.find(round);
+  if (it != by_round_.end()) {
+    out = std::move(it->second);
+    by_round_.erase(it);
+  }
+  // Anything older was closed before (or never came).
+  by_round_.erase(by_round_.begin(), by_round_.lower_bound(round + 1));
+  closed_below_ = round + 1;
+  return out;
+}
+
+}  // namespace murmur::gossip

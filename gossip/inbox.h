@@ -1,0 +1,45 @@
+// RoundInbox: messages of synchronous rounds that arrived before the node
+// was ready for them.
+//
+// A neighbour can run ahead by a round or more (it needs only its own
+// neighbours' messages to finish a round), so messages are kept by round
+// until the node combines that round. Messages for rounds the node has
+// already closed are "late": the caller decides what they still mean.
+//
+// Thread-safety: event loop only.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "gossip/messages.h"
+
+namespace murmur::gossip {
+
+struct Received {
+  NodeId from;
+  std::shared_ptr<const GossipMessage> msg;
+};
+
+class RoundInbox {
+ public:
+  // Keeps `msg` for its round. REQUIRES: msg->round() >= closed_below().
+  void Add(NodeId from, std::shared_ptr<const GossipMessage> msg);
+  // Whether a message from `from` on `channel` is held for `round` (duplicates are dropped by callers).
+  bool Has(std::uint64_t round, Channel channel, NodeId from) const;
+  // Number of messages held for (round, channel).
+  std::size_t Count(std::uint64_t round, Channel channel) const;
+  // Removes and returns every message of `round`, in arrival order; rounds
+  // below `round` + 1 count as closed afterwards.
+  std::vector<Received> Close(std::uint64_t round);
+  std::uint64_t closed_below() const { return closed_below_; }
+  std::size_t pending_rounds() const { return by_round_.size(); }
+
+ private:
+  std::map<std::uint64_t, std::vector<Received>> by_round_;
+  std::uint64_t closed_below_ = 0;
+};
+
+}  // namespace murmur::gossip

@@ -1,0 +1,20 @@
+// RoundObserver: how a gossip node reports progress to whoever runs it (the
+// simulator's scenario runner, the daemon's job runtime).
+//
+// Thread-safety: called from the node's executor (the event loop).
+#pragma once
+
+#include <cstdint>
+
+#include "core/env.h"
+
+namespace murmur::gossip {
+
+class RoundObserver {
+ public:
+  virtual ~RoundObserver() = default;
+  // `node` finished round `round` (0-based) with this mean training loss.
+  virtual void OnRoundDone(NodeId node, std::uint64_t round, double train_loss) = 0;
+};
+
+}  // namespace murmur::gossip

@@ -1,0 +1,133 @@
+#include "gossip/push_sum.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "core/log.h"
+
+namespace murmur::gossip {
+
+PushSumNode::PushSumNode(Env& env, RoundTopology& topology, LocalLearner& learner, ParamVector x0,
+                         std::unique_ptr<Codec> codec, PushSumOptions options, RoundObserver* observer)
+    : env_(env),
+      topology_(topology),
+      learner_(learner),
+      codec_(std::move(codec)),
+      options_(options),
+      observer_(observer),
+      x_(std::move(x0)) {
+  MURMUR_CHECK_MSG(codec_->full_model_safe(),
+                   "push-sum sends running sums whole: use none, fp16, bf16 or int8");
+  z_ = x_.Clone();
+  next_x_ = ParamVector(x_.layout());
+}
+
+void PushSumNode::Start() { BeginRound(); }
+
+void PushSumNode::BeginRound() {
+  if (finished()) return;
+  pushed_ = false;
+  env_.Offload(
+      options_.local_steps * learner_.FlopsPerStep() +
+          codec_->FlopsPerElement() * static_cast<double>(x_.size()),
+      [this] {
+        // SGP: x <- x - eta g(z), the steps taken on z = x / w.
+        const float inv_w = static_cast<float>(1.0 / w_);
+        z_.vec() = x_.vec() * inv_w;
+        next_x_.CopyFrom(z_);
+        loss_ = learner_.Train(next_x_, options_.local_steps);
+        x_.vec() += next_x_.vec() - z_.vec();
+      },
+      [this] {
+        Push();
+        MaybeCombine();
+      });
+}
+
+void PushSumNode::Push() {
+  const NodeId self = env_.self();
+  const auto& out = topology_.Out(round_);
+  next_x_.SetZero();
+  next_w_ = 0;
+  for (const auto& e : out.Row(self)) {
+    if (e.col == self) {
+      next_x_.vec() += static_cast<float>(e.weight) * x_.vec();
+      next_w_ += e.weight * w_;
+      continue;
+    }
+    auto [it, fresh] = sent_.try_emplace(e.col);
+    if (fresh) it->second.x = ParamVector(x_.layout());
+    it->second.x.vec() += static_cast<float>(e.weight) * x_.vec();
+    it->second.w += e.weight * w_;
+    auto msg = std::make_shared<const GossipMessage>(Channel::kPushSum, round_, it->second.w,
+                                                     codec_->Compress(it->second.x.span(), round_));
+    env_.Send(e.col, std::move(msg));
+  }
+  pushed_ = true;
+  const std::uint64_t r = round_;
+  timeout_ = env_.StartTimer(options_.round_timeout, [this, r] {
+    timeout_ = 0;
+    if (round_ == r && pushed_) Combine();
+  });
+}
+
+// Adds sigma - rho (what `from` pushed that this node has not seen) to (x, w).
+void PushSumNode::Absorb(NodeId from, const GossipMessage& m, ParamVector& x, double& w) {
+  auto [it, fresh] = received_.try_emplace(from);
+  RunningSum& rho = it->second;
+  if (fresh) rho.x = ParamVector(x_.layout());
+  if (m.scalar() < rho.w) return;  // an older running sum overtaken by a newer one: nothing new in it
+  x.vec() -= rho.x.vec();
+  Status st = m.update().AddTo(x.span());
+  MURMUR_CHECK_MSG(st.ok(), st.ToString());
+  rho.x.SetZero();
+  st = m.update().AddTo(rho.x.span());
+  MURMUR_CHECK_MSG(st.ok(), st.ToString());
+  w += m.scalar() - rho.w;
+  rho.w = m.scalar();
+}
+
+void PushSumNode::OnMessage(NodeId from, MessagePtr msg) {
+  if (msg->kind() != kGossipMessageKind) return;
+  auto m = std::static_pointer_cast<const GossipMessage>(msg);
+  if (m->channel() != Channel::kPushSum || m->update().size() != x_.size()) return;
+  if (m->round() < inbox_.closed_below()) {
+    // Late mass is still mass: it joins the node's state now (the round
+    // being assembled, once this node has pushed its shares).
+    if (pushed_) {
+      Absorb(from, *m, next_x_, next_w_);
+    } else {
+      Absorb(from, *m, x_, w_);
+    }
+    return;
+  }
+  if (topology_.In(m->round()).At(env_.self(), from) <= 0) return;
+  if (inbox_.Has(m->round(), Channel::kPushSum, from)) return;
+  inbox_.Add(from, std::move(m));
+  MaybeCombine();
+}
+
+void PushSumNode::MaybeCombine() {
+  if (finished() || !pushed_) return;
+  std::size_t expected = topology_.In(round_).Row(env_.self()).size() - 1;
+  if (inbox_.Count(round_, Channel::kPushSum) >= expected) Combine();
+}
+
+void PushSumNode::Combine() {
+  if (timeout_ != 0) {
+    env_.CancelTimer(timeout_);
+    timeout_ = 0;
+  }
+  std::vector<Received> got = inbox_.Close(round_);
+  std::sort(got.begin(), got.end(), [](const Received& a, const Received& b) { return a.from < b.from; });
+  for (const Received& r : got) Absorb(r.from, *r.msg, next_x_, next_w_);
+  std::swap(x_, next_x_);
+  w_ = next_w_;
+  MURMUR_CHECK_MSG(w_ > 0, "push-sum weight must stay positive");
+  z_.vec() = x_.vec() * static_cast<float>(1.0 / w_);
+  const std::uint64_t done = round_++;
+  if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), done, loss_);
+  BeginRound();
+}
+
+}  // namespace murmur::gossip

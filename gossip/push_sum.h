@@ -1,0 +1,87 @@
+// PushSumNode: Stochastic Gradient Push (Assran et al., ICML 2019) over
+// directed and time-varying graphs, with running sums so that lost messages
+// delay mass instead of destroying it.
+//
+// Each node holds a numerator x_i and a weight w_i; its model is z_i = x_i / w_i.
+// Round t: x_i <- x_i - eta g(z_i) (H local steps taken on z), then node i
+// keeps P_ii (x_i, w_i) and pushes P_ji (x_i, w_i) to each out-neighbour j of
+// the column-stochastic P_t (Kempe et al. 2003; Nedic & Olshevsky 2015).
+// Column stochasticity conserves sum_i x_i and sum_i w_i, which is why z_i
+// converges to the average even on directed graphs.
+//
+// Loss robustness (Hadjicostis, Dominguez-Garcia and Vaidya, IEEE TAC 2016):
+// instead of the share itself, node i sends its running sum
+// sigma_ij = sum over rounds of everything it ever pushed to j, and j adds
+// sigma_ij - rho_ji, the part it has not yet seen (rho_ji is the last running
+// sum it received from i). A lost message's mass arrives with the next one.
+//
+// Thread-safety: as every gossip node, one Env executor.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+
+#include "gossip/codec.h"
+#include "gossip/inbox.h"
+#include "gossip/learner.h"
+#include "gossip/observer.h"
+#include "gossip/round_topology.h"
+
+namespace murmur::gossip {
+
+struct PushSumOptions {
+  std::uint64_t rounds = 100;
+  int local_steps = 1;
+  Nanos round_timeout = std::chrono::seconds(60);
+};
+
+class PushSumNode final : public MessageSink {
+ public:
+  // `topology` gives column-stochastic matrices (topology::PushSumWeights).
+  // REQUIRES: codec->full_model_safe() (running sums are sent whole).
+  PushSumNode(Env& env, RoundTopology& topology, LocalLearner& learner, ParamVector x0,
+              std::unique_ptr<Codec> codec, PushSumOptions options, RoundObserver* observer);
+
+  void Start();
+  void OnMessage(NodeId from, MessagePtr msg) override;
+
+  // The de-biased model z = x / w, current as of the last combine.
+  const ParamVector& params() const { return z_; }
+  double weight() const { return w_; }
+  std::uint64_t round() const { return round_; }
+  bool finished() const { return round_ >= options_.rounds; }
+
+ private:
+  struct RunningSum {
+    ParamVector x;
+    double w = 0;
+  };
+  void BeginRound();
+  void Push();
+  void Absorb(NodeId from, const GossipMessage& m, ParamVector& x, double& w);
+  void MaybeCombine();
+  void Combine();
+
+  Env& env_;
+  RoundTopology& topology_;
+  LocalLearner& learner_;
+  std::unique_ptr<Codec> codec_;
+  PushSumOptions options_;
+  RoundObserver* observer_;
+
+  ParamVector x_;
+  double w_ = 1.0;
+  ParamVector z_;
+  ParamVector next_x_;  // the round's kept share plus what arrives
+  double next_w_ = 0;
+  std::map<NodeId, RunningSum> sent_;      // sigma_ij per out-neighbour
+  std::map<NodeId, RunningSum> received_;  // rho_ij per in-neighbour
+  RoundInbox inbox_;
+  std::uint64_t round_ = 0;
+  bool pushed_ = false;
+  TimerId timeout_ = 0;
+  double loss_ = 0;
+};
+
+}  // namespace murmur::gossip
