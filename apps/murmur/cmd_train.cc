@@ -1,0 +1,234 @@
+// murmur train: centralized training of one model on one dataset, the
+// baseline that every decentralized run is compared against.
+#include <cxxopts.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "apps/murmur/command.h"
+#include "apps/murmur/progress.h"
+#include "core/rng.h"
+#include "core/thread_pool.h"
+#include "ml/csv.h"
+#include "ml/idx.h"
+#include "ml/model_spec.h"
+#include "ml/optimizer.h"
+#include "ml/schedule.h"
+#include "ml/synthetic.h"
+#include "ml/trainer.h"
+
+namespace murmur::cli {
+namespace {
+
+constexpr const char* kName = "train";
+
+// The training data and the samples to train and test on. CSV data without a
+// test file is split 80/20 by a seeded permutation (index lists, no copy).
+struct Data {
+  ml::Dataset train;
+  std::optional<ml::Dataset> test;  // absent: test on train's held-out indices
+  std::vector<ml::SampleIndex> train_idx, test_idx;
+  const ml::Dataset& test_set() const { return test ? *test : train; }
+};
+
+// Returns the data, or a Status; `usage` is set when the spec itself is bad.
+Result<Data> LoadData(const std::string& spec, const std::string& data_dir, const std::string& test_csv,
+                      std::uint64_t seed, bool* usage) {
+  Data d;
+  if (spec == "fashion-mnist") {
+    MURMUR_ASSIGN_OR_RETURN(ml::TrainTest tt, ml::LoadFashionMnist(data_dir));
+    d.train = std::move(tt.train);
+    d.test = std::move(tt.test);
+  } else if (spec == "synthetic:blobs" || spec == "synthetic:teacher") {
+    if (spec == "synthetic:blobs") {
+      ml::BlobsOptions o;
+      o.seed = seed;
+      o.num_samples = 20000;
+      d.train = ml::MakeGaussianBlobs(o);
+      o.stream = 1;
+      o.num_samples = 5000;
+      d.test = ml::MakeGaussianBlobs(o);
+    } else {
+      ml::TeacherOptions o;
+      o.seed = seed;
+      o.num_samples = 20000;
+      d.train = ml::MakeLinearTeacher(o);
+      o.stream = 1;
+      o.num_samples = 5000;
+      d.test = ml::MakeLinearTeacher(o);
+    }
+  } else if (spec.starts_with("csv:")) {
+    MURMUR_ASSIGN_OR_RETURN(d.train, ml::ReadCsv(spec.substr(4)));
+    if (!test_csv.empty()) {
+      ml::CsvOptions o;
+      o.num_classes = d.train.num_classes;
+      MURMUR_ASSIGN_OR_RETURN(d.test, ml::ReadCsv(test_csv, o));
+      if (d.test->dim != d.train.dim)
+        return Status::InvalidArgument(test_csv + ": " + std::to_string(d.test->dim) +
+                                       " features, training data has " + std::to_string(d.train.dim));
+    }
+  } else {
+    *usage = true;
+    return Status::InvalidArgument(
+        "--dataset '" + spec +
+        "' unknown (expected fashion-mnist, csv:PATH, synthetic:blobs or synthetic:teacher)");
+  }
+  d.train_idx = ml::AllIndices(d.train);
+  if (d.test) {
+    d.test_idx = ml::AllIndices(*d.test);
+  } else {
+    if (d.train.num_samples < 2)
+      return Status::InvalidArgument(spec + ": need at least 2 samples to hold out a test set");
+    Rng rng(seed, 0, RngPurpose::kPartition);
+    rng.Shuffle(std::span<ml::SampleIndex>(d.train_idx));
+    std::size_t cut = d.train_idx.size() * 4 / 5;
+    d.test_idx.assign(d.train_idx.begin() + static_cast<std::ptrdiff_t>(cut), d.train_idx.end());
+    d.train_idx.resize(cut);
+  }
+  return d;
+}
+
+}  // namespace
+
+int RunTrain(int argc, char** argv) {
+  cxxopts::Options options("murmur train", "Train one model centrally and report its test accuracy.");
+  // clang-format off
+  options.add_options()
+    ("model", "softmax or mlp:<width>,<width>,...", cxxopts::value<std::string>()->default_value("mlp:256,128"))
+    ("dataset", "fashion-mnist, csv:PATH, synthetic:blobs or synthetic:teacher",
+     cxxopts::value<std::string>()->default_value("fashion-mnist"))
+    ("data-dir", "directory of the Fashion-MNIST files", cxxopts::value<std::string>()->default_value(ml::kFashionMnistDir))
+    ("test-csv", "test set for --dataset csv:PATH (default: hold out 20%)", cxxopts::value<std::string>()->default_value(""))
+    ("epochs", "passes over the training set", cxxopts::value<int>()->default_value("10"))
+    ("batch", "mini-batch size", cxxopts::value<int>()->default_value("64"))
+    ("optimizer", "sgd, momentum, nesterov or adam", cxxopts::value<std::string>()->default_value("adam"))
+    ("lr", "peak learning rate (default: 0.001 for adam, 0.05 otherwise)", cxxopts::value<double>())
+    ("momentum", "momentum for momentum and nesterov", cxxopts::value<double>()->default_value("0.9"))
+    ("schedule", "constant, step or cosine", cxxopts::value<std::string>()->default_value("cosine"))
+    ("step-epochs", "for --schedule step: epochs between decays by 10x", cxxopts::value<int>()->default_value("5"))
+    ("warmup", "linear warm-up over this many steps", cxxopts::value<int>()->default_value("0"))
+    ("weight-decay", "weight decay (L2 added to the gradient)", cxxopts::value<double>()->default_value("0"))
+    ("seed", "random seed (initialization and batch order)", cxxopts::value<std::uint64_t>()->default_value("1"))
+    ("threads", "threads per batch (results do not depend on it)",
+     cxxopts::value<int>()->default_value(std::to_string(HardwareThreads())))
+    ("h,help", "show this help");
+  // clang-format on
+  cxxopts::ParseResult args;
+  try {
+    args = options.parse(argc, argv);
+    if (!args.unmatched().empty())
+      return UsageError(kName, "unexpected argument '" + args.unmatched()[0] + "'");
+  } catch (const cxxopts::exceptions::exception& e) {
+    return UsageError(kName, e.what());
+  }
+  if (args.count("help")) {
+    std::printf("%s\n", options.help().c_str());
+    return kExitOk;
+  }
+  int epochs, batch, threads, warmup, step_epochs;
+  double momentum, weight_decay;
+  std::string model_spec, optimizer_name, schedule_name;
+  std::uint64_t seed;
+  std::optional<double> lr_flag;
+  try {
+    epochs = args["epochs"].as<int>();
+    batch = args["batch"].as<int>();
+    threads = args["threads"].as<int>();
+    warmup = args["warmup"].as<int>();
+    step_epochs = args["step-epochs"].as<int>();
+    momentum = args["momentum"].as<double>();
+    weight_decay = args["weight-decay"].as<double>();
+    model_spec = args["model"].as<std::string>();
+    optimizer_name = args["optimizer"].as<std::string>();
+    schedule_name = args["schedule"].as<std::string>();
+    seed = args["seed"].as<std::uint64_t>();
+    if (args.count("lr")) lr_flag = args["lr"].as<double>();
+  } catch (const cxxopts::exceptions::exception& e) {
+    return UsageError(kName, e.what());
+  }
+  if (epochs < 1) return UsageError(kName, "--epochs " + std::to_string(epochs) + " must be at least 1");
+  if (batch < 1) return UsageError(kName, "--batch " + std::to_string(batch) + " must be at least 1");
+  if (threads < 1 || threads > 1024)
+    return UsageError(kName, "--threads " + std::to_string(threads) + " outside [1, 1024]");
+  if (warmup < 0) return UsageError(kName, "--warmup " + std::to_string(warmup) + " must be >= 0");
+  if (step_epochs < 1) return UsageError(kName, "--step-epochs must be at least 1");
+  double lr = lr_flag.value_or(optimizer_name == "adam" ? 1e-3 : 0.05);
+  if (!(lr > 0 && lr < 1e3)) return UsageError(kName, "--lr " + std::to_string(lr) + " outside (0, 1000)");
+  Result<ml::ScheduleKind> kind = ml::ParseScheduleKind(schedule_name);
+  if (!kind.ok()) return UsageError(kName, kind.status().message());
+  // Check the model spec and optimizer before reading the data.
+  if (auto probe = ml::MakeModel(model_spec, 1, 2); !probe.ok())
+    return UsageError(kName, probe.status().message());
+  if (auto probe = ml::MakeOptimizer(optimizer_name, 1, momentum, weight_decay); !probe.ok())
+    return UsageError(kName, probe.status().message());
+
+  bool usage = false;
+  Result<Data> loaded = LoadData(args["dataset"].as<std::string>(), args["data-dir"].as<std::string>(),
+                                 args["test-csv"].as<std::string>(), seed, &usage);
+  if (!loaded.ok())
+    return usage ? UsageError(kName, loaded.status().message()) : Failure(kName, loaded.status().message());
+  Data& data = *loaded;
+  auto model = ml::MakeModel(model_spec, data.train.dim, data.train.num_classes);
+  if (!model.ok()) return Failure(kName, model.status().message());
+  auto optimizer = ml::MakeOptimizer(optimizer_name, (*model)->layout().total_size(), momentum, weight_decay);
+  if (!optimizer.ok()) return Failure(kName, optimizer.status().message());
+
+  ThreadPool pool(threads);
+  ml::TrainerOptions topts;
+  topts.batch_size = batch;
+  topts.seed = seed;
+  ml::ScheduleOptions sopts;
+  sopts.kind = *kind;
+  sopts.lr = lr;
+  ml::Trainer probe_trainer(**model, **optimizer, ml::LrSchedule(sopts), topts);
+  const std::int64_t per_epoch =
+      probe_trainer.BatchesPerEpoch(static_cast<std::int64_t>(data.train_idx.size()));
+  sopts.total_steps = per_epoch * epochs;
+  sopts.warmup_steps = warmup;
+  sopts.step_size = per_epoch * step_epochs;
+  ml::Trainer trainer(**model, **optimizer, ml::LrSchedule(sopts), topts, &pool);
+
+  ParamVector params((*model)->layout());
+  Rng init(seed, 0, RngPurpose::kInit);
+  (*model)->InitParams(params, init);
+  std::printf("model %s (%zu parameters, %.3g MFLOP per sample)  dataset %s (%zu train, %zu test)\n",
+              (*model)->spec().c_str(), params.size(), (*model)->FlopsPerSample() / 1e6,
+              data.train.name.c_str(), data.train_idx.size(), data.test_idx.size());
+  std::printf("optimizer %s lr %g schedule %s batch %d threads %d seed %llu\n", optimizer_name.c_str(), lr,
+              schedule_name.c_str(), batch, threads, static_cast<unsigned long long>(seed));
+  std::fflush(stdout);
+
+  ProgressBar bar("train", static_cast<std::uint64_t>(per_epoch * epochs), 5);
+  double train_seconds = 0;
+  std::int64_t samples = 0;
+  ml::Evaluation ev;
+  for (int e = 0; e < epochs; ++e) {
+    auto start = std::chrono::steady_clock::now();
+    ml::EpochStats st =
+        trainer.RunEpoch(params, data.train, data.train_idx, e, [&](std::int64_t k, double loss) {
+          char status[64];
+          std::snprintf(status, sizeof(status), "epoch %d loss %.4f", e + 1, loss);
+          bar.Update(static_cast<std::uint64_t>(e * per_epoch + k + 1), status);
+        });
+    train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    samples += st.samples;
+    ev = (*model)->Evaluate(params, data.test_set(), data.test_idx, trainer.workspace(), &pool);
+    std::printf("epoch %d/%d  train loss %.4f  test accuracy %.4f  test loss %.4f  lr %.3g\n", e + 1, epochs,
+                st.mean_loss, ev.accuracy, ev.loss, trainer.last_lr());
+    std::fflush(stdout);
+  }
+  bar.Finish();
+  std::printf("test accuracy %.4f  test loss %.4f\n", ev.accuracy, ev.loss);
+  std::printf("%.0f samples/s (%lld samples in %.1fs of training, %.1f GFLOP/s)\n",
+              static_cast<double>(samples) / train_seconds, static_cast<long long>(samples), train_seconds,
+              static_cast<double>(samples) * (*model)->FlopsPerSample() / train_seconds / 1e9);
+  return kExitOk;
+}
+
+MURMUR_COMMAND("train", "train a model centrally (softmax or MLP on Fashion-MNIST, CSV or synthetic data)",
+               RunTrain);
+
+}  // namespace murmur::cli

@@ -1,0 +1,51 @@
+#include "ml/model_spec.h"
+
+#include <charconv>
+#include <string>
+
+#include "ml/mlp.h"
+
+namespace murmur::ml {
+
+Result<std::unique_ptr<Model>> MakeModel(std::string_view spec, std::int64_t input_dim, int num_classes,
+                                         const ModelSpecOptions& options) {
+  const std::string quoted = "model spec '" + std::string(spec) + "'";
+  if (input_dim <= 0 || num_classes <= 0)
+    return Status::InvalidArgument(quoted + ": data has " + std::to_string(input_dim) + " features and " +
+                                   std::to_string(num_classes) + " classes");
+  if (options.chunk_rows <= 0) return Status::InvalidArgument(quoted + ": chunk rows must be positive");
+  MlpOptions mlp;
+  mlp.input_dim = input_dim;
+  mlp.num_classes = num_classes;
+  mlp.l2 = options.l2;
+  mlp.chunk_rows = options.chunk_rows;
+  if (spec == "softmax") return std::unique_ptr<Model>(std::make_unique<Mlp>(mlp));
+  constexpr std::string_view kMlp = "mlp:";
+  if (!spec.starts_with(kMlp))
+    return Status::InvalidArgument(quoted + " unknown (expected 'softmax' or 'mlp:<width>,<width>,...')");
+  std::string_view rest = spec.substr(kMlp.size());
+  std::int64_t params = 0, prev = input_dim;
+  for (;;) {
+    std::size_t comma = rest.find(',');
+    std::string_view field = rest.substr(0, comma);
+    std::int64_t width = 0;
+    auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), width);
+    if (field.empty() || ec != std::errc() || end != field.data() + field.size())
+      return Status::InvalidArgument(quoted + ": hidden width '" + std::string(field) + "' is not a number");
+    if (width < 1 || width > kMaxHiddenWidth)
+      return Status::InvalidArgument(quoted + ": hidden width " + std::to_string(width) + " outside [1, " +
+                                     std::to_string(kMaxHiddenWidth) + "]");
+    mlp.hidden.push_back(width);
+    params += (prev + 1) * width;
+    prev = width;
+    if (params > kMaxParams) break;
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  params += (prev + 1) * num_classes;
+  if (params > kMaxParams)
+    return Status::InvalidArgument(quoted + ": more than " + std::to_string(kMaxParams) + " parameters");
+  return std::unique_ptr<Model>(std::make_unique<Mlp>(mlp));
+}
+
+}  // namespace murmur::ml

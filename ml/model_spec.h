@@ -1,0 +1,32 @@
+// Model specs: the strings that name an architecture on the command line and
+// in configs.
+//
+//   "softmax"         softmax (multinomial logistic) regression
+//   "mlp:256,128"     an MLP with ReLU hidden layers of 256 and 128 units
+//
+// Thread-safety: free functions without shared state.
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include "core/status.h"
+#include "ml/model.h"
+
+namespace murmur::ml {
+
+// Widest hidden layer and largest parameter count a spec may ask for.
+inline constexpr std::int64_t kMaxHiddenWidth = 1 << 16;
+inline constexpr std::int64_t kMaxParams = std::int64_t{1} << 28;
+
+struct ModelSpecOptions {
+  double l2 = 0;                 // see MlpOptions::l2
+  std::int64_t chunk_rows = 32;  // see MlpOptions::chunk_rows
+};
+
+// Builds the model named by `spec` for inputs of `input_dim` features and
+// `num_classes` classes, or InvalidArgument naming what is wrong with the spec.
+Result<std::unique_ptr<Model>> MakeModel(std::string_view spec, std::int64_t input_dim, int num_classes,
+                                         const ModelSpecOptions& options = {});
+
+}  // namespace murmur::ml
