@@ -1,0 +1,170 @@
+// Compression kernels on 25.6M heavy-tailed floats (Laplace; the size of
+// ResNet-50), single core. Each benchmark prints its rate in elements/s beside
+// the memory-read rate of a streaming sum over the same buffer measured in the
+// same run ("read_floor") and the ratio of the two. Times are thread CPU time,
+// so that a shared, busy build machine does not distort the ratios.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <ctime>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "compression/compressor.h"
+#include "compression/select.h"
+#include "compression/values.h"
+
+namespace murmur::compression {
+namespace {
+
+double CpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+constexpr std::size_t kN = 25'600'000;
+constexpr std::size_t kK = kN / 1000;  // 0.1% density
+
+const std::vector<float>& Data() {
+  static const std::vector<float> data = [] {
+    std::vector<float> x(kN);
+    Rng rng(2024);
+    for (float& v : x) v = static_cast<float>(rng.Exponential(1.0) * (rng.Bernoulli(0.5) ? 1 : -1));
+    return x;
+  }();
+  return data;
+}
+
+// Elements per second of a streaming sum over Data() (best of 5): the floor.
+double ReadFloor() {
+  static const double floor = [] {
+    const std::vector<float>& x = Data();
+    double best = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+      double t0 = CpuSeconds();
+      float part[16] = {};
+      for (std::size_t i = 0; i + 16 <= kN; i += 16)
+        for (int l = 0; l < 16; ++l) part[l] += x[i + l];
+      float s = 0;
+      for (float p : part) s += p;
+      benchmark::DoNotOptimize(s);
+      double sec = CpuSeconds() - t0;
+      best = std::max(best, kN / sec);
+    }
+    return best;
+  }();
+  return floor;
+}
+
+// Runs body once per iteration, timing it, and reports rate, floor and ratio.
+template <typename Body>
+void Run(benchmark::State& state, Body body) {
+  const double floor = ReadFloor();
+  double seconds = 0;
+  for (auto _ : state) {
+    double t0 = CpuSeconds();
+    body();
+    seconds += CpuSeconds() - t0;
+  }
+  const double n = static_cast<double>(state.iterations()) * kN;
+  state.counters["elem/s"] = benchmark::Counter(n, benchmark::Counter::kIsRate);
+  state.counters["read_floor"] = floor;
+  state.counters["of_floor"] = (n / seconds) / floor;
+}
+
+void BM_MemoryRead(benchmark::State& state) {
+  const std::vector<float>& x = Data();
+  Run(state, [&] {
+    float part[16] = {};
+    for (std::size_t i = 0; i + 16 <= kN; i += 16)
+      for (int l = 0; l < 16; ++l) part[l] += x[i + l];
+    benchmark::DoNotOptimize(part);
+  });
+}
+
+void BM_NthElementBaseline(benchmark::State& state) {
+  const std::vector<float>& x = Data();
+  std::vector<float> mags(kN);
+  Run(state, [&] {
+    for (std::size_t i = 0; i < kN; ++i) mags[i] = std::fabs(x[i]);
+    std::nth_element(mags.begin(), mags.begin() + kK, mags.end(), std::greater<float>());
+    benchmark::DoNotOptimize(mags[kK]);
+  });
+}
+
+void BM_TopKExact(benchmark::State& state) {
+  std::vector<std::uint32_t> idx;
+  Run(state, [&] { TopKExact(Data(), kK, idx); });
+}
+
+void BM_TopKApprox(benchmark::State& state) {
+  std::vector<std::uint32_t> idx;
+  Rng rng(1);
+  Run(state, [&] { TopKApprox(Data(), kK, rng, idx); });
+}
+
+// Error feedback + top-k + fp32 values, fused: r += x inside the histogram
+// pass, the sent entries of r zeroed in place.
+void BM_ErrorFeedbackTopKFused(benchmark::State& state) {
+  const std::vector<float>& x = Data();
+  std::vector<float> r(kN, 0.0f);
+  std::vector<std::uint32_t> idx;
+  Run(state, [&] {
+    TopKExactAccumulate(r, x, kK, idx);
+    std::vector<float> vals(idx.size());
+    for (std::size_t j = 0; j < idx.size(); ++j) vals[j] = r[idx[j]], r[idx[j]] = 0.0f;
+    benchmark::DoNotOptimize(vals.data());
+  });
+}
+
+// The same done the textbook way: acc = e + x, top-k of acc, decompress the
+// sent update into a dense vector, e = acc - dense.
+void BM_ErrorFeedbackTopKDecompressSubtract(benchmark::State& state) {
+  const std::vector<float>& x = Data();
+  std::vector<float> e(kN, 0.0f), acc(kN), dense(kN);
+  std::vector<std::uint32_t> idx;
+  Run(state, [&] {
+    for (std::size_t i = 0; i < kN; ++i) acc[i] = e[i] + x[i];
+    TopKExact(acc, kK, idx);
+    std::vector<float> vals(idx.size());
+    for (std::size_t j = 0; j < idx.size(); ++j) vals[j] = acc[idx[j]];
+    std::fill(dense.begin(), dense.end(), 0.0f);
+    for (std::size_t j = 0; j < idx.size(); ++j) dense[idx[j]] = vals[j];
+    for (std::size_t i = 0; i < kN; ++i) e[i] = acc[i] - dense[i];
+    benchmark::DoNotOptimize(e.data());
+  });
+}
+
+void BM_SignPack(benchmark::State& state) {
+  Run(state, [&] { benchmark::DoNotOptimize(PackValues(Data(), {}, {ValueType::kSign, 0, 0}, 1)); });
+}
+
+void BM_Int8StochasticPack(benchmark::State& state) {
+  Run(state, [&] { benchmark::DoNotOptimize(PackValues(Data(), {}, {ValueType::kInt8, 256, 0}, 1)); });
+}
+
+void BM_Compressor(benchmark::State& state, const char* spec) {
+  auto c = std::move(MakeCompressor(spec)).value();
+  CompressorState s;
+  Rng rng(3);
+  Run(state, [&] { benchmark::DoNotOptimize(c->Compress(Data(), Layout(), s, rng)); });
+}
+
+BENCHMARK(BM_MemoryRead)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_NthElementBaseline)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TopKExact)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TopKApprox)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ErrorFeedbackTopKFused)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ErrorFeedbackTopKDecompressSubtract)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_SignPack)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Int8StochasticPack)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Compressor, topk_0_001_fp16_ef, "topk:0.001:fp16")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Compressor, sign_ef, "sign")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Compressor, qsgd_16, "qsgd:16")->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace murmur::compression
+
+BENCHMARK_MAIN();
