@@ -1,0 +1,185 @@
+// murmur bench: whole-run benchmarks, each printed next to the floor it is
+// measured against. `murmur bench <name>`; add a benchmark by adding a row to
+// kBenchmarks.
+//
+// GCC 12 false positive in AVX-512 intrinsics under Eigen: see ml/mlp.cc.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <cxxopts.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "apps/murmur/command.h"
+#include "core/param_vector.h"
+#include "core/thread_pool.h"
+#include "ml/mlp.h"
+#include "ml/model_spec.h"
+#include "ml/optimizer.h"
+#include "ml/synthetic.h"
+#include "ml/trainer.h"
+
+namespace murmur::cli {
+namespace {
+
+constexpr const char* kName = "bench";
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+// GFLOP/s of C = A B (m x k times k x n, row-major float) on `threads` threads,
+// each multiplying its own matrices; about `seconds` of wall time.
+double GemmRate(std::int64_t m, std::int64_t k, std::int64_t n, int threads, double seconds) {
+  struct Operands {
+    RowMatrixXf a, b, c;
+  };
+  std::vector<Operands> ops(static_cast<std::size_t>(threads));
+  for (auto& o : ops) {
+    o.a = RowMatrixXf::Random(m, k);
+    o.b = RowMatrixXf::Random(k, n);
+    o.c = RowMatrixXf::Zero(m, n);
+  }
+  // Calibrate the repetitions on one thread, then run them on every thread at once.
+  auto start = std::chrono::steady_clock::now();
+  std::int64_t reps = 0;
+  while (Seconds(start) < seconds / 4) {
+    ops[0].c.noalias() = ops[0].a * ops[0].b;
+    ++reps;
+  }
+  reps = std::max<std::int64_t>(1, reps * 4);
+  ThreadPool pool(threads);
+  start = std::chrono::steady_clock::now();
+  pool.ParallelFor(static_cast<std::size_t>(threads), 1, [&](std::size_t b, std::size_t e) {
+    for (std::size_t t = b; t < e; ++t)
+      for (std::int64_t r = 0; r < reps; ++r) ops[t].c.noalias() = ops[t].a * ops[t].b;
+  });
+  double elapsed = Seconds(start);
+  return 2.0 * static_cast<double>(m * k * n) * static_cast<double>(reps) * threads / elapsed / 1e9;
+}
+
+// Training samples per second of `model` with Adam on random data.
+double TrainRate(const ml::Model& model, const ml::Dataset& data, int batch, int threads, double seconds) {
+  ParamVector params(model.layout());
+  Rng init(1, 0, RngPurpose::kInit);
+  model.InitParams(params, init);
+  ml::Adam adam(params.size(), ml::AdamOptions{});
+  ThreadPool pool(threads);
+  ml::ScheduleOptions s{ml::ScheduleKind::kConstant, 1e-3};
+  ml::Trainer trainer(model, adam, ml::LrSchedule(s), ml::TrainerOptions{batch, true, 1, 0}, &pool);
+  std::vector<ml::SampleIndex> all = ml::AllIndices(data);
+  trainer.RunEpoch(params, data, all, 0);  // warm-up: workspace, caches
+  auto start = std::chrono::steady_clock::now();
+  std::int64_t samples = 0;
+  for (int e = 1; Seconds(start) < seconds; ++e) samples += trainer.RunEpoch(params, data, all, e).samples;
+  return static_cast<double>(samples) / Seconds(start);
+}
+
+int BenchTrain(int argc, char** argv) {
+  cxxopts::Options options("murmur bench train",
+                           "Training samples/s of a model against the Eigen GEMM rate of its layer sizes.");
+  // clang-format off
+  options.add_options()
+    ("model", "softmax or mlp:<width>,...", cxxopts::value<std::string>()->default_value("mlp:256,128"))
+    ("batch", "mini-batch size", cxxopts::value<int>()->default_value("64"))
+    ("seconds", "seconds per measurement", cxxopts::value<double>()->default_value("3"))
+    ("threads", "threads for the all-threads runs", cxxopts::value<int>()->default_value(std::to_string(HardwareThreads())))
+    ("h,help", "show this help");
+  // clang-format on
+  std::string spec;
+  int batch, threads;
+  double seconds;
+  try {
+    auto args = options.parse(argc, argv);
+    if (!args.unmatched().empty())
+      return UsageError(kName, "unexpected argument '" + args.unmatched()[0] + "'");
+    if (args.count("help")) {
+      std::printf("%s\n", options.help().c_str());
+      return kExitOk;
+    }
+    spec = args["model"].as<std::string>();
+    batch = args["batch"].as<int>();
+    threads = args["threads"].as<int>();
+    seconds = args["seconds"].as<double>();
+  } catch (const cxxopts::exceptions::exception& e) {
+    return UsageError(kName, e.what());
+  }
+  if (batch < 1) return UsageError(kName, "--batch must be at least 1");
+  if (threads < 1 || threads > 1024) return UsageError(kName, "--threads outside [1, 1024]");
+  if (!(seconds > 0 && seconds <= 600)) return UsageError(kName, "--seconds outside (0, 600]");
+  auto model = ml::MakeModel(spec, 784, 10);
+  if (!model.ok()) return UsageError(kName, model.status().message());
+  const auto* mlp = dynamic_cast<const ml::Mlp*>(model->get());
+  const double flops = (*model)->FlopsPerSample();
+  ml::BlobsOptions data_options;
+  data_options.num_samples = 8192;
+  data_options.dim = 784;
+  ml::Dataset data = ml::MakeGaussianBlobs(data_options);
+
+  std::printf("model %s: %zu parameters, %.4f MFLOP per sample (forward + backward matrix products)\n",
+              spec.c_str(), (*model)->layout().total_size(), flops / 1e6);
+  // The floor: the first layer's product at the chunk size the model multiplies
+  // (its largest GEMM), and a large square product.
+  std::int64_t rows = std::min<std::int64_t>(batch, mlp != nullptr ? mlp->options().chunk_rows : batch);
+  std::int64_t out = mlp != nullptr ? mlp->widths()[1] : 10;
+  double gemm1 = GemmRate(rows, 784, out, 1, seconds);
+  double gemmn = GemmRate(rows, 784, out, threads, seconds);
+  std::printf(
+      "Eigen GEMM %lldx784x%lld (first layer, one chunk): 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s\n",
+      static_cast<long long>(rows), static_cast<long long>(out), gemm1, threads, gemmn);
+  double big1 = GemmRate(1024, 1024, 1024, 1, seconds);
+  double bign = GemmRate(1024, 1024, 1024, threads, seconds);
+  std::printf("Eigen GEMM 1024x1024x1024: 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s\n", big1, threads,
+              bign);
+  for (int t : {1, threads}) {
+    double rate = TrainRate(**model, data, batch, t, seconds);
+    double achieved = rate * flops / 1e9;
+    double floor = t == 1 ? gemm1 : gemmn;
+    std::printf(
+        "training batch %d, %d thread%s: %.0f samples/s = %.1f GFLOP/s = %.2f of the layer GEMM rate\n",
+        batch, t, t == 1 ? "" : "s", rate, achieved, achieved / floor);
+    if (threads == 1) break;
+  }
+  return kExitOk;
+}
+
+struct Benchmark {
+  const char* name;
+  const char* summary;
+  CommandFn run;
+};
+
+constexpr Benchmark kBenchmarks[] = {
+    {"train", "training samples/s against the Eigen GEMM rate", BenchTrain},
+};
+
+void ListBenchmarks(std::FILE* out) {
+  std::fprintf(out, "usage: murmur bench <name> [options]   (murmur bench <name> --help)\n\nbenchmarks:\n");
+  for (const Benchmark& b : kBenchmarks) std::fprintf(out, "  %-10s %s\n", b.name, b.summary);
+}
+
+}  // namespace
+
+int RunBench(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    ListBenchmarks(stdout);
+    return argc < 2 ? kExitUsage : kExitOk;
+  }
+  for (const Benchmark& b : kBenchmarks) {
+    if (std::strcmp(argv[1], b.name) == 0) {
+      std::string prog = std::string("murmur bench ") + b.name;
+      argv[1] = prog.data();
+      return b.run(argc - 1, argv + 1);
+    }
+  }
+  return UsageError(kName,
+                    std::string("unknown benchmark '") + argv[1] + "' (murmur bench --help lists them)");
+}
+
+MURMUR_COMMAND("bench", "benchmarks measured against their floors (murmur bench --help)", RunBench);
+
+}  // namespace murmur::cli
