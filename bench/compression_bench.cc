@@ -6,9 +6,9 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
-#include <ctime>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include "compression/compressor.h"

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#if defined(__AVX2__) || defined(__F16C__)
+#if defined(__AVX2__) || defined(__F16C__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -230,6 +230,27 @@ void PackHalfLike(const float* x, float* r, std::size_t n, bool bf16, std::uint8
 
 // int8 with one scale per block (max |a| / 127) and unbiased stochastic
 // rounding: q = floor(a / scale + u), u ~ U[0, 1), so E[q * scale] = a.
+#if defined(__AVX512F__)
+// UniformAt for 16 consecutive indices starting at i (same hash, vectorized).
+inline __m512 UniformAt16(std::uint64_t key, std::uint32_t i) {
+  auto mix = [](__m512i x) {
+    x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
+    x = _mm512_mullo_epi32(x, _mm512_set1_epi32(0x7feb352d));
+    x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 15));
+    x = _mm512_mullo_epi32(x, _mm512_set1_epi32(static_cast<int>(0x846ca68bU)));
+    return _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
+  };
+  __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(i)),
+                                 _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+  __m512i h =
+      mix(_mm512_xor_si512(idx, _mm512_set1_epi32(static_cast<int>(static_cast<std::uint32_t>(key)))));
+  h = mix(_mm512_add_epi32(h, _mm512_set1_epi32(static_cast<int>(static_cast<std::uint32_t>(key >> 32)))));
+  return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(h, 8)), _mm512_set1_ps(0x1p-24f));
+}
+#endif
+
+// int8 with one scale per block (max |a| / 127) and unbiased stochastic
+// rounding: q = floor(a / scale + u), u ~ U[0, 1), so E[q * scale] = a.
 template <bool kEF>
 void PackInt8(const float* x, float* r, std::size_t n, std::uint32_t block, std::uint64_t key,
               std::uint8_t* out, float* scales) {
@@ -237,11 +258,32 @@ void PackInt8(const float* x, float* r, std::size_t n, std::uint32_t block, std:
   for (std::size_t lo = 0, b = 0; lo < n; lo += block, ++b) {
     std::size_t m = std::min<std::size_t>(block, n - lo);
     for (std::size_t j = 0; j < m; ++j) acc[j] = kEF ? x[lo + j] + r[lo + j] : x[lo + j];
-    float amax = AbsMax(acc.data(), m);
-    float scale = amax / 127.0f;
+    std::size_t j = 0;
+    float amax = 0;
+#if defined(__AVX512F__)
+    __m512 vmax = _mm512_setzero_ps();
+    for (; j + 16 <= m; j += 16) vmax = _mm512_max_ps(vmax, _mm512_abs_ps(_mm512_loadu_ps(&acc[j])));
+    amax = _mm512_reduce_max_ps(vmax);
+#endif
+    for (; j < m; ++j) amax = std::max(amax, std::fabs(acc[j]));
+    const float scale = amax / 127.0f;
     scales[b] = scale;
-    float inv = amax > 0 ? 127.0f / amax : 0.0f;
-    for (std::size_t j = 0; j < m; ++j) {
+    const float inv = amax > 0 ? 127.0f / amax : 0.0f;
+    j = 0;
+#if defined(__AVX512F__)
+    const __m512 vinv = _mm512_set1_ps(inv), vscale = _mm512_set1_ps(scale);
+    const __m512 lo_q = _mm512_set1_ps(-127.0f), hi_q = _mm512_set1_ps(127.0f);
+    for (; j + 16 <= m; j += 16) {
+      __m512 a = _mm512_loadu_ps(&acc[j]);
+      __m512 u = UniformAt16(key, static_cast<std::uint32_t>(lo + j));
+      __m512 q = _mm512_roundscale_ps(_mm512_add_ps(_mm512_mul_ps(a, vinv), u), _MM_FROUND_TO_NEG_INF);
+      q = _mm512_min_ps(_mm512_max_ps(q, lo_q), hi_q);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + lo + j),
+                       _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(q)));
+      if constexpr (kEF) _mm512_storeu_ps(r + lo + j, _mm512_sub_ps(a, _mm512_mul_ps(q, vscale)));
+    }
+#endif
+    for (; j < m; ++j) {
       float u = UniformAt(key, static_cast<std::uint32_t>(lo + j));
       float q = std::floor(acc[j] * inv + u);
       q = std::clamp(q, -127.0f, 127.0f);
