@@ -28,11 +28,12 @@ DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, Lo
   MURMUR_CHECK_MSG(!choco_ || topology_.is_static(),
                    "CHOCO (compressed differences) needs a static topology");
   if (choco_) {
-    // x^ starts at zero on every node and so does s; the first rounds send
-    // the model itself through the compressor, a little at a time.
-    x_hat_ = ParamVector(x_.layout());
-    s_ = ParamVector(x_.layout());
-    if (!codec_->error_feedback()) last_sent_ = ParamVector(x_.layout());
+    // x^ starts at zero on every node and so does s (Koloskova et al.), and
+    // the first rounds send the model itself, a little at a time; with a
+    // common x0, x^_j = x0 for all j and s = sum_j W_ij x0 = x0 instead.
+    x_hat_ = options_.common_init ? x_.Clone() : ParamVector(x_.layout());
+    s_ = options_.common_init ? x_.Clone() : ParamVector(x_.layout());
+    if (!codec_->error_feedback()) last_sent_ = x_hat_.Clone();
   } else {
     acc_ = ParamVector(x_.layout());
   }

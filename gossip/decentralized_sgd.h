@@ -49,6 +49,9 @@ struct DecentralizedSgdOptions {
   int local_steps = 1;         // H: local optimizer steps per round
   double gamma = 1.0;          // consensus step (CHOCO); 1 is plain D-PSGD
   Nanos round_timeout = std::chrono::seconds(60);
+  // Every node starts from the same x0 (a shared seed), so every public copy
+  // x^_j can start at x0 instead of 0 and only training progress is sent.
+  bool common_init = false;
 };
 
 class DecentralizedSgdNode final : public MessageSink {

@@ -1,0 +1,125 @@
+#include "apps/murmur/scenario_flags.h"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace murmur::cli {
+
+namespace {
+
+using google::protobuf::FieldDescriptor;
+
+std::string FlagName(const FieldDescriptor* f) {
+  std::string name = f->name();
+  for (char& c : name) {
+    if (c == '_') c = '-';
+  }
+  return name;
+}
+
+std::string DefaultText(const FieldDescriptor* f) {
+  switch (f->cpp_type()) {
+    case FieldDescriptor::CPPTYPE_STRING:
+      return f->default_value_string().empty() ? "" : f->default_value_string();
+    case FieldDescriptor::CPPTYPE_UINT32: return std::to_string(f->default_value_uint32());
+    case FieldDescriptor::CPPTYPE_UINT64: return std::to_string(f->default_value_uint64());
+    case FieldDescriptor::CPPTYPE_DOUBLE: {
+      std::ostringstream os;
+      os << f->default_value_double();
+      return os.str();
+    }
+    case FieldDescriptor::CPPTYPE_BOOL: return f->default_value_bool() ? "true" : "false";
+    default: return "";
+  }
+}
+
+Result<std::uint64_t> ParseUnsigned(const std::string& flag, const std::string& text, std::uint64_t max) {
+  std::size_t used = 0;
+  unsigned long long v = 0;
+  bool ok = !text.empty() && text[0] != '-';
+  if (ok) {
+    try {
+      v = std::stoull(text, &used);
+    } catch (const std::exception&) {
+      ok = false;
+    }
+  }
+  if (!ok || used != text.size() || v > max) {
+    return Status::InvalidArgument("--" + flag + " wants a whole number up to " + std::to_string(max) +
+                                   ", got '" + text + "'");
+  }
+  return static_cast<std::uint64_t>(v);
+}
+
+}  // namespace
+
+void AddScenarioFlags(cxxopts::Options& options) {
+  const auto* d = proto::Scenario::descriptor();
+  auto adder = options.add_options("scenario");
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    std::string help = f->options().GetExtension(proto::help);
+    std::string def = DefaultText(f);
+    if (!def.empty()) help += " (default: " + def + ")";
+    if (f->cpp_type() == FieldDescriptor::CPPTYPE_BOOL) {
+      adder(FlagName(f), help, cxxopts::value<std::string>()->implicit_value("true"));
+    } else {
+      adder(FlagName(f), help, cxxopts::value<std::string>());
+    }
+  }
+}
+
+Status ApplyScenarioFlags(const cxxopts::ParseResult& result, proto::Scenario& s) {
+  const auto* d = proto::Scenario::descriptor();
+  const auto* r = s.GetReflection();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    const std::string flag = FlagName(f);
+    if (result.count(flag) == 0) continue;
+    const std::string text = result[flag].as<std::string>();
+    switch (f->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_STRING: r->SetString(&s, f, text); break;
+      case FieldDescriptor::CPPTYPE_UINT32: {
+        MURMUR_ASSIGN_OR_RETURN(std::uint64_t v,
+                                ParseUnsigned(flag, text, std::numeric_limits<std::uint32_t>::max()));
+        r->SetUInt32(&s, f, static_cast<std::uint32_t>(v));
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_UINT64: {
+        MURMUR_ASSIGN_OR_RETURN(std::uint64_t v,
+                                ParseUnsigned(flag, text, std::numeric_limits<std::uint64_t>::max()));
+        r->SetUInt64(&s, f, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_DOUBLE: {
+        std::size_t used = 0;
+        double v = NAN;
+        try {
+          v = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != text.size() || !std::isfinite(v)) {
+          return Status::InvalidArgument("--" + flag + " wants a number, got '" + text + "'");
+        }
+        r->SetDouble(&s, f, v);
+        break;
+      }
+      case FieldDescriptor::CPPTYPE_BOOL: {
+        if (text == "true" || text == "1" || text == "yes") {
+          r->SetBool(&s, f, true);
+        } else if (text == "false" || text == "0" || text == "no") {
+          r->SetBool(&s, f, false);
+        } else {
+          return Status::InvalidArgument("--" + flag + " wants true or false, got '" + text + "'");
+        }
+        break;
+      }
+      default: return Status::Internal("scenario field '" + f->name() + "' has a type the CLI cannot set");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace murmur::cli

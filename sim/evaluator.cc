@@ -1,0 +1,66 @@
+#include "sim/evaluator.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "sim/ml_learner.h"
+
+namespace murmur::sim {
+
+Evaluator::Evaluator(const ml::Model& model, const ml::Dataset& test, std::size_t eval_nodes,
+                     std::size_t eval_samples, std::uint64_t seed, ThreadPool& pool)
+    : model_(model), test_(test), eval_nodes_(eval_nodes), all_(ml::AllIndices(test)), pool_(pool) {
+  sample_ = all_;
+  Rng rng(seed, 0, RngPurpose::kGeneric);
+  rng.Shuffle(std::span<ml::SampleIndex>(sample_));
+  if (eval_samples > 0 && eval_samples < sample_.size()) sample_.resize(eval_samples);
+  std::sort(sample_.begin(), sample_.end());
+  average_ = ParamVector(model.layout());
+}
+
+EvalPoint Evaluator::Evaluate(const std::vector<const ParamVector*>& params) {
+  EvalPoint p;
+  const std::size_t n = params.size();
+  const std::size_t d = average_.size();
+  // x_bar, coordinate chunks in parallel, nodes summed in id order.
+  pool_.ParallelFor(d, 4096, [&](std::size_t b, std::size_t e) {
+    for (std::size_t k = b; k < e; ++k) {
+      double s = 0;
+      for (std::size_t i = 0; i < n; ++i) s += (*params[i])[k];
+      average_[k] = static_cast<float>(s / static_cast<double>(n));
+    }
+  });
+  p.consensus = pool_.ParallelReduce(
+                    n, 64, 0.0,
+                    [&](std::size_t b, std::size_t e) {
+                      double s = 0;
+                      for (std::size_t i = b; i < e; ++i)
+                        s += (params[i]->vec() - average_.vec()).squaredNorm();
+                      return s;
+                    },
+                    [](double a, double b) { return a + b; }) /
+                static_cast<double>(n);
+  // Nodes to evaluate: evenly spread ids.
+  std::size_t k = std::min(eval_nodes_ == 0 ? n : eval_nodes_, n);
+  std::vector<ml::Evaluation> results(k);
+  pool_.ParallelFor(k, 1, [&](std::size_t b, std::size_t e) {
+    for (std::size_t j = b; j < e; ++j) {
+      std::size_t node = j * n / k;
+      results[j] = model_.Evaluate(*params[node], test_, sample_, *ScratchFor(model_).workspace);
+    }
+  });
+  p.acc_min = std::numeric_limits<double>::infinity();
+  p.acc_max = -p.acc_min;
+  for (const auto& r : results) {
+    p.acc_mean += r.accuracy / static_cast<double>(k);
+    p.loss_mean += r.loss / static_cast<double>(k);
+    p.acc_min = std::min(p.acc_min, r.accuracy);
+    p.acc_max = std::max(p.acc_max, r.accuracy);
+  }
+  ml::Evaluation avg = model_.Evaluate(average_, test_, all_, *ScratchFor(model_).workspace, &pool_);
+  p.avg_acc = avg.accuracy;
+  p.avg_loss = avg.loss;
+  return p;
+}
+
+}  // namespace murmur::sim

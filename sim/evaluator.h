@@ -1,0 +1,40 @@
+// Evaluator: the numbers of one evaluation point.
+//
+// Per-node accuracy is measured on `eval_nodes` nodes spread evenly over the
+// ids (all nodes when there are no more than that) and on a fixed random
+// subset of `eval_samples` test samples; the average model x_bar = (1/n)
+// sum_i x_i is measured on the whole test set; consensus distance is
+// (1/n) sum_i ||x_i - x_bar||^2 over all nodes. Work is split in fixed chunks
+// and reduced in order, so results do not depend on the thread count.
+//
+// Thread-safety: Evaluate from one thread at a time (it uses the pool).
+#pragma once
+
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "ml/dataset.h"
+#include "ml/model.h"
+#include "sim/metrics.h"
+
+namespace murmur::sim {
+
+class Evaluator {
+ public:
+  Evaluator(const ml::Model& model, const ml::Dataset& test, std::size_t eval_nodes, std::size_t eval_samples,
+            std::uint64_t seed, ThreadPool& pool);
+
+  // Fills the accuracy, loss and consensus fields of an EvalPoint.
+  EvalPoint Evaluate(const std::vector<const ParamVector*>& params);
+
+ private:
+  const ml::Model& model_;
+  const ml::Dataset& test_;
+  std::size_t eval_nodes_;
+  std::vector<ml::SampleIndex> sample_;  // the per-node test subset
+  std::vector<ml::SampleIndex> all_;
+  ThreadPool& pool_;
+  ParamVector average_;
+};
+
+}  // namespace murmur::sim

@@ -1,0 +1,77 @@
+#include "sim/ml_learner.h"
+
+#include <algorithm>
+#include <map>
+
+#include "core/check.h"
+
+namespace murmur::sim {
+
+ThreadScratch& ScratchFor(const ml::Model& model) {
+  thread_local std::map<const ml::Model*, ThreadScratch> scratch;
+  ThreadScratch& s = scratch[&model];
+  if (!s.workspace) {
+    s.workspace = model.NewWorkspace();
+    s.grad = ParamVector(model.layout());
+  }
+  return s;
+}
+
+MlLearner::MlLearner(const ml::Model& model, const ml::Dataset& train,
+                     std::span<const ml::SampleIndex> samples, MlLearnerOptions options, Rng rng)
+    : model_(model), train_(train), order_(samples.begin(), samples.end()), options_(options), rng_(rng) {
+  MURMUR_CHECK(options_.batch > 0);
+  rng_.Shuffle(std::span<ml::SampleIndex>(order_));
+}
+
+double MlLearner::FlopsPerStep() const {
+  auto b = std::min<std::size_t>(static_cast<std::size_t>(options_.batch),
+                                 std::max<std::size_t>(order_.size(), 1));
+  return model_.FlopsPerSample() * static_cast<double>(b);
+}
+
+// The next `batch` samples of the node's shuffled order; a new shuffle at
+// each epoch's end. A node with fewer samples than a batch uses all of them.
+std::span<const ml::SampleIndex> MlLearner::NextBatch() {
+  const std::size_t b = std::min<std::size_t>(static_cast<std::size_t>(options_.batch), order_.size());
+  if (cursor_ + b > order_.size()) {
+    rng_.Shuffle(std::span<ml::SampleIndex>(order_));
+    cursor_ = 0;
+  }
+  std::span<const ml::SampleIndex> batch(order_.data() + cursor_, b);
+  cursor_ += b;
+  return batch;
+}
+
+double MlLearner::Gradient(const ParamVector& params, ParamVector& grad) {
+  if (order_.empty()) {
+    grad.SetZero();
+    return 0;
+  }
+  ThreadScratch& s = ScratchFor(model_);
+  double loss = model_.LossAndGradient(params, train_, NextBatch(), grad, *s.workspace);
+  if (options_.weight_decay > 0) grad.vec() += static_cast<float>(options_.weight_decay) * params.vec();
+  return loss;
+}
+
+double MlLearner::Train(ParamVector& params, int steps) {
+  if (order_.empty() || steps <= 0) return 0;
+  ThreadScratch& s = ScratchFor(model_);
+  double total = 0;
+  const auto lr = static_cast<float>(options_.lr);
+  for (int k = 0; k < steps; ++k) {
+    total += Gradient(params, s.grad);
+    if (options_.momentum > 0) {
+      if (velocity_.empty()) velocity_.assign(params.size(), 0.0f);
+      Eigen::Map<Eigen::VectorXf> v(velocity_.data(), static_cast<Eigen::Index>(velocity_.size()));
+      v = static_cast<float>(options_.momentum) * v + s.grad.vec();
+      params.vec() -= lr * v;
+    } else {
+      params.vec() -= lr * s.grad.vec();
+    }
+    ++steps_;
+  }
+  return total / steps;
+}
+
+}  // namespace murmur::sim

@@ -1,0 +1,62 @@
+// MlLearner: gossip::LocalLearner backed by an ml::Model and one node's data.
+//
+// Each node walks its own partition in epochs, reshuffled from its own stream
+// (seed, node, kBatch), and takes plain or heavy-ball SGD steps. Scratch
+// memory (the model workspace and the gradient buffer) belongs to the worker
+// thread, not the node, so 100,000 nodes cost only their index lists, their
+// models and (with momentum) their velocity.
+//
+// Thread-safety: one learner is used by one task at a time; different learners
+// run concurrently (the model and dataset are shared read-only).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "gossip/learner.h"
+#include "ml/dataset.h"
+#include "ml/model.h"
+
+namespace murmur::sim {
+
+struct MlLearnerOptions {
+  int batch = 32;
+  double lr = 0.1;
+  double momentum = 0;
+  double weight_decay = 0;
+};
+
+class MlLearner final : public gossip::LocalLearner {
+ public:
+  // `model` and `train` must outlive the learner; `samples` is the node's partition.
+  MlLearner(const ml::Model& model, const ml::Dataset& train, std::span<const ml::SampleIndex> samples,
+            MlLearnerOptions options, Rng rng);
+
+  double Train(ParamVector& params, int steps) override;
+  double Gradient(const ParamVector& params, ParamVector& grad) override;
+  double LearningRate(std::uint64_t) const override { return options_.lr; }
+  double FlopsPerStep() const override;
+  std::uint64_t steps() const { return steps_; }
+
+ private:
+  std::span<const ml::SampleIndex> NextBatch();
+
+  const ml::Model& model_;
+  const ml::Dataset& train_;
+  std::vector<ml::SampleIndex> order_;
+  std::size_t cursor_ = 0;
+  MlLearnerOptions options_;
+  Rng rng_;
+  std::vector<float> velocity_;  // heavy-ball momentum, sized on first use
+  std::uint64_t steps_ = 0;
+};
+
+// This thread's scratch for `model`: a workspace and a gradient buffer,
+// created on first use and kept for the thread's lifetime.
+struct ThreadScratch {
+  std::unique_ptr<ml::ModelWorkspace> workspace;
+  ParamVector grad;
+};
+ThreadScratch& ScratchFor(const ml::Model& model);
+
+}  // namespace murmur::sim

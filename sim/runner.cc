@@ -1,0 +1,264 @@
+#include "sim/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "core/sysinfo.h"
+#include "gossip/decentralized_sgd.h"
+#include "gossip/gossip_learning.h"
+#include "gossip/gradient_tracking.h"
+#include "gossip/push_sum.h"
+#include "sim/churn.h"
+#include "sim/evaluator.h"
+#include "sim/ml_learner.h"
+#include "sim/scenario.h"
+#include "sim/simulator.h"
+#include "sim/world.h"
+
+namespace murmur::sim {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Nanos Seconds(double s) { return Nanos(static_cast<std::int64_t>(s * 1e9)); }
+
+// Uniform access to the nodes of any algorithm.
+class NodeRef {
+ public:
+  virtual ~NodeRef() = default;
+  virtual MessageSink* sink() = 0;
+  virtual void Start() = 0;
+  virtual const ParamVector& params() const = 0;
+  virtual std::size_t state_floats() const = 0;
+};
+
+template <typename Node>
+class NodeAdapter final : public NodeRef {
+ public:
+  template <typename... Args>
+  explicit NodeAdapter(std::size_t state_vectors, Args&&... args)
+      : node_(std::forward<Args>(args)...), state_vectors_(state_vectors) {}
+  MessageSink* sink() override { return &node_; }
+  void Start() override { node_.Start(); }
+  const ParamVector& params() const override { return node_.params(); }
+  std::size_t state_floats() const override { return state_vectors_ * node_.params().size(); }
+
+ private:
+  Node node_;
+  std::size_t state_vectors_;
+};
+
+class ScenarioRun final : public gossip::RoundObserver {
+ public:
+  ScenarioRun(const proto::Scenario& s, std::unique_ptr<World> world, const ProgressFn& progress)
+      : s_(s), world_(std::move(world)), progress_(progress), start_(Clock::now()) {}
+
+  Status Build();
+  RunSummary Run();
+
+  void OnRoundDone(NodeId node, std::uint64_t round, double loss) override;
+
+ private:
+  void Evaluate(std::uint64_t round);
+  std::unique_ptr<gossip::Codec> MakeCodec(NodeId i) const {
+    return std::make_unique<gossip::Codec>(codec_spec_, i, world_->initial.layout(),
+                                           Rng(s_.seed(), i, RngPurpose::kCompression));
+  }
+
+  const proto::Scenario& s_;
+  std::unique_ptr<World> world_;
+  ProgressFn progress_;
+  Clock::time_point start_;
+  gossip::CodecSpec codec_spec_;
+  std::unique_ptr<Simulator> sim_;
+  std::vector<std::unique_ptr<MlLearner>> learners_;
+  std::vector<std::unique_ptr<NodeRef>> nodes_;
+  std::unique_ptr<Evaluator> evaluator_;
+  std::unique_ptr<MetricsWriter> writer_;
+  std::vector<double> last_loss_;
+  std::map<std::uint64_t, NodeId> completed_;  // round -> nodes done with it
+  std::uint64_t rounds_done_ = 0;
+  RunSummary summary_;
+};
+
+Status ScenarioRun::Build() {
+  const NodeId n = s_.nodes();
+  auto codec = gossip::CodecSpec::Parse(s_.compression());
+  if (!codec.ok()) return codec.status().WithContext("scenario field 'compression'");
+  codec_spec_ = std::move(codec).value();
+  const bool needs_full = s_.algorithm() != "dpsgd" && s_.algorithm() != "dpsgd-cta";
+  if (needs_full && !codec_spec_.full_model_safe) {
+    return Status::InvalidArgument("scenario field 'compression': " + s_.algorithm() +
+                                   " sends whole vectors; use none, fp16, bf16 or int8 (got '" +
+                                   s_.compression() + "')");
+  }
+  if (!codec_spec_.full_model_safe && !world_->topology->is_static()) {
+    return Status::InvalidArgument(
+        "scenario field 'compression': '" + s_.compression() +
+        "' is sent as CHOCO differences, which need a static topology; use fp16, bf16 or "
+        "int8 with '" +
+        s_.topology() + "'");
+  }
+  SimulatorOptions so;
+  so.seed = s_.seed();
+  so.threads = s_.threads() == 0 ? HardwareThreads() : static_cast<int>(s_.threads());
+  so.network.loss = s_.loss();
+  so.network.extra_latency = Seconds(s_.latency_ms() / 1000);
+  so.network.jitter = s_.jitter();
+  sim_ = std::make_unique<Simulator>(so, world_->devices);
+
+  MlLearnerOptions lo;
+  lo.batch = static_cast<int>(s_.batch());
+  lo.lr = s_.lr();
+  lo.momentum = s_.momentum();
+  lo.weight_decay = s_.weight_decay();
+  last_loss_.assign(n, 0.0);
+  for (NodeId i = 0; i < n; ++i) {
+    learners_.push_back(std::make_unique<MlLearner>(*world_->model, world_->data.train,
+                                                    world_->partition->node(i), lo,
+                                                    Rng(s_.seed(), i, RngPurpose::kBatch)));
+  }
+  const double gamma = s_.gamma() > 0 ? s_.gamma() : (codec_spec_.full_model_safe ? 1.0 : 0.05);
+  const Nanos timeout = Seconds(s_.round_timeout());
+  gossip::RoundTopology& topo = *world_->topology;
+  for (NodeId i = 0; i < n; ++i) {
+    Env& env = sim_->env(i);
+    ParamVector x0 = world_->initial.Clone();
+    MlLearner& learner = *learners_[i];
+    const std::string& a = s_.algorithm();
+    if (a == "dpsgd" || a == "dpsgd-cta") {
+      gossip::DecentralizedSgdOptions o;
+      o.order = a == "dpsgd" ? gossip::MixOrder::kAdaptThenCombine : gossip::MixOrder::kCombineThenAdapt;
+      o.rounds = s_.rounds();
+      o.local_steps = static_cast<int>(s_.local_steps());
+      o.gamma = gamma;
+      o.round_timeout = timeout;
+      o.common_init = true;
+      std::size_t vectors = codec_spec_.full_model_safe ? 2 : 3 + !codec_spec_.error_feedback;
+      nodes_.push_back(std::make_unique<NodeAdapter<gossip::DecentralizedSgdNode>>(
+          vectors + (a == "dpsgd-cta"), env, topo, learner, std::move(x0), MakeCodec(i), o, this));
+    } else if (a == "push-sum") {
+      gossip::PushSumOptions o;
+      o.rounds = s_.rounds();
+      o.local_steps = static_cast<int>(s_.local_steps());
+      o.round_timeout = timeout;
+      nodes_.push_back(std::make_unique<NodeAdapter<gossip::PushSumNode>>(
+          3 + 2 * topo.Out(0).Row(i).size(), env, topo, learner, std::move(x0), MakeCodec(i), o, this));
+    } else if (a == "dsgt") {
+      gossip::GradientTrackingOptions o;
+      o.rounds = s_.rounds();
+      o.round_timeout = timeout;
+      nodes_.push_back(std::make_unique<NodeAdapter<gossip::GradientTrackingNode>>(
+          7, env, topo, learner, std::move(x0), MakeCodec(i), o, this));
+    } else {
+      gossip::GossipLearningOptions o;
+      o.period = Seconds(s_.period());
+      o.horizon = Seconds(s_.period() * static_cast<double>(s_.rounds()));
+      o.local_steps = static_cast<int>(s_.local_steps());
+      o.fanout = static_cast<int>(s_.fanout());
+      o.age_weighted = s_.age_weighted();
+      o.uniform_peers = s_.topology() == "complete";
+      nodes_.push_back(std::make_unique<NodeAdapter<gossip::GossipLearningNode>>(
+          1, env, o.uniform_peers ? nullptr : &topo, n, learner, std::move(x0), MakeCodec(i), o, this));
+    }
+    sim_->SetSink(i, nodes_.back()->sink());
+    summary_.state_bytes += nodes_.back()->state_floats() * sizeof(float);
+  }
+  evaluator_ = std::make_unique<Evaluator>(*world_->model, world_->data.test, s_.eval_nodes(),
+                                           s_.eval_samples(), s_.seed(), sim_->pool());
+  auto writer = MetricsWriter::Open(s_.metrics_csv(), s_.metrics_json());
+  if (!writer.ok()) return writer.status();
+  writer_ = std::move(writer).value();
+  std::ostringstream d;
+  d << n << " nodes, " << world_->topology_description << ", " << s_.algorithm() << ", " << s_.model() << " ("
+    << world_->initial.size() << " parameters), " << s_.dataset() << " " << s_.partition() << ", compression "
+    << s_.compression();
+  summary_.description = d.str();
+  summary_.params_per_node = world_->initial.size();
+  return Status::Ok();
+}
+
+void ScenarioRun::OnRoundDone(NodeId node, std::uint64_t round, double loss) {
+  last_loss_[node] = loss;
+  if (s_.algorithm() == "gossip-learning") return;  // evaluated on a clock instead
+  NodeId& count = completed_[round];
+  if (++count < s_.nodes()) return;
+  completed_.erase(round);
+  rounds_done_ = round + 1;
+  if (progress_) progress_(rounds_done_, s_.rounds(), nullptr);
+  if (rounds_done_ % s_.eval_every() == 0 || rounds_done_ == s_.rounds()) Evaluate(rounds_done_);
+}
+
+void ScenarioRun::Evaluate(std::uint64_t round) {
+  std::vector<const ParamVector*> params;
+  params.reserve(nodes_.size());
+  for (const auto& n : nodes_) params.push_back(&n->params());
+  EvalPoint p = evaluator_->Evaluate(params);
+  p.round = round;
+  p.virtual_s = std::chrono::duration<double>(sim_->now()).count();
+  p.wall_s = std::chrono::duration<double>(Clock::now() - start_).count();
+  double loss = 0;
+  for (double l : last_loss_) loss += l;
+  p.train_loss = loss / static_cast<double>(last_loss_.size());
+  TrafficStats t = sim_->TotalTraffic();
+  p.bytes_sent = t.bytes_sent;
+  p.bytes_received = t.bytes_received;
+  p.messages_lost = t.messages_lost;
+  for (NodeId i = 0; i < s_.nodes(); ++i) p.online += sim_->online(i);
+  summary_.points.push_back(p);
+  writer_->Write(p);
+  if (progress_) progress_(round, s_.rounds(), &summary_.points.back());
+}
+
+RunSummary ScenarioRun::Run() {
+  Evaluate(0);
+  const bool gl = s_.algorithm() == "gossip-learning";
+  const double horizon_s = gl ? s_.period() * static_cast<double>(s_.rounds()) : 0;
+  if (s_.churn_online() > 0) {
+    ChurnOptions co;
+    co.mean_online = Seconds(s_.churn_online());
+    double horizon = s_.time_budget() > 0 ? s_.time_budget() : (gl ? horizon_s : 1e9);
+    StartMarkovChurn(*sim_, co, Seconds(horizon), {});
+  }
+  if (!s_.churn_trace().empty()) {
+    auto events = ReadChurnTrace(s_.churn_trace(), s_.nodes());
+    if (events.ok()) StartTraceChurn(*sim_, std::move(events).value(), {});
+  }
+  if (gl) {
+    // Gossip learning has no rounds: evaluate every eval_every periods, and
+    // count a "round" as one period (one wake-up per node on average).
+    for (std::uint64_t r = s_.eval_every(); r <= s_.rounds(); r += s_.eval_every()) {
+      sim_->At(Seconds(s_.period() * static_cast<double>(r)), [this, r] {
+        rounds_done_ = r;
+        Evaluate(r);
+      });
+    }
+  }
+  for (auto& n : nodes_) n->Start();
+  Nanos until = s_.time_budget() > 0 ? Seconds(s_.time_budget()) : Nanos::max();
+  if (gl) until = std::min(until, Seconds(horizon_s + 1e-9));
+  sim_->RunUntil(until);
+  if (summary_.points.empty() || summary_.points.back().round != rounds_done_) Evaluate(rounds_done_);
+  summary_.rounds_done = rounds_done_;
+  summary_.wall_s = std::chrono::duration<double>(Clock::now() - start_).count();
+  summary_.virtual_s = std::chrono::duration<double>(sim_->now()).count();
+  summary_.peak_rss_bytes = PeakRssBytes();
+  summary_.messages_sent = sim_->TotalTraffic().messages_sent;
+  return std::move(summary_);
+}
+
+}  // namespace
+
+Result<RunSummary> RunScenario(const proto::Scenario& s, const ProgressFn& progress) {
+  MURMUR_RETURN_IF_ERROR(ValidateScenario(s));
+  MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<World> world, BuildWorld(s));
+  ScenarioRun run(s, std::move(world), progress);
+  MURMUR_RETURN_IF_ERROR(run.Build());
+  return run.Run();
+}
+
+}  // namespace murmur::sim

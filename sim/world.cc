@@ -1,0 +1,190 @@
+#include "sim/world.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "ml/dataset_spec.h"
+#include "ml/model_spec.h"
+#include "topology/factory.h"
+#include "topology/spectral.h"
+#include "topology/weights.h"
+
+namespace murmur::sim {
+
+namespace {
+
+// "kind:a:b" -> {"kind", "a", "b"}.
+std::vector<std::string> SplitColons(const std::string& s) {
+  std::vector<std::string> parts;
+  std::stringstream ss(s);
+  std::string p;
+  while (std::getline(ss, p, ':')) parts.push_back(p);
+  return parts;
+}
+
+Result<double> ParseNumber(const std::string& field, const std::string& text) {
+  try {
+    std::size_t used = 0;
+    double v = std::stod(text, &used);
+    if (used == text.size() && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  return Status::InvalidArgument("scenario field '" + field + "': '" + text + "' is not a number");
+}
+
+Result<std::unique_ptr<ml::Partition>> MakePartition(const proto::Scenario& s, const ml::Dataset& train) {
+  Rng rng(s.seed(), 0, RngPurpose::kPartition);
+  const std::string& p = s.partition();
+  auto parts = SplitColons(p);
+  if (p == "iid") {
+    return std::make_unique<ml::Partition>(
+        ml::PartitionIid(static_cast<std::size_t>(train.num_samples), s.nodes(), rng));
+  }
+  if (parts.size() != 2)
+    return Status::InvalidArgument("scenario field 'partition': '" + p + "' needs one parameter");
+  MURMUR_ASSIGN_OR_RETURN(double v, ParseNumber("partition", parts[1]));
+  Result<ml::Partition> made = Status::InvalidArgument("scenario field 'partition': '" + p + "' is unknown");
+  if (parts[0] == "dirichlet") {
+    ml::DirichletOptions o;
+    o.alpha = v;
+    // Every node gets at least a little data (as FedLab and Flower's partitioners do).
+    o.min_per_node = std::min<std::size_t>(10, static_cast<std::size_t>(train.num_samples) / s.nodes());
+    made = ml::PartitionDirichlet(train, s.nodes(), o, rng);
+  } else if (parts[0] == "shards") {
+    ml::ShardOptions o;
+    o.shards_per_node = static_cast<int>(v);
+    made = ml::PartitionShards(train, s.nodes(), o, rng);
+  } else if (parts[0] == "quantity") {
+    ml::QuantitySkewOptions o;
+    o.beta = v;
+    made = ml::PartitionQuantitySkew(static_cast<std::size_t>(train.num_samples), s.nodes(), o, rng);
+  }
+  if (!made.ok()) return made.status().WithContext("scenario field 'partition'");
+  return std::make_unique<ml::Partition>(std::move(made).value());
+}
+
+Result<std::vector<DeviceProfile>> MakeDevices(const proto::Scenario& s) {
+  std::vector<DeviceProfile> devices;
+  if (s.devices().rfind("trace:", 0) == 0) {
+    MURMUR_ASSIGN_OR_RETURN(devices, ReadDeviceTrace(s.devices().substr(6), s.nodes()));
+  } else {
+    auto made = MakeDeviceProfiles(s.devices(), s.nodes(), s.seed());
+    if (!made.ok()) return made.status().WithContext("scenario field 'devices'");
+    devices = std::move(made).value();
+  }
+  if (s.topology() == "vehicles") {
+    // Roadside units are wired edge servers.
+    auto rsu = MakeDeviceProfiles("edge-server", s.rsus(), s.seed() + 1).value();
+    for (std::uint32_t r = 0; r < s.rsus(); ++r) devices[s.nodes() - s.rsus() + r] = rsu[r];
+  }
+  return devices;
+}
+
+Result<topology::WeightOptions> WeightsFor(const proto::Scenario& s, bool* given) {
+  *given = true;
+  if (s.algorithm() == "push-sum") return topology::WeightOptions{topology::WeightRule::kPushSum, false};
+  if (s.weights() == "default") {
+    *given = false;
+    return topology::WeightOptions{};
+  }
+  auto w = topology::ParseWeightOptions(s.weights());
+  if (!w.ok()) return w.status().WithContext("scenario field 'weights'");
+  return w;
+}
+
+Status BuildGraphTopology(const proto::Scenario& s, World& w) {
+  auto parts = SplitColons(s.topology());
+  topology::TopologySpec spec;
+  spec.kind = parts[0];
+  spec.nodes = s.nodes();
+  spec.seed = s.seed();
+  MURMUR_ASSIGN_OR_RETURN(spec.weights, WeightsFor(s, &spec.weights_given));
+  if (spec.kind == "regular" && parts.size() == 2) {
+    MURMUR_ASSIGN_OR_RETURN(double d, ParseNumber("topology", parts[1]));
+    spec.degree = static_cast<std::uint32_t>(d);
+  } else if (spec.kind == "erdos-renyi" && parts.size() == 2) {
+    MURMUR_ASSIGN_OR_RETURN(spec.prob, ParseNumber("topology", parts[1]));
+  } else if (spec.kind == "small-world" && parts.size() == 3) {
+    MURMUR_ASSIGN_OR_RETURN(double d, ParseNumber("topology", parts[1]));
+    spec.degree = static_cast<std::uint32_t>(d);
+    MURMUR_ASSIGN_OR_RETURN(spec.beta, ParseNumber("topology", parts[2]));
+  } else if (spec.kind == "geometric" && parts.size() == 2) {
+    MURMUR_ASSIGN_OR_RETURN(spec.radius, ParseNumber("topology", parts[1]));
+  } else if (spec.kind == "file" && parts.size() >= 2) {
+    spec.file = s.topology().substr(5);
+  } else if (parts.size() != 1) {
+    return Status::InvalidArgument("scenario field 'topology': '" + s.topology() +
+                                   "' has unexpected parameters");
+  }
+  auto made = topology::MakeSchedule(spec);
+  if (!made.ok()) return made.status().WithContext("scenario field 'topology'");
+  w.schedule = std::move(made).value();
+  std::ostringstream desc;
+  desc << s.topology();
+  if (w.schedule->period() == 1) {
+    const topology::MixingMatrix& m = w.schedule->At(0);
+    if (s.nodes() <= 4096) {
+      auto info = topology::SecondLargestEigenvalue(m);
+      desc << " (spectral gap " << info.gap() << ")";
+    }
+    w.topology = std::make_unique<gossip::RoundTopology>(m);
+  } else {
+    topology::Schedule* sched = w.schedule.get();
+    w.topology = std::make_unique<gossip::RoundTopology>([sched](std::uint64_t t) { return sched->At(t); });
+  }
+  w.topology_description = desc.str();
+  return Status::Ok();
+}
+
+Status BuildVehicleTopology(const proto::Scenario& s, World& w) {
+  MobilityOptions mo;
+  mo.blocks = s.grid_blocks();
+  mo.block_m = s.block_m();
+  mo.speed = s.speed();
+  mo.radio_range = s.radio_range();
+  mo.rsus = s.rsus();
+  w.mobility = std::make_unique<ManhattanMobility>(s.nodes(), mo, s.seed());
+  bool given = false;
+  MURMUR_ASSIGN_OR_RETURN(topology::WeightOptions weights, WeightsFor(s, &given));
+  if (!given) weights.rule = topology::WeightRule::kMetropolisHastings;  // contact graphs are irregular
+  ManhattanMobility* mobility = w.mobility.get();
+  const double interval = s.round_interval();
+  w.topology = std::make_unique<gossip::RoundTopology>([mobility, interval, weights](std::uint64_t t) {
+    mobility->Advance(std::max(mobility->time(), static_cast<double>(t) * interval));
+    return topology::MakeWeights(mobility->ContactGraph(), weights).value();
+  });
+  std::ostringstream desc;
+  desc << "vehicles on a " << s.grid_blocks() << "x" << s.grid_blocks() << " grid of " << s.block_m()
+       << " m blocks, " << s.radio_range() << " m range, " << s.rsus() << " RSUs";
+  w.topology_description = desc.str();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s) {
+  auto w = std::make_unique<World>();
+  auto data = ml::LoadDatasetSpec(s.dataset(), s.data_dir(), s.seed());
+  if (!data.ok()) return data.status().WithContext("scenario field 'dataset'");
+  w->data = std::move(data).value();
+  if (static_cast<std::uint64_t>(w->data.train.num_samples) < s.nodes() && s.partition() != "iid") {
+    return Status::InvalidArgument("scenario: " + std::to_string(s.nodes()) + " nodes but only " +
+                                   std::to_string(w->data.train.num_samples) + " training samples");
+  }
+  MURMUR_ASSIGN_OR_RETURN(w->partition, MakePartition(s, w->data.train));
+  auto model = ml::MakeModel(s.model(), w->data.train.dim, w->data.train.num_classes);
+  if (!model.ok()) return model.status().WithContext("scenario field 'model'");
+  w->model = std::move(model).value();
+  w->initial = ParamVector(w->model->layout());
+  Rng init(s.seed(), 0, RngPurpose::kInit);
+  w->model->InitParams(w->initial, init);
+  MURMUR_ASSIGN_OR_RETURN(w->devices, MakeDevices(s));
+  if (s.topology() == "vehicles") {
+    MURMUR_RETURN_IF_ERROR(BuildVehicleTopology(s, *w));
+  } else {
+    MURMUR_RETURN_IF_ERROR(BuildGraphTopology(s, *w));
+  }
+  return w;
+}
+
+}  // namespace murmur::sim

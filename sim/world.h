@@ -1,0 +1,41 @@
+// World: everything a scenario run builds before the first event: data and
+// its partition, the model and the initial parameters, device profiles and
+// the per-round topology. Split from the runner to keep each file about one
+// thing.
+//
+// Thread-safety: built once, then read-only (RoundTopology is used from the
+// event loop only).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "gossip/round_topology.h"
+#include "ml/dataset.h"
+#include "ml/model.h"
+#include "ml/partition.h"
+#include "proto/scenario.pb.h"
+#include "sim/device.h"
+#include "sim/mobility.h"
+#include "topology/schedule.h"
+
+namespace murmur::sim {
+
+struct World {
+  ml::TrainTest data;
+  std::unique_ptr<ml::Partition> partition;
+  std::unique_ptr<ml::Model> model;
+  ParamVector initial;  // every node starts from this model
+  std::vector<DeviceProfile> devices;
+  std::unique_ptr<topology::Schedule> schedule;     // graph kinds
+  std::unique_ptr<ManhattanMobility> mobility;      // topology "vehicles"
+  std::unique_ptr<gossip::RoundTopology> topology;  // what the nodes read
+  std::string topology_description;
+};
+
+// Builds the world for `s`. Errors name the scenario field at fault.
+Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s);
+
+}  // namespace murmur::sim
