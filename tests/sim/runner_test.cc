@@ -1,0 +1,118 @@
+// Whole scenarios through RunScenario, on small synthetic data.
+#include "sim/runner.h"
+
+#include <doctest/doctest.h>
+
+#include "compression/compressor.h"
+#include "gossip/messages.h"
+#include "sim/scenario.h"
+#include "sim/simulator.h"
+
+namespace murmur::sim {
+namespace {
+
+proto::Scenario Small() {
+  proto::Scenario s;
+  s.set_dataset("synthetic:blobs");
+  s.set_model("mlp:16");
+  s.set_nodes(12);
+  s.set_rounds(60);
+  s.set_eval_every(20);
+  s.set_eval_samples(500);
+  s.set_lr(0.1);
+  return s;
+}
+
+// Everything but wall time, which is the one column that measures the host.
+void CheckSameMetrics(const RunSummary& a, const RunSummary& b) {
+  REQUIRE(a.points.size() == b.points.size());
+  for (std::size_t i = 0; i < a.points.size(); ++i) {
+    EvalPoint x = a.points[i], y = b.points[i];
+    x.wall_s = y.wall_s = 0;
+    CAPTURE(i);
+    CHECK(CsvRow(x) == CsvRow(y));
+  }
+}
+
+TEST_CASE("The same seed gives identical metrics with 1 and 2 threads, for every algorithm") {
+  for (std::string algorithm : {"dpsgd", "dpsgd-cta", "push-sum", "dsgt", "gossip-learning"}) {
+    CAPTURE(algorithm);
+    proto::Scenario s = Small();
+    s.set_algorithm(algorithm);
+    s.set_compression(algorithm == "dpsgd" ? "topk:0.1" : "fp16");
+    s.set_loss(0.05);
+    s.set_devices("phone:0.5,iot:0.5");
+    s.set_period(0.05);
+    s.set_threads(1);
+    auto one = RunScenario(s).value();
+    s.set_threads(2);
+    auto two = RunScenario(s).value();
+    CheckSameMetrics(one, two);
+    CHECK(one.points.back().avg_acc > 0.5);  // 10 well-separated blobs: chance is 0.1
+  }
+}
+
+TEST_CASE("A different seed gives a different run") {
+  proto::Scenario s = Small();
+  auto a = RunScenario(s).value();
+  s.set_seed(2);
+  auto b = RunScenario(s).value();
+  CHECK(CsvRow(a.points.back()) != CsvRow(b.points.back()));
+}
+
+TEST_CASE("Bytes the simulator charges equal the real encoding, for every compressor") {
+  for (const char* spec :
+       {"none", "fp16", "bf16", "int8", "topk:0.01", "topk:0.01:fp16", "topk:0.01:int8", "topk-approx:0.01",
+        "randk:0.01", "threshold:0.5", "qsgd:16", "sign", "terngrad", "powersgd:2"}) {
+    CAPTURE(spec);
+    auto comp = compression::MakeCompressor(spec).value();
+    Layout layout;
+    layout.Add("w", {64, 32});
+    layout.Add("b", {32});
+    ParamVector v(layout);
+    Rng rng(5);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(rng.Normal());
+    compression::CompressorState state;
+    auto msg = std::make_shared<const gossip::GossipMessage>(gossip::Channel::kModel, 3, 0.0,
+                                                             comp->Compress(v, state, rng));
+    std::vector<std::uint8_t> wire;
+    msg->EncodeTo(wire);
+    Simulator sim({}, std::vector<DeviceProfile>(2));
+    sim.env(0).Send(1, msg);
+    sim.RunUntil(Nanos::max());
+    CHECK(sim.traffic(0).bytes_sent == wire.size());
+    CHECK(sim.traffic(1).bytes_received == 0);  // no sink: counted as lost, not received
+    CHECK(sim.traffic(1).messages_lost == 1);
+  }
+}
+
+TEST_CASE("Scenario files: text and JSON, unknown fields and bad values named") {
+  auto text = ParseScenario("nodes: 8\nalgorithm: \"dsgt\"\n", "t.txt").value();
+  CHECK(text.nodes() == 8);
+  CHECK(text.algorithm() == "dsgt");
+  CHECK(text.rounds() == 300);  // default
+  auto json = ParseScenario("{\"nodes\": 9, \"compression\": \"fp16\"}", "j.json").value();
+  CHECK(json.nodes() == 9);
+  auto unknown = ParseScenario("nodes: 8\nnode_count: 3\n", "bad.txt");
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.status().message().find("node_count") != std::string::npos);
+  CHECK(unknown.status().message().find("bad.txt") != std::string::npos);
+  auto unknown_json = ParseScenario("{\"nodez\": 9}", "bad.json");
+  REQUIRE_FALSE(unknown_json.ok());
+  CHECK(unknown_json.status().message().find("nodez") != std::string::npos);
+  proto::Scenario s;
+  s.set_algorithm("gossip");
+  CHECK(ValidateScenario(s).message().find("'algorithm'") != std::string::npos);
+  s = proto::Scenario();
+  s.set_loss(1.5);
+  CHECK(ValidateScenario(s).message().find("'loss'") != std::string::npos);
+  s = proto::Scenario();
+  s.set_partition("dirichlet");
+  s.set_dataset("synthetic:blobs");
+  auto run = RunScenario(s);
+  REQUIRE_FALSE(run.ok());
+  CHECK(run.status().message().find("'partition'") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace murmur::sim
