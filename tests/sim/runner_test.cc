@@ -3,6 +3,9 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "compression/compressor.h"
 #include "gossip/messages.h"
 #include "sim/scenario.h"
@@ -112,6 +115,24 @@ TEST_CASE("Scenario files: text and JSON, unknown fields and bad values named") 
   auto run = RunScenario(s);
   REQUIRE_FALSE(run.ok());
   CHECK(run.status().message().find("'partition'") != std::string::npos);
+}
+
+TEST_CASE("Every scenario in examples/ parses, validates, and names its run command") {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(MURMUR_SOURCE_DIR) + "/examples")) {
+    if (entry.path().extension() != ".textproto") continue;
+    CAPTURE(entry.path().string());
+    ++count;
+    auto s = LoadScenarioFile(entry.path().string());
+    REQUIRE(s.ok());
+    CHECK(ValidateScenario(*s).ok());
+    std::ifstream in(entry.path());
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text.find("# Run: murmur sim --scenario examples/" + entry.path().filename().string()) !=
+              std::string::npos ||
+          text.find("--scenario examples/" + entry.path().filename().string()) != std::string::npos);
+  }
+  CHECK(count >= 6);
 }
 
 }  // namespace
