@@ -69,7 +69,7 @@ class ProductNormalOp {
   mutable std::vector<double> tmp_;
 };
 
-Eigen::Index KrylovSize(Eigen::Index n) { return std::min<Eigen::Index>(n - 1, 40); }
+Eigen::Index KrylovSize(Eigen::Index n) { return std::min<Eigen::Index>(n - 1, 24); }
 
 // Fallback when Lanczos/Arnoldi breaks down (e.g. on an operator that is
 // exactly zero, like the product of a full one-peer exponential period) or

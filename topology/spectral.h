@@ -31,8 +31,8 @@ namespace murmur::topology {
 struct SpectralOptions {
   NodeId dense_limit = 2000;              // symmetric W: dense solver up to here
   NodeId dense_nonsymmetric_limit = 400;  // non-symmetric W and products: dense up to here
-  int max_iterations = 3000;              // Lanczos / Arnoldi restarts
-  double tolerance = 1e-10;               // relative accuracy of the iterative eigenvalue
+  int max_iterations = 200;               // Lanczos / Arnoldi restarts; power iterations
+  double tolerance = 1e-9;                // relative accuracy of the iterative eigenvalue
 };
 
 struct SpectralInfo {
