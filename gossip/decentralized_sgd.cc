@@ -8,9 +8,6 @@
 namespace murmur::gossip {
 
 namespace {
-// out += a * v over whole vectors.
-void Axpy(ParamVector& out, float a, const ParamVector& v) { out.vec() += a * v.vec(); }
-
 double SelfWeight(const topology::MixingMatrix& w, NodeId i) { return w.At(i, i); }
 }  // namespace
 
@@ -113,7 +110,7 @@ void DecentralizedSgdNode::ArmTimeout() {
   const std::uint64_t r = round_;
   timeout_ = env_.StartTimer(options_.round_timeout, [this, r] {
     timeout_ = 0;
-    if (round_ == r && sent_ && trained_) {
+    if (round_ == r && sent_ && trained_ && !mixing_) {
       MURMUR_LOG(kDebug) << "node " << env_.self() << " round " << r << " timed out waiting for neighbours";
       Combine();
     }
@@ -150,7 +147,7 @@ void DecentralizedSgdNode::OnMessage(NodeId from, MessagePtr msg) {
 }
 
 void DecentralizedSgdNode::MaybeCombine() {
-  if (finished() || !sent_ || !trained_) return;
+  if (finished() || mixing_ || !sent_ || !trained_) return;
   const auto row = topology_.In(round_).Row(env_.self());
   std::size_t expected = row.size() - 1;  // every in-neighbour but self
   if (inbox_.Count(round_, Channel::kModel) >= expected) Combine();
@@ -161,38 +158,54 @@ void DecentralizedSgdNode::Combine() {
     env_.CancelTimer(timeout_);
     timeout_ = 0;
   }
+  mixing_ = true;
   const NodeId self = env_.self();
   const auto& w = topology_.In(round_);
-  std::vector<Received> got = inbox_.Close(round_);
+  auto got = std::make_shared<std::vector<Received>>(inbox_.Close(round_));
   // Mix in sender order, so the float sum does not depend on arrival order.
-  std::sort(got.begin(), got.end(), [](const Received& a, const Received& b) { return a.from < b.from; });
+  std::sort(got->begin(), got->end(), [](const Received& a, const Received& b) { return a.from < b.from; });
+  std::vector<float> weights;
+  weights.reserve(got->size());
+  for (const Received& r : *got) weights.push_back(static_cast<float>(w.At(self, r.from)));
+  const double mix_flops = 2.0 * static_cast<double>(x_.size()) * static_cast<double>(got->size() + 2);
+  // The vector work runs as offloaded work: in the simulator, mixing of all
+  // nodes that finish a round at the same instant proceeds in parallel.
+  env_.Offload(
+      mix_flops, [this, got, weights = std::move(weights)] { Mix(*got, weights); },
+      [this] {
+        mixing_ = false;
+        const std::uint64_t done = round_++;
+        if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), done, loss_);
+        BeginRound();
+      });
+}
+
+void DecentralizedSgdNode::Mix(const std::vector<Received>& got, const std::vector<float>& weights) {
   const float gamma = static_cast<float>(options_.gamma);
   if (choco_) {
-    for (const Received& r : got) {
-      Status st = r.msg->update().AddTo(s_.span(), static_cast<float>(w.At(self, r.from)));
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      Status st = got[k].msg->update().AddTo(s_.span(), weights[k]);
       MURMUR_CHECK_MSG(st.ok(), st.ToString());
     }
     // x += gamma (s - x^)
     x_.vec() += gamma * (s_.vec() - x_hat_.vec());
   } else {
-    double received = 0;
-    acc_.SetZero();
-    for (const Received& r : got) {
-      double wij = w.At(self, r.from);
-      received += wij;
-      Status st = r.msg->update().AddTo(acc_.span(), static_cast<float>(wij));
+    // acc = (1 - sum of received weights) x + sum_j W_ij x_j: a neighbour that
+    // missed the round leaves its weight on the node itself.
+    float own = 1.0f;
+    for (float wij : weights) own -= wij;
+    acc_.vec() = own * x_.vec();
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      Status st = got[k].msg->update().AddTo(acc_.span(), weights[k]);
       MURMUR_CHECK_MSG(st.ok(), st.ToString());
     }
-    // Missing neighbours' weight falls back on the node itself.
-    double own = 1.0 - received;
-    Axpy(acc_, static_cast<float>(own), x_);
-    // x <- x + gamma (acc - x)
-    x_.vec() += gamma * (acc_.vec() - x_.vec());
+    if (gamma == 1.0f) {
+      std::swap(x_, acc_);  // x <- acc without a pass over memory
+    } else {
+      x_.vec() += gamma * (acc_.vec() - x_.vec());
+    }
   }
   if (options_.order == MixOrder::kCombineThenAdapt) x_.vec() += delta_.vec();
-  const std::uint64_t done = round_++;
-  if (observer_ != nullptr) observer_->OnRoundDone(self, done, loss_);
-  BeginRound();
 }
 
 }  // namespace murmur::gossip

@@ -30,6 +30,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "core/env.h"
 #include "core/param_vector.h"
@@ -78,6 +79,7 @@ class DecentralizedSgdNode final : public MessageSink {
   void ArmTimeout();
   void MaybeCombine();
   void Combine();
+  void Mix(const std::vector<Received>& got, const std::vector<float>& weights);
 
   Env& env_;
   RoundTopology& topology_;
@@ -98,6 +100,7 @@ class DecentralizedSgdNode final : public MessageSink {
   std::uint64_t round_ = 0;
   bool sent_ = false;
   bool trained_ = false;
+  bool mixing_ = false;  // between Combine and the end of its offloaded mixing
   TimerId timeout_ = 0;
   double loss_ = 0;
 };

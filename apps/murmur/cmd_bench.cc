@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/murmur/bench.h"
 #include "apps/murmur/command.h"
 #include "core/param_vector.h"
 #include "core/thread_pool.h"
@@ -29,40 +30,6 @@ namespace {
 
 constexpr const char* kName = "bench";
 
-double Seconds(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
-
-// GFLOP/s of C = A B (m x k times k x n, row-major float) on `threads` threads,
-// each multiplying its own matrices; about `seconds` of wall time.
-double GemmRate(std::int64_t m, std::int64_t k, std::int64_t n, int threads, double seconds) {
-  struct Operands {
-    RowMatrixXf a, b, c;
-  };
-  std::vector<Operands> ops(static_cast<std::size_t>(threads));
-  for (auto& o : ops) {
-    o.a = RowMatrixXf::Random(m, k);
-    o.b = RowMatrixXf::Random(k, n);
-    o.c = RowMatrixXf::Zero(m, n);
-  }
-  // Calibrate the repetitions on one thread, then run them on every thread at once.
-  auto start = std::chrono::steady_clock::now();
-  std::int64_t reps = 0;
-  while (Seconds(start) < seconds / 4) {
-    ops[0].c.noalias() = ops[0].a * ops[0].b;
-    ++reps;
-  }
-  reps = std::max<std::int64_t>(1, reps * 4);
-  ThreadPool pool(threads);
-  start = std::chrono::steady_clock::now();
-  pool.ParallelFor(static_cast<std::size_t>(threads), 1, [&](std::size_t b, std::size_t e) {
-    for (std::size_t t = b; t < e; ++t)
-      for (std::int64_t r = 0; r < reps; ++r) ops[t].c.noalias() = ops[t].a * ops[t].b;
-  });
-  double elapsed = Seconds(start);
-  return 2.0 * static_cast<double>(m * k * n) * static_cast<double>(reps) * threads / elapsed / 1e9;
-}
-
 // Training samples per second of `model` with Adam on random data.
 double TrainRate(const ml::Model& model, const ml::Dataset& data, int batch, int threads, double seconds) {
   ParamVector params(model.layout());
@@ -76,8 +43,9 @@ double TrainRate(const ml::Model& model, const ml::Dataset& data, int batch, int
   trainer.RunEpoch(params, data, all, 0);  // warm-up: workspace, caches
   auto start = std::chrono::steady_clock::now();
   std::int64_t samples = 0;
-  for (int e = 1; Seconds(start) < seconds; ++e) samples += trainer.RunEpoch(params, data, all, e).samples;
-  return static_cast<double>(samples) / Seconds(start);
+  for (int e = 1; SecondsSince(start) < seconds; ++e)
+    samples += trainer.RunEpoch(params, data, all, e).samples;
+  return static_cast<double>(samples) / SecondsSince(start);
 }
 
 int BenchTrain(int argc, char** argv) {
@@ -156,6 +124,7 @@ struct Benchmark {
 
 constexpr Benchmark kBenchmarks[] = {
     {"train", "training samples/s against the Eigen GEMM rate", BenchTrain},
+    {"sim", "simulated rounds/s and peak memory against the GEMM and memory-bandwidth floors", BenchSim},
 };
 
 void ListBenchmarks(std::FILE* out) {
