@@ -5,19 +5,17 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "apps/murmur/command.h"
 #include "apps/murmur/progress.h"
 #include "core/rng.h"
 #include "core/thread_pool.h"
-#include "ml/csv.h"
+#include "ml/dataset_spec.h"
 #include "ml/idx.h"
 #include "ml/model_spec.h"
 #include "ml/optimizer.h"
 #include "ml/schedule.h"
-#include "ml/synthetic.h"
 #include "ml/trainer.h"
 
 namespace murmur::cli {
@@ -25,69 +23,23 @@ namespace {
 
 constexpr const char* kName = "train";
 
-// The training data and the samples to train and test on. CSV data without a
-// test file is split 80/20 by a seeded permutation (index lists, no copy).
+// The training and test data (ml/dataset_spec.h: CSV without a test file
+// holds out 20% by a seeded permutation), and the samples of each.
 struct Data {
-  ml::Dataset train;
-  std::optional<ml::Dataset> test;  // absent: test on train's held-out indices
+  ml::TrainTest tt;
   std::vector<ml::SampleIndex> train_idx, test_idx;
-  const ml::Dataset& test_set() const { return test ? *test : train; }
 };
 
 // Returns the data, or a Status; `usage` is set when the spec itself is bad.
 Result<Data> LoadData(const std::string& spec, const std::string& data_dir, const std::string& test_csv,
                       std::uint64_t seed, bool* usage) {
+  const bool csv = spec.rfind("csv:", 0) == 0;
+  if (!csv && spec != "fashion-mnist" && spec.rfind("synthetic:", 0) != 0) *usage = true;
   Data d;
-  if (spec == "fashion-mnist") {
-    MURMUR_ASSIGN_OR_RETURN(ml::TrainTest tt, ml::LoadFashionMnist(data_dir));
-    d.train = std::move(tt.train);
-    d.test = std::move(tt.test);
-  } else if (spec == "synthetic:blobs" || spec == "synthetic:teacher") {
-    if (spec == "synthetic:blobs") {
-      ml::BlobsOptions o;
-      o.seed = seed;
-      o.num_samples = 20000;
-      d.train = ml::MakeGaussianBlobs(o);
-      o.stream = 1;
-      o.num_samples = 5000;
-      d.test = ml::MakeGaussianBlobs(o);
-    } else {
-      ml::TeacherOptions o;
-      o.seed = seed;
-      o.num_samples = 20000;
-      d.train = ml::MakeLinearTeacher(o);
-      o.stream = 1;
-      o.num_samples = 5000;
-      d.test = ml::MakeLinearTeacher(o);
-    }
-  } else if (spec.starts_with("csv:")) {
-    MURMUR_ASSIGN_OR_RETURN(d.train, ml::ReadCsv(spec.substr(4)));
-    if (!test_csv.empty()) {
-      ml::CsvOptions o;
-      o.num_classes = d.train.num_classes;
-      MURMUR_ASSIGN_OR_RETURN(d.test, ml::ReadCsv(test_csv, o));
-      if (d.test->dim != d.train.dim)
-        return Status::InvalidArgument(test_csv + ": " + std::to_string(d.test->dim) +
-                                       " features, training data has " + std::to_string(d.train.dim));
-    }
-  } else {
-    *usage = true;
-    return Status::InvalidArgument(
-        "--dataset '" + spec +
-        "' unknown (expected fashion-mnist, csv:PATH, synthetic:blobs or synthetic:teacher)");
-  }
-  d.train_idx = ml::AllIndices(d.train);
-  if (d.test) {
-    d.test_idx = ml::AllIndices(*d.test);
-  } else {
-    if (d.train.num_samples < 2)
-      return Status::InvalidArgument(spec + ": need at least 2 samples to hold out a test set");
-    Rng rng(seed, 0, RngPurpose::kPartition);
-    rng.Shuffle(std::span<ml::SampleIndex>(d.train_idx));
-    std::size_t cut = d.train_idx.size() * 4 / 5;
-    d.test_idx.assign(d.train_idx.begin() + static_cast<std::ptrdiff_t>(cut), d.train_idx.end());
-    d.train_idx.resize(cut);
-  }
+  MURMUR_ASSIGN_OR_RETURN(
+      d.tt, ml::LoadDatasetSpec(csv && !test_csv.empty() ? spec + ":" + test_csv : spec, data_dir, seed));
+  d.train_idx = ml::AllIndices(d.tt.train);
+  d.test_idx = ml::AllIndices(d.tt.test);
   return d;
 }
 
@@ -171,7 +123,7 @@ int RunTrain(int argc, char** argv) {
   if (!loaded.ok())
     return usage ? UsageError(kName, loaded.status().message()) : Failure(kName, loaded.status().message());
   Data& data = *loaded;
-  auto model = ml::MakeModel(model_spec, data.train.dim, data.train.num_classes);
+  auto model = ml::MakeModel(model_spec, data.tt.train.dim, data.tt.train.num_classes);
   if (!model.ok()) return Failure(kName, model.status().message());
   auto optimizer = ml::MakeOptimizer(optimizer_name, (*model)->layout().total_size(), momentum, weight_decay);
   if (!optimizer.ok()) return Failure(kName, optimizer.status().message());
@@ -196,7 +148,7 @@ int RunTrain(int argc, char** argv) {
   (*model)->InitParams(params, init);
   std::printf("model %s (%zu parameters, %.3g MFLOP per sample)  dataset %s (%zu train, %zu test)\n",
               (*model)->spec().c_str(), params.size(), (*model)->FlopsPerSample() / 1e6,
-              data.train.name.c_str(), data.train_idx.size(), data.test_idx.size());
+              data.tt.train.name.c_str(), data.train_idx.size(), data.test_idx.size());
   std::printf("optimizer %s lr %g schedule %s batch %d threads %d seed %llu\n", optimizer_name.c_str(), lr,
               schedule_name.c_str(), batch, threads, static_cast<unsigned long long>(seed));
   std::fflush(stdout);
@@ -208,14 +160,14 @@ int RunTrain(int argc, char** argv) {
   for (int e = 0; e < epochs; ++e) {
     auto start = std::chrono::steady_clock::now();
     ml::EpochStats st =
-        trainer.RunEpoch(params, data.train, data.train_idx, e, [&](std::int64_t k, double loss) {
+        trainer.RunEpoch(params, data.tt.train, data.train_idx, e, [&](std::int64_t k, double loss) {
           char status[64];
           std::snprintf(status, sizeof(status), "epoch %d loss %.4f", e + 1, loss);
           bar.Update(static_cast<std::uint64_t>(e * per_epoch + k + 1), status);
         });
     train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     samples += st.samples;
-    ev = (*model)->Evaluate(params, data.test_set(), data.test_idx, trainer.workspace(), &pool);
+    ev = (*model)->Evaluate(params, data.tt.test, data.test_idx, trainer.workspace(), &pool);
     std::printf("epoch %d/%d  train loss %.4f  test accuracy %.4f  test loss %.4f  lr %.3g\n", e + 1, epochs,
                 st.mean_loss, ev.accuracy, ev.loss, trainer.last_lr());
     std::fflush(stdout);
