@@ -1,0 +1,146 @@
+#include "federated/client.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+#include "federated/privacy.h"
+
+namespace murmur::federated {
+
+namespace {
+
+UpdatePtr DenseUpdate(std::span<const float> v) {
+  static const std::shared_ptr<const compression::Compressor> kNone =
+      compression::MakeCompressor("none").value();
+  compression::CompressorState state;
+  Rng rng(0);
+  return kNone->Compress(v, Layout(), state, rng);
+}
+
+}  // namespace
+
+FedClient::FedClient(Env& env, NodeId server, gossip::LocalLearner& learner, const Layout& layout,
+                     ClientOptions options)
+    : env_(env),
+      server_(server),
+      learner_(learner),
+      options_(std::move(options)),
+      rng_(env.MakeRng(RngPurpose::kCompression)),
+      x_(layout),
+      y_(layout) {
+  state_.node = env.self();
+}
+
+std::size_t FedClient::state_floats() const {
+  return x_.size() + y_.size() + c_.size() + ci_.size() + state_.residual.size();
+}
+
+int FedClient::TargetSteps() const {
+  if (options_.local_steps > 0) return options_.local_steps;
+  const double steps = std::ceil(options_.local_epochs * options_.num_samples / std::max(options_.batch, 1));
+  return std::max(1, static_cast<int>(steps));
+}
+
+void FedClient::OnMessage(NodeId from, MessagePtr msg) {
+  if (from != server_ || msg->kind() != kFedMessageKind || busy_) return;
+  auto m = std::static_pointer_cast<const FedMessage>(msg);
+  const FedHeader& h = m->header();
+  if (h.kind != FedKind::kTask || m->updates()[0]->size() != x_.size()) return;
+  if (options_.scaffold && m->updates().size() != 2) return;
+  task_ = h;
+  x_.SetZero();
+  if (!m->updates()[0]->AddTo(x_.span()).ok()) return;
+  y_.CopyFrom(x_);
+  if (options_.scaffold) {
+    if (c_.empty()) c_ = ParamVector(x_.layout());
+    c_.SetZero();
+    if (!m->updates()[1]->AddTo(c_.span()).ok()) return;
+    if (ci_.empty()) ci_.assign(x_.size(), 0.0f);
+  }
+  busy_ = true;
+  target_ = TargetSteps();
+  done_ = 0;
+  loss_sum_ = 0;
+  started_ = env_.Now();
+  deadline_ = h.budget_ns > 0 ? started_ + Nanos(h.budget_ns) : Nanos::max();
+  RunChunk();
+}
+
+void FedClient::Step(int steps) {
+  if (options_.prox_mu == 0 && !options_.scaffold) {
+    loss_sum_ += learner_.Train(y_, steps) * steps;
+    return;
+  }
+  ParamVector g(y_.layout());
+  const auto mu = static_cast<float>(options_.prox_mu);
+  for (int k = 0; k < steps; ++k) {
+    const auto lr = static_cast<float>(learner_.LearningRate(static_cast<std::uint64_t>(done_ + k)));
+    loss_sum_ += learner_.Gradient(y_, g);
+    if (mu > 0) g.vec() += mu * (y_.vec() - x_.vec());
+    if (options_.scaffold) {
+      Eigen::Map<const Eigen::VectorXf> ci(ci_.data(), static_cast<Eigen::Index>(ci_.size()));
+      g.vec() += c_.vec() - ci;
+    }
+    y_.vec() -= lr * g.vec();
+  }
+}
+
+void FedClient::RunChunk() {
+  const int chunk = task_.budget_ns > 0 ? std::max(1, target_ / std::max(options_.chunks, 1)) : target_;
+  const int steps = std::min(chunk, target_ - done_);
+  env_.Offload(
+      steps * learner_.FlopsPerStep(), [this, steps] { Step(steps); },
+      [this, steps] {
+        done_ += steps;
+        if (done_ >= target_) return Finish();
+        // Stop when the next chunk, at the pace so far, would end past the budget.
+        const Nanos per_step = (env_.Now() - started_) / done_;
+        const int next = std::min(steps, target_ - done_);
+        if (env_.Now() + per_step * next > deadline_) return Finish();
+        RunChunk();
+      });
+}
+
+void FedClient::Finish() {
+  busy_ = false;
+  ++tasks_done_;
+  FedHeader r;
+  r.kind = FedKind::kResult;
+  r.round = task_.round;
+  r.weight = options_.num_samples;
+  r.steps = static_cast<std::uint32_t>(done_);
+  r.loss = done_ > 0 ? loss_sum_ / done_ : 0;
+  std::vector<UpdatePtr> updates;
+  std::vector<float> delta(y_.size());
+  for (std::size_t j = 0; j < delta.size(); ++j) delta[j] = y_[j] - x_[j];
+  const bool want_model =
+      (task_.flags & kFlagWantModel) != 0 && options_.upload == nullptr && options_.dp_clip == 0;
+  if (options_.scaffold) {
+    // Option II: c_i+ - c_i = -c + (x - y) / (tau lr).
+    const double lr = learner_.LearningRate(0);
+    std::vector<float> dc(ci_.size());
+    for (std::size_t j = 0; j < dc.size(); ++j) {
+      dc[j] = static_cast<float>(-c_[j] - delta[j] / (done_ * lr));
+      ci_[j] += dc[j];
+    }
+    updates.push_back(nullptr);
+    updates.push_back(DenseUpdate(dc));
+  } else {
+    updates.push_back(nullptr);
+  }
+  if (want_model) {
+    r.flags = kFlagIsModel;
+    updates[0] = DenseUpdate(y_.span());
+  } else {
+    if (options_.dp_clip > 0) {
+      ClipToNorm(delta, options_.dp_clip);
+      AddGaussianNoise(std::span<float>(delta), options_.dp_noise_stddev, rng_);
+    }
+    updates[0] =
+        options_.upload ? options_.upload->Compress(delta, y_.layout(), state_, rng_) : DenseUpdate(delta);
+  }
+  env_.Send(server_, std::make_shared<const FedMessage>(r, std::move(updates)));
+}
+
+}  // namespace murmur::federated

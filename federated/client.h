@@ -1,0 +1,81 @@
+// FedClient: a federated-learning client, transport-agnostic (acts only
+// through core::Env).
+//
+// On a task for round r it takes the global model x, trains locally and
+// answers with its result:
+//   - E local epochs (steps = ceil(E n_i / batch)) or H steps;
+//   - plain local SGD through LocalLearner::Train (with the learner's own
+//     momentum), or, with FedProx (Li et al., MLSys 2020) and SCAFFOLD
+//     (Karimireddy et al., ICML 2020), its own SGD loop on
+//     LocalLearner::Gradient:  y <- y - lr (g(y) + mu (y - x) + c - c_i);
+//   - SCAFFOLD option II: c_i+ = c_i - c + (x - y) / (tau lr); the client
+//     sends Delta c_i = c_i+ - c_i next to Delta y = y - x;
+//   - partial work: with a budget, it trains in chunks and stops when another
+//     chunk would overrun, reporting the steps tau_i it took (FedNova);
+//   - compressed uploads: Delta y goes through its compressor, whose
+//     CompressorState keeps the client's error-feedback residual across the
+//     rounds it is selected in (Seide et al. 2014; Karimireddy et al. 2019);
+//   - DP: client-side clipping of Delta y to C and Gaussian noise.
+//
+// Thread-safety: one Env executor; training runs inside Env::Offload.
+#pragma once
+
+#include <memory>
+
+#include "compression/compressor.h"
+#include "federated/messages.h"
+#include "gossip/learner.h"
+
+namespace murmur::federated {
+
+struct ClientOptions {
+  int local_steps = 0;      // H; 0: use local_epochs
+  double local_epochs = 1;  // E, when local_steps == 0
+  int batch = 32;           // the learner's batch size (turns epochs into steps)
+  double num_samples = 0;   // n_i, the weight reported to the server
+  double prox_mu = 0;       // FedProx mu (0: off)
+  bool scaffold = false;
+  std::shared_ptr<const compression::Compressor> upload;  // null: dense fp32
+  double dp_clip = 0;                                     // client-side clipping norm (0: off)
+  double dp_noise_stddev = 0;                             // client-side noise stddev per coordinate
+  int chunks = 8;  // partial work: budget checked this many times per task
+};
+
+class FedClient final : public MessageSink {
+ public:
+  // `learner` must outlive the client; `server` is where results go.
+  FedClient(Env& env, NodeId server, gossip::LocalLearner& learner, const Layout& layout,
+            ClientOptions options);
+
+  void OnMessage(NodeId from, MessagePtr msg) override;
+
+  // The last local model (the global model after the client's local training).
+  const ParamVector& params() const { return y_; }
+  std::uint64_t tasks_done() const { return tasks_done_; }
+  std::size_t state_floats() const;
+
+ private:
+  int TargetSteps() const;
+  void RunChunk();
+  void Finish();
+  void Step(int steps);
+
+  Env& env_;
+  NodeId server_;
+  gossip::LocalLearner& learner_;
+  ClientOptions options_;
+  Rng rng_;
+  compression::CompressorState state_;
+  ParamVector x_;          // the global model of the current task
+  ParamVector y_;          // the local model
+  ParamVector c_;          // server control variate (SCAFFOLD)
+  std::vector<float> ci_;  // own control variate (SCAFFOLD), sized on first use
+  FedHeader task_;
+  bool busy_ = false;
+  int target_ = 0, done_ = 0;
+  Nanos started_{0}, deadline_{0};
+  double loss_sum_ = 0;
+  std::uint64_t tasks_done_ = 0;
+};
+
+}  // namespace murmur::federated

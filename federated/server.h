@@ -1,0 +1,144 @@
+// FedServer: the aggregator of federated learning, transport-agnostic (acts
+// only through core::Env; clients are nodes 0 .. num_clients - 1).
+//
+// Synchronous rounds (FedAvg and its variants): select ceil(over_commit K)
+// clients (ClientSelector), send each a task with the global model, keep the
+// first K results, and close the round when K results are in, when every
+// selected client still online has answered, or at the deadline (stragglers'
+// late results are dropped; with partial work, clients are told a budget and
+// report what they managed). Aggregation streams each result into one
+// double-precision accumulator, Delta = sum_i w_i Delta_i / sum_i w_i with
+// w_i = n_i, and never holds K models unless the robust rule or a simulated
+// attack needs them all. FedNova (Wang et al., NeurIPS 2020, Eq. 6 for local
+// SGD): Delta = (sum_i p_i tau_i) sum_i p_i Delta_i / tau_i, p_i = w_i / sum w.
+// The ServerOptimizer then moves the global model. SCAFFOLD: c <- c + (|S|/N)
+// mean_i Delta c_i.
+//
+// Asynchronous buffered aggregation (FedBuff; Nguyen et al., AISTATS 2022):
+// `concurrency` clients train at all times; each result is weighted by
+// n_i / sqrt(1 + staleness) (staleness = server updates since its task) and
+// buffered; every `buffer` results the server applies the buffer's weighted
+// mean Delta (weights normalized by sum n_i) and replaces each finished
+// client with a new one at once.
+//
+// DP-FedAvg (federated/privacy.h): server-side clipping of every Delta_i to C,
+// sum, N(0, (z C)^2) noise, division by K; or client-side (the clients clip
+// and add noise). The RdpAccountant is charged with q = K / N before each
+// round; a round that would take epsilon past the budget is not run and the
+// server stops (stop_reason() says so).
+//
+// Thread-safety: one Env executor. The observer is told after each server update.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compression/compressor.h"
+#include "federated/accountant.h"
+#include "federated/attack.h"
+#include "federated/messages.h"
+#include "federated/privacy.h"
+#include "federated/robust.h"
+#include "federated/selection.h"
+#include "federated/strategy.h"
+#include "gossip/observer.h"
+
+namespace murmur::federated {
+
+struct ServerOptions {
+  NodeId num_clients = 0;
+  std::uint64_t rounds = 100;          // server updates to make
+  std::size_t clients_per_round = 10;  // K
+  double over_commit = 1.0;            // select ceil(over_commit K) and keep the first K results
+  Nanos deadline{0};                   // a round closes this long after it opens (0: no deadline)
+  bool partial_work = false;           // tell clients a budget of work_fraction * deadline
+  double work_fraction = 0.8;
+  std::size_t min_results = 1;  // fewer results at the deadline: the model stays as it is
+  bool fednova = false;
+  bool scaffold = false;
+  bool request_model = false;  // ask for models instead of differences (lossless, exact FedAvg)
+  SelectionOptions selection;
+  ServerOptimizerOptions optimizer;
+  RobustOptions robust;
+  // Differential privacy (off when dp_clip == 0).
+  double dp_clip = 0;           // C (initial C with adaptive clipping)
+  double dp_noise = 0;          // z, the noise multiplier
+  bool dp_client_side = false;  // the clients clip and add noise; the server only accounts
+  bool dp_adaptive = false;
+  AdaptiveClipOptions adaptive;
+  double epsilon_budget = 0;  // 0: no budget
+  double dp_delta = 1e-5;
+  // FedBuff.
+  bool async = false;
+  std::size_t concurrency = 0;  // clients training at once (0: 2 K)
+  std::size_t buffer = 0;       // results per server update (0: K)
+  // Broadcast coding of the global model (null: fp32), built without error feedback.
+  std::shared_ptr<const compression::Compressor> broadcast;
+  // Simulated attackers: attacker[i] says whether client i is Byzantine.
+  AttackKind attack = AttackKind::kNone;
+  double attack_scale = 1.0;
+  std::vector<bool> attacker;
+};
+
+class FedServer final : public MessageSink {
+ public:
+  // `observer` (may be null) must outlive the server.
+  FedServer(Env& env, ParamVector x0, ServerOptions options, gossip::RoundObserver* observer);
+
+  void Start();
+  void OnMessage(NodeId from, MessagePtr msg) override;
+  // Availability, as the runtime (or the simulator's churn) reports it.
+  void SetOnline(NodeId client, bool online);
+
+  const ParamVector& params() const { return x_; }
+  std::uint64_t rounds_done() const { return round_; }
+  bool finished() const { return finished_; }
+  const std::string& stop_reason() const { return stop_reason_; }
+  double epsilon() const;
+  double clip() const { return clip_.clip(); }
+  std::uint64_t results_accepted() const { return accepted_; }
+  std::uint64_t results_dropped() const { return dropped_; }
+  std::size_t state_floats() const;
+
+ private:
+  bool Buffered() const;
+  void StartRound();
+  void SendTask(NodeId client);
+  void OnResult(NodeId from, const FedMessage& m);
+  void LoadDelta(const FedMessage& m);
+  void Accumulate(double weight, double steps, std::span<const double> dc);
+  void CloseRound();
+  void Apply(std::span<double> delta);
+  void Finish(std::string reason);
+  void MaybeClose();
+
+  Env& env_;
+  ServerOptions options_;
+  gossip::RoundObserver* observer_;
+  ParamVector x_;
+  ServerOptimizer optimizer_;
+  ClientSelector selector_;
+  RdpAccountant accountant_;
+  AdaptiveClip clip_;
+  Rng noise_rng_, attack_rng_;
+  compression::CompressorState broadcast_state_;
+  ParamVector c_;  // SCAFFOLD server control variate
+  std::uint64_t round_ = 0;
+  bool open_ = false, finished_ = false;
+  std::string stop_reason_;
+  TimerId deadline_timer_ = 0;
+  std::vector<std::uint8_t> pending_;  // selected, online, not answered (sync) / training (async)
+  std::vector<std::uint64_t> task_round_;
+  std::vector<Nanos> task_time_;
+  std::size_t outstanding_ = 0, results_ = 0, unclipped_ = 0;
+  std::vector<double> acc_, acc_c_, delta_, last_;
+  double weight_sum_ = 0, tau_sum_ = 0, loss_sum_ = 0;
+  std::vector<ParamVector> held_;
+  std::vector<double> held_weight_, held_tau_;
+  std::vector<bool> held_attacker_;
+  ParamVector scratch_;
+  std::uint64_t accepted_ = 0, dropped_ = 0;
+};
+
+}  // namespace murmur::federated

@@ -1,0 +1,140 @@
+#include "federated/server.h"
+
+#include <doctest/doctest.h>
+
+#include "core/manual_env.h"
+
+namespace murmur::federated {
+namespace {
+
+UpdatePtr Dense(std::vector<float> v) {
+  auto none = compression::MakeCompressor("none").value();
+  compression::CompressorState s;
+  Rng rng(0);
+  return none->Compress(v, Layout(), s, rng);
+}
+
+MessagePtr Result(std::uint64_t round, double weight, std::uint32_t steps, std::vector<float> delta) {
+  FedHeader h;
+  h.kind = FedKind::kResult;
+  h.round = round;
+  h.weight = weight;
+  h.steps = steps;
+  return std::make_shared<const FedMessage>(h, std::vector<UpdatePtr>{Dense(std::move(delta))});
+}
+
+struct Counter final : gossip::RoundObserver {
+  void OnRoundDone(NodeId, std::uint64_t, double) override { ++rounds; }
+  int rounds = 0;
+};
+
+TEST_CASE("FedNova normalizes by local steps: Delta = tau_eff sum p_i Delta_i / tau_i") {
+  for (bool nova : {false, true}) {
+    CAPTURE(nova);
+    ManualEnv env(2);
+    ServerOptions o;
+    o.num_clients = 2;
+    o.clients_per_round = 2;
+    o.rounds = 1;
+    o.fednova = nova;
+    FedServer server(env, ParamVector(2), o, nullptr);
+    server.Start();
+    CHECK(env.outbox().size() == 2);
+    // Client 0: 1 step, Delta (1, 0); client 1: 4 steps, Delta (0, 4); equal weights.
+    server.OnMessage(0, Result(0, 1, 1, {1, 0}));
+    server.OnMessage(1, Result(0, 1, 4, {0, 4}));
+    REQUIRE(server.rounds_done() == 1);
+    // FedAvg: (0.5, 2). FedNova: tau_eff = 2.5, d = (0.5, 0.5): (1.25, 1.25).
+    CHECK(server.params()[0] == doctest::Approx(nova ? 1.25 : 0.5));
+    CHECK(server.params()[1] == doctest::Approx(nova ? 1.25 : 2.0));
+  }
+}
+
+TEST_CASE("Sample weighting, over-commitment and late results") {
+  ManualEnv env(10);
+  ServerOptions o;
+  o.num_clients = 10;
+  o.clients_per_round = 2;
+  o.over_commit = 1.5;  // 3 selected, the first 2 kept
+  o.rounds = 2;
+  Counter counter;
+  FedServer server(env, ParamVector(1), o, &counter);
+  server.Start();
+  REQUIRE(env.outbox().size() == 3);
+  const NodeId a = env.outbox()[0].to, b = env.outbox()[1].to, c = env.outbox()[2].to;
+  server.OnMessage(a, Result(0, 1, 1, {3}));
+  server.OnMessage(b, Result(0, 3, 1, {7}));
+  CHECK(counter.rounds == 1);
+  CHECK(server.params()[0] == doctest::Approx((3 + 21) / 4.0));
+  server.OnMessage(c, Result(0, 1, 1, {100}));  // the straggler of round 0
+  CHECK(server.results_dropped() == 1);
+  CHECK(server.params()[0] == doctest::Approx(6.0));
+}
+
+TEST_CASE("A deadline closes the round with the results in hand") {
+  ManualEnv env(4);
+  ServerOptions o;
+  o.num_clients = 4;
+  o.clients_per_round = 4;
+  o.rounds = 5;
+  o.deadline = std::chrono::seconds(10);
+  FedServer server(env, ParamVector(1), o, nullptr);
+  server.Start();
+  server.OnMessage(env.outbox()[0].to, Result(0, 1, 1, {2}));
+  env.AdvanceBy(std::chrono::seconds(9));
+  CHECK(server.rounds_done() == 0);
+  env.AdvanceBy(std::chrono::seconds(1));
+  CHECK(server.rounds_done() == 1);
+  CHECK(server.params()[0] == 2.0f);
+  // With no result at all the model stays put, and the round still ends.
+  env.AdvanceBy(std::chrono::seconds(10));
+  CHECK(server.rounds_done() == 2);
+  CHECK(server.params()[0] == 2.0f);
+}
+
+TEST_CASE("A DP job refuses to run past its epsilon budget") {
+  ManualEnv env(100);
+  ServerOptions o;
+  o.num_clients = 100;
+  o.clients_per_round = 10;
+  o.rounds = 1000;
+  o.dp_clip = 1;
+  o.dp_noise = 2.0;  // q = 0.1: epsilon(1e-5) is 0.94 after 10 rounds and 2.59 after 100
+  o.epsilon_budget = 2.0;
+  o.dp_delta = 1e-5;
+  o.deadline = std::chrono::seconds(1);
+  FedServer server(env, ParamVector(1), o, nullptr);
+  server.Start();
+  env.AdvanceBy(std::chrono::seconds(2000));
+  CHECK(server.finished());
+  CHECK(server.stop_reason().find("privacy budget") != std::string::npos);
+  CHECK(server.epsilon() <= 2.0);
+  RdpAccountant one_more;
+  one_more.Compose(0.1, 2.0, server.rounds_done() + 1);
+  CHECK(one_more.Epsilon(1e-5) > 2.0);
+  CHECK(server.rounds_done() > 10);
+  CHECK(server.rounds_done() < 100);
+}
+
+TEST_CASE("FedBuff weights a result by 1 / sqrt(1 + staleness)") {
+  ManualEnv env(2);
+  ServerOptions o;
+  o.num_clients = 2;
+  o.clients_per_round = 1;
+  o.async = true;
+  o.concurrency = 2;
+  o.buffer = 1;
+  o.rounds = 3;
+  FedServer server(env, ParamVector(1), o, nullptr);
+  server.Start();
+  REQUIRE(env.outbox().size() == 2);
+  const NodeId first = env.outbox()[0].to, second = env.outbox()[1].to;
+  server.OnMessage(first, Result(0, 1, 1, {1}));  // fresh: +1, model version 1
+  CHECK(server.params()[0] == 1.0f);
+  server.OnMessage(second, Result(0, 1, 1, {3}));  // staleness 1: +3 / sqrt(2)
+  CHECK(server.params()[0] == doctest::Approx(1 + 3 / std::sqrt(2.0)));
+  CHECK(server.rounds_done() == 2);
+}
+
+}  // namespace
+}  // namespace murmur::federated
