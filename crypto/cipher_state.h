@@ -1,0 +1,59 @@
+// CipherState: the Noise CipherState (revision 34, section 5.1) for
+// ChaChaPoly, i.e. IETF ChaCha20-Poly1305 (RFC 8439) from libsodium.
+//
+// The 96-bit AEAD nonce is 4 zero bytes followed by the 64-bit counter n,
+// little-endian (section 12.3). n counts up by one per successful operation
+// and never wraps: the value 2^64-1 is reserved for Rekey, and an operation
+// at that value fails (Noise: "the application must delete the CipherState
+// and terminate the session").
+//
+// Thread-safety: a CipherState is a value used by one thread at a time.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "core/status.h"
+#include "crypto/bytes.h"
+
+namespace murmur::crypto {
+
+inline constexpr std::size_t kCipherKeySize = 32;
+inline constexpr std::size_t kTagSize = 16;
+inline constexpr std::uint64_t kMaxNonce = ~std::uint64_t{0};  // reserved for Rekey
+
+using CipherKey = std::array<std::uint8_t, kCipherKeySize>;
+
+class CipherState {
+ public:
+  CipherState() = default;
+  ~CipherState();
+  CipherState(const CipherState&) = default;
+  CipherState& operator=(const CipherState&) = default;
+
+  // InitializeKey(k): sets the key and n = 0.
+  void InitializeKey(const CipherKey& key);
+  bool HasKey() const { return has_key_; }
+  std::uint64_t nonce() const { return n_; }
+  // SetNonce(n), for tests and for peers that skip ahead; never moves n back in normal use.
+  void SetNonce(std::uint64_t n) { n_ = n; }
+
+  // EncryptWithAd: appends ENCRYPT(k, n++, ad, plaintext) (plaintext plus a
+  // 16-byte tag) to *out; without a key appends the plaintext unchanged.
+  // ResourceExhausted when n has reached 2^64-1.
+  Status EncryptWithAd(ByteSpan ad, ByteSpan plaintext, Bytes* out);
+  // DecryptWithAd: appends the plaintext to *out. Unauthenticated when the
+  // tag does not verify (n is then left unchanged and *out untouched).
+  Status DecryptWithAd(ByteSpan ad, ByteSpan ciphertext, Bytes* out);
+
+  // Rekey(): k = the first 32 bytes of ENCRYPT(k, 2^64-1, empty, 32 zero bytes). n is unchanged.
+  // REQUIRES: HasKey().
+  void Rekey();
+
+ private:
+  CipherKey k_{};
+  std::uint64_t n_ = 0;
+  bool has_key_ = false;
+};
+
+}  // namespace murmur::crypto

@@ -1,0 +1,61 @@
+// Length-prefixed frames over a byte stream (docs/protocol.md, "Frames").
+//
+//   frame = length (u32, little-endian) || body (length bytes)
+//
+// The length counts the body only. FrameDecoder accepts the stream in chunks
+// of any size (as Asio delivers them) and checks the length against
+// [min_frame_size, max_frame_size] as soon as the 4 length bytes are in,
+// before any allocation for the body; the body's buffer then grows only with
+// the bytes that actually arrive. An out-of-range length is garbage: the
+// decoder returns the error and stays failed (the connection must be closed,
+// since a stream cannot be resynchronized).
+//
+// Thread-safety: a FrameDecoder is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "crypto/bytes.h"
+
+namespace murmur::crypto {
+
+inline constexpr std::size_t kFrameHeaderSize = 4;
+
+struct FrameLimits {
+  // Largest body accepted. The default fits one Noise transport message.
+  std::uint32_t max_frame_size = 65535;
+  // Smallest body accepted (16 for encrypted frames: the AEAD tag).
+  std::uint32_t min_frame_size = 0;
+};
+
+// Appends length || payload to *out. InvalidArgument when the payload is outside the limits.
+Status AppendFrame(ByteSpan payload, const FrameLimits& limits, Bytes* out);
+
+class FrameDecoder {
+ public:
+  explicit FrameDecoder(FrameLimits limits = {});
+
+  // Consumes all of `bytes`; each completed frame body is appended to *frames.
+  // ResourceExhausted (length over max) or DataLoss (length under min); after
+  // an error every call returns FailedPrecondition.
+  Status Feed(ByteSpan bytes, std::vector<Bytes>* frames);
+  // OK when the stream may end here; DataLoss when a frame is cut off.
+  Status Finish() const;
+
+  bool failed() const { return failed_; }
+  // Bytes held for the frame in progress (header and body).
+  std::size_t buffered_bytes() const { return header_have_ + body_.size(); }
+  const FrameLimits& limits() const { return limits_; }
+
+ private:
+  FrameLimits limits_;
+  std::uint8_t header_[kFrameHeaderSize] = {};
+  std::size_t header_have_ = 0;
+  std::uint32_t body_need_ = 0;  // valid once header_have_ == 4
+  Bytes body_;
+  bool failed_ = false;
+};
+
+}  // namespace murmur::crypto

@@ -1,0 +1,138 @@
+#include "crypto/handshake.h"
+
+#include <utility>
+
+namespace murmur::crypto {
+namespace {
+
+void AppendLabelAndNetwork(Bytes* out, std::string_view label, std::string_view network_id) {
+  MURMUR_CHECK(ValidateNetworkId(network_id).ok());
+  AppendBytes(out, AsBytes(label));
+  AppendU8(out, static_cast<std::uint8_t>(network_id.size()));
+  AppendBytes(out, AsBytes(network_id));
+}
+
+}  // namespace
+
+Bytes MakePrologue(std::string_view network_id) {
+  Bytes out;
+  AppendLabelAndNetwork(&out, kPrologueLabel, network_id);
+  return out;
+}
+
+Bytes StaticKeyBindingBytes(std::string_view network_id, const DhPublicKey& static_key) {
+  Bytes out;
+  AppendLabelAndNetwork(&out, kStaticKeyLabel, network_id);
+  AppendBytes(&out, static_key);
+  return out;
+}
+
+Result<Credentials> Credentials::Make(const Identity& identity, const Certificate& certificate,
+                                      std::optional<DhKeyPair> static_key) {
+  if (certificate.node_key != identity.public_key())
+    return Status::InvalidArgument("certificate is for node key " + ToHex(certificate.node_key) +
+                                   ", not this identity's " + identity.PublicKeyHex());
+  MURMUR_RETURN_IF_ERROR(ValidateNetworkId(certificate.network_id).WithContext("certificate"));
+  Credentials c{identity, certificate, static_key ? *static_key : DhKeyPair::Generate(), {}};
+  c.static_key_signature =
+      identity.Sign(StaticKeyBindingBytes(certificate.network_id, c.static_key.public_key));
+  return c;
+}
+
+Bytes EncodeHandshakePayload(const HandshakePayload& payload) {
+  Bytes cert = EncodeCertificate(payload.certificate);
+  Bytes out;
+  AppendU8(&out, kPayloadVersion);
+  AppendU16(&out, static_cast<std::uint16_t>(cert.size()));
+  AppendBytes(&out, cert);
+  AppendBytes(&out, payload.static_key_signature);
+  return out;
+}
+
+Result<HandshakePayload> DecodeHandshakePayload(ByteSpan bytes) {
+  ByteReader r(bytes);
+  std::uint8_t version = 0;
+  std::uint16_t cert_len = 0;
+  if (!r.ReadU8(&version) || !r.ReadU16(&cert_len))
+    return Status::DataLoss("handshake payload truncated: " + std::to_string(bytes.size()) + " bytes");
+  if (version != kPayloadVersion)
+    return Status::InvalidArgument("handshake payload version " + std::to_string(version) +
+                                   " is not supported");
+  if (cert_len > kMaxCertificateSize)
+    return Status::DataLoss("certificate length " + std::to_string(cert_len) + " over limit " +
+                            std::to_string(kMaxCertificateSize));
+  if (r.remaining() != static_cast<std::size_t>(cert_len) + kSignatureSize)
+    return Status::DataLoss("handshake payload of " + std::to_string(bytes.size()) +
+                            " bytes does not match its certificate length " + std::to_string(cert_len));
+  ByteSpan cert_bytes;
+  HandshakePayload p;
+  MURMUR_CHECK(r.ReadSpan(cert_len, &cert_bytes) && r.ReadArray(&p.static_key_signature));
+  MURMUR_ASSIGN_OR_RETURN(p.certificate, DecodeCertificate(cert_bytes));
+  return p;
+}
+
+SecureHandshake::SecureHandshake(HandshakeRole role, const Credentials& credentials, TrustPolicy policy,
+                                 std::int64_t now, std::optional<DhKeyPair> ephemeral)
+    : credentials_(credentials),
+      policy_(std::move(policy)),
+      now_(now),
+      noise_(role, MakePrologue(policy_.network_id), credentials.static_key, ephemeral) {}
+
+Status SecureHandshake::Fail(Status s) {
+  if (!s.ok()) failed_ = true;
+  return s;
+}
+
+Status SecureHandshake::WriteMessage(Bytes* message) {
+  if (failed_) return Status::FailedPrecondition("handshake already failed");
+  // Message 1 travels in the clear and carries nothing; 2 and 3 carry our credentials.
+  Bytes payload;
+  if (noise_.messages_done() > 0)
+    payload = EncodeHandshakePayload({credentials_.certificate, credentials_.static_key_signature});
+  return Fail(noise_.WriteMessage(payload, message));
+}
+
+Status SecureHandshake::ReadMessage(ByteSpan message) {
+  if (failed_) return Status::FailedPrecondition("handshake already failed");
+  Bytes payload;
+  MURMUR_RETURN_IF_ERROR(Fail(noise_.ReadMessage(message, &payload)));
+  if (noise_.messages_done() == 1) {
+    if (!payload.empty())
+      return Fail(Status::InvalidArgument("handshake message 1 must carry an empty payload, got " +
+                                          std::to_string(payload.size()) + " bytes"));
+    return Status::Ok();
+  }
+  return Fail(CheckPeerPayload(payload));
+}
+
+Status SecureHandshake::CheckPeerPayload(ByteSpan payload) {
+  auto decoded = DecodeHandshakePayload(payload);
+  if (!decoded.ok()) return decoded.status().WithContext("peer credentials");
+  const Certificate& cert = decoded->certificate;
+  MURMUR_RETURN_IF_ERROR(VerifyCertificate(cert, policy_.coordinator_key, policy_.network_id, now_));
+  if (!cert.HasRoles(policy_.required_roles))
+    return Status::PermissionDenied("peer certificate has roles " + RolesToString(cert.roles) + ", needs " +
+                                    RolesToString(policy_.required_roles));
+  MURMUR_CHECK(noise_.remote_static().has_value());
+  const DhPublicKey& rs = *noise_.remote_static();
+  if (!VerifySignature(cert.node_key, StaticKeyBindingBytes(policy_.network_id, rs),
+                       decoded->static_key_signature))
+    return Status::Unauthenticated("peer's Noise static key is not signed by its certified node key");
+  peer_ = PeerInfo{cert, rs, {}};
+  return Status::Ok();
+}
+
+PeerInfo SecureHandshake::peer() const {
+  MURMUR_CHECK(IsComplete());
+  PeerInfo p = *peer_;
+  p.handshake_hash = noise_.handshake_hash();
+  return p;
+}
+
+SecureChannel SecureHandshake::MakeChannel(ChannelOptions options) const {
+  MURMUR_CHECK(IsComplete());
+  auto [send, receive] = noise_.SplitForRole();
+  return SecureChannel(std::move(send), std::move(receive), options);
+}
+
+}  // namespace murmur::crypto

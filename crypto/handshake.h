@@ -1,0 +1,117 @@
+// SecureHandshake: murmur's authenticated session set-up, a Noise XX
+// handshake (crypto/handshake_state.h) whose payloads carry certificates.
+//
+//   prologue  = "murmur/noise-xx/v1" || u8 len(network id) || network id
+//   message 1 = initiator -> responder: e                    payload empty
+//   message 2 = responder -> initiator: e, ee, s, es          payload = responder's credentials (encrypted)
+//   message 3 = initiator -> responder: s, se                 payload = initiator's credentials (encrypted)
+//   credentials payload = u8 version 1 || u16 len(cert) || certificate || 64-byte signature
+//
+// The Noise static key is an X25519 key, separate from the Ed25519 identity:
+// the identity binds it by signing
+//   "murmur/static-key/v1" || u8 len(network id) || network id || X25519 static public key
+// and the certificate binds the identity to the network. XX's es/se DH proves
+// possession of the X25519 secret; the signature ties it to the certified
+// identity. Each side checks the peer's certificate against the coordinator
+// key, network id, roles and clock, then the binding signature, when it reads
+// the peer's payload. See docs/protocol.md ("Handshake") for the byte layout
+// and for what a peer without a valid certificate can learn.
+//
+// Thread-safety: a SecureHandshake is used by one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "crypto/bytes.h"
+#include "crypto/certificate.h"
+#include "crypto/handshake_state.h"
+#include "crypto/identity.h"
+#include "crypto/secure_channel.h"
+
+namespace murmur::crypto {
+
+inline constexpr std::string_view kPrologueLabel = "murmur/noise-xx/v1";
+inline constexpr std::string_view kStaticKeyLabel = "murmur/static-key/v1";
+inline constexpr std::uint8_t kPayloadVersion = 1;
+
+// REQUIRES: a valid network id.
+Bytes MakePrologue(std::string_view network_id);
+// The bytes an identity signs to bind its Noise static key. REQUIRES: a valid network id.
+Bytes StaticKeyBindingBytes(std::string_view network_id, const DhPublicKey& static_key);
+
+// What one side presents: its identity, certificate and the signed static key.
+struct Credentials {
+  Identity identity;
+  Certificate certificate;
+  DhKeyPair static_key;
+  Signature static_key_signature{};
+
+  // Checks that the certificate names the identity's key and signs the static
+  // key (a fresh one when not given) for the certificate's network.
+  static Result<Credentials> Make(const Identity& identity, const Certificate& certificate,
+                                  std::optional<DhKeyPair> static_key = std::nullopt);
+};
+
+// What a side accepts from its peer.
+struct TrustPolicy {
+  std::string network_id;
+  SignPublicKey coordinator_key{};
+  std::uint8_t required_roles = kRoleNode;  // every bit must be in the peer's certificate
+};
+
+struct HandshakePayload {
+  Certificate certificate;
+  Signature static_key_signature{};
+};
+Bytes EncodeHandshakePayload(const HandshakePayload& payload);
+// DataLoss (length) or InvalidArgument (version, certificate fields).
+Result<HandshakePayload> DecodeHandshakePayload(ByteSpan bytes);
+
+// The authenticated peer, known once the handshake completes.
+struct PeerInfo {
+  Certificate certificate;
+  DhPublicKey static_key{};
+  Hash handshake_hash{};  // the channel binding value
+};
+
+class SecureHandshake {
+ public:
+  // `now` is Unix seconds for the certificate checks. REQUIRES: a valid policy.network_id.
+  SecureHandshake(HandshakeRole role, const Credentials& credentials, TrustPolicy policy, std::int64_t now,
+                  std::optional<DhKeyPair> ephemeral = std::nullopt);
+
+  bool IsMyTurn() const { return !failed_ && noise_.IsMyTurn(); }
+  bool IsComplete() const { return !failed_ && noise_.IsComplete() && peer_.has_value(); }
+  bool failed() const { return failed_; }
+
+  // The next message to send (replaces *message). REQUIRES: IsMyTurn().
+  Status WriteMessage(Bytes* message);
+  // Reads the peer's next message and checks the peer's credentials when they
+  // arrive. Unauthenticated (wrong network: the prologues differ, so the AEAD
+  // fails; bad or forged certificate; expired; unsigned static key),
+  // PermissionDenied (certificate for another network, missing role),
+  // DataLoss/InvalidArgument (malformed). Any error ends the handshake.
+  Status ReadMessage(ByteSpan message);
+
+  // REQUIRES: IsComplete().
+  PeerInfo peer() const;
+  // The transport channel for this side (send and receive states from Split()). REQUIRES: IsComplete().
+  SecureChannel MakeChannel(ChannelOptions options = {}) const;
+
+ private:
+  Status CheckPeerPayload(ByteSpan payload);
+  Status Fail(Status s);
+
+  Credentials credentials_;
+  TrustPolicy policy_;
+  std::int64_t now_;
+  HandshakeState noise_;
+  std::optional<PeerInfo> peer_;  // set once the peer's credentials check out
+  bool failed_ = false;
+};
+
+}  // namespace murmur::crypto

@@ -1,0 +1,50 @@
+#include "crypto/secure_channel.h"
+
+#include <utility>
+
+namespace murmur::crypto {
+
+SecureChannel::SecureChannel(CipherState send, CipherState receive, ChannelOptions options)
+    : send_(std::move(send)), receive_(std::move(receive)), options_(options) {
+  MURMUR_CHECK(send_.HasKey() && receive_.HasKey());
+  MURMUR_CHECK(options_.rekey_interval >= 1);
+  MURMUR_CHECK(options_.max_messages < kMaxNonce);
+}
+
+Status SecureChannel::Seal(ByteSpan plaintext, Bytes* out) {
+  if (plaintext.size() > options_.max_plaintext)
+    return Status::InvalidArgument("message of " + std::to_string(plaintext.size()) + " bytes over limit " +
+                                   std::to_string(options_.max_plaintext) + "; chunk it");
+  if (sent_ >= options_.max_messages)
+    return Status::ResourceExhausted("channel sent its limit of " + std::to_string(options_.max_messages) +
+                                     " messages; start a new session");
+  MURMUR_RETURN_IF_ERROR(send_.EncryptWithAd({}, plaintext, out));
+  ++sent_;
+  if (sent_ % options_.rekey_interval == 0) send_.Rekey();
+  return Status::Ok();
+}
+
+Status SecureChannel::Open(ByteSpan ciphertext, Bytes* out) {
+  if (receive_closed_)
+    return Status::FailedPrecondition("channel receive side closed after an earlier failure");
+  if (received_ >= options_.max_messages) {
+    receive_closed_ = true;
+    return Status::ResourceExhausted("channel received its limit of " +
+                                     std::to_string(options_.max_messages) + " messages");
+  }
+  if (ciphertext.size() > options_.max_plaintext + kTagSize) {
+    receive_closed_ = true;
+    return Status::DataLoss("message of " + std::to_string(ciphertext.size()) + " bytes over limit " +
+                            std::to_string(options_.max_plaintext + kTagSize));
+  }
+  Status s = receive_.DecryptWithAd({}, ciphertext, out);
+  if (!s.ok()) {
+    receive_closed_ = true;
+    return s;
+  }
+  ++received_;
+  if (received_ % options_.rekey_interval == 0) receive_.Rekey();
+  return Status::Ok();
+}
+
+}  // namespace murmur::crypto

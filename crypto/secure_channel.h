@@ -1,0 +1,67 @@
+// SecureChannel: the transport phase of a Noise session (revision 34,
+// section 5, "Split" and section 11.3 "Rekey").
+//
+// Each direction has its own CipherState from Split(). A transport message is
+// ENCRYPT(k, n, empty ad, plaintext): plaintext plus a 16-byte tag, with the
+// implicit nonce n counting the messages of that direction from 0. Frames
+// travel over an ordered stream (TCP), so the receiver always knows the next
+// n: a replayed, reordered, dropped or modified frame fails authentication.
+// After one failure the receive side is closed for good (the session must be
+// torn down), so an attacker gets a single guess per connection.
+//
+// Rekey: both sides call Rekey() on a direction's CipherState after every
+// `rekey_interval` messages of that direction (after message number
+// rekey_interval - 1, 2*rekey_interval - 1, ...). The nonce keeps counting.
+// Sending stops with ResourceExhausted at `max_messages` per direction, far
+// below 2^64-1.
+//
+// Thread-safety: one thread at a time; Seal and Open touch different
+// CipherStates, so one sender thread and one receiver thread may run together.
+#pragma once
+
+#include <cstdint>
+
+#include "core/status.h"
+#include "crypto/bytes.h"
+#include "crypto/cipher_state.h"
+
+namespace murmur::crypto {
+
+struct ChannelOptions {
+  // Messages per direction between two Rekey() calls. Default 2^20.
+  std::uint64_t rekey_interval = std::uint64_t{1} << 20;
+  // Messages per direction after which Seal refuses (and Open fails). Default 2^62.
+  std::uint64_t max_messages = std::uint64_t{1} << 62;
+  // Largest plaintext of one message: 65535 - 16, so that every message is a
+  // valid Noise transport message.
+  std::size_t max_plaintext = 65535 - kTagSize;
+};
+
+class SecureChannel {
+ public:
+  // REQUIRES: both CipherStates have keys; options.rekey_interval >= 1.
+  SecureChannel(CipherState send, CipherState receive, ChannelOptions options = {});
+
+  // Appends the ciphertext of `plaintext` to *out. InvalidArgument over
+  // max_plaintext; ResourceExhausted at max_messages.
+  Status Seal(ByteSpan plaintext, Bytes* out);
+  // Appends the plaintext of the next message to *out. Unauthenticated (and
+  // the receive side closes) on a tampered, replayed or reordered message.
+  Status Open(ByteSpan ciphertext, Bytes* out);
+
+  std::uint64_t messages_sent() const { return sent_; }
+  std::uint64_t messages_received() const { return received_; }
+  std::uint64_t rekeys_sent() const { return sent_ / options_.rekey_interval; }
+  bool receive_closed() const { return receive_closed_; }
+  const ChannelOptions& options() const { return options_; }
+
+ private:
+  CipherState send_;
+  CipherState receive_;
+  ChannelOptions options_;
+  std::uint64_t sent_ = 0;
+  std::uint64_t received_ = 0;
+  bool receive_closed_ = false;
+};
+
+}  // namespace murmur::crypto

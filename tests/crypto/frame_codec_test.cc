@@ -1,0 +1,111 @@
+// The frame codec: any chunking of the stream gives the same frames; lengths
+// over the limit are refused as soon as the 4 length bytes are in.
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "core/rng.h"
+#include "crypto/frame_codec.h"
+
+namespace murmur::crypto {
+namespace {
+
+std::vector<Bytes> SomeFrames(Rng& rng, int count, std::uint32_t max) {
+  std::vector<Bytes> frames;
+  for (int i = 0; i < count; ++i) {
+    Bytes f(rng.UniformInt(max + 1));
+    for (auto& b : f) b = static_cast<std::uint8_t>(rng.NextU32());
+    frames.push_back(std::move(f));
+  }
+  frames.push_back({});  // an empty frame is legal when min_frame_size is 0
+  return frames;
+}
+
+TEST_CASE("frames survive arbitrary chunking of the stream") {
+  for (std::uint64_t seed = 1; seed <= 30; ++seed) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    FrameLimits limits;
+    limits.max_frame_size = 3000;
+    std::vector<Bytes> frames = SomeFrames(rng, 20, limits.max_frame_size);
+    Bytes stream;
+    for (const Bytes& f : frames) REQUIRE(AppendFrame(f, limits, &stream).ok());
+    FrameDecoder dec(limits);
+    std::vector<Bytes> got;
+    std::size_t pos = 0;
+    while (pos < stream.size()) {
+      // Chunks of 1 byte up to a few frames long, including splits inside the header.
+      std::size_t n = seed % 3 == 0 ? 1 : 1 + rng.UniformInt(seed % 3 == 1 ? 7 : 5000);
+      n = std::min(n, stream.size() - pos);
+      REQUIRE(dec.Feed(ByteSpan(stream).subspan(pos, n), &got).ok());
+      pos += n;
+    }
+    CHECK(dec.Finish().ok());
+    CHECK(dec.buffered_bytes() == 0);
+    CHECK(got == frames);
+  }
+}
+
+TEST_CASE("a 4 GiB length prefix is refused before any body allocation") {
+  FrameDecoder dec;  // default limit 65535
+  std::vector<Bytes> got;
+  const Bytes huge = {0xff, 0xff, 0xff, 0xff};
+  CHECK(dec.Feed(ByteSpan(huge).first(3), &got).ok());  // not yet a whole header
+  Status s = dec.Feed(ByteSpan(huge).subspan(3), &got);
+  CHECK(s.code() == StatusCode::kResourceExhausted);
+  CHECK(s.message() == "frame length 4294967295 over limit 65535");
+  CHECK(dec.buffered_bytes() == 4);  // only the header is held
+  CHECK(dec.failed());
+  CHECK(dec.Feed(Bytes{1}, &got).code() == StatusCode::kFailedPrecondition);
+  CHECK(got.empty());
+  // One past the limit is refused, the limit itself accepted.
+  FrameLimits limits;
+  limits.max_frame_size = 100;
+  Bytes at_limit, over;
+  REQUIRE(AppendFrame(Bytes(100, 1), limits, &at_limit).ok());
+  CHECK(AppendFrame(Bytes(101, 1), limits, &over).code() == StatusCode::kInvalidArgument);
+  FrameDecoder d2(limits);
+  CHECK(d2.Feed(at_limit, &got).ok());
+  CHECK(got.size() == 1);
+  const Bytes len101 = {101, 0, 0, 0};
+  CHECK(d2.Feed(len101, &got).code() == StatusCode::kResourceExhausted);
+}
+
+TEST_CASE("garbage and truncated streams give a Status") {
+  FrameLimits limits;
+  limits.min_frame_size = 16;  // an encrypted frame holds at least its tag
+  FrameDecoder dec(limits);
+  std::vector<Bytes> got;
+  const Bytes short_frame = {3, 0, 0, 0, 'a', 'b', 'c'};
+  CHECK(dec.Feed(short_frame, &got).code() == StatusCode::kDataLoss);
+
+  FrameDecoder cut;
+  const Bytes partial = {10, 0, 0, 0, 1, 2, 3};
+  CHECK(cut.Feed(partial, &got).ok());
+  CHECK(cut.Finish().code() == StatusCode::kDataLoss);
+  FrameDecoder cut_header;
+  CHECK(cut_header.Feed(ByteSpan(partial).first(2), &got).ok());
+  CHECK(cut_header.Finish().code() == StatusCode::kDataLoss);
+
+  // Random bytes: the decoder either yields in-limit frames or fails, never more.
+  for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+    CAPTURE(seed);
+    Rng rng(seed, 0, RngPurpose::kGeneric);
+    Bytes noise(1 + rng.UniformInt(300));
+    for (auto& b : noise) b = static_cast<std::uint8_t>(rng.NextU32());
+    FrameLimits small;
+    small.max_frame_size = 64;
+    FrameDecoder d(small);
+    std::vector<Bytes> frames;
+    Status s = d.Feed(noise, &frames);
+    std::size_t consumed = 0;
+    for (const Bytes& f : frames) {
+      CHECK(f.size() <= 64);
+      consumed += 4 + f.size();
+    }
+    if (s.ok()) CHECK(consumed + d.buffered_bytes() == noise.size());
+  }
+}
+
+}  // namespace
+}  // namespace murmur::crypto
