@@ -1,0 +1,55 @@
+// RunFederatedScenario: one `murmur sim` run of a federated algorithm.
+//
+// The world (data, partition, model, device profiles, churn) is built as for
+// gossip (sim/world.h); the scenario's `nodes` are the clients 0 .. n-1, each
+// with its data partition, and one more simulated node, id n, is the server
+// (an "edge-server" device profile). The server and the clients are
+// federated::FedServer and federated::FedClient running unchanged on their
+// SimEnvs; churn tells the server who is online.
+//
+// Algorithms: fedavg, fedprox (mu = prox_mu), scaffold, fedavgm, fedadam,
+// fedyogi, fedadagrad (server optimizers of Reddi et al. 2021), fedbuff
+// (asynchronous buffered aggregation). A "round" is one server update.
+//
+// Metrics: the evaluated model is the server's global model. avg_acc and
+// avg_loss are its accuracy and loss on the whole test set; acc_mean, acc_min
+// and acc_max are the same global model on the eval_samples subset (there is
+// one model, so they coincide); consensus is 0; train_loss is the mean
+// training loss the round's clients reported.
+//
+// Thread-safety: one run per call, like RunScenario.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "proto/scenario.pb.h"
+#include "sim/runner.h"
+
+namespace murmur::sim {
+
+// Whether `algorithm` names a federated algorithm run by RunFederatedScenario.
+bool IsFederatedAlgorithm(const std::string& algorithm);
+
+// Checks the federated fields (clients_per_round, robust, attack, DP, deadline,
+// ...) with messages naming the field. The gossip fields are ValidateScenario's.
+Status ValidateFederatedScenario(const proto::Scenario& s);
+
+// Runs a federated scenario. REQUIRES: IsFederatedAlgorithm(s.algorithm());
+// returns ValidateFederatedScenario's Status otherwise.
+Result<RunSummary> RunFederatedScenario(const proto::Scenario& s, const ProgressFn& progress = {});
+
+// What a federated run reports beyond RunSummary (for tests and docs).
+struct FederatedStats {
+  double epsilon = 0;       // (epsilon, dp_delta) spent; 0 without DP
+  std::string stop_reason;  // why the server stopped
+  std::uint64_t results_accepted = 0;
+  std::uint64_t results_dropped = 0;  // stragglers and late results
+  std::vector<float> final_model;     // the server's global model at the end
+};
+// As RunFederatedScenario, also filling `stats`.
+Result<RunSummary> RunFederatedScenario(const proto::Scenario& s, const ProgressFn& progress,
+                                        FederatedStats* stats);
+
+}  // namespace murmur::sim

@@ -1,0 +1,68 @@
+#include "sim/federated_run.h"
+
+#include <doctest/doctest.h>
+
+#include "sim/ml_learner.h"
+#include "sim/world.h"
+
+namespace murmur::sim {
+namespace {
+
+proto::Scenario Blobs(const std::string& algorithm, std::uint32_t clients, std::uint64_t rounds) {
+  proto::Scenario s;
+  s.set_dataset("synthetic:blobs");
+  s.set_model("softmax");
+  s.set_algorithm(algorithm);
+  s.set_nodes(clients);
+  s.set_rounds(rounds);
+  s.set_eval_every(rounds);
+  s.set_threads(2);
+  return s;
+}
+
+TEST_CASE("FedAvg with one client doing one local step is centralized SGD, bit for bit") {
+  proto::Scenario s = Blobs("fedavg", 1, 25);
+  s.set_model("mlp:16");
+  s.set_clients_per_round(1);
+  s.set_local_epochs(0);
+  s.set_local_steps(1);
+  FederatedStats stats;
+  auto run = RunFederatedScenario(s, {}, &stats);
+  REQUIRE(run.ok());
+  CHECK(run.value().rounds_done == 25);
+
+  // The same world, the same learner stream, 25 plain SGD steps.
+  auto world = BuildWorld(s).value();
+  MlLearnerOptions lo;
+  lo.batch = static_cast<int>(s.batch());
+  lo.lr = s.lr();
+  MlLearner learner(*world->model, world->data.train, world->partition->node(0), lo,
+                    Rng(s.seed(), 0, RngPurpose::kBatch));
+  ParamVector x = world->initial.Clone();
+  for (int t = 0; t < 25; ++t) learner.Train(x, 1);
+  REQUIRE(stats.final_model.size() == x.size());
+  std::size_t differing = 0;
+  for (std::size_t j = 0; j < x.size(); ++j) differing += stats.final_model[j] != x[j];
+  CHECK(differing == 0);
+  CHECK(world->initial.size() == x.size());
+}
+
+TEST_CASE("Federated scenario fields are validated by name") {
+  proto::Scenario s = Blobs("fedavg", 10, 5);
+  CHECK(ValidateFederatedScenario(s).ok());
+  s.set_robust("bulyan");
+  CHECK(ValidateFederatedScenario(s).message().find("'robust'") != std::string::npos);
+  s = Blobs("fedsgd", 10, 5);
+  CHECK(ValidateFederatedScenario(s).message().find("'fedsgd'") != std::string::npos);
+  s = Blobs("fedavg", 10, 5);
+  s.set_dp_noise(1);
+  CHECK(ValidateFederatedScenario(s).message().find("dp_clip") != std::string::npos);
+  s = Blobs("fedavg", 10, 5);
+  s.set_broadcast_compression("topk:0.1");
+  CHECK(ValidateFederatedScenario(s).message().find("broadcast_compression") != std::string::npos);
+  CHECK(IsFederatedAlgorithm("scaffold"));
+  CHECK(!IsFederatedAlgorithm("dpsgd"));
+}
+
+}  // namespace
+}  // namespace murmur::sim
