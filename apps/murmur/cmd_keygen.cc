@@ -1,0 +1,60 @@
+// murmur keygen: create an Ed25519 identity (identity.key, identity.pub) in a
+// directory and print its public key.
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <cxxopts.hpp>
+
+#include "apps/murmur/command.h"
+#include "crypto/identity.h"
+
+namespace murmur::cli {
+namespace {
+constexpr const char* kName = "keygen";
+}  // namespace
+
+int RunKeygen(int argc, char** argv) {
+  cxxopts::Options options(
+      "murmur keygen",
+      "Create an Ed25519 identity: DIR/identity.key (secret, mode 0600) and\n"
+      "DIR/identity.pub. Prints the public key in hex. A coordinator key is made the same way.");
+  // clang-format off
+  options.add_options()
+    ("out", "directory for the key files (created if missing)", cxxopts::value<std::string>())
+    ("force", "replace an existing identity.key")
+    ("h,help", "show this help");
+  // clang-format on
+  cxxopts::ParseResult args;
+  try {
+    args = options.parse(argc, argv);
+    if (!args.unmatched().empty())
+      return UsageError(kName, "unexpected argument '" + args.unmatched()[0] + "'");
+  } catch (const cxxopts::exceptions::exception& e) {
+    return UsageError(kName, e.what());
+  }
+  if (args.count("help")) {
+    std::printf("%s\n", options.help().c_str());
+    return kExitOk;
+  }
+  if (!args.count("out")) return UsageError(kName, "missing --out DIR");
+  const std::string dir = args["out"].as<std::string>();
+  if (dir.empty()) return UsageError(kName, "--out must not be empty");
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return Failure(kName, "cannot create " + dir + ": " + std::strerror(errno));
+  crypto::Identity id = crypto::Identity::Generate();
+  Status s = id.Save(dir, args.count("force") > 0);
+  if (s.code() == StatusCode::kAlreadyExists) return Failure(kName, s.message() + " (use --force)");
+  if (!s.ok()) return Failure(kName, s.ToString());
+  std::printf("%s\n", id.PublicKeyHex().c_str());
+  std::fprintf(stderr, "wrote %s/%s and %s/%s\n", dir.c_str(), crypto::kIdentityKeyFile, dir.c_str(),
+               crypto::kIdentityPubFile);
+  return kExitOk;
+}
+
+MURMUR_COMMAND("keygen", "create an Ed25519 identity (node or coordinator key)", RunKeygen);
+
+}  // namespace murmur::cli
