@@ -166,7 +166,7 @@ TEST_CASE("One-peer exponential: n = 6 does not average exactly in 3 rounds") {
 }
 
 TEST_CASE("Period contraction: dense SVD and Lanczos agree, and random matchings contract") {
-  OnePeerExponentialSchedule s(600);
+  OnePeerExponentialSchedule s(300);
   SpectralOptions dense;
   dense.dense_nonsymmetric_limit = 1000;
   auto rounds = Rounds(s, 0, s.period());
@@ -176,7 +176,7 @@ TEST_CASE("Period contraction: dense SVD and Lanczos agree, and random matchings
   CHECK(std::abs(a.rho - b.rho) < 1e-8);
   // One round is the lazy shift (I + S)/2, a normal matrix with eigenvalues
   // (1 + e^(2 pi i m/n))/2: its contraction is max_{m != 0} |cos(pi m/n)| = cos(pi/n).
-  CHECK(std::abs(ProductContraction(Rounds(s, 0, 1), dense).rho - std::cos(kPi / 600)) < 1e-9);
+  CHECK(std::abs(ProductContraction(Rounds(s, 0, 1), dense).rho - std::cos(kPi / 300)) < 1e-9);
   RandomMatchingSchedule m(64, 3);
   double c = ProductContraction(Rounds(m, 0, 30)).rho;
   CHECK(c < 0.5);
