@@ -30,6 +30,10 @@ struct FrameLimits {
   std::uint32_t min_frame_size = 0;
 };
 
+// The limits of a murmur connection (docs/protocol.md, section 4): each body
+// is one Noise message, 16 (a bare tag) to 65535 bytes.
+inline constexpr FrameLimits kConnectionFrameLimits{65535, 16};
+
 // Appends length || payload to *out. InvalidArgument when the payload is outside the limits.
 Status AppendFrame(ByteSpan payload, const FrameLimits& limits, Bytes* out);
 

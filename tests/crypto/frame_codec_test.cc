@@ -72,9 +72,7 @@ TEST_CASE("a 4 GiB length prefix is refused before any body allocation") {
 }
 
 TEST_CASE("garbage and truncated streams give a Status") {
-  FrameLimits limits;
-  limits.min_frame_size = 16;  // an encrypted frame holds at least its tag
-  FrameDecoder dec(limits);
+  FrameDecoder dec(kConnectionFrameLimits);  // an encrypted frame holds at least its tag
   std::vector<Bytes> got;
   const Bytes short_frame = {3, 0, 0, 0, 'a', 'b', 'c'};
   CHECK(dec.Feed(short_frame, &got).code() == StatusCode::kDataLoss);
