@@ -1,0 +1,86 @@
+// Envelope: how application messages ride on a secure channel's plaintexts
+// (docs/protocol.md, section 7 "Records").
+//
+// Every SecureChannel plaintext is one record, `u8 type || fields`:
+//
+//   1 HELLO     u32 sender node id                      first record on each side
+//   2 BEGIN     u32 kind || u64 total || data           a message of `total` payload bytes starts
+//   3 CONTINUE  data                                    the next payload bytes of that message
+//   4 PING      u64 token                               keepalive; answered with PONG
+//   5 PONG      u64 token
+//
+// A message (core::Message kind + EncodeTo bytes) larger than one plaintext
+// is cut into a BEGIN and CONTINUE records; records of one message are never
+// interleaved with another message's (one sender per direction, in order).
+// EnvelopeReader reassembles them and checks `total` against a bound before
+// it reserves memory, then grows the buffer only with bytes that arrive.
+//
+// Thread-safety: values and single-owner readers; one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/env.h"
+#include "core/status.h"
+#include "crypto/bytes.h"
+
+namespace murmur::node {
+
+enum class RecordType : std::uint8_t { kHello = 1, kBegin = 2, kContinue = 3, kPing = 4, kPong = 5 };
+
+inline constexpr std::size_t kBeginHeaderSize = 1 + 4 + 8;
+inline constexpr std::size_t kContinueHeaderSize = 1;
+
+crypto::Bytes HelloRecord(NodeId self);
+crypto::Bytes PingRecord(RecordType type, std::uint64_t token);  // kPing or kPong
+
+// Number of records a message of `payload_size` bytes takes with plaintexts of
+// at most `max_plaintext` bytes. REQUIRES: max_plaintext > kBeginHeaderSize.
+std::size_t RecordCount(std::size_t payload_size, std::size_t max_plaintext);
+// Record `index` (0 is BEGIN) of the message (kind, payload), appended to *out.
+// REQUIRES: index < RecordCount(payload.size(), max_plaintext).
+void AppendRecord(std::uint32_t kind, crypto::ByteSpan payload, std::size_t max_plaintext,
+                  std::size_t index, crypto::Bytes* out);
+
+struct ReceivedMessage {
+  std::uint32_t kind = 0;
+  crypto::Bytes payload;
+};
+
+// What one record meant.
+struct RecordEvent {
+  RecordType type = RecordType::kContinue;
+  NodeId hello_node = kNoNode;  // kHello
+  std::uint64_t token = 0;      // kPing, kPong
+  std::optional<ReceivedMessage> message;  // set when a BEGIN/CONTINUE completed a message
+};
+
+class EnvelopeReader {
+ public:
+  // `max_message_bytes` bounds one reassembled message.
+  explicit EnvelopeReader(std::uint64_t max_message_bytes) : max_message_bytes_(max_message_bytes) {}
+
+  // Parses one record. DataLoss (truncated, unknown type, CONTINUE without a
+  // message in progress, BEGIN inside one, data past `total`) or
+  // ResourceExhausted (`total` over the bound). After an error the reader
+  // stays failed (the connection must close).
+  Status Feed(crypto::ByteSpan record, RecordEvent* event);
+
+  bool in_message() const { return in_message_; }
+  std::size_t buffered_bytes() const { return payload_.size(); }
+
+ private:
+  Status Fail(Status s);
+  void MaybeComplete(RecordEvent* event);
+
+  std::uint64_t max_message_bytes_;
+  bool failed_ = false;
+  bool in_message_ = false;
+  std::uint32_t kind_ = 0;
+  std::uint64_t total_ = 0;
+  crypto::Bytes payload_;
+};
+
+}  // namespace murmur::node

@@ -1,0 +1,220 @@
+#include "node/session.h"
+
+#include <chrono>
+#include <string>
+
+#include "core/log.h"
+#include "node/transport.h"
+
+namespace murmur::node {
+
+namespace {
+std::int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+Session::Session(Transport* transport, asio::ip::tcp::socket socket, crypto::HandshakeRole role,
+                 NodeId expected_peer)
+    : transport_(transport),
+      socket_(std::move(socket)),
+      tick_(socket_.get_executor()),
+      role_(role),
+      expected_peer_(expected_peer),
+      decoder_(crypto::kConnectionFrameLimits),
+      reader_(transport->options_.max_message_bytes) {}
+
+void Session::Start() {
+  started_ = last_receive_ = last_send_ = std::chrono::steady_clock::now();
+  asio::error_code ec;
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  handshake_.emplace(role_, transport_->credentials_, transport_->policy_, UnixNow());
+  if (role_ == crypto::HandshakeRole::kInitiator) {
+    Status st = QueueHandshakeMessage();
+    if (!st.ok()) return Close(st);
+  }
+  ArmTick();
+  Read();
+  Pump();
+}
+
+void Session::Detach() {
+  transport_ = nullptr;
+  closed_ = true;
+  asio::error_code ec;
+  socket_.close(ec);
+  tick_.cancel();
+}
+
+void Session::Close(const Status& why) {
+  if (closed_) return;
+  closed_ = true;
+  asio::error_code ec;
+  socket_.close(ec);
+  tick_.cancel();
+  MURMUR_LOG(kInfo) << "session with " << (peer_ == kNoNode ? std::string("unidentified peer") : "node " + std::to_string(peer_))
+                    << " closed: " << why.ToString();
+  if (transport_ != nullptr) {
+    const bool dialer = role_ == crypto::HandshakeRole::kInitiator;
+    transport_->OnClosed(this, dialer ? expected_peer_ : peer_, dialer);
+  }
+}
+
+Status Session::QueueHandshakeMessage() {
+  crypto::Bytes message;
+  MURMUR_RETURN_IF_ERROR(handshake_->WriteMessage(&message));
+  crypto::Bytes framed;
+  MURMUR_RETURN_IF_ERROR(crypto::AppendFrame(message, crypto::kConnectionFrameLimits, &framed));
+  raw_.push_back(std::move(framed));
+  return Status::Ok();
+}
+
+void Session::Read() {
+  auto self = shared_from_this();
+  socket_.async_read_some(asio::buffer(read_buffer_), [this, self](const asio::error_code& ec, std::size_t n) {
+    if (closed_) return;
+    if (ec) {
+      return Close(ec == asio::error::eof ? Status::Unavailable("peer closed the connection")
+                                          : Status::Unavailable("read: " + ec.message()));
+    }
+    last_receive_ = std::chrono::steady_clock::now();
+    if (transport_ != nullptr) transport_->stats_.bytes_received += n;
+    std::vector<crypto::Bytes> frames;
+    const Status framing = decoder_.Feed(crypto::ByteSpan(read_buffer_.data(), n), &frames);
+    // Frames completed before a bad length are still processed, in order.
+    for (const crypto::Bytes& f : frames) {
+      if (closed_ || transport_ == nullptr) return;
+      const bool in_handshake = !channel_.has_value();
+      Status st = OnFrame(f);
+      if (!st.ok()) {
+        ++(in_handshake ? transport_->stats_.handshake_failures : transport_->stats_.frames_rejected);
+        return Close(st);
+      }
+    }
+    if (closed_ || transport_ == nullptr) return;
+    if (!framing.ok()) {
+      ++transport_->stats_.frames_rejected;
+      return Close(framing);
+    }
+    if (closed_) return;
+    Pump();
+    Read();
+  });
+}
+
+Status Session::OnFrame(const crypto::Bytes& frame) {
+  if (!channel_.has_value()) return OnHandshakeFrame(frame);
+  crypto::Bytes plaintext;
+  MURMUR_RETURN_IF_ERROR(channel_->Open(frame, &plaintext));
+  return OnRecord(plaintext);
+}
+
+Status Session::OnHandshakeFrame(const crypto::Bytes& frame) {
+  MURMUR_RETURN_IF_ERROR(handshake_->ReadMessage(frame));
+  if (handshake_->IsMyTurn()) MURMUR_RETURN_IF_ERROR(QueueHandshakeMessage());
+  if (!handshake_->IsComplete()) return Status::Ok();
+  peer_info_ = handshake_->peer();
+  channel_.emplace(handshake_->MakeChannel(transport_->options_.channel));
+  control_.push_back(HelloRecord(transport_->options_.self));
+  return Status::Ok();
+}
+
+Status Session::OnRecord(const crypto::Bytes& plaintext) {
+  RecordEvent event;
+  MURMUR_RETURN_IF_ERROR(reader_.Feed(plaintext, &event));
+  switch (event.type) {
+    case RecordType::kHello: {
+      if (peer_ != kNoNode) return Status::DataLoss("second HELLO on a session");
+      const NodeId id = event.hello_node;
+      if (id == kNoNode || id == transport_->options_.self)
+        return Status::PermissionDenied("peer claims node id " + std::to_string(id));
+      if (expected_peer_ != kNoNode && id != expected_peer_) {
+        return Status::PermissionDenied("dialled node " + std::to_string(expected_peer_) + " but node " +
+                                        std::to_string(id) + " answered");
+      }
+      auto it = transport_->peers_.find(id);
+      if (it != transport_->peers_.end() && it->second.address.has_value() && it->second.address->key.has_value() &&
+          *it->second.address->key != peer_info_->certificate.node_key) {
+        return Status::PermissionDenied("node " + std::to_string(id) + " presented a certificate for another key");
+      }
+      peer_ = id;
+      ready_ = true;
+      transport_->OnReady(shared_from_this());
+      return Status::Ok();
+    }
+    case RecordType::kPing:
+      control_.push_back(PingRecord(RecordType::kPong, event.token));
+      return Status::Ok();
+    case RecordType::kPong:
+      return Status::Ok();
+    case RecordType::kBegin:
+    case RecordType::kContinue:
+      if (!ready_) return Status::DataLoss("message before HELLO");
+      if (event.message.has_value()) transport_->Deliver(peer_, std::move(*event.message));
+      return Status::Ok();
+  }
+  return Status::Ok();
+}
+
+void Session::Pump() {
+  if (writing_ || closed_ || transport_ == nullptr) return;
+  write_buffer_.clear();
+  while (!raw_.empty()) {
+    crypto::AppendBytes(&write_buffer_, raw_.front());
+    raw_.pop_front();
+  }
+  if (channel_.has_value()) {
+    crypto::Bytes sealed;
+    while (!control_.empty()) {
+      sealed.clear();
+      Status st = channel_->Seal(control_.front(), &sealed);
+      control_.pop_front();
+      if (st.ok()) st = crypto::AppendFrame(sealed, crypto::kConnectionFrameLimits, &write_buffer_);
+      if (!st.ok()) return Close(st);
+    }
+    if (ready_) {
+      Status st = transport_->FillBatch(peer_, *channel_, &write_buffer_);
+      if (!st.ok()) return Close(st);
+    }
+  }
+  if (write_buffer_.empty()) return;
+  writing_ = true;
+  last_send_ = std::chrono::steady_clock::now();
+  auto self = shared_from_this();
+  asio::async_write(socket_, asio::buffer(write_buffer_), [this, self](const asio::error_code& ec, std::size_t n) {
+    writing_ = false;
+    if (closed_) return;
+    if (ec) return Close(Status::Unavailable("write: " + ec.message()));
+    if (transport_ != nullptr) transport_->stats_.bytes_sent += n;
+    Pump();
+  });
+}
+
+void Session::ArmTick() {
+  if (closed_ || transport_ == nullptr) return;
+  auto interval = std::min(transport_->options_.keepalive_interval, transport_->options_.handshake_timeout);
+  tick_.expires_after(std::min<Nanos>(interval, std::chrono::milliseconds(500)));
+  auto self = shared_from_this();
+  tick_.async_wait([this, self](const asio::error_code& ec) {
+    if (ec || closed_ || transport_ == nullptr) return;
+    OnTick();
+    ArmTick();
+  });
+}
+
+void Session::OnTick() {
+  const auto now = std::chrono::steady_clock::now();
+  const TransportOptions& o = transport_->options_;
+  if (!ready_ && now - started_ > o.handshake_timeout) {
+    if (!channel_.has_value()) ++transport_->stats_.handshake_failures;
+    return Close(Status::DeadlineExceeded("no authenticated HELLO within the handshake timeout"));
+  }
+  if (now - last_receive_ > o.idle_timeout) return Close(Status::DeadlineExceeded("peer silent past the idle timeout"));
+  if (ready_ && now - last_send_ >= o.keepalive_interval) {
+    control_.push_back(PingRecord(RecordType::kPing, static_cast<std::uint64_t>(now.time_since_epoch().count())));
+    Pump();
+  }
+}
+
+}  // namespace murmur::node

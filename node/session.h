@@ -1,0 +1,75 @@
+// Session: one TCP connection of a Transport, from the first handshake byte
+// to close (see node/transport.h for the protocol and the failure rules).
+//
+// States: handshake (Noise XX messages as raw frames), then open (sealed
+// records; waiting for the peer's HELLO), then ready (registered with the
+// Transport, carrying messages), then closed. A Session is held by a
+// shared_ptr that its pending Asio operations copy (as in Asio's chat server).
+//
+// Thread-safety: runs on the Transport's io_context thread only.
+#pragma once
+
+#include <array>
+#include <deque>
+#include <memory>
+#include <optional>
+
+#include "crypto/frame_codec.h"
+#include "crypto/handshake.h"
+#include "node/asio.h"
+#include "node/envelope.h"
+
+namespace murmur::node {
+
+class Transport;
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  // `expected_peer` is the id dialled (kNoNode for an accepted connection).
+  Session(Transport* transport, asio::ip::tcp::socket socket, crypto::HandshakeRole role, NodeId expected_peer);
+
+  void Start();
+  // Closes the socket once; `why` is logged and the Transport told.
+  void Close(const Status& why);
+  // Starts writing if there is something to write and no write is in flight.
+  void Pump();
+  // Detaches from the Transport (it is going away); closes the socket.
+  void Detach();
+
+  NodeId peer() const { return peer_; }
+  bool ready() const { return ready_; }
+  bool closed() const { return closed_; }
+
+ private:
+  void Read();
+  Status OnFrame(const crypto::Bytes& frame);
+  Status OnHandshakeFrame(const crypto::Bytes& frame);
+  Status OnRecord(const crypto::Bytes& plaintext);
+  Status QueueHandshakeMessage();
+  void ArmTick();
+  void OnTick();
+
+  Transport* transport_;
+  asio::ip::tcp::socket socket_;
+  asio::steady_timer tick_;
+  crypto::HandshakeRole role_;
+  NodeId expected_peer_;
+  NodeId peer_ = kNoNode;
+  std::optional<crypto::SecureHandshake> handshake_;
+  std::optional<crypto::SecureChannel> channel_;
+  std::optional<crypto::PeerInfo> peer_info_;
+  crypto::FrameDecoder decoder_;
+  EnvelopeReader reader_;
+  std::deque<crypto::Bytes> raw_;      // framed handshake messages
+  std::deque<crypto::Bytes> control_;  // plaintext records to seal ahead of data
+  crypto::Bytes write_buffer_;
+  std::array<std::uint8_t, 64 * 1024> read_buffer_{};
+  asio::steady_timer::time_point started_;
+  asio::steady_timer::time_point last_receive_;
+  asio::steady_timer::time_point last_send_;
+  bool writing_ = false;
+  bool ready_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace murmur::node

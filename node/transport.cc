@@ -1,0 +1,265 @@
+#include "node/transport.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/log.h"
+#include "node/session.h"
+
+namespace murmur::node {
+
+namespace {
+Result<asio::ip::address> ParseAddress(const std::string& host) {
+  asio::error_code ec;
+  asio::ip::address a = asio::ip::make_address(host, ec);
+  if (ec) return Status::InvalidArgument("address '" + host + "' is not a numeric IPv4 or IPv6 address");
+  return a;
+}
+}  // namespace
+
+Transport::Transport(asio::io_context& io, crypto::Credentials credentials, crypto::TrustPolicy policy,
+                     TransportOptions options, MessageHandler handler)
+    : io_(io),
+      credentials_(std::move(credentials)),
+      policy_(std::move(policy)),
+      options_(std::move(options)),
+      handler_(std::move(handler)),
+      jitter_(options_.seed, options_.self, RngPurpose::kNetwork) {
+  for (const PeerAddress& p : options_.peers) peers_[p.id].address = p;
+}
+
+Transport::~Transport() { Stop(); }
+
+Status Transport::Start() {
+  MURMUR_ASSIGN_OR_RETURN(asio::ip::address addr, ParseAddress(options_.listen_host));
+  asio::ip::tcp::endpoint ep(addr, options_.listen_port);
+  auto acceptor = std::make_unique<asio::ip::tcp::acceptor>(io_);
+  asio::error_code ec;
+  acceptor->open(ep.protocol(), ec);
+  if (!ec) acceptor->set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor->bind(ep, ec);
+  if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status::Unavailable("listen on " + options_.listen_host + " port " + std::to_string(options_.listen_port) +
+                               ": " + ec.message());
+  }
+  port_ = acceptor->local_endpoint().port();
+  acceptor_ = std::move(acceptor);
+  Accept();
+  for (auto& [id, peer] : peers_) {
+    if (Dials(id) && peer.address.has_value()) Dial(id);
+  }
+  return Status::Ok();
+}
+
+void Transport::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (acceptor_) {
+    asio::error_code ec;
+    acceptor_->close(ec);
+  }
+  for (auto& w : sessions_) {
+    if (auto s = w.lock()) s->Detach();
+  }
+  sessions_.clear();
+  for (auto& [id, peer] : peers_) {
+    if (peer.redial) peer.redial->cancel();
+    peer.session.reset();
+    peer.queue.clear();
+    peer.queued_bytes = 0;
+  }
+  stats_.peers_connected = 0;
+}
+
+void Transport::AddPeer(const PeerAddress& address) {
+  Peer& peer = peers_[address.id];
+  peer.address = address;
+  if (acceptor_ && !stopped_ && Dials(address.id) && !peer.session && !peer.dialing) Dial(address.id);
+}
+
+void Transport::Accept() {
+  acceptor_->async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
+    if (stopped_) return;
+    if (!ec) {
+      auto s = std::make_shared<Session>(this, std::move(socket), crypto::HandshakeRole::kResponder, kNoNode);
+      sessions_.push_back(s);
+      s->Start();
+    } else if (ec == asio::error::operation_aborted) {
+      return;
+    }
+    Accept();
+  });
+}
+
+void Transport::Dial(NodeId id) {
+  Peer& peer = peers_[id];
+  if (stopped_ || !peer.address.has_value()) return;
+  auto addr = ParseAddress(peer.address->host);
+  if (!addr.ok()) {
+    MURMUR_LOG(kError) << "node " << id << ": " << addr.status().ToString();
+    return;
+  }
+  peer.dialing = true;
+  auto socket = std::make_shared<asio::ip::tcp::socket>(io_);
+  auto timer = std::make_shared<asio::steady_timer>(io_);
+  timer->expires_after(options_.connect_timeout);
+  timer->async_wait([socket](const asio::error_code& ec) {
+    if (!ec) {
+      asio::error_code ignored;
+      socket->close(ignored);
+    }
+  });
+  asio::ip::tcp::endpoint ep(*addr, peer.address->port);
+  socket->async_connect(ep, [this, id, socket, timer](const asio::error_code& ec) {
+    timer->cancel();
+    if (stopped_) return;
+    if (ec) {
+      ++stats_.connect_failures;
+      MURMUR_LOG(kDebug) << "connect to node " << id << ": " << ec.message();
+      peers_[id].dialing = false;
+      ScheduleRedial(id);
+      return;
+    }
+    auto s = std::make_shared<Session>(this, std::move(*socket), crypto::HandshakeRole::kInitiator, id);
+    sessions_.push_back(s);
+    s->Start();
+  });
+}
+
+// Exponential backoff with "equal jitter": half the step fixed, half uniform.
+void Transport::ScheduleRedial(NodeId id) {
+  Peer& peer = peers_[id];
+  if (stopped_ || peer.dialing) return;
+  const int k = std::min(peer.failures, 20);
+  ++peer.failures;
+  double step = static_cast<double>(options_.reconnect_initial.count()) * static_cast<double>(1u << std::min(k, 16));
+  step = std::min(step, static_cast<double>(options_.reconnect_max.count()));
+  const double delay = step / 2 + jitter_.Uniform() * step / 2;
+  if (!peer.redial) peer.redial = std::make_unique<asio::steady_timer>(io_);
+  peer.dialing = true;
+  peer.redial->expires_after(Nanos(static_cast<std::int64_t>(delay)));
+  peer.redial->async_wait([this, id](const asio::error_code& ec) {
+    if (ec || stopped_) return;
+    peers_[id].dialing = false;
+    Dial(id);
+  });
+}
+
+void Transport::OnReady(const std::shared_ptr<Session>& session) {
+  Peer& peer = peers_[session->peer()];
+  if (peer.session && peer.session != session) {
+    auto old = peer.session;
+    peer.session.reset();
+    old->Close(Status::Aborted("replaced by a newer session"));
+  }
+  if (!peer.session) ++stats_.peers_connected;
+  peer.session = session;
+  peer.failures = 0;
+  peer.dialing = false;
+  ++stats_.sessions_opened;
+  // A message cut off by the old session cannot continue on the new one.
+  if (!peer.queue.empty() && peer.queue.front().next_record > 0) {
+    peer.queued_bytes -= peer.queue.front().payload->size();
+    peer.queue.pop_front();
+    ++stats_.send_queue_drops;
+  }
+  MURMUR_LOG(kInfo) << "node " << options_.self << ": session with node " << session->peer() << " ready";
+  session->Pump();
+}
+
+void Transport::OnClosed(Session* session, NodeId peer_id, bool was_dialer) {
+  std::erase_if(sessions_, [session](const std::weak_ptr<Session>& w) {
+    auto s = w.lock();
+    return !s || s.get() == session;
+  });
+  if (peer_id == kNoNode || stopped_) return;
+  auto it = peers_.find(peer_id);
+  if (it == peers_.end()) return;
+  Peer& peer = it->second;
+  if (peer.session.get() == session) {
+    peer.session.reset();
+    --stats_.peers_connected;
+    if (!peer.queue.empty() && peer.queue.front().next_record > 0) {
+      peer.queued_bytes -= peer.queue.front().payload->size();
+      peer.queue.pop_front();
+      ++stats_.send_queue_drops;
+    }
+  }
+  if (was_dialer || (Dials(peer_id) && !peer.session)) {
+    peer.dialing = false;
+    if (!peer.session) ScheduleRedial(peer_id);
+  }
+}
+
+void Transport::Send(NodeId to, std::uint32_t kind, std::shared_ptr<const crypto::Bytes> payload) {
+  if (stopped_ || to == options_.self) return;
+  Peer& peer = peers_[to];
+  const std::size_t size = payload->size();
+  if (size > options_.max_queue_bytes || size > options_.max_message_bytes) {
+    ++stats_.send_queue_drops;
+    MURMUR_LOG(kWarning) << "message of " << size << " bytes for node " << to << " over the queue bound";
+    return;
+  }
+  // Drop-oldest, sparing a message already partly on the wire.
+  while (peer.queued_bytes + size > options_.max_queue_bytes) {
+    auto victim = peer.queue.begin();
+    if (victim != peer.queue.end() && victim->next_record > 0) ++victim;
+    if (victim == peer.queue.end()) break;
+    peer.queued_bytes -= victim->payload->size();
+    peer.queue.erase(victim);
+    ++stats_.send_queue_drops;
+  }
+  if (peer.queued_bytes + size > options_.max_queue_bytes) {
+    ++stats_.send_queue_drops;
+    return;
+  }
+  peer.queued_bytes += size;
+  peer.queue.push_back(Outgoing{kind, std::move(payload), 0});
+  if (peer.session) peer.session->Pump();
+}
+
+Status Transport::FillBatch(NodeId peer_id, crypto::SecureChannel& channel, crypto::Bytes* out) {
+  Peer& peer = peers_[peer_id];
+  const std::size_t max_plaintext = channel.options().max_plaintext;
+  crypto::Bytes record, sealed;
+  while (!peer.queue.empty() && out->size() < options_.write_batch_bytes) {
+    Outgoing& m = peer.queue.front();
+    const std::size_t count = RecordCount(m.payload->size(), max_plaintext);
+    record.clear();
+    AppendRecord(m.kind, *m.payload, max_plaintext, m.next_record, &record);
+    sealed.clear();
+    MURMUR_RETURN_IF_ERROR(channel.Seal(record, &sealed));
+    MURMUR_RETURN_IF_ERROR(crypto::AppendFrame(sealed, crypto::kConnectionFrameLimits, out));
+    if (++m.next_record == count) {
+      peer.queued_bytes -= m.payload->size();
+      peer.queue.pop_front();
+      ++stats_.messages_sent;
+    }
+  }
+  return Status::Ok();
+}
+
+bool Transport::HasQueued(NodeId peer) const {
+  auto it = peers_.find(peer);
+  return it != peers_.end() && !it->second.queue.empty();
+}
+
+void Transport::Deliver(NodeId from, ReceivedMessage message) {
+  ++stats_.messages_received;
+  if (handler_) handler_(from, std::move(message));
+}
+
+bool Transport::IsConnected(NodeId peer) const {
+  auto it = peers_.find(peer);
+  return it != peers_.end() && it->second.session != nullptr;
+}
+
+std::vector<NodeId> Transport::ConnectedPeers() const {
+  std::vector<NodeId> out;
+  for (const auto& [id, peer] : peers_)
+    if (peer.session) out.push_back(id);
+  return out;
+}
+
+}  // namespace murmur::node

@@ -1,0 +1,169 @@
+// Transport: authenticated, encrypted, framed TCP sessions between daemons.
+//
+// Each peer is reached over one TCP connection (IPv4 or IPv6, numeric
+// addresses). A connection runs crypto::SecureHandshake (Noise XX with
+// certificates), then carries crypto::SecureChannel messages, each one frame
+// (crypto::AppendFrame / FrameDecoder with kConnectionFrameLimits, so a length
+// over 65535 is refused before any allocation). Inside the channel, records
+// (node/envelope.h) carry a HELLO with the sender's node id, keepalives and
+// application messages cut into chunks and reassembled up to
+// `max_message_bytes`.
+//
+// Who dials: of two peers, the one with the smaller node id dials the other
+// and redials with exponential backoff and jitter after a failure or a lost
+// session; the other only accepts. A newly authenticated session for a peer
+// replaces the old one (the peer restarted).
+//
+// Send queues: one per peer, kept while the peer is disconnected, bounded by
+// `max_queue_bytes`. A message that does not fit evicts the oldest messages
+// not yet started on the wire (drop-oldest: gossip prefers fresh models); a
+// single message over the bound is refused. Every dropped message is counted
+// in stats().send_queue_drops. Only the message being written is held sealed,
+// in batches of about `write_batch_bytes`.
+//
+// A failed handshake, a bad frame length, a frame that fails authentication
+// (tampered, replayed) or a malformed record closes that connection only; the
+// event is logged and counted, and every other session carries on.
+//
+// Thread-safety: everything runs on the io_context's thread (one executor per
+// node); call Start, Send, AddPeer and Stop there (or before it runs). stats()
+// may be read from any thread. Destroy the Transport after Stop() and after
+// the io_context has stopped running its handlers, or on its thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/env.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include "crypto/handshake.h"
+#include "node/asio.h"
+#include "node/envelope.h"
+
+namespace murmur::node {
+
+class Session;
+
+struct PeerAddress {
+  NodeId id = kNoNode;
+  std::string host;  // numeric IPv4 or IPv6 address
+  std::uint16_t port = 0;
+  // When set, the peer's certificate must name this key.
+  std::optional<crypto::SignPublicKey> key;
+};
+
+struct TransportOptions {
+  NodeId self = 0;
+  std::string listen_host = "127.0.0.1";  // numeric; "::1" for IPv6
+  std::uint16_t listen_port = 0;          // 0: an ephemeral port (see Transport::port())
+  std::vector<PeerAddress> peers;
+  std::uint64_t seed = 1;  // for reconnect jitter
+  Nanos connect_timeout = std::chrono::seconds(3);
+  Nanos handshake_timeout = std::chrono::seconds(5);  // from TCP connect to HELLO
+  Nanos reconnect_initial = std::chrono::milliseconds(100);
+  Nanos reconnect_max = std::chrono::seconds(5);
+  Nanos keepalive_interval = std::chrono::seconds(2);  // PING when idle this long
+  Nanos idle_timeout = std::chrono::seconds(10);       // close after this long without a record
+  std::size_t max_queue_bytes = std::size_t{64} << 20;
+  std::uint64_t max_message_bytes = std::uint64_t{256} << 20;
+  std::size_t write_batch_bytes = std::size_t{256} << 10;
+  crypto::ChannelOptions channel;
+};
+
+struct TransportStats {
+  std::atomic<std::uint64_t> bytes_sent{0};
+  std::atomic<std::uint64_t> bytes_received{0};
+  std::atomic<std::uint64_t> messages_sent{0};
+  std::atomic<std::uint64_t> messages_received{0};
+  std::atomic<std::uint64_t> sessions_opened{0};
+  std::atomic<std::uint64_t> handshake_failures{0};
+  std::atomic<std::uint64_t> frames_rejected{0};  // bad length, failed authentication, bad record
+  std::atomic<std::uint64_t> connect_failures{0};
+  std::atomic<std::uint64_t> send_queue_drops{0};
+  std::atomic<std::uint64_t> peers_connected{0};
+};
+
+class Transport {
+ public:
+  using MessageHandler = std::function<void(NodeId from, ReceivedMessage message)>;
+
+  // `io` must outlive the Transport. `handler` runs on the io thread for each
+  // complete message from an authenticated peer.
+  Transport(asio::io_context& io, crypto::Credentials credentials, crypto::TrustPolicy policy,
+            TransportOptions options, MessageHandler handler);
+  ~Transport();
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  // Binds and listens, then dials the peers this node dials.
+  // InvalidArgument (bad address) or Unavailable (bind failed).
+  Status Start();
+  // Closes the listener and every session; pending messages are dropped.
+  void Stop();
+
+  // Adds or updates a peer's address (dials it when this node is the dialer).
+  void AddPeer(const PeerAddress& peer);
+  // Queues `payload` for `to` (see the class comment for the bound).
+  void Send(NodeId to, std::uint32_t kind, std::shared_ptr<const crypto::Bytes> payload);
+
+  std::uint16_t port() const { return port_; }
+  bool IsConnected(NodeId peer) const;
+  std::vector<NodeId> ConnectedPeers() const;
+  const TransportStats& stats() const { return stats_; }
+  NodeId self() const { return options_.self; }
+
+ private:
+  friend class Session;
+  struct Outgoing {
+    std::uint32_t kind;
+    std::shared_ptr<const crypto::Bytes> payload;
+    std::size_t next_record = 0;  // > 0 once the message has started on the wire
+  };
+  struct Peer {
+    std::optional<PeerAddress> address;
+    std::shared_ptr<Session> session;  // the ready session, if any
+    std::deque<Outgoing> queue;
+    std::size_t queued_bytes = 0;
+    int failures = 0;  // consecutive dial failures, for the backoff
+    std::unique_ptr<asio::steady_timer> redial;
+    bool dialing = false;
+  };
+
+  void Accept();
+  void Dial(NodeId id);
+  void ScheduleRedial(NodeId id);
+  bool Dials(NodeId peer) const { return options_.self < peer; }
+
+  // Called by sessions.
+  void OnReady(const std::shared_ptr<Session>& session);
+  void OnClosed(Session* session, NodeId peer, bool was_dialer);
+  // Appends sealed frames of queued messages for `peer` to *out, up to about
+  // write_batch_bytes. Returns the number of messages finished.
+  Status FillBatch(NodeId peer, crypto::SecureChannel& channel, crypto::Bytes* out);
+  bool HasQueued(NodeId peer) const;
+  void Deliver(NodeId from, ReceivedMessage message);
+
+  asio::io_context& io_;
+  crypto::Credentials credentials_;
+  crypto::TrustPolicy policy_;
+  TransportOptions options_;
+  MessageHandler handler_;
+  std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
+  std::uint16_t port_ = 0;
+  std::map<NodeId, Peer> peers_;
+  std::vector<std::weak_ptr<Session>> sessions_;  // every live session, for Stop
+  Rng jitter_;
+  bool stopped_ = false;
+  TransportStats stats_;
+};
+
+}  // namespace murmur::node

@@ -1,0 +1,92 @@
+// Records of node/envelope.h: chunking and reassembly against the layout of
+// docs/protocol.md section 7, and every malformed record refused.
+#include <doctest/doctest.h>
+
+#include <numeric>
+
+#include "node/envelope.h"
+
+namespace murmur::node {
+namespace {
+
+crypto::Bytes Pattern(std::size_t n) {
+  crypto::Bytes b(n);
+  for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<std::uint8_t>(i * 131 + 7);
+  return b;
+}
+
+TEST_CASE("A message is cut into BEGIN and CONTINUE records and reassembled byte for byte") {
+  const std::size_t max_plain = 65519;
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, max_plain - kBeginHeaderSize, max_plain - kBeginHeaderSize + 1,
+                        std::size_t{200000}, std::size_t{3} * 65518 + 65506}) {
+    CAPTURE(n);
+    crypto::Bytes payload = Pattern(n);
+    const std::size_t count = RecordCount(n, max_plain);
+    // ceil over the first record's and the continuation records' capacities.
+    const std::size_t first = max_plain - 13, per = max_plain - 1;
+    CHECK(count == (n <= first ? 1 : 1 + (n - first + per - 1) / per));
+    EnvelopeReader reader(1 << 20);
+    std::optional<ReceivedMessage> got;
+    for (std::size_t i = 0; i < count; ++i) {
+      crypto::Bytes rec;
+      AppendRecord(0x10, payload, max_plain, i, &rec);
+      CHECK(rec.size() <= max_plain);
+      CHECK(rec[0] == (i == 0 ? 2 : 3));
+      RecordEvent ev;
+      REQUIRE(reader.Feed(rec, &ev).ok());
+      CHECK(ev.message.has_value() == (i + 1 == count));
+      if (ev.message) got = std::move(ev.message);
+    }
+    REQUIRE(got.has_value());
+    CHECK(got->kind == 0x10);
+    CHECK(got->payload == payload);
+    CHECK_FALSE(reader.in_message());
+  }
+}
+
+TEST_CASE("BEGIN's header is u8 2, u32 kind, u64 total, little-endian") {
+  crypto::Bytes rec;
+  AppendRecord(0x01020304, Pattern(3), 100, 0, &rec);
+  const crypto::Bytes want = {2, 4, 3, 2, 1, 3, 0, 0, 0, 0, 0, 0, 0, 7, 138, 13};
+  CHECK(rec == want);
+  CHECK(HelloRecord(0x0A0B0C0D) == crypto::Bytes{1, 0x0D, 0x0C, 0x0B, 0x0A});
+  CHECK(PingRecord(RecordType::kPong, 1) == crypto::Bytes{5, 1, 0, 0, 0, 0, 0, 0, 0});
+}
+
+TEST_CASE("Malformed records are refused and the reader stays failed") {
+  struct Case {
+    const char* name;
+    std::vector<crypto::Bytes> records;
+    StatusCode code;
+  };
+  crypto::Bytes huge = {2, 0x10, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0xFF, 0, 0, 0, 0};  // 4 GiB total
+  crypto::Bytes begin10 = {2, 0x10, 0, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 1, 2};
+  std::vector<Case> cases = {
+      {"empty", {{}}, StatusCode::kDataLoss},
+      {"unknown type", {{9, 1, 2}}, StatusCode::kDataLoss},
+      {"short hello", {{1, 1, 2}}, StatusCode::kDataLoss},
+      {"long ping", {{4, 1, 2, 3, 4, 5, 6, 7, 8, 9}}, StatusCode::kDataLoss},
+      {"truncated begin", {{2, 0x10, 0, 0}}, StatusCode::kDataLoss},
+      {"4 GiB message", {huge}, StatusCode::kResourceExhausted},
+      {"continue without begin", {{3, 1, 2}}, StatusCode::kDataLoss},
+      {"begin inside a message", {begin10, begin10}, StatusCode::kDataLoss},
+      {"continue past total", {begin10, crypto::Bytes(10, 3)}, StatusCode::kDataLoss},
+      {"begin data past total", {{2, 0x10, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 2}}, StatusCode::kDataLoss},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    EnvelopeReader reader(1 << 20);
+    RecordEvent ev;
+    Status last;
+    for (const auto& r : c.records) {
+      last = reader.Feed(r, &ev);
+      if (!last.ok()) break;
+    }
+    CHECK(last.code() == c.code);
+    CHECK(reader.Feed(HelloRecord(1), &ev).code() == StatusCode::kFailedPrecondition);
+    CHECK(reader.buffered_bytes() == 0);
+  }
+}
+
+}  // namespace
+}  // namespace murmur::node

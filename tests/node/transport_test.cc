@@ -1,0 +1,278 @@
+// The secure transport on loopback: real handshakes, chunked messages over
+// IPv4 and IPv6, send-queue bounds, reconnection, and every hostile input of
+// issue 7 closing only its own connection while an honest session carries on.
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+#include "crypto/frame_codec.h"
+#include "gossip/messages.h"
+#include "tests/node/loopback.h"
+
+namespace murmur::node {
+namespace {
+
+using testing::Creds;
+using testing::Endpoint;
+using testing::Policy;
+using testing::Seeded;
+using testing::WaitFor;
+
+std::shared_ptr<const gossip::GossipMessage> Model(std::uint64_t round, std::size_t n) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(round) + 0.001f * static_cast<float>(i % 977);
+  compression::ValueCoding f32;
+  auto u = std::make_shared<const compression::Update>(
+      compression::Update::Dense(n, compression::PackValues(v, {}, f32, 0)));
+  return std::make_shared<gossip::GossipMessage>(gossip::Channel::kModel, round, 0.5, u);
+}
+
+bool Ipv6LoopbackWorks() {
+  asio::io_context io;
+  asio::ip::tcp::acceptor a(io);
+  asio::error_code ec;
+  a.open(asio::ip::tcp::v6(), ec);
+  if (!ec) a.bind({asio::ip::make_address("::1"), 0}, ec);
+  return !ec;
+}
+
+TEST_CASE("Two AsioEnvs exchange gossip messages through real handshakes, chunked, over IPv4 and IPv6") {
+  auto coordinator = Seeded(100);
+  std::vector<std::string> hosts = {"127.0.0.1"};
+  if (Ipv6LoopbackWorks()) hosts.push_back("::1");
+  for (const std::string& host : hosts) {
+    CAPTURE(host);
+    Endpoint a(1, Creds(coordinator, 1), Policy(coordinator), {}, host);
+    Endpoint b(2, Creds(coordinator, 2), Policy(coordinator), {}, host);
+    REQUIRE(a.start_status().ok());
+    REQUIRE(b.start_status().ok());
+    a.AddPeer({2, host, b.port(), Seeded(2).public_key()});  // 1 < 2: node 1 dials
+    b.AddPeer({1, host, a.port(), Seeded(1).public_key()});
+    // Sizes: empty-ish, one frame, and 4 MB (65 frames).
+    std::vector<std::size_t> sizes = {1, 1000, 1'000'000};
+    for (std::size_t r = 0; r < sizes.size(); ++r) {
+      a.Send(2, Model(r, sizes[r]));
+      b.Send(1, Model(10 + r, sizes[r]));
+    }
+    REQUIRE(WaitFor([&] { return a.sink().Count() == 3 && b.sink().Count() == 3; }));
+    auto got = b.sink().Got();
+    for (std::size_t r = 0; r < sizes.size(); ++r) {
+      CAPTURE(r);
+      CHECK(got[r].first == 1);
+      const auto& m = dynamic_cast<const gossip::GossipMessage&>(*got[r].second);
+      CHECK(m.round() == r);
+      CHECK(m.scalar() == 0.5);
+      CHECK(m.update().ToDense() == Model(r, sizes[r])->update().ToDense());
+    }
+    CHECK(dynamic_cast<const gossip::GossipMessage&>(*a.sink().Got()[2].second).round() == 12);
+    CHECK(a.transport().stats().handshake_failures == 0);
+    CHECK(b.transport().stats().frames_rejected == 0);
+    CHECK(a.transport().stats().messages_sent == 3);
+    // Bytes on the wire: payload + 13-byte BEGIN header + per-frame tag and length.
+    const std::uint64_t payload = Model(0, 1)->EncodedSize() + Model(1, 1000)->EncodedSize() +
+                                  Model(2, 1'000'000)->EncodedSize();
+    CHECK(a.transport().stats().bytes_sent >= payload);
+    CHECK(a.transport().stats().bytes_sent < payload + payload / 100 + 4096);
+  }
+}
+
+TEST_CASE("Sends to a disconnected peer queue up to the bound, dropping the oldest, and flush on connect") {
+  auto coordinator = Seeded(100);
+  TransportOptions o;
+  o.max_queue_bytes = 4'500'000;
+  Endpoint a(1, Creds(coordinator, 1), Policy(coordinator), o);
+  for (std::uint64_t r = 0; r < 10; ++r) a.Send(2, Model(r, 250'000));  // ~1 MB each
+  CHECK(a.transport().stats().send_queue_drops == 6);
+  Endpoint b(2, Creds(coordinator, 2), Policy(coordinator));
+  a.AddPeer({2, "127.0.0.1", b.port(), std::nullopt});
+  REQUIRE(WaitFor([&] { return b.sink().Count() == 4; }));
+  auto got = b.sink().Got();
+  for (std::uint64_t k = 0; k < 4; ++k) {
+    CHECK(dynamic_cast<const gossip::GossipMessage&>(*got[k].second).round() == 6 + k);  // the newest four
+  }
+  // A message over the whole bound is refused outright.
+  a.Send(2, Model(99, 2'000'000));
+  CHECK(a.transport().stats().send_queue_drops == 7);
+}
+
+TEST_CASE("A dialer retries with backoff until the peer comes up, and again after the peer restarts") {
+  auto coordinator = Seeded(100);
+  // Reserve a port, then free it for node 2 to take later.
+  std::uint16_t port = 0;
+  {
+    asio::io_context io;
+    asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
+    port = probe.local_endpoint().port();
+  }
+  TransportOptions o;
+  o.reconnect_initial = std::chrono::milliseconds(20);
+  o.reconnect_max = std::chrono::milliseconds(200);
+  o.peers = {{2, "127.0.0.1", port, std::nullopt}};
+  Endpoint a(1, Creds(coordinator, 1), Policy(coordinator), o);
+  REQUIRE(WaitFor([&] { return a.transport().stats().connect_failures >= 3; }));
+  TransportOptions ob;
+  ob.listen_port = port;
+  for (int life = 0; life < 2; ++life) {
+    CAPTURE(life);
+    Endpoint b(2, Creds(coordinator, 2), Policy(coordinator), ob);
+    REQUIRE(b.start_status().ok());
+    REQUIRE(WaitFor([&] { return a.Connected(2); }));
+    a.Send(2, Model(life, 10));
+    REQUIRE(WaitFor([&] { return b.sink().Count() == 1; }));
+  }
+  CHECK(a.transport().stats().sessions_opened == 2);
+}
+
+// A peer that speaks the protocol by hand over a blocking socket, so that it can misbehave.
+class RawPeer {
+ public:
+  explicit RawPeer(std::uint16_t port) : socket_(io_) {
+    socket_.connect({asio::ip::make_address("127.0.0.1"), port});
+  }
+  void Write(const crypto::Bytes& b) { asio::write(socket_, asio::buffer(b)); }
+  void WriteFrame(const crypto::Bytes& body) {
+    crypto::Bytes f;
+    REQUIRE(crypto::AppendFrame(body, crypto::kConnectionFrameLimits, &f).ok());
+    Write(f);
+  }
+  crypto::Bytes ReadFrame() {
+    std::uint8_t len[4];
+    asio::read(socket_, asio::buffer(len));
+    crypto::Bytes body(crypto::LoadU32(len));
+    asio::read(socket_, asio::buffer(body));
+    return body;
+  }
+  // Runs the initiator's side; returns the handshake's status.
+  Status Handshake(const crypto::Credentials& creds, const crypto::TrustPolicy& policy) {
+    crypto::SecureHandshake hs(crypto::HandshakeRole::kInitiator, creds, policy, testing::UnixNow());
+    crypto::Bytes m;
+    MURMUR_RETURN_IF_ERROR(hs.WriteMessage(&m));
+    WriteFrame(m);
+    MURMUR_RETURN_IF_ERROR(hs.ReadMessage(ReadFrame()));
+    MURMUR_RETURN_IF_ERROR(hs.WriteMessage(&m));
+    WriteFrame(m);
+    channel_.emplace(hs.MakeChannel());
+    return Status::Ok();
+  }
+  crypto::Bytes Seal(const crypto::Bytes& record) {
+    crypto::Bytes out;
+    REQUIRE(channel_->Seal(record, &out).ok());
+    return out;
+  }
+  // True when the peer closed the connection (read gives EOF or reset) within 5 s.
+  bool ClosedByPeer() {
+    std::uint8_t b[256];
+    asio::error_code ec;
+    socket_.non_blocking(true);
+    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < end) {
+      socket_.read_some(asio::buffer(b), ec);
+      if (ec && ec != asio::error::would_block) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  }
+
+ private:
+  asio::io_context io_;
+  asio::ip::tcp::socket socket_;
+  std::optional<crypto::SecureChannel> channel_;
+};
+
+TEST_CASE("Hostile peers are each cut off and counted while an honest session keeps working") {
+  auto coordinator = Seeded(100);
+  auto rogue_coordinator = Seeded(101);
+  Endpoint hub(9, Creds(coordinator, 9), Policy(coordinator));
+  Endpoint honest(1, Creds(coordinator, 1), Policy(coordinator));
+  honest.AddPeer({9, "127.0.0.1", hub.port(), std::nullopt});
+  REQUIRE(WaitFor([&] { return hub.Connected(1); }));
+  const auto& stats = hub.transport().stats();
+  std::uint64_t round = 0;
+  auto honest_still_works = [&] {
+    const std::size_t before = hub.sink().Count();
+    honest.Send(9, Model(++round, 5000));
+    return WaitFor([&] { return hub.sink().Count() == before + 1; });
+  };
+
+  SUBCASE("random bytes") {
+    RawPeer p(hub.port());
+    crypto::Bytes junk(64);
+    Rng rng(5, 0, RngPurpose::kGeneric);
+    for (auto& b : junk) b = static_cast<std::uint8_t>(rng.UniformInt(256));
+    junk[0] = 40, junk[1] = junk[2] = junk[3] = 0;  // a plausible length, garbage body
+    p.Write(junk);
+    CHECK(p.ClosedByPeer());
+    CHECK(stats.handshake_failures == 1);
+  }
+  SUBCASE("a 4 GiB length prefix") {
+    RawPeer p(hub.port());
+    p.Write({0xFF, 0xFF, 0xFF, 0xFF, 1, 2, 3});
+    CHECK(p.ClosedByPeer());
+    CHECK(stats.frames_rejected == 1);
+  }
+  SUBCASE("a certificate for another network") {
+    RawPeer p(hub.port());
+    CHECK_FALSE(p.Handshake(Creds(coordinator, 3, "other"), Policy(coordinator, "other")).ok());
+    CHECK(WaitFor([&] { return stats.handshake_failures == 1; }));
+  }
+  SUBCASE("a certificate signed by another coordinator") {
+    RawPeer p(hub.port());
+    // The rogue trusts the hub's coordinator (so it gets through message 2); the hub rejects message 3.
+    CHECK(p.Handshake(Creds(rogue_coordinator, 3), Policy(coordinator)).ok());
+    CHECK(p.ClosedByPeer());
+    CHECK(stats.handshake_failures == 1);
+  }
+  SUBCASE("an expired certificate") {
+    RawPeer p(hub.port());
+    CHECK(p.Handshake(Creds(coordinator, 3, "fleet", -10), Policy(coordinator)).ok());
+    CHECK(p.ClosedByPeer());
+    CHECK(stats.handshake_failures == 1);
+  }
+  SUBCASE("a replayed frame") {
+    RawPeer p(hub.port());
+    REQUIRE(p.Handshake(Creds(coordinator, 3), Policy(coordinator)).ok());
+    crypto::Bytes hello = p.Seal(HelloRecord(3));
+    p.WriteFrame(hello);
+    REQUIRE(WaitFor([&] { return hub.Connected(3); }));
+    p.WriteFrame(hello);
+    CHECK(p.ClosedByPeer());
+    CHECK(stats.frames_rejected == 1);
+  }
+  SUBCASE("one flipped ciphertext bit") {
+    RawPeer p(hub.port());
+    REQUIRE(p.Handshake(Creds(coordinator, 3), Policy(coordinator)).ok());
+    crypto::Bytes hello = p.Seal(HelloRecord(3));
+    hello[2] ^= 0x10;
+    p.WriteFrame(hello);
+    CHECK(p.ClosedByPeer());
+    CHECK(stats.frames_rejected == 1);
+  }
+  SUBCASE("a message announcing 4 GiB") {
+    RawPeer p(hub.port());
+    REQUIRE(p.Handshake(Creds(coordinator, 3), Policy(coordinator)).ok());
+    p.WriteFrame(p.Seal(HelloRecord(3)));
+    p.WriteFrame(p.Seal({2, 0x10, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0}));
+    CHECK(p.ClosedByPeer());
+    CHECK(stats.frames_rejected == 1);
+  }
+  SUBCASE("an undecodable gossip payload is dropped and counted, the session stays") {
+    RawPeer p(hub.port());
+    REQUIRE(p.Handshake(Creds(coordinator, 3), Policy(coordinator)).ok());
+    p.WriteFrame(p.Seal(HelloRecord(3)));
+    p.WriteFrame(p.Seal({2, 0x10, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 9, 9, 9}));
+    CHECK(WaitFor([&] { return hub.env().undecodable() == 1; }));
+    CHECK(hub.Connected(3));
+  }
+  SUBCASE("a peer claiming the hub's own id") {
+    RawPeer p(hub.port());
+    REQUIRE(p.Handshake(Creds(coordinator, 3), Policy(coordinator)).ok());
+    p.WriteFrame(p.Seal(HelloRecord(9)));
+    CHECK(p.ClosedByPeer());
+    CHECK(stats.frames_rejected == 1);
+  }
+  CHECK(hub.Connected(1));
+  CHECK(honest_still_works());
+}
+
+}  // namespace
+}  // namespace murmur::node
