@@ -13,6 +13,7 @@
 #include "gossip/push_sum.h"
 #include "sim/churn.h"
 #include "sim/evaluator.h"
+#include "sim/federated_run.h"
 #include "sim/ml_learner.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
@@ -255,6 +256,7 @@ RunSummary ScenarioRun::Run() {
 
 Result<RunSummary> RunScenario(const proto::Scenario& s, const ProgressFn& progress) {
   MURMUR_RETURN_IF_ERROR(ValidateScenario(s));
+  if (IsFederatedAlgorithm(s.algorithm())) return RunFederatedScenario(s, progress);
   MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<World> world, BuildWorld(s));
   ScenarioRun run(s, std::move(world), progress);
   MURMUR_RETURN_IF_ERROR(run.Build());

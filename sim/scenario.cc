@@ -1,5 +1,7 @@
 #include "sim/scenario.h"
 
+#include "sim/federated_run.h"
+
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 #include <google/protobuf/util/json_util.h>
@@ -68,9 +70,12 @@ Status ValidateScenario(const proto::Scenario& s) {
   };
   if (s.nodes() < 1 || s.nodes() > 10'000'000)
     return bad("nodes", "must be in [1, 10000000], got " + std::to_string(s.nodes()));
-  if (!OneOf(s.algorithm(), {"dpsgd", "dpsgd-cta", "push-sum", "dsgt", "gossip-learning"})) {
-    return bad("algorithm",
-               "'" + s.algorithm() + "' is not one of dpsgd, dpsgd-cta, push-sum, dsgt, gossip-learning");
+  if (IsFederatedAlgorithm(s.algorithm())) {
+    MURMUR_RETURN_IF_ERROR(ValidateFederatedScenario(s));
+  } else if (!OneOf(s.algorithm(), {"dpsgd", "dpsgd-cta", "push-sum", "dsgt", "gossip-learning"})) {
+    return bad("algorithm", "'" + s.algorithm() +
+                                "' is not one of dpsgd, dpsgd-cta, push-sum, dsgt, gossip-learning, fedavg, "
+                                "fedprox, scaffold, fedavgm, fedadam, fedyogi, fedadagrad, fedbuff");
   }
   const std::string& p = s.partition();
   if (!(p == "iid" || HasPrefix(p, "dirichlet:") || HasPrefix(p, "shards:") || HasPrefix(p, "quantity:"))) {
