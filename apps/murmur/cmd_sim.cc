@@ -46,7 +46,7 @@ void PrintSummary(const sim::RunSummary& r, const proto::Scenario& s) {
   if (last.bytes_sent > 0)
     std::printf(" (%.1fx less than dense fp32 models)", dense / static_cast<double>(last.bytes_sent));
   std::printf(", %llu messages lost\n", static_cast<unsigned long long>(last.messages_lost));
-  std::printf("speed: %.1f rounds/s (%.1f s wall, %.1f s virtual), peak RSS %s MB, node state %s MB\n",
+  std::printf("speed: %.3g rounds/s (%.1f s wall, %.1f s virtual), peak RSS %s MB, node state %s MB\n",
               r.wall_s > 0 ? static_cast<double>(r.rounds_done) / r.wall_s : 0.0, r.wall_s, r.virtual_s,
               Megabytes(r.peak_rss_bytes).c_str(), Megabytes(r.state_bytes).c_str());
 }
