@@ -1,0 +1,103 @@
+#include "node/config.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <set>
+
+#include "crypto/file_io.h"
+
+namespace murmur::node {
+
+namespace {
+class FirstError final : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column, const std::string& message) override {
+    if (first.empty()) first = "line " + std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": " + message;
+  }
+  std::string first;
+};
+}  // namespace
+
+Result<proto::NodeConfig> ParseNodeConfig(const std::string& text, const std::string& origin) {
+  proto::NodeConfig c;
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && text[first] == '{') {
+    google::protobuf::util::JsonParseOptions opts;
+    opts.ignore_unknown_fields = false;
+    auto st = google::protobuf::util::JsonStringToMessage(text, &c, opts);
+    if (!st.ok()) return Status::InvalidArgument(origin + ": " + std::string(st.message()));
+    return c;
+  }
+  google::protobuf::TextFormat::Parser parser;
+  FirstError errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(text, &c)) {
+    return Status::InvalidArgument(origin + ": " + (errors.first.empty() ? "not a valid NodeConfig" : errors.first));
+  }
+  return c;
+}
+
+Result<proto::NodeConfig> LoadNodeConfig(const std::string& path) {
+  auto text = crypto::ReadSmallFile(path, std::size_t{1} << 20);
+  if (!text.ok()) return text.status().WithContext("config '" + path + "'");
+  return ParseNodeConfig(*text, path);
+}
+
+Result<HostPort> ParseHostPort(const std::string& text) {
+  HostPort hp;
+  std::string port;
+  if (!text.empty() && text[0] == '[') {
+    const auto close = text.find("]:");
+    if (close == std::string::npos) return Status::InvalidArgument("address '" + text + "' lacks ']:PORT'");
+    hp.host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    const auto colon = text.rfind(':');
+    if (colon == std::string::npos || text.find(':') != colon)
+      return Status::InvalidArgument("address '" + text + "' is not HOST:PORT (write IPv6 as [ADDR]:PORT)");
+    hp.host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  if (hp.host.empty() || port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoul(port) > 65535) {
+    return Status::InvalidArgument("address '" + text + "' has no valid port");
+  }
+  hp.port = static_cast<std::uint16_t>(std::stoul(port));
+  return hp;
+}
+
+Status ValidateNodeConfig(const proto::NodeConfig& c) {
+  if (!c.has_node_id()) return Status::InvalidArgument("config: node_id is required");
+  if (!c.has_data_dir() || c.data_dir().empty()) return Status::InvalidArgument("config: data_dir is required");
+  if (!c.has_network_id()) return Status::InvalidArgument("config: network_id is required");
+  if (!c.has_coordinator_key()) return Status::InvalidArgument("config: coordinator_key is required");
+  MURMUR_RETURN_IF_ERROR(ParseHostPort(c.listen()).status().WithContext("config field 'listen'"));
+  auto metrics = ParseHostPort(c.metrics_listen());
+  MURMUR_RETURN_IF_ERROR(metrics.status().WithContext("config field 'metrics_listen'"));
+  if (metrics->host != "127.0.0.1" && metrics->host != "::1")
+    return Status::InvalidArgument("config field 'metrics_listen': metrics are served on loopback only");
+  const proto::JobConfig& j = c.job();
+  if (j.nodes() < 2) return Status::InvalidArgument("config field 'job.nodes': at least 2");
+  if (c.node_id() >= j.nodes())
+    return Status::InvalidArgument("config: node_id " + std::to_string(c.node_id()) + " is not below job.nodes " +
+                                   std::to_string(j.nodes()));
+  if (j.algorithm() != "dpsgd" && j.algorithm() != "dpsgd-cta")
+    return Status::InvalidArgument("config field 'job.algorithm': '" + j.algorithm() + "' (murmurd runs dpsgd, dpsgd-cta)");
+  if (j.partition() != "iid") return Status::InvalidArgument("config field 'job.partition': only iid");
+  if (j.rounds() == 0 || j.batch() == 0 || j.local_steps() == 0 || j.checkpoint_every() == 0)
+    return Status::InvalidArgument("config: job.rounds, batch, local_steps and checkpoint_every must be positive");
+  if (!(j.lr() > 0) || !(j.round_timeout() > 0) || !(c.drain_timeout() >= 0) || !(c.linger() >= 0))
+    return Status::InvalidArgument("config: job.lr and job.round_timeout must be positive");
+  std::set<std::uint32_t> ids;
+  for (const auto& p : c.peers()) {
+    if (!p.has_id() || p.id() >= j.nodes() || p.id() == c.node_id() || !ids.insert(p.id()).second)
+      return Status::InvalidArgument("config field 'peers': id " + std::to_string(p.id()) +
+                                     " is missing, repeated, this node's own, or not below job.nodes");
+    MURMUR_RETURN_IF_ERROR(ParseHostPort(p.address()).status().WithContext("config field 'peers.address'"));
+  }
+  return Status::Ok();
+}
+
+}  // namespace murmur::node

@@ -1,0 +1,29 @@
+// NodeConfig loading and checking for murmurd (proto/node.proto, docs/daemon.md).
+//
+// Thread-safety: free functions without shared state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/status.h"
+#include "proto/node.pb.h"
+
+namespace murmur::node {
+
+// Parses protobuf text, or JSON when the first non-blank character is '{'.
+// An unknown or misspelled field is an InvalidArgument naming it.
+Result<proto::NodeConfig> ParseNodeConfig(const std::string& text, const std::string& origin);
+// Reads (at most 1 MiB) and parses a config file.
+Result<proto::NodeConfig> LoadNodeConfig(const std::string& path);
+// Checks the fields parsing cannot: ids, addresses, rounds, the job's algorithm.
+Status ValidateNodeConfig(const proto::NodeConfig& config);
+
+struct HostPort {
+  std::string host;  // numeric, without brackets
+  std::uint16_t port = 0;
+};
+// "127.0.0.1:7001" or "[::1]:7001". InvalidArgument otherwise.
+Result<HostPort> ParseHostPort(const std::string& text);
+
+}  // namespace murmur::node

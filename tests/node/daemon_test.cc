@@ -1,0 +1,236 @@
+// murmurd's runtime in one process: config errors, checkpoints, a 4-daemon
+// D-PSGD job on loopback compared with the same job in the simulator, resume
+// after a restart of the job, and a drain on a stop request.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "crypto/certificate.h"
+#include "gossip/decentralized_sgd.h"
+#include "ml/dataset_spec.h"
+#include "ml/model_spec.h"
+#include "ml/partition.h"
+#include "node/checkpoint.h"
+#include "node/config.h"
+#include "node/daemon.h"
+#include "node/model_learner.h"
+#include "sim/simulator.h"
+#include "tests/node/loopback.h"
+#include "topology/factory.h"
+
+namespace murmur::node {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST_CASE("A config with a misspelled field is refused by name, in text and in JSON") {
+  auto text = ParseNodeConfig("node_id: 1\nnetwrok_id: \"fleet\"\n", "cfg");
+  REQUIRE_FALSE(text.ok());
+  CHECK(text.status().message().find("netwrok_id") != std::string::npos);
+  auto json = ParseNodeConfig(R"({"nodeId": 1, "job": {"rounds": 5, "lr_rate": 0.1}})", "cfg");
+  REQUIRE_FALSE(json.ok());
+  CHECK(json.status().message().find("lr_rate") != std::string::npos);
+  auto ok = ParseNodeConfig("node_id: 1 network_id: \"fleet\" coordinator_key: \"k\" data_dir: \"/tmp\"", "cfg");
+  REQUIRE(ok.ok());
+  CHECK(ValidateNodeConfig(*ok).ok());
+  ok->mutable_job()->set_algorithm("fedavg");
+  CHECK(ValidateNodeConfig(*ok).message().find("fedavg") != std::string::npos);
+  CHECK(ParseHostPort("[::1]:7001")->host == "::1");
+  CHECK(ParseHostPort("127.0.0.1:7001")->port == 7001);
+  CHECK_FALSE(ParseHostPort("::1:7001").ok());
+  CHECK_FALSE(ParseHostPort("127.0.0.1:70001").ok());
+}
+
+TEST_CASE("Checkpoints round-trip and every damaged file is refused") {
+  Checkpoint c{42, {1.5f, -2.0f, 3.25f}};
+  auto bytes = EncodeCheckpoint(c);
+  CHECK(bytes.size() == 24 + 12 + 4);
+  auto back = DecodeCheckpoint(bytes, 3);
+  REQUIRE(back.ok());
+  CHECK(back->round == 42);
+  CHECK(back->params == c.params);
+  CHECK(DecodeCheckpoint(bytes, 4).status().code() == StatusCode::kFailedPrecondition);
+  for (std::size_t cut : {std::size_t{0}, std::size_t{10}, bytes.size() - 1}) {
+    CHECK_FALSE(DecodeCheckpoint(std::span(bytes).first(cut), 3).ok());
+  }
+  for (std::size_t i = 16; i < bytes.size(); ++i) {  // any flipped bit past the magic/version fails the CRC or size
+    auto bad = bytes;
+    bad[i] ^= 0x04;
+    CAPTURE(i);
+    CHECK_FALSE(DecodeCheckpoint(bad, 3).ok());
+  }
+}
+
+// (A helper, not "n" + to_string: GCC 12 warns falsely on that concatenation.)
+std::string NodeDir(NodeId i) { return std::string("n").append(std::to_string(i)); }
+
+struct Cluster {
+  static constexpr NodeId kNodes = 4;
+  fs::path root;
+  std::vector<std::uint16_t> ports;
+
+  Cluster() {
+    root = fs::temp_directory_path() / std::string("murmurd_test_").append(std::to_string(::getpid()));
+    fs::remove_all(root);
+    auto coordinator = testing::Seeded(100);
+    fs::create_directories(root);
+    REQUIRE(coordinator.Save(root.string(), true).ok());
+    for (NodeId i = 0; i < kNodes; ++i) {
+      fs::path dir = root / NodeDir(i);
+      fs::create_directories(dir);
+      auto creds = testing::Creds(coordinator, static_cast<std::uint8_t>(i + 1));
+      REQUIRE(creds.identity.Save(dir.string(), true).ok());
+      REQUIRE(crypto::SaveCertificateFile((dir / "node.cert").string(), creds.certificate).ok());
+      asio::io_context io;
+      asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
+      ports.push_back(probe.local_endpoint().port());
+    }
+  }
+  ~Cluster() { fs::remove_all(root); }
+
+  proto::NodeConfig Config(NodeId i, std::uint64_t rounds) const {
+    proto::NodeConfig c;
+    c.set_node_id(i);
+    c.set_listen("127.0.0.1:" + std::to_string(ports[i]));
+    c.set_data_dir((root / NodeDir(i)).string());
+    c.set_coordinator_key((root / "identity.pub").string());
+    c.set_network_id("fleet");
+    c.set_log_level("warning");
+    c.set_linger(0.5);
+    for (NodeId j = 0; j < kNodes; ++j) {
+      if (j == i) continue;
+      auto* p = c.add_peers();
+      p->set_id(j);
+      p->set_address("127.0.0.1:" + std::to_string(ports[j]));
+    }
+    auto* job = c.mutable_job();
+    job->set_dataset("synthetic:blobs");
+    job->set_model("softmax");
+    job->set_nodes(kNodes);
+    job->set_topology("ring");
+    job->set_rounds(rounds);
+    job->set_lr(0.05);
+    job->set_checkpoint_every(5);
+    job->set_eval_every(0);
+    return c;
+  }
+
+  // Runs all daemons to the end; returns their final models.
+  std::vector<std::vector<float>> RunAll(std::uint64_t rounds, std::vector<std::uint64_t>* done = nullptr) {
+    std::vector<std::unique_ptr<Daemon>> ds;
+    for (NodeId i = 0; i < kNodes; ++i) {
+      auto d = Daemon::Create(Config(i, rounds));
+      REQUIRE_MESSAGE(d.ok(), d.status().ToString());
+      ds.push_back(std::move(d).value());
+    }
+    std::vector<std::thread> threads;
+    for (auto& d : ds) threads.emplace_back([&d] { CHECK(d->Run().ok()); });
+    for (auto& t : threads) t.join();
+    std::vector<std::vector<float>> out;
+    for (auto& d : ds) {
+      out.push_back(d->params());
+      if (done) done->push_back(d->rounds_done());
+    }
+    return out;
+  }
+};
+
+// The same job in the simulator, built the way the daemon builds it.
+std::vector<std::vector<float>> Simulate(const proto::NodeConfig& config) {
+  const proto::JobConfig& job = config.job();
+  auto data = ml::LoadDatasetSpec(job.dataset(), "", job.seed()).value();
+  auto model = ml::MakeModel(job.model(), data.train.dim, data.train.num_classes).value();
+  Rng part_rng(job.seed(), 0, RngPurpose::kPartition);
+  auto part = ml::PartitionIid(static_cast<std::size_t>(data.train.num_samples), job.nodes(), part_rng);
+  topology::TopologySpec spec;
+  spec.kind = job.topology();
+  spec.nodes = job.nodes();
+  spec.seed = job.seed();
+  auto schedule = topology::MakeSchedule(spec).value();
+  gossip::RoundTopology topo(schedule->At(0));
+  sim::Simulator simulator(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(job.nodes()));
+  std::vector<std::unique_ptr<ModelLearner>> learners;
+  std::vector<std::unique_ptr<gossip::DecentralizedSgdNode>> nodes;
+  auto cs = gossip::CodecSpec::Parse(job.compression()).value();
+  for (NodeId i = 0; i < job.nodes(); ++i) {
+    learners.push_back(std::make_unique<ModelLearner>(*model, data.train, part.node(i), static_cast<int>(job.batch()),
+                                                      job.lr(), Rng(job.seed(), i, RngPurpose::kBatch)));
+    ParamVector x0(model->layout());
+    Rng init(job.seed(), 0, RngPurpose::kInit);
+    model->InitParams(x0, init);
+    gossip::DecentralizedSgdOptions o;
+    o.rounds = job.rounds();
+    nodes.push_back(std::make_unique<gossip::DecentralizedSgdNode>(
+        simulator.env(i), topo, *learners[i], std::move(x0),
+        std::make_unique<gossip::Codec>(cs, i, model->layout(), Rng(job.seed(), i, RngPurpose::kCompression)), o,
+        nullptr));
+    simulator.SetSink(i, nodes.back().get());
+  }
+  for (auto& n : nodes) n->Start();
+  simulator.RunUntil(Nanos::max());
+  std::vector<std::vector<float>> out;
+  for (auto& n : nodes) out.emplace_back(n->params().span().begin(), n->params().span().end());
+  // Accuracy of the averaged model, for the log.
+  return out;
+}
+
+TEST_CASE("Four daemons on loopback run D-PSGD to the same models as the simulator; a restarted job resumes") {
+  Cluster cluster;
+  const std::uint64_t rounds = 20;
+  std::vector<std::uint64_t> done;
+  auto real = cluster.RunAll(rounds, &done);
+  auto simulated = Simulate(cluster.Config(0, rounds));
+  for (NodeId i = 0; i < Cluster::kNodes; ++i) {
+    CAPTURE(i);
+    CHECK(done[i] == rounds);
+    CHECK(real[i] == simulated[i]);
+    auto ckpt = LoadCheckpoint(cluster.Config(i, rounds).data_dir() + "/checkpoint.bin", real[i].size());
+    REQUIRE(ckpt.ok());
+    CHECK(ckpt->round == rounds);
+    CHECK(ckpt->params == real[i]);
+  }
+  // Test accuracy of node 0's model on the synthetic blobs.
+  auto data = ml::LoadDatasetSpec("synthetic:blobs", "", 1).value();
+  auto model = ml::MakeModel("softmax", data.train.dim, data.train.num_classes).value();
+  ParamVector x(model->layout());
+  std::copy(real[0].begin(), real[0].end(), x.data());
+  auto ws = model->NewWorkspace();
+  const double acc = model->Evaluate(x, data.test, *ws).accuracy;
+  MESSAGE("accuracy after 20 rounds: " << acc);
+  CHECK(acc > 0.5);
+
+  // The whole job restarts with 10 more rounds: every daemon resumes at round 20.
+  done.clear();
+  auto more = cluster.RunAll(rounds + 10, &done);
+  for (NodeId i = 0; i < Cluster::kNodes; ++i) {
+    CHECK(done[i] == rounds + 10);
+    CHECK(more[i] != real[i]);
+  }
+}
+
+TEST_CASE("A stop request drains: the daemon returns, and its checkpoint holds the last completed round") {
+  Cluster cluster;
+  // Node 0 alone: its neighbours never come, so each round waits out its timeout.
+  auto config = cluster.Config(0, 1000);
+  config.mutable_job()->set_round_timeout(0.2);
+  config.set_drain_timeout(5);
+  auto d = Daemon::Create(config);
+  REQUIRE(d.ok());
+  std::thread t([&] { CHECK((*d)->Run().ok()); });
+  REQUIRE(testing::WaitFor([&] { return (*d)->rounds_done() >= 2; }));
+  const auto start = std::chrono::steady_clock::now();
+  (*d)->RequestStop();
+  t.join();
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
+  auto ckpt = LoadCheckpoint(config.data_dir() + "/checkpoint.bin", (*d)->params().size());
+  REQUIRE(ckpt.ok());
+  CHECK(ckpt->round == (*d)->rounds_done());
+  CHECK(ckpt->round < 1000);
+  CHECK(ckpt->params == (*d)->params());
+}
+
+}  // namespace
+}  // namespace murmur::node
