@@ -1,8 +1,3 @@
-// GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512
-// intrinsics when it inlines Eigen's matrix product kernels (GCC bug 105593).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 #include <cmath>
 
 #include "compression/compressors.h"

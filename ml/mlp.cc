@@ -1,11 +1,3 @@
-// GCC 12 reports a false -Wmaybe-uninitialized inside its own AVX-512
-// intrinsics when Eigen's kernels are inlined (GCC bug 105593, fixed in 13;
-// -Wuninitialized under the sanitizers);
-// the pragma must come before the first include of Eigen.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 #include "ml/mlp.h"
 
 #include <algorithm>

@@ -1,8 +1,3 @@
-// GCC 12 false positive in AVX-512 intrinsics under Eigen: see ml/mlp.cc.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 #include "ml/optimizer.h"
 
 #include <cmath>

@@ -1,12 +1,6 @@
 // murmur bench: whole-run benchmarks, each printed next to the floor it is
 // measured against. `murmur bench <name>`; add a benchmark by adding a row to
 // kBenchmarks.
-//
-// GCC 12 false positive in AVX-512 intrinsics under Eigen: see ml/mlp.cc.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 #include <cxxopts.hpp>
 
 #include <chrono>

@@ -1,9 +1,4 @@
-// Floors for `murmur bench`. GCC 12 false positive in AVX-512 intrinsics
-// under Eigen: see ml/mlp.cc.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ == 12
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
+// Floors for `murmur bench`: GEMM rate and memory bandwidth, measured in the same run.
 #include <algorithm>
 #include <vector>
 
