@@ -1,13 +1,13 @@
 // murmur keygen: create an Ed25519 identity (identity.key, identity.pub) in a
 // directory and print its public key.
-#include <sys/stat.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include <cxxopts.hpp>
+
+#include <filesystem>
 
 #include "apps/murmur/command.h"
 #include "crypto/identity.h"
@@ -43,8 +43,12 @@ int RunKeygen(int argc, char** argv) {
   if (!args.count("out")) return UsageError(kName, "missing --out DIR");
   const std::string dir = args["out"].as<std::string>();
   if (dir.empty()) return UsageError(kName, "--out must not be empty");
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return Failure(kName, "cannot create " + dir + ": " + std::strerror(errno));
+  // Missing parents are created too; the key directory itself is private.
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Failure(kName, "cannot create " + dir + ": " + ec.message());
+  std::filesystem::permissions(dir, std::filesystem::perms::owner_all, std::filesystem::perm_options::replace,
+                               ec);
   crypto::Identity id = crypto::Identity::Generate();
   Status s = id.Save(dir, args.count("force") > 0);
   if (s.code() == StatusCode::kAlreadyExists) return Failure(kName, s.message() + " (use --force)");
