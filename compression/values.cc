@@ -326,6 +326,12 @@ PackedValues PackValues(std::span<const float> xs, std::span<float> residual, co
   pv.coding = coding;
   pv.count = n;
   pv.scales.assign(coding.NumScales(n), 0.0f);
+  if (coding.type == ValueType::kF32 && !ef) {
+    // A plain copy: no zero fill first (whole models travel this way every round).
+    const auto* bytes = reinterpret_cast<const std::uint8_t*>(x);
+    pv.payload.assign(bytes, bytes + 4 * n);
+    return pv;
+  }
   pv.payload.assign(coding.PayloadBytes(n), 0);
   std::uint8_t* out = pv.payload.data();
 
