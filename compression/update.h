@@ -78,6 +78,13 @@ class Update {
   // Indices of the values (sparse and random-k); empty otherwise.
   std::span<const std::uint32_t> indices() const { return indices_; }
   const PackedValues& values() const { return values_; }
+  // The n values of a dense fp32 update, in place (no copy); null for any
+  // other format or coding. For receivers that fuse several updates in one pass.
+  const float* dense_f32() const {
+    return format_ == UpdateFormat::kDense && values_.coding.type == ValueType::kF32 && n_ > 0
+               ? reinterpret_cast<const float*>(values_.payload.data())
+               : nullptr;
+  }
   const RandomKKey& random_k_key() const { return key_; }
   const std::vector<LowRankSegment>& segments() const { return segments_; }
   std::span<const float> factors() const { return factors_; }
