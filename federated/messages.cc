@@ -3,24 +3,10 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/bytes.h"
 #include "core/check.h"
 
 namespace murmur::federated {
-
-namespace {
-template <typename T>
-void Put(std::vector<std::uint8_t>& out, T v) {
-  std::uint8_t b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));  // murmur targets little-endian hosts (checked in node/)
-  out.insert(out.end(), b, b + sizeof(T));
-}
-template <typename T>
-T Get(const std::uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-}  // namespace
 
 FedMessage::FedMessage(FedHeader header, std::vector<UpdatePtr> updates)
     : header_(header), updates_(std::move(updates)) {
@@ -36,14 +22,14 @@ std::size_t FedMessage::EncodedSize() const {
 void FedMessage::EncodeTo(std::vector<std::uint8_t>& out) const {
   out.push_back(static_cast<std::uint8_t>(header_.kind));
   out.push_back(header_.flags);
-  Put<std::uint32_t>(out, header_.steps);
-  Put<std::uint64_t>(out, header_.round);
-  Put<double>(out, header_.weight);
-  Put<double>(out, header_.loss);
-  Put<std::int64_t>(out, header_.budget_ns);
+  AppendLittleEndian<std::uint32_t>(out, header_.steps);
+  AppendLittleEndian<std::uint64_t>(out, header_.round);
+  AppendLittleEndian<double>(out, header_.weight);
+  AppendLittleEndian<double>(out, header_.loss);
+  AppendLittleEndian<std::int64_t>(out, header_.budget_ns);
   out.push_back(static_cast<std::uint8_t>(updates_.size()));
   for (const auto& u : updates_) {
-    Put<std::uint32_t>(out, static_cast<std::uint32_t>(u->EncodedSize()));
+    AppendLittleEndian<std::uint32_t>(out, static_cast<std::uint32_t>(u->EncodedSize()));
     u->Encode(out);
   }
 }
@@ -62,11 +48,11 @@ Result<std::shared_ptr<const FedMessage>> FedMessage::Decode(std::span<const std
   if ((h.flags & ~(kFlagIsModel | kFlagWantModel)) != 0) {
     return Status::DataLoss("federated message: unknown flags " + std::to_string(h.flags));
   }
-  h.steps = Get<std::uint32_t>(p + 2);
-  h.round = Get<std::uint64_t>(p + 6);
-  h.weight = Get<double>(p + 14);
-  h.loss = Get<double>(p + 22);
-  h.budget_ns = Get<std::int64_t>(p + 30);
+  h.steps = ReadLittleEndian<std::uint32_t>(p + 2);
+  h.round = ReadLittleEndian<std::uint64_t>(p + 6);
+  h.weight = ReadLittleEndian<double>(p + 14);
+  h.loss = ReadLittleEndian<double>(p + 22);
+  h.budget_ns = ReadLittleEndian<std::int64_t>(p + 30);
   const std::uint8_t count = p[38];
   if (!std::isfinite(h.weight) || h.weight < 0) return Status::DataLoss("federated message: bad weight");
   if (!std::isfinite(h.loss)) return Status::DataLoss("federated message: loss is not finite");
@@ -79,7 +65,7 @@ Result<std::shared_ptr<const FedMessage>> FedMessage::Decode(std::span<const std
   std::vector<UpdatePtr> updates;
   for (std::uint8_t i = 0; i < count; ++i) {
     if (bytes.size() - pos < 4) return Status::DataLoss("federated message: truncated update length");
-    const std::uint32_t len = Get<std::uint32_t>(p + pos);
+    const std::uint32_t len = ReadLittleEndian<std::uint32_t>(p + pos);
     pos += 4;
     if (len > bytes.size() - pos) {
       return Status::DataLoss("federated message: update of " + std::to_string(len) + " bytes, " +

@@ -3,27 +3,14 @@
 #include <cmath>
 #include <cstring>
 
-namespace murmur::gossip {
+#include "core/bytes.h"
 
-namespace {
-template <typename T>
-void Put(std::vector<std::uint8_t>& out, T v) {
-  std::uint8_t b[sizeof(T)];
-  std::memcpy(b, &v, sizeof(T));  // murmur targets little-endian hosts (checked in node/)
-  out.insert(out.end(), b, b + sizeof(T));
-}
-template <typename T>
-T Get(const std::uint8_t* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return v;
-}
-}  // namespace
+namespace murmur::gossip {
 
 void GossipMessage::EncodeTo(std::vector<std::uint8_t>& out) const {
   out.push_back(static_cast<std::uint8_t>(channel_));
-  Put<std::uint64_t>(out, round_);
-  Put<double>(out, scalar_);
+  AppendLittleEndian<std::uint64_t>(out, round_);
+  AppendLittleEndian<double>(out, scalar_);
   update_->Encode(out);
 }
 
@@ -37,8 +24,8 @@ Result<std::shared_ptr<const GossipMessage>> GossipMessage::Decode(std::span<con
   if (channel > kMaxChannel) {
     return Status::InvalidArgument("gossip message channel " + std::to_string(channel) + " is unknown");
   }
-  auto round = Get<std::uint64_t>(bytes.data() + 1);
-  auto scalar = Get<double>(bytes.data() + 9);
+  auto round = ReadLittleEndian<std::uint64_t>(bytes.data() + 1);
+  auto scalar = ReadLittleEndian<double>(bytes.data() + 9);
   if (!std::isfinite(scalar)) return Status::InvalidArgument("gossip message scalar is not finite");
   MURMUR_ASSIGN_OR_RETURN(compression::Update update,
                           compression::Update::Decode(bytes.subspan(kHeaderBytes), limits));
