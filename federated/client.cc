@@ -20,7 +20,7 @@ UpdatePtr DenseUpdate(std::span<const float> v) {
 
 }  // namespace
 
-FedClient::FedClient(Env& env, NodeId server, gossip::LocalLearner& learner, const Layout& layout,
+FedClient::FedClient(Env& env, NodeId server, LocalLearner& learner, const Layout& layout,
                      ClientOptions options)
     : env_(env),
       server_(server),

@@ -24,7 +24,7 @@
 
 #include "compression/compressor.h"
 #include "federated/messages.h"
-#include "gossip/learner.h"
+#include "core/learner.h"
 
 namespace murmur::federated {
 
@@ -44,7 +44,7 @@ struct ClientOptions {
 class FedClient final : public MessageSink {
  public:
   // `learner` must outlive the client; `server` is where results go.
-  FedClient(Env& env, NodeId server, gossip::LocalLearner& learner, const Layout& layout,
+  FedClient(Env& env, NodeId server, LocalLearner& learner, const Layout& layout,
             ClientOptions options);
 
   void OnMessage(NodeId from, MessagePtr msg) override;
@@ -62,7 +62,7 @@ class FedClient final : public MessageSink {
 
   Env& env_;
   NodeId server_;
-  gossip::LocalLearner& learner_;
+  LocalLearner& learner_;
   ClientOptions options_;
   Rng rng_;
   compression::CompressorState state_;

@@ -36,7 +36,7 @@
 #include "core/param_vector.h"
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
-#include "gossip/learner.h"
+#include "core/learner.h"
 #include "gossip/observer.h"
 #include "gossip/round_topology.h"
 

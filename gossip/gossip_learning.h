@@ -18,7 +18,7 @@
 #include <memory>
 
 #include "gossip/codec.h"
-#include "gossip/learner.h"
+#include "core/learner.h"
 #include "gossip/observer.h"
 #include "gossip/round_topology.h"
 

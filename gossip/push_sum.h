@@ -24,7 +24,7 @@
 
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
-#include "gossip/learner.h"
+#include "core/learner.h"
 #include "gossip/observer.h"
 #include "gossip/round_topology.h"
 

@@ -9,13 +9,13 @@
 #include "crypto/identity.h"
 #include "gossip/decentralized_sgd.h"
 #include "ml/dataset_spec.h"
+#include "ml/ml_learner.h"
 #include "ml/model_spec.h"
 #include "ml/partition.h"
 #include "node/asio_env.h"
 #include "node/checkpoint.h"
 #include "node/config.h"
 #include "node/metrics_server.h"
-#include "node/model_learner.h"
 #include "node/transport.h"
 #include "topology/factory.h"
 
@@ -56,7 +56,7 @@ class DaemonImpl final : public gossip::RoundObserver {
   ml::TrainTest data_;
   std::unique_ptr<ml::Model> model_;
   std::unique_ptr<ml::Partition> partition_;
-  std::unique_ptr<ModelLearner> learner_;
+  std::unique_ptr<ml::MlLearner> learner_;
   std::unique_ptr<gossip::RoundTopology> topology_;
   std::unique_ptr<AsioEnv> env_;
   std::unique_ptr<Transport> transport_;
@@ -93,12 +93,15 @@ Status DaemonImpl::Init() {
   const proto::JobConfig& job = config_.job();
 
   // Keys and admission.
-  const std::string key_path = config_.has_identity() ? config_.identity() : config_.data_dir() + "/identity.key";
-  const std::string cert_path = config_.has_certificate() ? config_.certificate() : config_.data_dir() + "/node.cert";
+  const std::string key_path =
+      config_.has_identity() ? config_.identity() : config_.data_dir() + "/identity.key";
+  const std::string cert_path =
+      config_.has_certificate() ? config_.certificate() : config_.data_dir() + "/node.cert";
   MURMUR_ASSIGN_OR_RETURN(crypto::Identity identity, crypto::Identity::LoadKeyFile(key_path));
   MURMUR_ASSIGN_OR_RETURN(crypto::Certificate cert, crypto::LoadCertificateFile(cert_path));
   MURMUR_ASSIGN_OR_RETURN(crypto::SignPublicKey coordinator, CoordinatorKey(config_.coordinator_key()));
-  MURMUR_RETURN_IF_ERROR(crypto::ValidateNetworkId(config_.network_id()).WithContext("config field 'network_id'"));
+  MURMUR_RETURN_IF_ERROR(
+      crypto::ValidateNetworkId(config_.network_id()).WithContext("config field 'network_id'"));
   auto creds = crypto::Credentials::Make(identity, cert);
   if (!creds.ok()) return creds.status().WithContext("certificate '" + cert_path + "'");
 
@@ -112,8 +115,11 @@ Status DaemonImpl::Init() {
   Rng part_rng(job.seed(), 0, RngPurpose::kPartition);
   partition_ = std::make_unique<ml::Partition>(
       ml::PartitionIid(static_cast<std::size_t>(data_.train.num_samples), job.nodes(), part_rng));
-  learner_ = std::make_unique<ModelLearner>(*model_, data_.train, partition_->node(self), static_cast<int>(job.batch()),
-                                            job.lr(), Rng(job.seed(), self, RngPurpose::kBatch));
+  ml::MlLearnerOptions learner_options;
+  learner_options.batch = static_cast<int>(job.batch());
+  learner_options.lr = job.lr();
+  learner_ = std::make_unique<ml::MlLearner>(*model_, data_.train, partition_->node(self), learner_options,
+                                             Rng(job.seed(), self, RngPurpose::kBatch));
   eval_ws_ = model_->NewWorkspace();
 
   // Topology: the same spec as the simulator's (static kinds).
@@ -129,7 +135,8 @@ Status DaemonImpl::Init() {
   auto codec_spec = gossip::CodecSpec::Parse(job.compression());
   if (!codec_spec.ok()) return codec_spec.status().WithContext("config field 'job.compression'");
   if (!codec_spec->full_model_safe)
-    return Status::InvalidArgument("config field 'job.compression': murmurd runs full-model codecs (none, fp16, bf16, int8)");
+    return Status::InvalidArgument(
+        "config field 'job.compression': murmurd runs full-model codecs (none, fp16, bf16, int8)");
 
   // Initial model, or the checkpoint.
   ParamVector x0(model_->layout());
@@ -164,10 +171,9 @@ Status DaemonImpl::Init() {
   }
   crypto::TrustPolicy policy{config_.network_id(), coordinator, crypto::kRoleNode};
   env_ = std::make_unique<AsioEnv>(io_, self, job.seed(), static_cast<int>(std::max(1u, config_.threads())));
-  transport_ = std::make_unique<Transport>(io_, std::move(creds).value(), policy, to,
-                                           [this](NodeId from, ReceivedMessage m) {
-                                             env_->OnTransportMessage(from, std::move(m));
-                                           });
+  transport_ = std::make_unique<Transport>(
+      io_, std::move(creds).value(), policy, to,
+      [this](NodeId from, ReceivedMessage m) { env_->OnTransportMessage(from, std::move(m)); });
   env_->SetTransport(transport_.get());
   MURMUR_RETURN_IF_ERROR(transport_->Start());
   metrics_ = std::make_unique<MetricsServer>(io_, [this] { return RenderMetrics(); });
@@ -175,17 +181,19 @@ Status DaemonImpl::Init() {
   MURMUR_RETURN_IF_ERROR(metrics_->Start(mhp.host, mhp.port));
   std::ostringstream ports;
   ports << "transport " << transport_->port() << "\nmetrics " << metrics_->port() << "\n";
-  MURMUR_RETURN_IF_ERROR(crypto::WriteFileAtomic(config_.data_dir() + "/ports", crypto::AsBytes(ports.str()), 0644));
+  MURMUR_RETURN_IF_ERROR(
+      crypto::WriteFileAtomic(config_.data_dir() + "/ports", crypto::AsBytes(ports.str()), 0644));
 
   gossip::DecentralizedSgdOptions o;
-  o.order = job.algorithm() == "dpsgd-cta" ? gossip::MixOrder::kCombineThenAdapt : gossip::MixOrder::kAdaptThenCombine;
+  o.order = job.algorithm() == "dpsgd-cta" ? gossip::MixOrder::kCombineThenAdapt
+                                           : gossip::MixOrder::kAdaptThenCombine;
   o.rounds = total_rounds_ - start_round_;
   o.local_steps = static_cast<int>(job.local_steps());
   o.round_timeout = Seconds(job.round_timeout());
   auto codec = std::make_unique<gossip::Codec>(*codec_spec, self, model_->layout(),
                                                Rng(job.seed(), self, RngPurpose::kCompression));
-  node_ = std::make_unique<gossip::DecentralizedSgdNode>(*env_, *topology_, *learner_, std::move(x0), std::move(codec),
-                                                         o, this);
+  node_ = std::make_unique<gossip::DecentralizedSgdNode>(*env_, *topology_, *learner_, std::move(x0),
+                                                         std::move(codec), o, this);
   env_->SetSink(node_.get());
   return Status::Ok();
 }
@@ -198,8 +206,9 @@ Status DaemonImpl::Run(bool handle_signals) {
       if (!ec) BeginDrain(sig == SIGTERM ? "SIGTERM" : "SIGINT");
     });
   }
-  MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": listening on port " << transport_->port() << ", metrics on "
-                    << metrics_->port() << ", rounds " << start_round_ << ".." << total_rounds_;
+  MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": listening on port " << transport_->port()
+                    << ", metrics on " << metrics_->port() << ", rounds " << start_round_ << ".."
+                    << total_rounds_;
   if (start_round_ >= total_rounds_) {
     Finish(Nanos(0));
   } else {
@@ -221,8 +230,8 @@ void DaemonImpl::OnRoundDone(NodeId, std::uint64_t round, double loss) {
   const proto::JobConfig& job = config_.job();
   if (job.eval_every() > 0 && (done % job.eval_every() == 0 || done == total_rounds_)) {
     accuracy_ = model_->Evaluate(node_->params(), data_.test, *eval_ws_).accuracy;
-    MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": round " << done << "/" << total_rounds_ << " loss " << loss
-                      << " test accuracy " << accuracy_.load();
+    MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": round " << done << "/" << total_rounds_
+                      << " loss " << loss << " test accuracy " << accuracy_.load();
   }
   if (done % job.checkpoint_every() == 0 || done == total_rounds_ || draining_) WriteCheckpoint();
   if (done == total_rounds_) {
@@ -250,7 +259,8 @@ void DaemonImpl::WriteCheckpoint() {
 void DaemonImpl::BeginDrain(const std::string& why) {
   if (draining_ || done_) return;
   draining_ = true;
-  MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": " << why << ", draining after round " << rounds_done_.load();
+  MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": " << why << ", draining after round "
+                    << rounds_done_.load();
   drain_timer_.expires_after(Seconds(config_.drain_timeout()));
   drain_timer_.async_wait([this](const asio::error_code& ec) {
     if (ec || done_) return;
@@ -280,7 +290,8 @@ void DaemonImpl::Finish(Nanos linger) {
 std::string DaemonImpl::RenderMetrics() const {
   const TransportStats& s = transport_->stats();
   std::string out;
-  out += PrometheusMetric("murmur_rounds_completed", "counter", "Gossip rounds completed, including before a resume.",
+  out += PrometheusMetric("murmur_rounds_completed", "counter",
+                          "Gossip rounds completed, including before a resume.",
                           static_cast<double>(rounds_done_.load()));
   out += PrometheusMetric("murmur_bytes_sent_total", "counter", "Bytes written to peer connections.",
                           static_cast<double>(s.bytes_sent.load()));
@@ -288,18 +299,22 @@ std::string DaemonImpl::RenderMetrics() const {
                           static_cast<double>(s.bytes_received.load()));
   out += PrometheusMetric("murmur_peers_connected", "gauge", "Peers with an authenticated session.",
                           static_cast<double>(s.peers_connected.load()));
-  out += PrometheusMetric("murmur_handshake_failures_total", "counter", "Handshakes that failed or timed out.",
-                          static_cast<double>(s.handshake_failures.load()));
+  out +=
+      PrometheusMetric("murmur_handshake_failures_total", "counter", "Handshakes that failed or timed out.",
+                       static_cast<double>(s.handshake_failures.load()));
   out += PrometheusMetric("murmur_frames_rejected_total", "counter",
                           "Frames refused: bad length, failed authentication or malformed record.",
                           static_cast<double>(s.frames_rejected.load()));
-  out += PrometheusMetric("murmur_send_queue_drops_total", "counter", "Messages dropped by the bounded send queues.",
+  out += PrometheusMetric("murmur_send_queue_drops_total", "counter",
+                          "Messages dropped by the bounded send queues.",
                           static_cast<double>(s.send_queue_drops.load()));
-  out += PrometheusMetric("murmur_messages_undecodable_total", "counter", "Received payloads that failed to decode.",
-                          static_cast<double>(env_->undecodable()));
-  out += PrometheusMetric("murmur_train_loss", "gauge", "Mean training loss of the last round.", loss_.load());
-  out += PrometheusMetric("murmur_test_accuracy", "gauge", "Test accuracy at the last evaluation (-1: none yet).",
-                          accuracy_.load());
+  out +=
+      PrometheusMetric("murmur_messages_undecodable_total", "counter",
+                       "Received payloads that failed to decode.", static_cast<double>(env_->undecodable()));
+  out +=
+      PrometheusMetric("murmur_train_loss", "gauge", "Mean training loss of the last round.", loss_.load());
+  out += PrometheusMetric("murmur_test_accuracy", "gauge",
+                          "Test accuracy at the last evaluation (-1: none yet).", accuracy_.load());
   out += PrometheusMetric("murmur_checkpoints_written_total", "counter", "Checkpoints written.",
                           static_cast<double>(checkpoints_.load()));
   return out;

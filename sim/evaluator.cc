@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "sim/ml_learner.h"
+#include "ml/ml_learner.h"
 
 namespace murmur::sim {
 
@@ -46,7 +46,7 @@ EvalPoint Evaluator::Evaluate(const std::vector<const ParamVector*>& params) {
   pool_.ParallelFor(k, 1, [&](std::size_t b, std::size_t e) {
     for (std::size_t j = b; j < e; ++j) {
       std::size_t node = j * n / k;
-      results[j] = model_.Evaluate(*params[node], test_, sample_, *ScratchFor(model_).workspace);
+      results[j] = model_.Evaluate(*params[node], test_, sample_, *ml::ScratchFor(model_).workspace);
     }
   });
   p.acc_min = std::numeric_limits<double>::infinity();
@@ -57,7 +57,7 @@ EvalPoint Evaluator::Evaluate(const std::vector<const ParamVector*>& params) {
     p.acc_min = std::min(p.acc_min, r.accuracy);
     p.acc_max = std::max(p.acc_max, r.accuracy);
   }
-  ml::Evaluation avg = model_.Evaluate(average_, test_, all_, *ScratchFor(model_).workspace, &pool_);
+  ml::Evaluation avg = model_.Evaluate(average_, test_, all_, *ml::ScratchFor(model_).workspace, &pool_);
   p.avg_acc = avg.accuracy;
   p.avg_loss = avg.loss;
   return p;

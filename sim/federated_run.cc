@@ -9,9 +9,9 @@
 #include "federated/client.h"
 #include "federated/server.h"
 #include "gossip/codec.h"
+#include "ml/ml_learner.h"
 #include "sim/churn.h"
 #include "sim/evaluator.h"
-#include "sim/ml_learner.h"
 #include "sim/simulator.h"
 #include "sim/world.h"
 
@@ -48,7 +48,7 @@ class FederatedRun final : public gossip::RoundObserver {
   ProgressFn progress_;
   Clock::time_point start_;
   std::unique_ptr<Simulator> sim_;
-  std::vector<std::unique_ptr<MlLearner>> learners_;
+  std::vector<std::unique_ptr<ml::MlLearner>> learners_;
   std::vector<std::unique_ptr<federated::FedClient>> clients_;
   std::unique_ptr<federated::FedServer> server_;
   std::unique_ptr<Evaluator> evaluator_;
@@ -125,15 +125,15 @@ Status FederatedRun::Build() {
   // Lossless both ways and no DP: clients return models, and FedAvg is exact.
   o.request_model = !upload && !o.broadcast && o.dp_clip == 0;
 
-  MlLearnerOptions lo;
+  ml::MlLearnerOptions lo;
   lo.batch = static_cast<int>(s_.batch());
   lo.lr = s_.lr();
   lo.momentum = s_.momentum();
   lo.weight_decay = s_.weight_decay();
   for (NodeId i = 0; i < n; ++i) {
     auto part = world_->partition->node(i);
-    learners_.push_back(std::make_unique<MlLearner>(*world_->model, world_->data.train, part, lo,
-                                                    Rng(s_.seed(), i, RngPurpose::kBatch)));
+    learners_.push_back(std::make_unique<ml::MlLearner>(*world_->model, world_->data.train, part, lo,
+                                                        Rng(s_.seed(), i, RngPurpose::kBatch)));
     federated::ClientOptions co;
     co.local_steps = s_.local_epochs() > 0 ? 0 : static_cast<int>(s_.local_steps());
     co.local_epochs = s_.local_epochs();

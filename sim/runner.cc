@@ -11,10 +11,10 @@
 #include "gossip/gossip_learning.h"
 #include "gossip/gradient_tracking.h"
 #include "gossip/push_sum.h"
+#include "ml/ml_learner.h"
 #include "sim/churn.h"
 #include "sim/evaluator.h"
 #include "sim/federated_run.h"
-#include "sim/ml_learner.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
 #include "sim/world.h"
@@ -76,7 +76,7 @@ class ScenarioRun final : public gossip::RoundObserver {
   Clock::time_point start_;
   gossip::CodecSpec codec_spec_;
   std::unique_ptr<Simulator> sim_;
-  std::vector<std::unique_ptr<MlLearner>> learners_;
+  std::vector<std::unique_ptr<ml::MlLearner>> learners_;
   std::vector<std::unique_ptr<NodeRef>> nodes_;
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<MetricsWriter> writer_;
@@ -112,16 +112,16 @@ Status ScenarioRun::Build() {
   so.network.jitter = s_.jitter();
   sim_ = std::make_unique<Simulator>(so, world_->devices);
 
-  MlLearnerOptions lo;
+  ml::MlLearnerOptions lo;
   lo.batch = static_cast<int>(s_.batch());
   lo.lr = s_.lr();
   lo.momentum = s_.momentum();
   lo.weight_decay = s_.weight_decay();
   last_loss_.assign(n, 0.0);
   for (NodeId i = 0; i < n; ++i) {
-    learners_.push_back(std::make_unique<MlLearner>(*world_->model, world_->data.train,
-                                                    world_->partition->node(i), lo,
-                                                    Rng(s_.seed(), i, RngPurpose::kBatch)));
+    learners_.push_back(std::make_unique<ml::MlLearner>(*world_->model, world_->data.train,
+                                                        world_->partition->node(i), lo,
+                                                        Rng(s_.seed(), i, RngPurpose::kBatch)));
   }
   const double gamma = s_.gamma() > 0 ? s_.gamma() : (codec_spec_.full_model_safe ? 1.0 : 0.05);
   const Nanos timeout = Seconds(s_.round_timeout());
@@ -129,7 +129,7 @@ Status ScenarioRun::Build() {
   for (NodeId i = 0; i < n; ++i) {
     Env& env = sim_->env(i);
     ParamVector x0 = world_->initial.Clone();
-    MlLearner& learner = *learners_[i];
+    ml::MlLearner& learner = *learners_[i];
     const std::string& a = s_.algorithm();
     if (a == "dpsgd" || a == "dpsgd-cta") {
       gossip::DecentralizedSgdOptions o;

@@ -2,7 +2,7 @@
 
 #include <doctest/doctest.h>
 
-#include "sim/ml_learner.h"
+#include "ml/ml_learner.h"
 #include "sim/world.h"
 
 namespace murmur::sim {
@@ -33,11 +33,11 @@ TEST_CASE("FedAvg with one client doing one local step is centralized SGD, bit f
 
   // The same world, the same learner stream, 25 plain SGD steps.
   auto world = BuildWorld(s).value();
-  MlLearnerOptions lo;
+  ml::MlLearnerOptions lo;
   lo.batch = static_cast<int>(s.batch());
   lo.lr = s.lr();
-  MlLearner learner(*world->model, world->data.train, world->partition->node(0), lo,
-                    Rng(s.seed(), 0, RngPurpose::kBatch));
+  ml::MlLearner learner(*world->model, world->data.train, world->partition->node(0), lo,
+                        Rng(s.seed(), 0, RngPurpose::kBatch));
   ParamVector x = world->initial.Clone();
   for (int t = 0; t < 25; ++t) learner.Train(x, 1);
   REQUIRE(stats.final_model.size() == x.size());

@@ -3,7 +3,7 @@
 // optimum of (1/n) sum_i f_i is the mean of the b_i.
 #pragma once
 
-#include "gossip/learner.h"
+#include "core/learner.h"
 
 namespace murmur::gossip::testing {
 

@@ -11,12 +11,12 @@
 #include "crypto/certificate.h"
 #include "gossip/decentralized_sgd.h"
 #include "ml/dataset_spec.h"
+#include "ml/ml_learner.h"
 #include "ml/model_spec.h"
 #include "ml/partition.h"
 #include "node/checkpoint.h"
 #include "node/config.h"
 #include "node/daemon.h"
-#include "node/model_learner.h"
 #include "sim/simulator.h"
 #include "tests/node/loopback.h"
 #include "topology/factory.h"
@@ -33,7 +33,8 @@ TEST_CASE("A config with a misspelled field is refused by name, in text and in J
   auto json = ParseNodeConfig(R"({"nodeId": 1, "job": {"rounds": 5, "lr_rate": 0.1}})", "cfg");
   REQUIRE_FALSE(json.ok());
   CHECK(json.status().message().find("lr_rate") != std::string::npos);
-  auto ok = ParseNodeConfig("node_id: 1 network_id: \"fleet\" coordinator_key: \"k\" data_dir: \"/tmp\"", "cfg");
+  auto ok =
+      ParseNodeConfig("node_id: 1 network_id: \"fleet\" coordinator_key: \"k\" data_dir: \"/tmp\"", "cfg");
   REQUIRE(ok.ok());
   CHECK(ValidateNodeConfig(*ok).ok());
   ok->mutable_job()->set_algorithm("fedavg");
@@ -56,7 +57,8 @@ TEST_CASE("Checkpoints round-trip and every damaged file is refused") {
   for (std::size_t cut : {std::size_t{0}, std::size_t{10}, bytes.size() - 1}) {
     CHECK_FALSE(DecodeCheckpoint(std::span(bytes).first(cut), 3).ok());
   }
-  for (std::size_t i = 16; i < bytes.size(); ++i) {  // any flipped bit past the magic/version fails the CRC or size
+  for (std::size_t i = 16; i < bytes.size();
+       ++i) {  // any flipped bit past the magic/version fails the CRC or size
     auto bad = bytes;
     bad[i] ^= 0x04;
     CAPTURE(i);
@@ -152,12 +154,15 @@ std::vector<std::vector<float>> Simulate(const proto::NodeConfig& config) {
   auto schedule = topology::MakeSchedule(spec).value();
   gossip::RoundTopology topo(schedule->At(0));
   sim::Simulator simulator(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(job.nodes()));
-  std::vector<std::unique_ptr<ModelLearner>> learners;
+  std::vector<std::unique_ptr<ml::MlLearner>> learners;
   std::vector<std::unique_ptr<gossip::DecentralizedSgdNode>> nodes;
   auto cs = gossip::CodecSpec::Parse(job.compression()).value();
   for (NodeId i = 0; i < job.nodes(); ++i) {
-    learners.push_back(std::make_unique<ModelLearner>(*model, data.train, part.node(i), static_cast<int>(job.batch()),
-                                                      job.lr(), Rng(job.seed(), i, RngPurpose::kBatch)));
+    ml::MlLearnerOptions lo;
+    lo.batch = static_cast<int>(job.batch());
+    lo.lr = job.lr();
+    learners.push_back(std::make_unique<ml::MlLearner>(*model, data.train, part.node(i), lo,
+                                                       Rng(job.seed(), i, RngPurpose::kBatch)));
     ParamVector x0(model->layout());
     Rng init(job.seed(), 0, RngPurpose::kInit);
     model->InitParams(x0, init);
@@ -165,8 +170,8 @@ std::vector<std::vector<float>> Simulate(const proto::NodeConfig& config) {
     o.rounds = job.rounds();
     nodes.push_back(std::make_unique<gossip::DecentralizedSgdNode>(
         simulator.env(i), topo, *learners[i], std::move(x0),
-        std::make_unique<gossip::Codec>(cs, i, model->layout(), Rng(job.seed(), i, RngPurpose::kCompression)), o,
-        nullptr));
+        std::make_unique<gossip::Codec>(cs, i, model->layout(), Rng(job.seed(), i, RngPurpose::kCompression)),
+        o, nullptr));
     simulator.SetSink(i, nodes.back().get());
   }
   for (auto& n : nodes) n->Start();
@@ -177,7 +182,8 @@ std::vector<std::vector<float>> Simulate(const proto::NodeConfig& config) {
   return out;
 }
 
-TEST_CASE("Four daemons on loopback run D-PSGD to the same models as the simulator; a restarted job resumes") {
+TEST_CASE(
+    "Four daemons on loopback run D-PSGD to the same models as the simulator; a restarted job resumes") {
   Cluster cluster;
   const std::uint64_t rounds = 20;
   std::vector<std::uint64_t> done;

@@ -1,18 +1,20 @@
-// LocalLearner: the seam between a gossip node and the model it trains.
+// LocalLearner: the seam between a node's algorithm and the model it trains.
 //
-// A gossip algorithm only needs to take SGD steps on its local data and, for
-// gradient tracking, a stochastic gradient; it never sees the model, the data
-// or the optimizer. The simulator and the daemon implement LocalLearner with
-// an ml::Model, the node's data partition and an optimizer; tests implement
-// it with closed-form quadratics.
+// Gossip and federated algorithms only need to take SGD steps on local data
+// and, for gradient tracking, a stochastic gradient; they never see the
+// model, the data or the optimizer, and so do not depend on ml/. The
+// simulator and the daemon both use ml::MlLearner (an ml::Model, the node's
+// data partition and SGD); tests implement it with closed-form quadratics.
 //
 // Thread-safety: Train and Gradient run inside Env::Offload work, possibly on
 // a worker thread, but never concurrently for the same learner.
 #pragma once
 
+#include <cstdint>
+
 #include "core/param_vector.h"
 
-namespace murmur::gossip {
+namespace murmur {
 
 class LocalLearner {
  public:
@@ -35,4 +37,4 @@ class LocalLearner {
   virtual double FlopsPerStep() const = 0;
 };
 
-}  // namespace murmur::gossip
+}  // namespace murmur

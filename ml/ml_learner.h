@@ -1,4 +1,4 @@
-// MlLearner: gossip::LocalLearner backed by an ml::Model and one node's data.
+// MlLearner: a LocalLearner (core/learner.h) backed by a Model and one node's data.
 //
 // Each node walks its own partition in epochs, reshuffled from its own stream
 // (seed, node, kBatch), and takes plain or heavy-ball SGD steps. Scratch
@@ -13,11 +13,11 @@
 #include <memory>
 #include <vector>
 
-#include "gossip/learner.h"
+#include "core/learner.h"
 #include "ml/dataset.h"
 #include "ml/model.h"
 
-namespace murmur::sim {
+namespace murmur::ml {
 
 struct MlLearnerOptions {
   int batch = 32;
@@ -26,10 +26,10 @@ struct MlLearnerOptions {
   double weight_decay = 0;
 };
 
-class MlLearner final : public gossip::LocalLearner {
+class MlLearner final : public LocalLearner {
  public:
   // `model` and `train` must outlive the learner; `samples` is the node's partition.
-  MlLearner(const ml::Model& model, const ml::Dataset& train, std::span<const ml::SampleIndex> samples,
+  MlLearner(const Model& model, const Dataset& train, std::span<const SampleIndex> samples,
             MlLearnerOptions options, Rng rng);
 
   double Train(ParamVector& params, int steps) override;
@@ -39,11 +39,11 @@ class MlLearner final : public gossip::LocalLearner {
   std::uint64_t steps() const { return steps_; }
 
  private:
-  std::span<const ml::SampleIndex> NextBatch();
+  std::span<const SampleIndex> NextBatch();
 
-  const ml::Model& model_;
-  const ml::Dataset& train_;
-  std::vector<ml::SampleIndex> order_;
+  const Model& model_;
+  const Dataset& train_;
+  std::vector<SampleIndex> order_;
   std::size_t cursor_ = 0;
   MlLearnerOptions options_;
   Rng rng_;
@@ -54,9 +54,9 @@ class MlLearner final : public gossip::LocalLearner {
 // This thread's scratch for `model`: a workspace and a gradient buffer,
 // created on first use and kept for the thread's lifetime.
 struct ThreadScratch {
-  std::unique_ptr<ml::ModelWorkspace> workspace;
+  std::unique_ptr<ModelWorkspace> workspace;
   ParamVector grad;
 };
-ThreadScratch& ScratchFor(const ml::Model& model);
+ThreadScratch& ScratchFor(const Model& model);
 
-}  // namespace murmur::sim
+}  // namespace murmur::ml

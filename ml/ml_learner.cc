@@ -1,14 +1,14 @@
-#include "sim/ml_learner.h"
+#include "ml/ml_learner.h"
 
 #include <algorithm>
 #include <map>
 
 #include "core/check.h"
 
-namespace murmur::sim {
+namespace murmur::ml {
 
-ThreadScratch& ScratchFor(const ml::Model& model) {
-  thread_local std::map<const ml::Model*, ThreadScratch> scratch;
+ThreadScratch& ScratchFor(const Model& model) {
+  thread_local std::map<const Model*, ThreadScratch> scratch;
   ThreadScratch& s = scratch[&model];
   if (!s.workspace) {
     s.workspace = model.NewWorkspace();
@@ -17,11 +17,11 @@ ThreadScratch& ScratchFor(const ml::Model& model) {
   return s;
 }
 
-MlLearner::MlLearner(const ml::Model& model, const ml::Dataset& train,
-                     std::span<const ml::SampleIndex> samples, MlLearnerOptions options, Rng rng)
+MlLearner::MlLearner(const Model& model, const Dataset& train, std::span<const SampleIndex> samples,
+                     MlLearnerOptions options, Rng rng)
     : model_(model), train_(train), order_(samples.begin(), samples.end()), options_(options), rng_(rng) {
   MURMUR_CHECK(options_.batch > 0);
-  rng_.Shuffle(std::span<ml::SampleIndex>(order_));
+  rng_.Shuffle(std::span<SampleIndex>(order_));
 }
 
 double MlLearner::FlopsPerStep() const {
@@ -32,13 +32,13 @@ double MlLearner::FlopsPerStep() const {
 
 // The next `batch` samples of the node's shuffled order; a new shuffle at
 // each epoch's end. A node with fewer samples than a batch uses all of them.
-std::span<const ml::SampleIndex> MlLearner::NextBatch() {
+std::span<const SampleIndex> MlLearner::NextBatch() {
   const std::size_t b = std::min<std::size_t>(static_cast<std::size_t>(options_.batch), order_.size());
   if (cursor_ + b > order_.size()) {
-    rng_.Shuffle(std::span<ml::SampleIndex>(order_));
+    rng_.Shuffle(std::span<SampleIndex>(order_));
     cursor_ = 0;
   }
-  std::span<const ml::SampleIndex> batch(order_.data() + cursor_, b);
+  std::span<const SampleIndex> batch(order_.data() + cursor_, b);
   cursor_ += b;
   return batch;
 }
@@ -74,4 +74,4 @@ double MlLearner::Train(ParamVector& params, int steps) {
   return total / steps;
 }
 
-}  // namespace murmur::sim
+}  // namespace murmur::ml
