@@ -23,8 +23,8 @@
 #include <memory>
 
 #include "compression/compressor.h"
-#include "federated/messages.h"
 #include "core/learner.h"
+#include "federated/messages.h"
 
 namespace murmur::federated {
 
@@ -44,8 +44,7 @@ struct ClientOptions {
 class FedClient final : public MessageSink {
  public:
   // `learner` must outlive the client; `server` is where results go.
-  FedClient(Env& env, NodeId server, LocalLearner& learner, const Layout& layout,
-            ClientOptions options);
+  FedClient(Env& env, NodeId server, LocalLearner& learner, const Layout& layout, ClientOptions options);
 
   void OnMessage(NodeId from, MessagePtr msg) override;
 

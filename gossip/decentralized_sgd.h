@@ -33,10 +33,10 @@
 #include <vector>
 
 #include "core/env.h"
+#include "core/learner.h"
 #include "core/param_vector.h"
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
-#include "core/learner.h"
 #include "gossip/observer.h"
 #include "gossip/round_topology.h"
 

@@ -17,8 +17,8 @@
 #include <chrono>
 #include <memory>
 
-#include "gossip/codec.h"
 #include "core/learner.h"
+#include "gossip/codec.h"
 #include "gossip/observer.h"
 #include "gossip/round_topology.h"
 

@@ -14,9 +14,9 @@
 #include <chrono>
 #include <memory>
 
+#include "core/learner.h"
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
-#include "core/learner.h"
 #include "gossip/observer.h"
 #include "gossip/round_topology.h"
 

@@ -22,9 +22,9 @@
 #include <map>
 #include <memory>
 
+#include "core/learner.h"
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
-#include "core/learner.h"
 #include "gossip/observer.h"
 #include "gossip/round_topology.h"
 

@@ -14,10 +14,11 @@ AsioEnv::AsioEnv(asio::io_context& io, NodeId self, std::uint64_t seed, int offl
       seed_(seed),
       start_(std::chrono::steady_clock::now()),
       pool_(static_cast<std::size_t>(std::max(offload_threads, 1))) {
-  RegisterDecoder(gossip::kGossipMessageKind, [limits](std::span<const std::uint8_t> bytes) -> Result<MessagePtr> {
-    MURMUR_ASSIGN_OR_RETURN(auto msg, gossip::GossipMessage::Decode(bytes, limits));
-    return MessagePtr(std::move(msg));
-  });
+  RegisterDecoder(gossip::kGossipMessageKind,
+                  [limits](std::span<const std::uint8_t> bytes) -> Result<MessagePtr> {
+                    MURMUR_ASSIGN_OR_RETURN(auto msg, gossip::GossipMessage::Decode(bytes, limits));
+                    return MessagePtr(std::move(msg));
+                  });
 }
 
 AsioEnv::~AsioEnv() {
@@ -74,7 +75,8 @@ void AsioEnv::OnTransportMessage(NodeId from, ReceivedMessage message) {
   auto it = decoders_.find(message.kind);
   if (it == decoders_.end()) {
     ++undecodable_;
-    MURMUR_LOG(kWarning) << "node " << self_ << ": message of unknown kind " << message.kind << " from node " << from;
+    MURMUR_LOG(kWarning) << "node " << self_ << ": message of unknown kind " << message.kind << " from node "
+                         << from;
     return;
   }
   Result<MessagePtr> msg = it->second(message.payload);

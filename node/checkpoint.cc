@@ -40,19 +40,24 @@ std::vector<std::uint8_t> EncodeCheckpoint(const Checkpoint& c) {
 }
 
 Result<Checkpoint> DecodeCheckpoint(std::span<const std::uint8_t> bytes, std::size_t expected_size) {
-  if (bytes.size() < kHeader + 4) return Status::DataLoss("checkpoint of " + std::to_string(bytes.size()) + " bytes is truncated");
-  if (std::memcmp(bytes.data(), "MCKP", 4) != 0) return Status::InvalidArgument("not a checkpoint (bad magic)");
+  if (bytes.size() < kHeader + 4)
+    return Status::DataLoss("checkpoint of " + std::to_string(bytes.size()) + " bytes is truncated");
+  if (std::memcmp(bytes.data(), "MCKP", 4) != 0)
+    return Status::InvalidArgument("not a checkpoint (bad magic)");
   crypto::ByteReader r(bytes.subspan(4));
   crypto::ByteSpan version;
   std::uint64_t round = 0, n = 0;
-  if (!r.ReadSpan(4, &version) || !r.ReadU64(&round) || !r.ReadU64(&n)) return Status::DataLoss("checkpoint header truncated");
+  if (!r.ReadSpan(4, &version) || !r.ReadU64(&round) || !r.ReadU64(&n))
+    return Status::DataLoss("checkpoint header truncated");
   if (crypto::LoadU32(version.data()) != 1) return Status::InvalidArgument("checkpoint version is not 1");
   if (n != expected_size)
-    return Status::FailedPrecondition("checkpoint holds " + std::to_string(n) + " parameters, the model has " +
-                                      std::to_string(expected_size));
-  if (bytes.size() != kHeader + 4 * n + 4) return Status::DataLoss("checkpoint length does not match its parameter count");
+    return Status::FailedPrecondition("checkpoint holds " + std::to_string(n) +
+                                      " parameters, the model has " + std::to_string(expected_size));
+  if (bytes.size() != kHeader + 4 * n + 4)
+    return Status::DataLoss("checkpoint length does not match its parameter count");
   const std::size_t body = kHeader + 4 * n;
-  if (crypto::LoadU32(bytes.data() + body) != Crc(bytes.first(body))) return Status::DataLoss("checkpoint CRC mismatch");
+  if (crypto::LoadU32(bytes.data() + body) != Crc(bytes.first(body)))
+    return Status::DataLoss("checkpoint CRC mismatch");
   Checkpoint c;
   c.round = round;
   c.params.resize(n);

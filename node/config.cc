@@ -14,7 +14,8 @@ namespace {
 class FirstError final : public google::protobuf::io::ErrorCollector {
  public:
   void AddError(int line, google::protobuf::io::ColumnNumber column, const std::string& message) override {
-    if (first.empty()) first = "line " + std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": " + message;
+    if (first.empty())
+      first = "line " + std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": " + message;
   }
   std::string first;
 };
@@ -34,7 +35,8 @@ Result<proto::NodeConfig> ParseNodeConfig(const std::string& text, const std::st
   FirstError errors;
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(text, &c)) {
-    return Status::InvalidArgument(origin + ": " + (errors.first.empty() ? "not a valid NodeConfig" : errors.first));
+    return Status::InvalidArgument(origin + ": " +
+                                   (errors.first.empty() ? "not a valid NodeConfig" : errors.first));
   }
   return c;
 }
@@ -60,8 +62,8 @@ Result<HostPort> ParseHostPort(const std::string& text) {
     hp.host = text.substr(0, colon);
     port = text.substr(colon + 1);
   }
-  if (hp.host.empty() || port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
-      std::stoul(port) > 65535) {
+  if (hp.host.empty() || port.empty() || port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos || std::stoul(port) > 65535) {
     return Status::InvalidArgument("address '" + text + "' has no valid port");
   }
   hp.port = static_cast<std::uint16_t>(std::stoul(port));
@@ -70,7 +72,8 @@ Result<HostPort> ParseHostPort(const std::string& text) {
 
 Status ValidateNodeConfig(const proto::NodeConfig& c) {
   if (!c.has_node_id()) return Status::InvalidArgument("config: node_id is required");
-  if (!c.has_data_dir() || c.data_dir().empty()) return Status::InvalidArgument("config: data_dir is required");
+  if (!c.has_data_dir() || c.data_dir().empty())
+    return Status::InvalidArgument("config: data_dir is required");
   if (!c.has_network_id()) return Status::InvalidArgument("config: network_id is required");
   if (!c.has_coordinator_key()) return Status::InvalidArgument("config: coordinator_key is required");
   MURMUR_RETURN_IF_ERROR(ParseHostPort(c.listen()).status().WithContext("config field 'listen'"));
@@ -81,13 +84,15 @@ Status ValidateNodeConfig(const proto::NodeConfig& c) {
   const proto::JobConfig& j = c.job();
   if (j.nodes() < 2) return Status::InvalidArgument("config field 'job.nodes': at least 2");
   if (c.node_id() >= j.nodes())
-    return Status::InvalidArgument("config: node_id " + std::to_string(c.node_id()) + " is not below job.nodes " +
-                                   std::to_string(j.nodes()));
+    return Status::InvalidArgument("config: node_id " + std::to_string(c.node_id()) +
+                                   " is not below job.nodes " + std::to_string(j.nodes()));
   if (j.algorithm() != "dpsgd" && j.algorithm() != "dpsgd-cta")
-    return Status::InvalidArgument("config field 'job.algorithm': '" + j.algorithm() + "' (murmurd runs dpsgd, dpsgd-cta)");
+    return Status::InvalidArgument("config field 'job.algorithm': '" + j.algorithm() +
+                                   "' (murmurd runs dpsgd, dpsgd-cta)");
   if (j.partition() != "iid") return Status::InvalidArgument("config field 'job.partition': only iid");
   if (j.rounds() == 0 || j.batch() == 0 || j.local_steps() == 0 || j.checkpoint_every() == 0)
-    return Status::InvalidArgument("config: job.rounds, batch, local_steps and checkpoint_every must be positive");
+    return Status::InvalidArgument(
+        "config: job.rounds, batch, local_steps and checkpoint_every must be positive");
   if (!(j.lr() > 0) || !(j.round_timeout() > 0) || !(c.drain_timeout() >= 0) || !(c.linger() >= 0))
     return Status::InvalidArgument("config: job.lr and job.round_timeout must be positive");
   std::set<std::uint32_t> ids;

@@ -33,8 +33,8 @@ std::size_t RecordCount(std::size_t payload_size, std::size_t max_plaintext) {
   return 1 + (payload_size - first + per - 1) / per;
 }
 
-void AppendRecord(std::uint32_t kind, crypto::ByteSpan payload, std::size_t max_plaintext,
-                  std::size_t index, crypto::Bytes* out) {
+void AppendRecord(std::uint32_t kind, crypto::ByteSpan payload, std::size_t max_plaintext, std::size_t index,
+                  crypto::Bytes* out) {
   MURMUR_CHECK(index < RecordCount(payload.size(), max_plaintext));
   const std::size_t first = max_plaintext - kBeginHeaderSize;
   const std::size_t per = max_plaintext - kContinueHeaderSize;
@@ -73,7 +73,8 @@ Status EnvelopeReader::Feed(crypto::ByteSpan record, RecordEvent* event) {
   switch (static_cast<RecordType>(type)) {
     case RecordType::kHello: {
       crypto::ByteSpan id;
-      if (record.size() != 5 || !r.ReadSpan(4, &id)) return Fail(Status::DataLoss("HELLO record must be 5 bytes"));
+      if (record.size() != 5 || !r.ReadSpan(4, &id))
+        return Fail(Status::DataLoss("HELLO record must be 5 bytes"));
       event->type = RecordType::kHello;
       event->hello_node = crypto::LoadU32(id.data());
       return Status::Ok();

@@ -41,8 +41,8 @@ crypto::Bytes PingRecord(RecordType type, std::uint64_t token);  // kPing or kPo
 std::size_t RecordCount(std::size_t payload_size, std::size_t max_plaintext);
 // Record `index` (0 is BEGIN) of the message (kind, payload), appended to *out.
 // REQUIRES: index < RecordCount(payload.size(), max_plaintext).
-void AppendRecord(std::uint32_t kind, crypto::ByteSpan payload, std::size_t max_plaintext,
-                  std::size_t index, crypto::Bytes* out);
+void AppendRecord(std::uint32_t kind, crypto::ByteSpan payload, std::size_t max_plaintext, std::size_t index,
+                  crypto::Bytes* out);
 
 struct ReceivedMessage {
   std::uint32_t kind = 0;
@@ -52,8 +52,8 @@ struct ReceivedMessage {
 // What one record meant.
 struct RecordEvent {
   RecordType type = RecordType::kContinue;
-  NodeId hello_node = kNoNode;  // kHello
-  std::uint64_t token = 0;      // kPing, kPong
+  NodeId hello_node = kNoNode;             // kHello
+  std::uint64_t token = 0;                 // kPing, kPong
   std::optional<ReceivedMessage> message;  // set when a BEGIN/CONTINUE completed a message
 };
 

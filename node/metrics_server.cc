@@ -81,7 +81,9 @@ Status MetricsServer::Start(const std::string& host, std::uint16_t port) {
   if (!ec) acceptor->set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
   if (!ec) acceptor->bind(ep, ec);
   if (!ec) acceptor->listen(16, ec);
-  if (ec) return Status::Unavailable("metrics listen on " + host + ":" + std::to_string(port) + ": " + ec.message());
+  if (ec)
+    return Status::Unavailable("metrics listen on " + host + ":" + std::to_string(port) + ": " +
+                               ec.message());
   port_ = acceptor->local_endpoint().port();
   acceptor_ = std::move(acceptor);
   Accept();
@@ -102,10 +104,12 @@ void MetricsServer::Accept() {
   });
 }
 
-std::string PrometheusMetric(const std::string& name, const std::string& type, const std::string& help, double value) {
+std::string PrometheusMetric(const std::string& name, const std::string& type, const std::string& help,
+                             double value) {
   std::ostringstream out;
   out.precision(17);
-  out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n' << name << ' ' << value << '\n';
+  out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n'
+      << name << ' ' << value << '\n';
   return out.str();
 }
 

@@ -34,6 +34,7 @@ class MetricsServer {
 };
 
 // One metric in the text format: "# HELP", "# TYPE" and the sample line.
-std::string PrometheusMetric(const std::string& name, const std::string& type, const std::string& help, double value);
+std::string PrometheusMetric(const std::string& name, const std::string& type, const std::string& help,
+                             double value);
 
 }  // namespace murmur::node

@@ -53,7 +53,8 @@ void Session::Close(const Status& why) {
   asio::error_code ec;
   socket_.close(ec);
   tick_.cancel();
-  MURMUR_LOG(kInfo) << "session with " << (peer_ == kNoNode ? std::string("unidentified peer") : "node " + std::to_string(peer_))
+  MURMUR_LOG(kInfo) << "session with "
+                    << (peer_ == kNoNode ? std::string("unidentified peer") : "node " + std::to_string(peer_))
                     << " closed: " << why.ToString();
   if (transport_ != nullptr) {
     const bool dialer = role_ == crypto::HandshakeRole::kInitiator;
@@ -72,35 +73,36 @@ Status Session::QueueHandshakeMessage() {
 
 void Session::Read() {
   auto self = shared_from_this();
-  socket_.async_read_some(asio::buffer(read_buffer_), [this, self](const asio::error_code& ec, std::size_t n) {
-    if (closed_) return;
-    if (ec) {
-      return Close(ec == asio::error::eof ? Status::Unavailable("peer closed the connection")
-                                          : Status::Unavailable("read: " + ec.message()));
-    }
-    last_receive_ = std::chrono::steady_clock::now();
-    if (transport_ != nullptr) transport_->stats_.bytes_received += n;
-    std::vector<crypto::Bytes> frames;
-    const Status framing = decoder_.Feed(crypto::ByteSpan(read_buffer_.data(), n), &frames);
-    // Frames completed before a bad length are still processed, in order.
-    for (const crypto::Bytes& f : frames) {
-      if (closed_ || transport_ == nullptr) return;
-      const bool in_handshake = !channel_.has_value();
-      Status st = OnFrame(f);
-      if (!st.ok()) {
-        ++(in_handshake ? transport_->stats_.handshake_failures : transport_->stats_.frames_rejected);
-        return Close(st);
-      }
-    }
-    if (closed_ || transport_ == nullptr) return;
-    if (!framing.ok()) {
-      ++transport_->stats_.frames_rejected;
-      return Close(framing);
-    }
-    if (closed_) return;
-    Pump();
-    Read();
-  });
+  socket_.async_read_some(
+      asio::buffer(read_buffer_), [this, self](const asio::error_code& ec, std::size_t n) {
+        if (closed_) return;
+        if (ec) {
+          return Close(ec == asio::error::eof ? Status::Unavailable("peer closed the connection")
+                                              : Status::Unavailable("read: " + ec.message()));
+        }
+        last_receive_ = std::chrono::steady_clock::now();
+        if (transport_ != nullptr) transport_->stats_.bytes_received += n;
+        std::vector<crypto::Bytes> frames;
+        const Status framing = decoder_.Feed(crypto::ByteSpan(read_buffer_.data(), n), &frames);
+        // Frames completed before a bad length are still processed, in order.
+        for (const crypto::Bytes& f : frames) {
+          if (closed_ || transport_ == nullptr) return;
+          const bool in_handshake = !channel_.has_value();
+          Status st = OnFrame(f);
+          if (!st.ok()) {
+            ++(in_handshake ? transport_->stats_.handshake_failures : transport_->stats_.frames_rejected);
+            return Close(st);
+          }
+        }
+        if (closed_ || transport_ == nullptr) return;
+        if (!framing.ok()) {
+          ++transport_->stats_.frames_rejected;
+          return Close(framing);
+        }
+        if (closed_) return;
+        Pump();
+        Read();
+      });
 }
 
 Status Session::OnFrame(const crypto::Bytes& frame) {
@@ -134,9 +136,11 @@ Status Session::OnRecord(const crypto::Bytes& plaintext) {
                                         std::to_string(id) + " answered");
       }
       auto it = transport_->peers_.find(id);
-      if (it != transport_->peers_.end() && it->second.address.has_value() && it->second.address->key.has_value() &&
+      if (it != transport_->peers_.end() && it->second.address.has_value() &&
+          it->second.address->key.has_value() &&
           *it->second.address->key != peer_info_->certificate.node_key) {
-        return Status::PermissionDenied("node " + std::to_string(id) + " presented a certificate for another key");
+        return Status::PermissionDenied("node " + std::to_string(id) +
+                                        " presented a certificate for another key");
       }
       peer_ = id;
       ready_ = true;
@@ -146,8 +150,7 @@ Status Session::OnRecord(const crypto::Bytes& plaintext) {
     case RecordType::kPing:
       control_.push_back(PingRecord(RecordType::kPong, event.token));
       return Status::Ok();
-    case RecordType::kPong:
-      return Status::Ok();
+    case RecordType::kPong: return Status::Ok();
     case RecordType::kBegin:
     case RecordType::kContinue:
       if (!ready_) return Status::DataLoss("message before HELLO");
@@ -182,13 +185,14 @@ void Session::Pump() {
   writing_ = true;
   last_send_ = std::chrono::steady_clock::now();
   auto self = shared_from_this();
-  asio::async_write(socket_, asio::buffer(write_buffer_), [this, self](const asio::error_code& ec, std::size_t n) {
-    writing_ = false;
-    if (closed_) return;
-    if (ec) return Close(Status::Unavailable("write: " + ec.message()));
-    if (transport_ != nullptr) transport_->stats_.bytes_sent += n;
-    Pump();
-  });
+  asio::async_write(socket_, asio::buffer(write_buffer_),
+                    [this, self](const asio::error_code& ec, std::size_t n) {
+                      writing_ = false;
+                      if (closed_) return;
+                      if (ec) return Close(Status::Unavailable("write: " + ec.message()));
+                      if (transport_ != nullptr) transport_->stats_.bytes_sent += n;
+                      Pump();
+                    });
 }
 
 void Session::ArmTick() {
@@ -210,9 +214,11 @@ void Session::OnTick() {
     if (!channel_.has_value()) ++transport_->stats_.handshake_failures;
     return Close(Status::DeadlineExceeded("no authenticated HELLO within the handshake timeout"));
   }
-  if (now - last_receive_ > o.idle_timeout) return Close(Status::DeadlineExceeded("peer silent past the idle timeout"));
+  if (now - last_receive_ > o.idle_timeout)
+    return Close(Status::DeadlineExceeded("peer silent past the idle timeout"));
   if (ready_ && now - last_send_ >= o.keepalive_interval) {
-    control_.push_back(PingRecord(RecordType::kPing, static_cast<std::uint64_t>(now.time_since_epoch().count())));
+    control_.push_back(
+        PingRecord(RecordType::kPing, static_cast<std::uint64_t>(now.time_since_epoch().count())));
     Pump();
   }
 }

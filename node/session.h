@@ -26,7 +26,8 @@ class Transport;
 class Session : public std::enable_shared_from_this<Session> {
  public:
   // `expected_peer` is the id dialled (kNoNode for an accepted connection).
-  Session(Transport* transport, asio::ip::tcp::socket socket, crypto::HandshakeRole role, NodeId expected_peer);
+  Session(Transport* transport, asio::ip::tcp::socket socket, crypto::HandshakeRole role,
+          NodeId expected_peer);
 
   void Start();
   // Closes the socket once; `why` is logged and the Transport told.

@@ -40,8 +40,8 @@ Status Transport::Start() {
   if (!ec) acceptor->bind(ep, ec);
   if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    return Status::Unavailable("listen on " + options_.listen_host + " port " + std::to_string(options_.listen_port) +
-                               ": " + ec.message());
+    return Status::Unavailable("listen on " + options_.listen_host + " port " +
+                               std::to_string(options_.listen_port) + ": " + ec.message());
   }
   port_ = acceptor->local_endpoint().port();
   acceptor_ = std::move(acceptor);
@@ -133,7 +133,8 @@ void Transport::ScheduleRedial(NodeId id) {
   if (stopped_ || peer.dialing) return;
   const int k = std::min(peer.failures, 20);
   ++peer.failures;
-  double step = static_cast<double>(options_.reconnect_initial.count()) * static_cast<double>(1u << std::min(k, 16));
+  double step =
+      static_cast<double>(options_.reconnect_initial.count()) * static_cast<double>(1u << std::min(k, 16));
   step = std::min(step, static_cast<double>(options_.reconnect_max.count()));
   const double delay = step / 2 + jitter_.Uniform() * step / 2;
   if (!peer.redial) peer.redial = std::make_unique<asio::steady_timer>(io_);

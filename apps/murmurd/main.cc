@@ -10,7 +10,8 @@
 #include "node/daemon.h"
 
 int main(int argc, char** argv) {
-  cxxopts::Options options("murmurd", "murmur daemon: runs one node of a gossip job over the secure transport");
+  cxxopts::Options options("murmurd",
+                           "murmur daemon: runs one node of a gossip job over the secure transport");
   options.add_options()("config", "NodeConfig file (protobuf text or JSON)", cxxopts::value<std::string>())(
       "h,help", "print this help");
   std::string path;

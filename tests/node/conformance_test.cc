@@ -49,8 +49,8 @@ Run Simulated(NodeId n, const std::string& codec, gossip::DecentralizedSgdOption
   std::vector<std::unique_ptr<gossip::DecentralizedSgdNode>> nodes;
   for (NodeId i = 0; i < n; ++i) {
     learners.push_back(std::make_unique<gossip::testing::QuadraticLearner>(Target(i), lr));
-    nodes.push_back(std::make_unique<gossip::DecentralizedSgdNode>(simulator.env(i), topo, *learners[i], Initial(i),
-                                                                   MakeCodec(codec, i), o, nullptr));
+    nodes.push_back(std::make_unique<gossip::DecentralizedSgdNode>(
+        simulator.env(i), topo, *learners[i], Initial(i), MakeCodec(codec, i), o, nullptr));
     simulator.SetSink(i, nodes.back().get());
   }
   for (auto& nd : nodes) nd->Start();
@@ -71,11 +71,12 @@ Run OverLoopback(NodeId n, const std::string& codec, gossip::DecentralizedSgdOpt
   std::vector<std::unique_ptr<gossip::DecentralizedSgdNode>> nodes(n);
   std::vector<std::unique_ptr<testing::Endpoint>> eps;
   for (NodeId i = 0; i < n; ++i) {
-    eps.push_back(std::make_unique<testing::Endpoint>(i, testing::Creds(coordinator, static_cast<std::uint8_t>(i + 1)),
-                                                      testing::Policy(coordinator)));
+    eps.push_back(std::make_unique<testing::Endpoint>(
+        i, testing::Creds(coordinator, static_cast<std::uint8_t>(i + 1)), testing::Policy(coordinator)));
   }
   for (NodeId i = 0; i < n; ++i) {
-    for (NodeId j : {(i + 1) % n, (i + n - 1) % n}) eps[i]->AddPeer({j, "127.0.0.1", eps[j]->port(), std::nullopt});
+    for (NodeId j : {(i + 1) % n, (i + n - 1) % n})
+      eps[i]->AddPeer({j, "127.0.0.1", eps[j]->port(), std::nullopt});
   }
   // One RoundTopology per node: each node's executor reads its own.
   for (NodeId i = 0; i < n; ++i) {
@@ -84,8 +85,8 @@ Run OverLoopback(NodeId n, const std::string& codec, gossip::DecentralizedSgdOpt
   }
   for (NodeId i = 0; i < n; ++i) {
     eps[i]->Do([&, i] {
-      nodes[i] = std::make_unique<gossip::DecentralizedSgdNode>(eps[i]->env(), *topos[i], *learners[i], Initial(i),
-                                                                MakeCodec(codec, i), o, nullptr);
+      nodes[i] = std::make_unique<gossip::DecentralizedSgdNode>(eps[i]->env(), *topos[i], *learners[i],
+                                                                Initial(i), MakeCodec(codec, i), o, nullptr);
       eps[i]->env().SetSink(nodes[i].get());
     });
   }
@@ -99,7 +100,9 @@ Run OverLoopback(NodeId n, const std::string& codec, gossip::DecentralizedSgdOpt
   REQUIRE(testing::WaitFor(all_finished, std::chrono::seconds(60)));
   Run r;
   for (NodeId i = 0; i < n; ++i) {
-    eps[i]->Do([&, i] { r.params.emplace_back(nodes[i]->params().span().begin(), nodes[i]->params().span().end()); });
+    eps[i]->Do([&, i] {
+      r.params.emplace_back(nodes[i]->params().span().begin(), nodes[i]->params().span().end());
+    });
     CHECK(eps[i]->transport().stats().handshake_failures == 0);
   }
   for (auto& e : eps) e->Shutdown();

@@ -17,8 +17,9 @@ crypto::Bytes Pattern(std::size_t n) {
 
 TEST_CASE("A message is cut into BEGIN and CONTINUE records and reassembled byte for byte") {
   const std::size_t max_plain = 65519;
-  for (std::size_t n : {std::size_t{0}, std::size_t{1}, max_plain - kBeginHeaderSize, max_plain - kBeginHeaderSize + 1,
-                        std::size_t{200000}, std::size_t{3} * 65518 + 65506}) {
+  for (std::size_t n :
+       {std::size_t{0}, std::size_t{1}, max_plain - kBeginHeaderSize, max_plain - kBeginHeaderSize + 1,
+        std::size_t{200000}, std::size_t{3} * 65518 + 65506}) {
     CAPTURE(n);
     crypto::Bytes payload = Pattern(n);
     const std::size_t count = RecordCount(n, max_plain);

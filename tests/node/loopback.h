@@ -54,7 +54,8 @@ inline crypto::TrustPolicy Policy(const crypto::Identity& coordinator, const std
 }
 
 // Polls `cond` every 5 ms for up to `limit`.
-inline bool WaitFor(const std::function<bool()>& cond, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+inline bool WaitFor(const std::function<bool()>& cond,
+                    std::chrono::milliseconds limit = std::chrono::seconds(10)) {
   auto end = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < end) {
     if (cond()) return true;
@@ -92,10 +93,9 @@ class Endpoint {
     options.self = id;
     options.listen_host = std::move(host);
     env_ = std::make_unique<AsioEnv>(io_, id, 1);
-    transport_ = std::make_unique<Transport>(io_, std::move(creds), std::move(policy), options,
-                                             [this](NodeId from, ReceivedMessage m) {
-                                               env_->OnTransportMessage(from, std::move(m));
-                                             });
+    transport_ = std::make_unique<Transport>(
+        io_, std::move(creds), std::move(policy), options,
+        [this](NodeId from, ReceivedMessage m) { env_->OnTransportMessage(from, std::move(m)); });
     env_->SetTransport(transport_.get());
     env_->SetSink(&sink_);
     start_status_ = transport_->Start();

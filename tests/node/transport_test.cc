@@ -69,8 +69,8 @@ TEST_CASE("Two AsioEnvs exchange gossip messages through real handshakes, chunke
     CHECK(b.transport().stats().frames_rejected == 0);
     CHECK(a.transport().stats().messages_sent == 3);
     // Bytes on the wire: payload + 13-byte BEGIN header + per-frame tag and length.
-    const std::uint64_t payload = Model(0, 1)->EncodedSize() + Model(1, 1000)->EncodedSize() +
-                                  Model(2, 1'000'000)->EncodedSize();
+    const std::uint64_t payload =
+        Model(0, 1)->EncodedSize() + Model(1, 1000)->EncodedSize() + Model(2, 1'000'000)->EncodedSize();
     CHECK(a.transport().stats().bytes_sent >= payload);
     CHECK(a.transport().stats().bytes_sent < payload + payload / 100 + 4096);
   }

@@ -119,7 +119,8 @@ TEST_CASE("Scenario files: text and JSON, unknown fields and bad values named") 
 
 TEST_CASE("Every scenario in examples/ parses, validates, and names its run command") {
   int count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(MURMUR_SOURCE_DIR) + "/examples")) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(MURMUR_SOURCE_DIR) + "/examples")) {
     if (entry.path().extension() != ".textproto") continue;
     CAPTURE(entry.path().string());
     ++count;
