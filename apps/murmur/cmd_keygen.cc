@@ -29,17 +29,7 @@ int RunKeygen(int argc, char** argv) {
     ("h,help", "show this help");
   // clang-format on
   cxxopts::ParseResult args;
-  try {
-    args = options.parse(argc, argv);
-    if (!args.unmatched().empty())
-      return UsageError(kName, "unexpected argument '" + args.unmatched()[0] + "'");
-  } catch (const cxxopts::exceptions::exception& e) {
-    return UsageError(kName, e.what());
-  }
-  if (args.count("help")) {
-    std::printf("%s\n", options.help().c_str());
-    return kExitOk;
-  }
+  if (auto stop = ParseFlags(options, argc, argv, kName, &args)) return *stop;
   if (!args.count("out")) return UsageError(kName, "missing --out DIR");
   const std::string dir = args["out"].as<std::string>();
   if (dir.empty()) return UsageError(kName, "--out must not be empty");

@@ -83,17 +83,7 @@ int RunTopology(int argc, char** argv) {
   options.parse_positional({"kind"});
   options.positional_help("KIND");
   cxxopts::ParseResult args;
-  try {
-    args = options.parse(argc, argv);
-    if (!args.unmatched().empty())
-      return UsageError(kName, "unexpected argument '" + args.unmatched()[0] + "'");
-  } catch (const cxxopts::exceptions::exception& e) {
-    return UsageError(kName, e.what());
-  }
-  if (args.count("help")) {
-    std::printf("%s\n", options.help().c_str());
-    return kExitOk;
-  }
+  if (auto stop = ParseFlags(options, argc, argv, kName, &args)) return *stop;
   if (!args.count("kind")) return UsageError(kName, "missing KIND (one of: " + JoinKinds() + ")");
 
   topology::TopologySpec spec;

@@ -69,17 +69,7 @@ int RunTrain(int argc, char** argv) {
     ("h,help", "show this help");
   // clang-format on
   cxxopts::ParseResult args;
-  try {
-    args = options.parse(argc, argv);
-    if (!args.unmatched().empty())
-      return UsageError(kName, "unexpected argument '" + args.unmatched()[0] + "'");
-  } catch (const cxxopts::exceptions::exception& e) {
-    return UsageError(kName, e.what());
-  }
-  if (args.count("help")) {
-    std::printf("%s\n", options.help().c_str());
-    return kExitOk;
-  }
+  if (auto stop = ParseFlags(options, argc, argv, kName, &args)) return *stop;
   int epochs, batch, threads, warmup, step_epochs;
   double momentum, weight_decay;
   std::string model_spec, optimizer_name, schedule_name;

@@ -6,7 +6,10 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+
+#include <cxxopts.hpp>
 
 namespace murmur::cli {
 
@@ -34,6 +37,13 @@ inline constexpr int kExitUsage = 2;
 int UsageError(const std::string& command, const std::string& message);
 // Prints "murmur <command>: <message>" to stderr and returns kExitFailure.
 int Failure(const std::string& command, const std::string& message);
+
+// Parses a subcommand's flags into `*out`. Returns the exit code when the
+// command should stop here: kExitOk after printing --help (an option named
+// "help" must exist), kExitUsage after a one-line error for an unknown flag,
+// a bad value or a stray argument; nullopt to go on.
+std::optional<int> ParseFlags(cxxopts::Options& options, int argc, char** argv, const std::string& command,
+                              cxxopts::ParseResult* out);
 
 }  // namespace murmur::cli
 

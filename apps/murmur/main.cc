@@ -23,6 +23,22 @@ int Failure(const std::string& command, const std::string& message) {
   return kExitFailure;
 }
 
+std::optional<int> ParseFlags(cxxopts::Options& options, int argc, char** argv, const std::string& command,
+                              cxxopts::ParseResult* out) {
+  try {
+    *out = options.parse(argc, argv);
+  } catch (const cxxopts::exceptions::exception& e) {
+    return UsageError(command, e.what());
+  }
+  if (!out->unmatched().empty())
+    return UsageError(command, "unexpected argument '" + out->unmatched()[0] + "'");
+  if (out->count("help")) {
+    std::printf("%s\n", options.help().c_str());
+    return kExitOk;
+  }
+  return std::nullopt;
+}
+
 namespace {
 void PrintHelp(std::FILE* out) {
   std::fprintf(out,
