@@ -231,4 +231,8 @@ std::vector<std::uint32_t> RandomKIndices(std::size_t n, std::size_t k, const Ra
   return out;
 }
 
+std::shared_ptr<const Update> DenseF32Update(std::span<const float> v) {
+  return std::make_shared<const Update>(Update::Dense(v.size(), PackValues(v, {}, ValueCoding{}, 0)));
+}
+
 }  // namespace murmur::compression

@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -119,6 +120,9 @@ class Update {
   std::size_t varint_bytes_ = 0;
   std::size_t encoded_size_ = 0;
 };
+
+// The lossless dense update of `v` (fp32 values, no compressor state), shared.
+std::shared_ptr<const Update> DenseF32Update(std::span<const float> v);
 
 // k distinct indices in [0, n), sorted, drawn from a stream keyed by `key`
 // (Floyd's algorithm, Bentley & Floyd 1987, over a bitmap). REQUIRES: k <= n.

@@ -8,18 +8,6 @@
 
 namespace murmur::federated {
 
-namespace {
-
-UpdatePtr DenseUpdate(std::span<const float> v) {
-  static const std::shared_ptr<const compression::Compressor> kNone =
-      compression::MakeCompressor("none").value();
-  compression::CompressorState state;
-  Rng rng(0);
-  return kNone->Compress(v, Layout(), state, rng);
-}
-
-}  // namespace
-
 FedClient::FedClient(Env& env, NodeId server, LocalLearner& learner, const Layout& layout,
                      ClientOptions options)
     : env_(env),
@@ -125,20 +113,20 @@ void FedClient::Finish() {
       ci_[j] += dc[j];
     }
     updates.push_back(nullptr);
-    updates.push_back(DenseUpdate(dc));
+    updates.push_back(compression::DenseF32Update(dc));
   } else {
     updates.push_back(nullptr);
   }
   if (want_model) {
     r.flags = kFlagIsModel;
-    updates[0] = DenseUpdate(y_.span());
+    updates[0] = compression::DenseF32Update(y_.span());
   } else {
     if (options_.dp_clip > 0) {
       ClipToNorm(delta, options_.dp_clip);
       AddGaussianNoise(std::span<float>(delta), options_.dp_noise_stddev, rng_);
     }
-    updates[0] =
-        options_.upload ? options_.upload->Compress(delta, y_.layout(), state_, rng_) : DenseUpdate(delta);
+    updates[0] = options_.upload ? options_.upload->Compress(delta, y_.layout(), state_, rng_)
+                                 : compression::DenseF32Update(delta);
   }
   env_.Send(server_, std::make_shared<const FedMessage>(r, std::move(updates)));
 }

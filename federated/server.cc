@@ -7,18 +7,6 @@
 
 namespace murmur::federated {
 
-namespace {
-
-UpdatePtr Dense(std::span<const float> v) {
-  static const std::shared_ptr<const compression::Compressor> kNone =
-      compression::MakeCompressor("none").value();
-  compression::CompressorState state;
-  Rng rng(0);
-  return kNone->Compress(v, Layout(), state, rng);
-}
-
-}  // namespace
-
 FedServer::FedServer(Env& env, ParamVector x0, ServerOptions options, gossip::RoundObserver* observer)
     : env_(env),
       options_(std::move(options)),
@@ -91,9 +79,9 @@ void FedServer::SendTask(NodeId client) {
   if (options_.broadcast) {
     updates.push_back(options_.broadcast->Compress(x_.span(), x_.layout(), broadcast_state_, noise_rng_));
   } else {
-    updates.push_back(Dense(x_.span()));
+    updates.push_back(compression::DenseF32Update(x_.span()));
   }
-  if (options_.scaffold) updates.push_back(Dense(c_.span()));
+  if (options_.scaffold) updates.push_back(compression::DenseF32Update(c_.span()));
   pending_[client] = 1;
   ++outstanding_;
   task_round_[client] = round_;

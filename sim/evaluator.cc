@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/sysinfo.h"
 #include "ml/ml_learner.h"
 
 namespace murmur::sim {
@@ -61,6 +62,26 @@ EvalPoint Evaluator::Evaluate(const std::vector<const ParamVector*>& params) {
   p.avg_acc = avg.accuracy;
   p.avg_loss = avg.loss;
   return p;
+}
+
+void StampPoint(const Simulator& sim, NodeId nodes, std::uint64_t round, double wall_s, EvalPoint* p) {
+  p->round = round;
+  p->virtual_s = std::chrono::duration<double>(sim.now()).count();
+  p->wall_s = wall_s;
+  const TrafficStats t = sim.TotalTraffic();
+  p->bytes_sent = t.bytes_sent;
+  p->bytes_received = t.bytes_received;
+  p->messages_lost = t.messages_lost;
+  p->online = 0;
+  for (NodeId i = 0; i < nodes; ++i) p->online += sim.online(i);
+}
+
+void FinishSummary(const Simulator& sim, std::uint64_t rounds_done, double wall_s, RunSummary* summary) {
+  summary->rounds_done = rounds_done;
+  summary->wall_s = wall_s;
+  summary->virtual_s = std::chrono::duration<double>(sim.now()).count();
+  summary->peak_rss_bytes = PeakRssBytes();
+  summary->messages_sent = sim.TotalTraffic().messages_sent;
 }
 
 }  // namespace murmur::sim

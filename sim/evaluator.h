@@ -16,6 +16,8 @@
 #include "ml/dataset.h"
 #include "ml/model.h"
 #include "sim/metrics.h"
+#include "sim/runner.h"
+#include "sim/simulator.h"
 
 namespace murmur::sim {
 
@@ -36,5 +38,13 @@ class Evaluator {
   ThreadPool& pool_;
   ParamVector average_;
 };
+
+// Fills what every evaluation point records besides accuracy: the round, the
+// virtual and wall time, the network's traffic so far and how many of nodes
+// [0, nodes) are online (a federated server, an extra node, is not counted).
+void StampPoint(const Simulator& sim, NodeId nodes, std::uint64_t round, double wall_s, EvalPoint* p);
+
+// Fills the summary's totals at the end of a run.
+void FinishSummary(const Simulator& sim, std::uint64_t rounds_done, double wall_s, RunSummary* summary);
 
 }  // namespace murmur::sim

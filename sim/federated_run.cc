@@ -5,7 +5,6 @@
 #include <cmath>
 #include <sstream>
 
-#include "core/sysinfo.h"
 #include "federated/client.h"
 #include "federated/server.h"
 #include "gossip/codec.h"
@@ -20,8 +19,6 @@ namespace murmur::sim {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-Nanos Seconds(double s) { return Nanos(static_cast<std::int64_t>(s * 1e9)); }
 
 constexpr const char* kAlgorithms[] = {"fedavg",  "fedprox", "scaffold",   "fedavgm",
                                        "fedadam", "fedyogi", "fedadagrad", "fedbuff"};
@@ -47,6 +44,7 @@ class FederatedRun final : public gossip::RoundObserver {
   std::unique_ptr<World> world_;
   ProgressFn progress_;
   Clock::time_point start_;
+  double WallSeconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   std::unique_ptr<Simulator> sim_;
   std::vector<std::unique_ptr<ml::MlLearner>> learners_;
   std::vector<std::unique_ptr<federated::FedClient>> clients_;
@@ -68,7 +66,7 @@ Status FederatedRun::Build() {
   so.seed = s_.seed();
   so.threads = s_.threads() == 0 ? HardwareThreads() : static_cast<int>(s_.threads());
   so.network.loss = s_.loss();
-  so.network.extra_latency = Seconds(s_.latency_ms() / 1000);
+  so.network.extra_latency = FromSeconds(s_.latency_ms() / 1000);
   so.network.jitter = s_.jitter();
   sim_ = std::make_unique<Simulator>(so, std::move(devices));
 
@@ -77,7 +75,7 @@ Status FederatedRun::Build() {
   o.rounds = s_.rounds();
   o.clients_per_round = std::min<std::size_t>(s_.clients_per_round(), n);
   o.over_commit = s_.over_commit();
-  o.deadline = Seconds(s_.deadline());
+  o.deadline = FromSeconds(s_.deadline());
   o.partial_work = s_.partial_work();
   o.fednova = s_.fednova();
   o.scaffold = a == "scaffold";
@@ -176,15 +174,8 @@ void FederatedRun::OnRoundDone(NodeId, std::uint64_t round, double loss) {
 
 void FederatedRun::Evaluate(std::uint64_t round) {
   EvalPoint p = evaluator_->Evaluate({&server_->params()});
-  p.round = round;
-  p.virtual_s = std::chrono::duration<double>(sim_->now()).count();
-  p.wall_s = std::chrono::duration<double>(Clock::now() - start_).count();
+  StampPoint(*sim_, s_.nodes(), round, WallSeconds(), &p);
   p.train_loss = last_loss_;
-  TrafficStats t = sim_->TotalTraffic();
-  p.bytes_sent = t.bytes_sent;
-  p.bytes_received = t.bytes_received;
-  p.messages_lost = t.messages_lost;
-  for (NodeId i = 0; i < s_.nodes(); ++i) p.online += sim_->online(i);
   summary_.points.push_back(p);
   writer_->Write(p);
   if (progress_) progress_(round, s_.rounds(), &summary_.points.back());
@@ -193,24 +184,12 @@ void FederatedRun::Evaluate(std::uint64_t round) {
 RunSummary FederatedRun::Run(FederatedStats* stats) {
   Evaluate(0);
   auto on_change = [this](NodeId node, bool online) { server_->SetOnline(node, online); };
-  if (s_.churn_online() > 0) {
-    ChurnOptions co;
-    co.mean_online = Seconds(s_.churn_online());
-    StartMarkovChurn(*sim_, co, Seconds(s_.time_budget() > 0 ? s_.time_budget() : 1e7), on_change);
-  }
-  if (!s_.churn_trace().empty()) {
-    auto events = ReadChurnTrace(s_.churn_trace(), s_.nodes());
-    if (events.ok()) StartTraceChurn(*sim_, std::move(events).value(), on_change);
-  }
+  StartScenarioChurn(*sim_, s_, FromSeconds(s_.time_budget() > 0 ? s_.time_budget() : 1e7), on_change);
   for (NodeId i = 0; i < s_.nodes(); ++i) server_->SetOnline(i, sim_->online(i));
   sim_->At(Nanos(0), [this] { server_->Start(); });
-  sim_->RunUntil(s_.time_budget() > 0 ? Seconds(s_.time_budget()) : Nanos::max());
+  sim_->RunUntil(s_.time_budget() > 0 ? FromSeconds(s_.time_budget()) : Nanos::max());
   if (summary_.points.empty() || summary_.points.back().round != rounds_done_) Evaluate(rounds_done_);
-  summary_.rounds_done = rounds_done_;
-  summary_.wall_s = std::chrono::duration<double>(Clock::now() - start_).count();
-  summary_.virtual_s = std::chrono::duration<double>(sim_->now()).count();
-  summary_.peak_rss_bytes = PeakRssBytes();
-  summary_.messages_sent = sim_->TotalTraffic().messages_sent;
+  FinishSummary(*sim_, rounds_done_, WallSeconds(), &summary_);
   if (stats != nullptr) {
     stats->epsilon = server_->epsilon();
     stats->stop_reason = server_->finished() ? server_->stop_reason() : "time budget or no more events";

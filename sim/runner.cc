@@ -6,7 +6,6 @@
 #include <map>
 #include <sstream>
 
-#include "core/sysinfo.h"
 #include "gossip/decentralized_sgd.h"
 #include "gossip/gossip_learning.h"
 #include "gossip/gradient_tracking.h"
@@ -24,8 +23,6 @@ namespace murmur::sim {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-Nanos Seconds(double s) { return Nanos(static_cast<std::int64_t>(s * 1e9)); }
 
 // Uniform access to the nodes of any algorithm.
 class NodeRef {
@@ -74,6 +71,7 @@ class ScenarioRun final : public gossip::RoundObserver {
   std::unique_ptr<World> world_;
   ProgressFn progress_;
   Clock::time_point start_;
+  double WallSeconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   gossip::CodecSpec codec_spec_;
   std::unique_ptr<Simulator> sim_;
   std::vector<std::unique_ptr<ml::MlLearner>> learners_;
@@ -108,7 +106,7 @@ Status ScenarioRun::Build() {
   so.seed = s_.seed();
   so.threads = s_.threads() == 0 ? HardwareThreads() : static_cast<int>(s_.threads());
   so.network.loss = s_.loss();
-  so.network.extra_latency = Seconds(s_.latency_ms() / 1000);
+  so.network.extra_latency = FromSeconds(s_.latency_ms() / 1000);
   so.network.jitter = s_.jitter();
   sim_ = std::make_unique<Simulator>(so, world_->devices);
 
@@ -124,7 +122,7 @@ Status ScenarioRun::Build() {
                                                         Rng(s_.seed(), i, RngPurpose::kBatch)));
   }
   const double gamma = s_.gamma() > 0 ? s_.gamma() : (codec_spec_.full_model_safe ? 1.0 : 0.05);
-  const Nanos timeout = Seconds(s_.round_timeout());
+  const Nanos timeout = FromSeconds(s_.round_timeout());
   gossip::RoundTopology& topo = *world_->topology;
   for (NodeId i = 0; i < n; ++i) {
     Env& env = sim_->env(i);
@@ -157,8 +155,8 @@ Status ScenarioRun::Build() {
           7, env, topo, learner, std::move(x0), MakeCodec(i), o, this));
     } else {
       gossip::GossipLearningOptions o;
-      o.period = Seconds(s_.period());
-      o.horizon = Seconds(s_.period() * static_cast<double>(s_.rounds()));
+      o.period = FromSeconds(s_.period());
+      o.horizon = FromSeconds(s_.period() * static_cast<double>(s_.rounds()));
       o.local_steps = static_cast<int>(s_.local_steps());
       o.fanout = static_cast<int>(s_.fanout());
       o.age_weighted = s_.age_weighted();
@@ -199,17 +197,10 @@ void ScenarioRun::Evaluate(std::uint64_t round) {
   params.reserve(nodes_.size());
   for (const auto& n : nodes_) params.push_back(&n->params());
   EvalPoint p = evaluator_->Evaluate(params);
-  p.round = round;
-  p.virtual_s = std::chrono::duration<double>(sim_->now()).count();
-  p.wall_s = std::chrono::duration<double>(Clock::now() - start_).count();
+  StampPoint(*sim_, s_.nodes(), round, WallSeconds(), &p);
   double loss = 0;
   for (double l : last_loss_) loss += l;
   p.train_loss = loss / static_cast<double>(last_loss_.size());
-  TrafficStats t = sim_->TotalTraffic();
-  p.bytes_sent = t.bytes_sent;
-  p.bytes_received = t.bytes_received;
-  p.messages_lost = t.messages_lost;
-  for (NodeId i = 0; i < s_.nodes(); ++i) p.online += sim_->online(i);
   summary_.points.push_back(p);
   writer_->Write(p);
   if (progress_) progress_(round, s_.rounds(), &summary_.points.back());
@@ -219,36 +210,24 @@ RunSummary ScenarioRun::Run() {
   Evaluate(0);
   const bool gl = s_.algorithm() == "gossip-learning";
   const double horizon_s = gl ? s_.period() * static_cast<double>(s_.rounds()) : 0;
-  if (s_.churn_online() > 0) {
-    ChurnOptions co;
-    co.mean_online = Seconds(s_.churn_online());
-    double horizon = s_.time_budget() > 0 ? s_.time_budget() : (gl ? horizon_s : 1e9);
-    StartMarkovChurn(*sim_, co, Seconds(horizon), {});
-  }
-  if (!s_.churn_trace().empty()) {
-    auto events = ReadChurnTrace(s_.churn_trace(), s_.nodes());
-    if (events.ok()) StartTraceChurn(*sim_, std::move(events).value(), {});
-  }
+  const double churn_horizon_s = s_.time_budget() > 0 ? s_.time_budget() : (gl ? horizon_s : 1e9);
+  StartScenarioChurn(*sim_, s_, FromSeconds(churn_horizon_s), {});
   if (gl) {
     // Gossip learning has no rounds: evaluate every eval_every periods, and
     // count a "round" as one period (one wake-up per node on average).
     for (std::uint64_t r = s_.eval_every(); r <= s_.rounds(); r += s_.eval_every()) {
-      sim_->At(Seconds(s_.period() * static_cast<double>(r)), [this, r] {
+      sim_->At(FromSeconds(s_.period() * static_cast<double>(r)), [this, r] {
         rounds_done_ = r;
         Evaluate(r);
       });
     }
   }
   for (auto& n : nodes_) n->Start();
-  Nanos until = s_.time_budget() > 0 ? Seconds(s_.time_budget()) : Nanos::max();
-  if (gl) until = std::min(until, Seconds(horizon_s + 1e-9));
+  Nanos until = s_.time_budget() > 0 ? FromSeconds(s_.time_budget()) : Nanos::max();
+  if (gl) until = std::min(until, FromSeconds(horizon_s + 1e-9));
   sim_->RunUntil(until);
   if (summary_.points.empty() || summary_.points.back().round != rounds_done_) Evaluate(rounds_done_);
-  summary_.rounds_done = rounds_done_;
-  summary_.wall_s = std::chrono::duration<double>(Clock::now() - start_).count();
-  summary_.virtual_s = std::chrono::duration<double>(sim_->now()).count();
-  summary_.peak_rss_bytes = PeakRssBytes();
-  summary_.messages_sent = sim_->TotalTraffic().messages_sent;
+  FinishSummary(*sim_, rounds_done_, WallSeconds(), &summary_);
   return std::move(summary_);
 }
 

@@ -187,4 +187,17 @@ Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s) {
   return w;
 }
 
+void StartScenarioChurn(Simulator& sim, const proto::Scenario& s, Nanos horizon,
+                        const ChurnCallback& on_change) {
+  if (s.churn_online() > 0) {
+    ChurnOptions co;
+    co.mean_online = FromSeconds(s.churn_online());
+    StartMarkovChurn(sim, co, horizon, on_change);
+  }
+  if (!s.churn_trace().empty()) {
+    auto events = ReadChurnTrace(s.churn_trace(), s.nodes());
+    if (events.ok()) StartTraceChurn(sim, std::move(events).value(), on_change);
+  }
+}
+
 }  // namespace murmur::sim

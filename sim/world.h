@@ -17,6 +17,7 @@
 #include "ml/model.h"
 #include "ml/partition.h"
 #include "proto/scenario.pb.h"
+#include "sim/churn.h"
 #include "sim/device.h"
 #include "sim/mobility.h"
 #include "topology/schedule.h"
@@ -37,5 +38,10 @@ struct World {
 
 // Builds the world for `s`. Errors name the scenario field at fault.
 Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s);
+
+// Starts the scenario's churn on `sim`: Markov churn until `horizon` when
+// churn_online > 0, and the churn_trace's transitions when one is given.
+void StartScenarioChurn(Simulator& sim, const proto::Scenario& s, Nanos horizon,
+                        const ChurnCallback& on_change);
 
 }  // namespace murmur::sim
