@@ -184,7 +184,8 @@ void FederatedRun::Evaluate(std::uint64_t round) {
 RunSummary FederatedRun::Run(FederatedStats* stats) {
   Evaluate(0);
   auto on_change = [this](NodeId node, bool online) { server_->SetOnline(node, online); };
-  StartScenarioChurn(*sim_, s_, FromSeconds(s_.time_budget() > 0 ? s_.time_budget() : 1e7), on_change);
+  StartScenarioChurn(*sim_, s_, *world_, FromSeconds(s_.time_budget() > 0 ? s_.time_budget() : 1e7),
+                     on_change);
   for (NodeId i = 0; i < s_.nodes(); ++i) server_->SetOnline(i, sim_->online(i));
   sim_->At(Nanos(0), [this] { server_->Start(); });
   sim_->RunUntil(s_.time_budget() > 0 ? FromSeconds(s_.time_budget()) : Nanos::max());

@@ -190,6 +190,8 @@ void ScenarioRun::OnRoundDone(NodeId node, std::uint64_t round, double loss) {
   rounds_done_ = round + 1;
   if (progress_) progress_(rounds_done_, s_.rounds(), nullptr);
   if (rounds_done_ % s_.eval_every() == 0 || rounds_done_ == s_.rounds()) Evaluate(rounds_done_);
+  // Every node is done: stop, even though churn may still have events queued.
+  if (rounds_done_ == s_.rounds()) sim_->Stop();
 }
 
 void ScenarioRun::Evaluate(std::uint64_t round) {
@@ -211,7 +213,7 @@ RunSummary ScenarioRun::Run() {
   const bool gl = s_.algorithm() == "gossip-learning";
   const double horizon_s = gl ? s_.period() * static_cast<double>(s_.rounds()) : 0;
   const double churn_horizon_s = s_.time_budget() > 0 ? s_.time_budget() : (gl ? horizon_s : 1e9);
-  StartScenarioChurn(*sim_, s_, FromSeconds(churn_horizon_s), {});
+  StartScenarioChurn(*sim_, s_, *world_, FromSeconds(churn_horizon_s), {});
   if (gl) {
     // Gossip learning has no rounds: evaluate every eval_every periods, and
     // count a "round" as one period (one wake-up per node on average).

@@ -179,6 +179,11 @@ Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s) {
   Rng init(s.seed(), 0, RngPurpose::kInit);
   w->model->InitParams(w->initial, init);
   MURMUR_ASSIGN_OR_RETURN(w->devices, MakeDevices(s));
+  if (!s.churn_trace().empty()) {
+    auto trace = ReadChurnTrace(s.churn_trace(), s.nodes());
+    if (!trace.ok()) return trace.status().WithContext("scenario field 'churn_trace'");
+    w->churn_trace = std::move(trace).value();
+  }
   if (s.topology() == "vehicles") {
     MURMUR_RETURN_IF_ERROR(BuildVehicleTopology(s, *w));
   } else {
@@ -187,17 +192,14 @@ Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s) {
   return w;
 }
 
-void StartScenarioChurn(Simulator& sim, const proto::Scenario& s, Nanos horizon,
+void StartScenarioChurn(Simulator& sim, const proto::Scenario& s, const World& world, Nanos horizon,
                         const ChurnCallback& on_change) {
   if (s.churn_online() > 0) {
     ChurnOptions co;
     co.mean_online = FromSeconds(s.churn_online());
     StartMarkovChurn(sim, co, horizon, on_change);
   }
-  if (!s.churn_trace().empty()) {
-    auto events = ReadChurnTrace(s.churn_trace(), s.nodes());
-    if (events.ok()) StartTraceChurn(sim, std::move(events).value(), on_change);
-  }
+  if (!world.churn_trace.empty()) StartTraceChurn(sim, world.churn_trace, on_change);
 }
 
 }  // namespace murmur::sim

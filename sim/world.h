@@ -34,14 +34,15 @@ struct World {
   std::unique_ptr<ManhattanMobility> mobility;      // topology "vehicles"
   std::unique_ptr<gossip::RoundTopology> topology;  // what the nodes read
   std::string topology_description;
+  std::vector<ChurnEvent> churn_trace;  // from the scenario's churn_trace file, if any
 };
 
 // Builds the world for `s`. Errors name the scenario field at fault.
 Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s);
 
 // Starts the scenario's churn on `sim`: Markov churn until `horizon` when
-// churn_online > 0, and the churn_trace's transitions when one is given.
-void StartScenarioChurn(Simulator& sim, const proto::Scenario& s, Nanos horizon,
+// churn_online > 0, and the transitions of the world's churn trace.
+void StartScenarioChurn(Simulator& sim, const proto::Scenario& s, const World& world, Nanos horizon,
                         const ChurnCallback& on_change);
 
 }  // namespace murmur::sim

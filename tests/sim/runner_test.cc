@@ -117,6 +117,29 @@ TEST_CASE("Scenario files: text and JSON, unknown fields and bad values named") 
   CHECK(run.status().message().find("'partition'") != std::string::npos);
 }
 
+TEST_CASE("A run with churn and no time budget ends when the nodes finish their rounds") {
+  proto::Scenario s = Small();
+  s.set_devices("phone");
+  s.set_churn_online(2);
+  s.set_round_timeout(0.5);
+  auto run = RunScenario(s);
+  REQUIRE(run.ok());
+  CHECK(run->rounds_done == s.rounds());
+  CHECK(run->virtual_s < 1000);  // churn alone would go on until its horizon
+  std::uint32_t fewest = s.nodes();
+  for (const auto& p : run->points) fewest = std::min(fewest, p.online);
+  CHECK(fewest < s.nodes());  // churn did take nodes offline
+}
+
+TEST_CASE("A churn trace that cannot be read fails the run, naming the field and the file") {
+  proto::Scenario s = Small();
+  s.set_churn_trace("/nonexistent/churn.csv");
+  auto run = RunScenario(s);
+  REQUIRE_FALSE(run.ok());
+  CHECK(run.status().message().find("'churn_trace'") != std::string::npos);
+  CHECK(run.status().message().find("/nonexistent/churn.csv") != std::string::npos);
+}
+
 TEST_CASE("Every scenario in examples/ parses, validates, and names its run command") {
   int count = 0;
   for (const auto& entry :
