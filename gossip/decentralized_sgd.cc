@@ -35,6 +35,8 @@ DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, Lo
     acc_ = ParamVector(x_.layout());
   }
   if (options_.order == MixOrder::kCombineThenAdapt) delta_ = ParamVector(x_.layout());
+  round_ = ahead_ = options_.first_round;
+  if (round_ > 0) inbox_.Close(round_ - 1);  // earlier rounds are over
 }
 
 void DecentralizedSgdNode::Start() { BeginRound(); }
@@ -142,14 +144,36 @@ void DecentralizedSgdNode::OnMessage(NodeId from, MessagePtr msg) {
   }
   if (topology_.In(m->round()).At(self, from) <= 0) return;   // not an in-neighbour this round
   if (inbox_.Has(m->round(), Channel::kModel, from)) return;  // duplicate
+  const std::uint64_t round = m->round();
   inbox_.Add(from, std::move(m));
+  if (options_.catch_up && !choco_) {
+    std::uint64_t& latest = latest_[from];
+    latest = std::max(latest, round);
+  }
+  if (options_.catch_up && !choco_ && round > ahead_) {
+    ahead_ = round;
+    // A neighbour two rounds ahead will not send this round's model again.
+    if (ahead_ >= round_ + 2 && sent_ && trained_ && !mixing_ && !finished()) return Combine();
+  }
   MaybeCombine();
 }
 
 void DecentralizedSgdNode::MaybeCombine() {
   if (finished() || mixing_ || !sent_ || !trained_) return;
-  const auto row = topology_.In(round_).Row(env_.self());
-  std::size_t expected = row.size() - 1;  // every in-neighbour but self
+  const NodeId self = env_.self();
+  std::size_t expected = 0;  // every live in-neighbour but self
+  for (const auto& e : topology_.In(round_).Row(self)) {
+    if (e.col == self) continue;
+    const bool has = inbox_.Has(round_, Channel::kModel, e.col);
+    // catch_up: a neighbour already past this round without its message here
+    // sent it before this node was listening (a restart); it will not come.
+    bool gone = false;
+    if (options_.catch_up && !choco_) {
+      auto it = latest_.find(e.col);
+      gone = it != latest_.end() && it->second > round_;
+    }
+    if (has || ((!options_.peer_alive || options_.peer_alive(e.col)) && !gone)) ++expected;
+  }
   if (inbox_.Count(round_, Channel::kModel) >= expected) Combine();
 }
 
@@ -175,6 +199,12 @@ void DecentralizedSgdNode::Combine() {
       [this] {
         mixing_ = false;
         const std::uint64_t done = round_++;
+        if (options_.catch_up && !choco_ && ahead_ > round_ && ahead_ < options_.rounds) {
+          MURMUR_LOG(kInfo) << "node " << env_.self() << ": catching up from round " << round_ << " to "
+                            << ahead_;
+          round_ = ahead_;
+          inbox_.Close(round_ - 1);  // the skipped rounds' messages
+        }
         if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), done, loss_);
         BeginRound();
       });

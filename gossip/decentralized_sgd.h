@@ -29,6 +29,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -53,6 +55,17 @@ struct DecentralizedSgdOptions {
   // Every node starts from the same x0 (a shared seed), so every public copy
   // x^_j can start at x0 instead of 0 and only training progress is sent.
   bool common_init = false;
+  // The first round this node runs (a daemon resuming from a checkpoint after
+  // round r starts at r); the node still stops before round `rounds`.
+  std::uint64_t first_round = 0;
+  // Full-model mode only: a node that finds a neighbour two or more rounds
+  // ahead (it was down, or slow past the timeouts) ends its round at once and
+  // jumps to the neighbour's round instead of timing out round after round.
+  bool catch_up = false;
+  // Whether a neighbour is worth waiting for (a membership view; empty: all
+  // are). A round ends once every live in-neighbour's message is in; call
+  // PeersChanged() when the answer changes.
+  std::function<bool(NodeId)> peer_alive;
 };
 
 class DecentralizedSgdNode final : public MessageSink {
@@ -66,6 +79,8 @@ class DecentralizedSgdNode final : public MessageSink {
 
   void Start();
   void OnMessage(NodeId from, MessagePtr msg) override;
+  // The membership view changed: the round may now be complete.
+  void PeersChanged() { MaybeCombine(); }
 
   const ParamVector& params() const { return x_; }
   std::uint64_t round() const { return round_; }
@@ -98,6 +113,8 @@ class DecentralizedSgdNode final : public MessageSink {
   UpdatePtr outgoing_;
   RoundInbox inbox_;
   std::uint64_t round_ = 0;
+  std::uint64_t ahead_ = 0;                 // catch_up: the highest round seen from an in-neighbour
+  std::map<NodeId, std::uint64_t> latest_;  // catch_up: the highest round seen from each
   bool sent_ = false;
   bool trained_ = false;
   bool mixing_ = false;  // between Combine and the end of its offloaded mixing

@@ -21,24 +21,44 @@ class FirstError final : public google::protobuf::io::ErrorCollector {
 };
 }  // namespace
 
-Result<proto::NodeConfig> ParseNodeConfig(const std::string& text, const std::string& origin) {
-  proto::NodeConfig c;
+namespace {
+// Parses `text` into *c: protobuf text, or JSON when it starts with '{'.
+Status ParseConfigText(const std::string& text, const std::string& origin, google::protobuf::Message* c) {
   const std::size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && text[first] == '{') {
     google::protobuf::util::JsonParseOptions opts;
     opts.ignore_unknown_fields = false;
-    auto st = google::protobuf::util::JsonStringToMessage(text, &c, opts);
+    auto st = google::protobuf::util::JsonStringToMessage(text, c, opts);
     if (!st.ok()) return Status::InvalidArgument(origin + ": " + std::string(st.message()));
-    return c;
+    return Status::Ok();
   }
   google::protobuf::TextFormat::Parser parser;
   FirstError errors;
   parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text, &c)) {
+  if (!parser.ParseFromString(text, c)) {
     return Status::InvalidArgument(origin + ": " +
-                                   (errors.first.empty() ? "not a valid NodeConfig" : errors.first));
+                                   (errors.first.empty() ? "not a valid " + c->GetTypeName() : errors.first));
   }
+  return Status::Ok();
+}
+}  // namespace
+
+Result<proto::NodeConfig> ParseNodeConfig(const std::string& text, const std::string& origin) {
+  proto::NodeConfig c;
+  MURMUR_RETURN_IF_ERROR(ParseConfigText(text, origin, &c));
   return c;
+}
+
+Result<proto::JobConfig> ParseJobConfig(const std::string& text, const std::string& origin) {
+  proto::JobConfig c;
+  MURMUR_RETURN_IF_ERROR(ParseConfigText(text, origin, &c));
+  return c;
+}
+
+Result<proto::JobConfig> LoadJobConfig(const std::string& path) {
+  auto text = crypto::ReadSmallFile(path, std::size_t{1} << 20);
+  if (!text.ok()) return text.status().WithContext("job '" + path + "'");
+  return ParseJobConfig(*text, path);
 }
 
 Result<proto::NodeConfig> LoadNodeConfig(const std::string& path) {
@@ -81,25 +101,15 @@ Status ValidateNodeConfig(const proto::NodeConfig& c) {
   MURMUR_RETURN_IF_ERROR(metrics.status().WithContext("config field 'metrics_listen'"));
   if (metrics->host != "127.0.0.1" && metrics->host != "::1")
     return Status::InvalidArgument("config field 'metrics_listen': metrics are served on loopback only");
-  const proto::JobConfig& j = c.job();
-  if (j.nodes() < 2) return Status::InvalidArgument("config field 'job.nodes': at least 2");
-  if (c.node_id() >= j.nodes())
-    return Status::InvalidArgument("config: node_id " + std::to_string(c.node_id()) +
-                                   " is not below job.nodes " + std::to_string(j.nodes()));
-  if (j.algorithm() != "dpsgd" && j.algorithm() != "dpsgd-cta")
-    return Status::InvalidArgument("config field 'job.algorithm': '" + j.algorithm() +
-                                   "' (murmurd runs dpsgd, dpsgd-cta)");
-  if (j.partition() != "iid") return Status::InvalidArgument("config field 'job.partition': only iid");
-  if (j.rounds() == 0 || j.batch() == 0 || j.local_steps() == 0 || j.checkpoint_every() == 0)
-    return Status::InvalidArgument(
-        "config: job.rounds, batch, local_steps and checkpoint_every must be positive");
-  if (!(j.lr() > 0) || !(j.round_timeout() > 0) || !(c.drain_timeout() >= 0) || !(c.linger() >= 0))
-    return Status::InvalidArgument("config: job.lr and job.round_timeout must be positive");
+  auto control = ParseHostPort(c.control_listen());
+  MURMUR_RETURN_IF_ERROR(control.status().WithContext("config field 'control_listen'"));
+  if (!(c.drain_timeout() >= 0) || !(c.linger() >= 0))
+    return Status::InvalidArgument("config: drain_timeout and linger must not be negative");
   std::set<std::uint32_t> ids;
   for (const auto& p : c.peers()) {
-    if (!p.has_id() || p.id() >= j.nodes() || p.id() == c.node_id() || !ids.insert(p.id()).second)
+    if (!p.has_id() || p.id() == c.node_id() || !ids.insert(p.id()).second)
       return Status::InvalidArgument("config field 'peers': id " + std::to_string(p.id()) +
-                                     " is missing, repeated, this node's own, or not below job.nodes");
+                                     " is missing, repeated, or this node's own");
     MURMUR_RETURN_IF_ERROR(ParseHostPort(p.address()).status().WithContext("config field 'peers.address'"));
   }
   return Status::Ok();

@@ -16,7 +16,10 @@ namespace murmur::node {
 Result<proto::NodeConfig> ParseNodeConfig(const std::string& text, const std::string& origin);
 // Reads (at most 1 MiB) and parses a config file.
 Result<proto::NodeConfig> LoadNodeConfig(const std::string& path);
-// Checks the fields parsing cannot: ids, addresses, rounds, the job's algorithm.
+// The same for a job (`murmur job submit`; unknown fields named).
+Result<proto::JobConfig> ParseJobConfig(const std::string& text, const std::string& origin);
+Result<proto::JobConfig> LoadJobConfig(const std::string& path);
+// Checks the fields parsing cannot: ids and addresses (the job: ValidateJobConfig).
 Status ValidateNodeConfig(const proto::NodeConfig& config);
 
 struct HostPort {

@@ -1,23 +1,22 @@
 #include "node/daemon.h"
 
 #include <csignal>
+#include <cstdio>
 #include <sstream>
+
+#include <google/protobuf/text_format.h>
 
 #include "core/log.h"
 #include "crypto/certificate.h"
 #include "crypto/file_io.h"
 #include "crypto/identity.h"
-#include "gossip/decentralized_sgd.h"
-#include "ml/dataset_spec.h"
-#include "ml/ml_learner.h"
-#include "ml/model_spec.h"
-#include "ml/partition.h"
 #include "node/asio_env.h"
 #include "node/checkpoint.h"
 #include "node/config.h"
+#include "node/control_server.h"
+#include "node/gossip_job.h"
 #include "node/metrics_server.h"
 #include "node/transport.h"
-#include "topology/factory.h"
 
 namespace murmur::node {
 
@@ -29,57 +28,67 @@ Result<crypto::SignPublicKey> CoordinatorKey(const std::string& text) {
     return crypto::ParsePublicKeyText(text);
   return crypto::LoadPublicKeyFile(text);
 }
+
+constexpr const char* kJobFile = "job.conf";
+constexpr const char* kJobStateFile = "job.state";
+
+proto::ControlResponse Refuse(std::string why) {
+  proto::ControlResponse r;
+  r.set_ok(false);
+  r.set_error(std::move(why));
+  return r;
+}
 }  // namespace
 
-class DaemonImpl final : public gossip::RoundObserver {
+class DaemonImpl {
  public:
   explicit DaemonImpl(proto::NodeConfig config) : config_(std::move(config)), signals_(io_) {}
-  ~DaemonImpl() override {
+  ~DaemonImpl() {
     if (transport_) transport_->Stop();
     if (metrics_) metrics_->Stop();
+    if (control_) control_->Stop();
     io_.stop();
-    env_.reset();  // joins the worker pool before the node goes
-    node_.reset();
+    env_.reset();  // joins the worker pool before the jobs go
+    job_.reset();
+    retired_.clear();
+    control_.reset();
     transport_.reset();
   }
 
   Status Init();
   Status Run(bool handle_signals);
   void RequestStop() {
-    asio::post(io_, [this] { BeginDrain("stop requested"); });
+    asio::post(io_, [this] { Shutdown("stop requested"); });
   }
-  void OnRoundDone(NodeId, std::uint64_t round, double loss) override;
 
   proto::NodeConfig config_;
   asio::io_context io_;
   asio::signal_set signals_;
-  ml::TrainTest data_;
-  std::unique_ptr<ml::Model> model_;
-  std::unique_ptr<ml::Partition> partition_;
-  std::unique_ptr<ml::MlLearner> learner_;
-  std::unique_ptr<gossip::RoundTopology> topology_;
   std::unique_ptr<AsioEnv> env_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<MetricsServer> metrics_;
-  std::unique_ptr<gossip::DecentralizedSgdNode> node_;
-  std::unique_ptr<ml::ModelWorkspace> eval_ws_;
+  std::unique_ptr<ControlServer> control_;
+  std::unique_ptr<GossipJob> job_;                   // the current or last job
+  std::vector<std::unique_ptr<GossipJob>> retired_;  // ended jobs; callbacks may still name them
+  std::string job_state_ = "idle";                   // idle, running, draining, done, stopped, failed
+  std::string job_error_;
   asio::steady_timer drain_timer_{io_};
-  std::uint64_t start_round_ = 0;
-  std::uint64_t total_rounds_ = 0;
-  std::atomic<std::uint64_t> rounds_done_{0};
-  std::atomic<double> accuracy_{-1};
-  std::atomic<double> loss_{0};
-  std::atomic<std::uint64_t> checkpoints_{0};
-  mutable std::mutex mu_;
-  std::vector<float> last_params_;  // guarded by mu_: the model after round rounds_done_
-  bool draining_ = false;
+  bool exit_after_job_ = false;  // the config's job: the daemon exits when it ends
+  bool shutting_down_ = false;
   bool done_ = false;
+  mutable std::mutex mu_;  // guards job_ pointer swaps against the accessors
 
  private:
-  std::string CheckpointPath() const { return config_.data_dir() + "/" + kCheckpointFile; }
-  void WriteCheckpoint();
+  std::string DataPath(const char* name) const { return config_.data_dir() + "/" + name; }
+  Status StartJob(const proto::JobConfig& job, bool resume);
+  void OnJobEnd(GossipJob::End how);
+  void SaveJobState();
   void BeginDrain(const std::string& why);
+  void Shutdown(const std::string& why);
   void Finish(Nanos linger);
+  proto::ControlResponse OnControl(const proto::ControlRequest& request, const crypto::PeerInfo& from);
+  proto::ControlResponse Submit(const proto::JobConfig& job);
+  proto::JobStatus JobStatus() const;
   std::string RenderMetrics() const;
 };
 
@@ -90,7 +99,6 @@ Status DaemonImpl::Init() {
     return Status::InvalidArgument("config field 'log_level': '" + config_.log_level() + "' is unknown");
   SetLogLevel(level);
   const NodeId self = config_.node_id();
-  const proto::JobConfig& job = config_.job();
 
   // Keys and admission.
   const std::string key_path =
@@ -105,62 +113,13 @@ Status DaemonImpl::Init() {
   auto creds = crypto::Credentials::Make(identity, cert);
   if (!creds.ok()) return creds.status().WithContext("certificate '" + cert_path + "'");
 
-  // Data, model, shard, learner.
-  auto data = ml::LoadDatasetSpec(job.dataset(), job.dataset_dir(), job.seed());
-  if (!data.ok()) return data.status().WithContext("config field 'job.dataset'");
-  data_ = std::move(data).value();
-  auto model = ml::MakeModel(job.model(), data_.train.dim, data_.train.num_classes);
-  if (!model.ok()) return model.status().WithContext("config field 'job.model'");
-  model_ = std::move(model).value();
-  Rng part_rng(job.seed(), 0, RngPurpose::kPartition);
-  partition_ = std::make_unique<ml::Partition>(
-      ml::PartitionIid(static_cast<std::size_t>(data_.train.num_samples), job.nodes(), part_rng));
-  ml::MlLearnerOptions learner_options;
-  learner_options.batch = static_cast<int>(job.batch());
-  learner_options.lr = job.lr();
-  learner_ = std::make_unique<ml::MlLearner>(*model_, data_.train, partition_->node(self), learner_options,
-                                             Rng(job.seed(), self, RngPurpose::kBatch));
-  eval_ws_ = model_->NewWorkspace();
-
-  // Topology: the same spec as the simulator's (static kinds).
-  topology::TopologySpec spec;
-  spec.kind = job.topology();
-  spec.nodes = job.nodes();
-  spec.seed = job.seed();
-  auto schedule = topology::MakeSchedule(spec);
-  if (!schedule.ok()) return schedule.status().WithContext("config field 'job.topology'");
-  if ((*schedule)->period() != 1)
-    return Status::InvalidArgument("config field 'job.topology': murmurd runs static topologies only");
-  topology_ = std::make_unique<gossip::RoundTopology>((*schedule)->At(0));
-  auto codec_spec = gossip::CodecSpec::Parse(job.compression());
-  if (!codec_spec.ok()) return codec_spec.status().WithContext("config field 'job.compression'");
-  if (!codec_spec->full_model_safe)
-    return Status::InvalidArgument(
-        "config field 'job.compression': murmurd runs full-model codecs (none, fp16, bf16, int8)");
-
-  // Initial model, or the checkpoint.
-  ParamVector x0(model_->layout());
-  Rng init(job.seed(), 0, RngPurpose::kInit);
-  model_->InitParams(x0, init);
-  auto ckpt = LoadCheckpoint(CheckpointPath(), x0.size());
-  if (ckpt.ok()) {
-    start_round_ = std::min(ckpt->round, job.rounds());
-    std::copy(ckpt->params.begin(), ckpt->params.end(), x0.data());
-    MURMUR_LOG(kInfo) << "node " << self << ": resuming from checkpoint after round " << start_round_;
-  } else if (ckpt.status().code() != StatusCode::kNotFound) {
-    return ckpt.status();
-  }
-  total_rounds_ = job.rounds();
-  rounds_done_ = start_round_;
-  last_params_.assign(x0.span().begin(), x0.span().end());
-
-  // Transport, Env, metrics.
+  // Transport, Env, metrics, control.
   TransportOptions to;
   to.self = self;
   MURMUR_ASSIGN_OR_RETURN(HostPort listen, ParseHostPort(config_.listen()));
   to.listen_host = listen.host;
   to.listen_port = listen.port;
-  to.seed = job.seed();
+  to.seed = config_.has_job() ? config_.job().seed() : self + 1;
   for (const auto& p : config_.peers()) {
     MURMUR_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(p.address()));
     PeerAddress pa{p.id(), hp.host, hp.port, std::nullopt};
@@ -170,104 +129,128 @@ Status DaemonImpl::Init() {
     to.peers.push_back(pa);
   }
   crypto::TrustPolicy policy{config_.network_id(), coordinator, crypto::kRoleNode};
-  env_ = std::make_unique<AsioEnv>(io_, self, job.seed(), static_cast<int>(std::max(1u, config_.threads())));
-  transport_ = std::make_unique<Transport>(
-      io_, std::move(creds).value(), policy, to,
-      [this](NodeId from, ReceivedMessage m) { env_->OnTransportMessage(from, std::move(m)); });
+  crypto::TrustPolicy operators{config_.network_id(), coordinator, crypto::kRoleOperator};
+  env_ = std::make_unique<AsioEnv>(io_, self, to.seed, static_cast<int>(std::max(1u, config_.threads())));
+  transport_ = std::make_unique<Transport>(io_, *creds, policy, to, [this](NodeId from, ReceivedMessage m) {
+    env_->OnTransportMessage(from, std::move(m));
+  });
   env_->SetTransport(transport_.get());
   MURMUR_RETURN_IF_ERROR(transport_->Start());
   metrics_ = std::make_unique<MetricsServer>(io_, [this] { return RenderMetrics(); });
   MURMUR_ASSIGN_OR_RETURN(HostPort mhp, ParseHostPort(config_.metrics_listen()));
   MURMUR_RETURN_IF_ERROR(metrics_->Start(mhp.host, mhp.port));
+  control_ = std::make_unique<ControlServer>(
+      io_, std::move(creds).value(), operators,
+      [this](const proto::ControlRequest& r, const crypto::PeerInfo& from) { return OnControl(r, from); });
+  MURMUR_ASSIGN_OR_RETURN(HostPort chp, ParseHostPort(config_.control_listen()));
+  MURMUR_RETURN_IF_ERROR(control_->Start(chp.host, chp.port));
   std::ostringstream ports;
-  ports << "transport " << transport_->port() << "\nmetrics " << metrics_->port() << "\n";
-  MURMUR_RETURN_IF_ERROR(
-      crypto::WriteFileAtomic(config_.data_dir() + "/ports", crypto::AsBytes(ports.str()), 0644));
+  ports << "transport " << transport_->port() << "\nmetrics " << metrics_->port() << "\ncontrol "
+        << control_->port() << "\n";
+  MURMUR_RETURN_IF_ERROR(crypto::WriteFileAtomic(DataPath("ports"), crypto::AsBytes(ports.str()), 0644));
 
-  gossip::DecentralizedSgdOptions o;
-  o.order = job.algorithm() == "dpsgd-cta" ? gossip::MixOrder::kCombineThenAdapt
-                                           : gossip::MixOrder::kAdaptThenCombine;
-  o.rounds = total_rounds_ - start_round_;
-  o.local_steps = static_cast<int>(job.local_steps());
-  o.round_timeout = Seconds(job.round_timeout());
-  auto codec = std::make_unique<gossip::Codec>(*codec_spec, self, model_->layout(),
-                                               Rng(job.seed(), self, RngPurpose::kCompression));
-  node_ = std::make_unique<gossip::DecentralizedSgdNode>(*env_, *topology_, *learner_, std::move(x0),
-                                                         std::move(codec), o, this);
-  env_->SetSink(node_.get());
+  // The job: the config's, or the one a restart interrupted.
+  if (config_.has_job()) {
+    exit_after_job_ = true;
+    MURMUR_RETURN_IF_ERROR(ValidateJobConfig(config_.job(), self).WithContext("config field 'job'"));
+    return StartJob(config_.job(), /*resume=*/true);
+  }
+  auto state = crypto::ReadSmallFile(DataPath(kJobStateFile), 4096);
+  auto text = crypto::ReadSmallFile(DataPath(kJobFile), std::size_t{1} << 20);
+  if (state.ok() && text.ok()) {
+    proto::JobConfig job;
+    if (!google::protobuf::TextFormat::ParseFromString(*text, &job))
+      return Status::DataLoss("'" + DataPath(kJobFile) +
+                              "' is not a valid JobConfig; remove it to start idle");
+    job_state_ = state->substr(0, state->find('\n'));
+    if (job_state_ == "running") {
+      MURMUR_LOG(kInfo) << "node " << self << ": resuming job " << job.job_id();
+      return StartJob(job, /*resume=*/true);
+    }
+    // A finished or stopped job: keep it for status until the next one.
+    auto ended = GossipJob::Create(job, *env_, DataPath(kCheckpointFile), nullptr);
+    if (ended.ok()) job_ = std::move(ended).value();
+  }
   return Status::Ok();
 }
 
-Status DaemonImpl::Run(bool handle_signals) {
-  if (handle_signals) {
-    signals_.add(SIGTERM);
-    signals_.add(SIGINT);
-    signals_.async_wait([this](const asio::error_code& ec, int sig) {
-      if (!ec) BeginDrain(sig == SIGTERM ? "SIGTERM" : "SIGINT");
-    });
+Status DaemonImpl::StartJob(const proto::JobConfig& job, bool resume) {
+  if (!resume) {
+    std::remove(DataPath(kCheckpointFile).c_str());
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(job, &text);
+    MURMUR_RETURN_IF_ERROR(crypto::WriteFileAtomic(DataPath(kJobFile), crypto::AsBytes(text), 0644));
   }
-  MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": listening on port " << transport_->port()
-                    << ", metrics on " << metrics_->port() << ", rounds " << start_round_ << ".."
-                    << total_rounds_;
-  if (start_round_ >= total_rounds_) {
-    Finish(Nanos(0));
-  } else {
-    asio::post(io_, [this] { node_->Start(); });
+  auto created =
+      GossipJob::Create(job, *env_, DataPath(kCheckpointFile), [this](GossipJob::End how) { OnJobEnd(how); });
+  if (!created.ok()) return created.status();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (job_) retired_.push_back(std::move(job_));
+    job_ = std::move(created).value();
   }
-  io_.run();
+  // Neighbours above this node must be dialable (the smaller id dials).
+  for (NodeId peer : job_->neighbours()) {
+    if (peer <= config_.node_id()) continue;
+    bool known = false;
+    for (const auto& p : config_.peers()) known = known || p.id() == peer;
+    if (!known)
+      MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": job " << job.job_id() << " neighbour "
+                           << peer << " has no address in 'peers'; waiting for it to be learned";
+  }
+  job_state_ = "running";
+  job_error_.clear();
+  if (!exit_after_job_) SaveJobState();
+  env_->SetSink(job_->sink());
+  GossipJob* started = job_.get();
+  asio::post(io_, [started] { started->Start(); });
   return Status::Ok();
 }
 
-void DaemonImpl::OnRoundDone(NodeId, std::uint64_t round, double loss) {
-  const std::uint64_t done = start_round_ + round + 1;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const auto p = node_->params().span();
-    last_params_.assign(p.begin(), p.end());
-  }
-  rounds_done_ = done;
-  loss_ = loss;
-  const proto::JobConfig& job = config_.job();
-  if (job.eval_every() > 0 && (done % job.eval_every() == 0 || done == total_rounds_)) {
-    accuracy_ = model_->Evaluate(node_->params(), data_.test, *eval_ws_).accuracy;
-    MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": round " << done << "/" << total_rounds_
-                      << " loss " << loss << " test accuracy " << accuracy_.load();
-  }
-  if (done % job.checkpoint_every() == 0 || done == total_rounds_ || draining_) WriteCheckpoint();
-  if (done == total_rounds_) {
-    Finish(Seconds(config_.linger()));
-  } else if (draining_) {
-    Finish(Nanos(0));
-  }
+void DaemonImpl::SaveJobState() {
+  Status st = crypto::WriteFileAtomic(DataPath(kJobStateFile), crypto::AsBytes(job_state_ + "\n"), 0644);
+  if (!st.ok()) MURMUR_LOG(kError) << "job state: " << st.ToString();
 }
 
-void DaemonImpl::WriteCheckpoint() {
-  Checkpoint c;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    c.params = last_params_;
-  }
-  c.round = rounds_done_;
-  Status st = SaveCheckpoint(CheckpointPath(), c);
-  if (!st.ok()) {
-    MURMUR_LOG(kError) << "checkpoint: " << st.ToString();
-    return;
-  }
-  ++checkpoints_;
+void DaemonImpl::OnJobEnd(GossipJob::End how) {
+  drain_timer_.cancel();
+  env_->SetSink(nullptr);
+  const char* what = how == GossipJob::End::kCompleted ? "completed"
+                     : how == GossipJob::End::kDrained ? "drained"
+                                                       : "abandoned";
+  MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": job " << job_->config().job_id() << " " << what
+                    << " after round " << job_->rounds_done();
+  if (how == GossipJob::End::kCompleted) {
+    job_state_ = "done";
+  } else if (!shutting_down_) {
+    job_state_ = "stopped";
+  }  // a shutdown leaves it "running" on disk: it resumes at the next start
+  if (!exit_after_job_ && !(shutting_down_ && how != GossipJob::End::kCompleted)) SaveJobState();
+  if (exit_after_job_)
+    return Finish(how == GossipJob::End::kCompleted ? Seconds(config_.linger()) : Nanos(0));
+  if (shutting_down_) Finish(Nanos(0));
 }
 
 void DaemonImpl::BeginDrain(const std::string& why) {
-  if (draining_ || done_) return;
-  draining_ = true;
-  MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": " << why << ", draining after round "
-                    << rounds_done_.load();
+  if (!job_ || job_->ended() || job_state_ == "draining") return;
+  job_state_ = "draining";
+  MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": " << why << ", draining job "
+                    << job_->config().job_id() << " after round " << job_->rounds_done();
+  job_->Drain();
   drain_timer_.expires_after(Seconds(config_.drain_timeout()));
   drain_timer_.async_wait([this](const asio::error_code& ec) {
-    if (ec || done_) return;
+    if (ec || !job_ || job_->ended()) return;
     MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": abandoning the round in progress";
-    WriteCheckpoint();
-    Finish(Nanos(0));
+    job_->Abandon();
   });
+}
+
+void DaemonImpl::Shutdown(const std::string& why) {
+  if (done_) return;
+  shutting_down_ = true;
+  if (job_ && !job_->ended()) return BeginDrain(why);
+  MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": " << why << ", exiting";
+  Finish(Nanos(0));
 }
 
 // Keeps serving peers for `linger` (they may still need this node's last
@@ -281,18 +264,112 @@ void DaemonImpl::Finish(Nanos linger) {
   timer->async_wait([this, timer](const asio::error_code&) {
     transport_->Stop();
     metrics_->Stop();
+    control_->Stop();
     asio::error_code ignored;
     signals_.cancel(ignored);
     io_.stop();
   });
 }
 
+Status DaemonImpl::Run(bool handle_signals) {
+  if (handle_signals) {
+    signals_.add(SIGTERM);
+    signals_.add(SIGINT);
+    signals_.async_wait([this](const asio::error_code& ec, int sig) {
+      if (!ec) Shutdown(sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    });
+  }
+  MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": listening on port " << transport_->port()
+                    << ", metrics on " << metrics_->port() << ", control on " << control_->port() << ", job "
+                    << (job_ ? job_->config().job_id() + " (" + job_state_ + ")" : std::string("none"));
+  io_.run();
+  return Status::Ok();
+}
+
+proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& request,
+                                             const crypto::PeerInfo& from) {
+  MURMUR_LOG(kInfo) << "control: request " << request.request_case() << " from operator "
+                    << crypto::ToHex(from.certificate.node_key).substr(0, 16);
+  proto::ControlResponse r;
+  switch (request.request_case()) {
+    case proto::ControlRequest::kSubmit: r = Submit(request.submit().job()); break;
+    case proto::ControlRequest::kStop:
+      if (!job_ || job_->ended()) return Refuse("no job is running");
+      if (request.stop().has_job_id() && request.stop().job_id() != job_->config().job_id())
+        return Refuse("the running job is '" + job_->config().job_id() + "', not '" +
+                      request.stop().job_id() + "'");
+      BeginDrain("operator stop");
+      r.set_ok(true);
+      break;
+    case proto::ControlRequest::kStatus: r.set_ok(true); break;
+    case proto::ControlRequest::kPeers:
+      r.set_ok(true);
+      for (const auto& p : config_.peers()) {
+        proto::PeerStatus* s = r.add_peers();
+        s->set_id(p.id());
+        s->set_address(p.address());
+        s->set_connected(transport_->IsConnected(p.id()));
+        s->set_state("configured");
+      }
+      break;
+    case proto::ControlRequest::kMetrics:
+      r.set_ok(true);
+      r.set_metrics(RenderMetrics());
+      break;
+    default: return Refuse("unknown request");
+  }
+  r.set_node_id(config_.node_id());
+  *r.mutable_job() = JobStatus();
+  return r;
+}
+
+proto::ControlResponse DaemonImpl::Submit(const proto::JobConfig& job) {
+  if (job_ && !job_->ended())
+    return Refuse("job '" + job_->config().job_id() + "' is " + job_state_ +
+                  "; stop it first (murmur job stop)");
+  if (shutting_down_) return Refuse("the daemon is shutting down");
+  Status st = ValidateJobConfig(job, config_.node_id());
+  if (!st.ok()) return Refuse(st.ToString());
+  // The same job again continues from its checkpoint, unless it completed.
+  const bool same = job_ && job_->config().job_id() == job.job_id();
+  if (same && job_state_ == "done")
+    return Refuse("job '" + job.job_id() + "' already completed; give the next job a new job_id");
+  if (same && job_->config().SerializeAsString() != job.SerializeAsString())
+    return Refuse("job '" + job.job_id() + "' exists with another configuration; give this one a new job_id");
+  st = StartJob(job, /*resume=*/same);
+  if (!st.ok()) {
+    job_state_ = "failed";
+    job_error_ = st.ToString();
+    return Refuse(st.ToString());
+  }
+  proto::ControlResponse r;
+  r.set_ok(true);
+  return r;
+}
+
+proto::JobStatus DaemonImpl::JobStatus() const {
+  proto::JobStatus s;
+  s.set_state(job_state_);
+  if (!job_error_.empty()) s.set_error(job_error_);
+  if (!job_) return s;
+  s.set_job_id(job_->config().job_id());
+  s.set_algorithm(job_->config().algorithm());
+  s.set_rounds_done(job_->rounds_done());
+  s.set_rounds_total(job_->config().rounds());
+  s.set_test_accuracy(job_->accuracy());
+  s.set_train_loss(job_->loss());
+  return s;
+}
+
 std::string DaemonImpl::RenderMetrics() const {
   const TransportStats& s = transport_->stats();
+  const bool job = job_ != nullptr;
   std::string out;
   out += PrometheusMetric("murmur_rounds_completed", "counter",
-                          "Gossip rounds completed, including before a resume.",
-                          static_cast<double>(rounds_done_.load()));
+                          "Gossip rounds completed by the current job, including before a resume.",
+                          static_cast<double>(job ? job_->rounds_done() : 0));
+  out += PrometheusMetric("murmur_job_running", "gauge", "1 while a job runs (or drains), else 0.",
+                          job && !job_->ended() ? 1.0 : 0.0);
   out += PrometheusMetric("murmur_bytes_sent_total", "counter", "Bytes written to peer connections.",
                           static_cast<double>(s.bytes_sent.load()));
   out += PrometheusMetric("murmur_bytes_received_total", "counter", "Bytes read from peer connections.",
@@ -311,12 +388,19 @@ std::string DaemonImpl::RenderMetrics() const {
   out +=
       PrometheusMetric("murmur_messages_undecodable_total", "counter",
                        "Received payloads that failed to decode.", static_cast<double>(env_->undecodable()));
+  out += PrometheusMetric("murmur_control_requests_total", "counter", "Operator requests answered.",
+                          static_cast<double>(control_->requests()));
+  out += PrometheusMetric("murmur_control_failures_total", "counter",
+                          "Operator connections refused: failed handshake, bad request, timeout.",
+                          static_cast<double>(control_->failures()));
+  out += PrometheusMetric("murmur_train_loss", "gauge", "Mean training loss of the last round.",
+                          job ? job_->loss() : 0.0);
   out +=
-      PrometheusMetric("murmur_train_loss", "gauge", "Mean training loss of the last round.", loss_.load());
-  out += PrometheusMetric("murmur_test_accuracy", "gauge",
-                          "Test accuracy at the last evaluation (-1: none yet).", accuracy_.load());
-  out += PrometheusMetric("murmur_checkpoints_written_total", "counter", "Checkpoints written.",
-                          static_cast<double>(checkpoints_.load()));
+      PrometheusMetric("murmur_test_accuracy", "gauge",
+                       "Test accuracy at the last evaluation (-1: none yet).", job ? job_->accuracy() : -1.0);
+  out += PrometheusMetric("murmur_checkpoints_written_total", "counter",
+                          "Checkpoints written by the current job.",
+                          static_cast<double>(job ? job_->checkpoints() : 0));
   return out;
 }
 
@@ -333,11 +417,18 @@ Status Daemon::Run(bool handle_signals) { return impl_->Run(handle_signals); }
 void Daemon::RequestStop() { impl_->RequestStop(); }
 std::uint16_t Daemon::port() const { return impl_->transport_->port(); }
 std::uint16_t Daemon::metrics_port() const { return impl_->metrics_->port(); }
-std::uint64_t Daemon::rounds_done() const { return impl_->rounds_done_; }
-double Daemon::last_accuracy() const { return impl_->accuracy_; }
+std::uint16_t Daemon::control_port() const { return impl_->control_->port(); }
+std::uint64_t Daemon::rounds_done() const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  return impl_->job_ ? impl_->job_->rounds_done() : 0;
+}
+double Daemon::last_accuracy() const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  return impl_->job_ ? impl_->job_->accuracy() : -1;
+}
 std::vector<float> Daemon::params() const {
   std::lock_guard<std::mutex> lock(impl_->mu_);
-  return impl_->last_params_;
+  return impl_->job_ ? impl_->job_->params() : std::vector<float>{};
 }
 
 }  // namespace murmur::node

@@ -1,17 +1,19 @@
 // Daemon: what murmurd runs. It loads the node's identity and certificate,
-// builds the job (model, the node's IID shard of the dataset, the topology
-// from topology::MakeSchedule, the codec), and runs
-// gossip::DecentralizedSgdNode on an AsioEnv over the secure Transport, with
-// Prometheus metrics on loopback and checkpoints in the data directory.
+// opens the secure Transport, the Prometheus endpoint and the operator's
+// control port, and runs gossip jobs (node/gossip_job.h) on an AsioEnv.
 //
-// Resume: a checkpoint (node/checkpoint.h) written after round r holds the
-// model; a restarted daemon starts from it and runs the remaining rounds. The
-// gossip node numbers its rounds from 0 again, so the daemons of a job must
-// resume together (the job restarts as a whole) — see docs/daemon.md.
+// Jobs: a job comes from the config's `job` block (the daemon runs it and
+// exits when it ends) or from an operator's `murmur job submit` (the daemon
+// keeps serving: status, peers, metrics, stop, the next job). The current job
+// and its state (running, stopped, done) are kept in the data directory, so a
+// daemon restarted mid-job (kill -9 included) resumes it from its checkpoint
+// and catches up with the peers that went on (docs/daemon.md).
 //
 // Stop: RequestStop() (SIGTERM in murmurd) lets the current round finish, or
 // abandons it after drain_timeout, writes a checkpoint of the last completed
-// round, and returns from Run() with OK.
+// round, and returns from Run() with OK; the job stays "running" on disk and
+// resumes at the next start. `murmur job stop` does the same to the job only
+// and marks it stopped.
 //
 // Thread-safety: Run() on one thread (it runs the io_context); RequestStop()
 // and the accessors from any thread.
@@ -36,14 +38,15 @@ class Daemon {
   static Result<std::unique_ptr<Daemon>> Create(const proto::NodeConfig& config);
   ~Daemon();
 
-  // Runs the job to its end (or a stop request). Also stops on SIGTERM and
-  // SIGINT when `handle_signals`.
+  // Serves until a stop request, or until the config's job ends. Also stops
+  // on SIGTERM and SIGINT when `handle_signals`.
   Status Run(bool handle_signals = false);
   void RequestStop();
 
   std::uint16_t port() const;
   std::uint16_t metrics_port() const;
-  std::uint64_t rounds_done() const;  // including rounds before a resume
+  std::uint16_t control_port() const;
+  std::uint64_t rounds_done() const;  // of the current or last job, including rounds before a resume
   // The model after the last completed round (valid once Run returned).
   std::vector<float> params() const;
   double last_accuracy() const;  // test accuracy of the last evaluation (-1: none yet)

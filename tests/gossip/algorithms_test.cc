@@ -87,7 +87,7 @@ TEST_CASE("D-PSGD averaging on a ring contracts consensus at the spectral rate a
   CHECK(d < 0.05 * d0);
 }
 
-TEST_CASE("CHOCO gossip with top-25% converges to the exact average; without error feedback it does not") {
+TEST_CASE("CHOCO gossip with top-25% converges to the exact average, without error feedback it does not") {
   const NodeId n = 8;
   for (const char* spec : {"topk:0.25", "topk:0.25,no-ef"}) {
     CAPTURE(spec);
@@ -114,7 +114,7 @@ TEST_CASE("CHOCO gossip with top-25% converges to the exact average; without err
   }
 }
 
-TEST_CASE("Gradient tracking reaches the exact optimum of heterogeneous objectives; D-PSGD keeps a bias") {
+TEST_CASE("Gradient tracking reaches the exact optimum of heterogeneous objectives, D-PSGD keeps a bias") {
   const NodeId n = 8;
   const double lr = 0.2;
   RoundTopology topo(topology::UniformWeights(topology::Ring(n)));

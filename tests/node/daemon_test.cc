@@ -17,6 +17,7 @@
 #include "node/checkpoint.h"
 #include "node/config.h"
 #include "node/daemon.h"
+#include "node/gossip_job.h"
 #include "sim/simulator.h"
 #include "tests/node/loopback.h"
 #include "topology/factory.h"
@@ -37,8 +38,14 @@ TEST_CASE("A config with a misspelled field is refused by name, in text and in J
       ParseNodeConfig("node_id: 1 network_id: \"fleet\" coordinator_key: \"k\" data_dir: \"/tmp\"", "cfg");
   REQUIRE(ok.ok());
   CHECK(ValidateNodeConfig(*ok).ok());
+  ok->mutable_job()->set_nodes(4);
+  CHECK(ValidateJobConfig(ok->job(), 1).ok());
+  CHECK(ValidateJobConfig(ok->job(), 4).message().find("node_id 4") != std::string::npos);
   ok->mutable_job()->set_algorithm("fedavg");
-  CHECK(ValidateNodeConfig(*ok).message().find("fedavg") != std::string::npos);
+  CHECK(ValidateJobConfig(ok->job(), 1).message().find("fedavg") != std::string::npos);
+  ok->mutable_job()->set_algorithm("dpsgd");
+  ok->mutable_job()->set_job_id("a b");
+  CHECK(ValidateJobConfig(ok->job(), 1).message().find("job_id") != std::string::npos);
   CHECK(ParseHostPort("[::1]:7001")->host == "::1");
   CHECK(ParseHostPort("127.0.0.1:7001")->port == 7001);
   CHECK_FALSE(ParseHostPort("::1:7001").ok());
@@ -183,7 +190,7 @@ std::vector<std::vector<float>> Simulate(const proto::NodeConfig& config) {
 }
 
 TEST_CASE(
-    "Four daemons on loopback run D-PSGD to the same models as the simulator; a restarted job resumes") {
+    "Four daemons on loopback run D-PSGD to the same models as the simulator, a restarted job resumes") {
   Cluster cluster;
   const std::uint64_t rounds = 20;
   std::vector<std::uint64_t> done;

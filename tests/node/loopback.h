@@ -34,12 +34,13 @@ inline crypto::Identity Seeded(std::uint8_t b) {
 // Credentials of identity `who` signed by `coordinator` for `network`, valid
 // from a minute ago for `valid_for` seconds (negative: expired).
 inline crypto::Credentials Creds(const crypto::Identity& coordinator, std::uint8_t who,
-                                 const std::string& network = "fleet", std::int64_t valid_for = 3600) {
+                                 const std::string& network = "fleet", std::int64_t valid_for = 3600,
+                                 std::uint8_t roles = crypto::kRoleNode) {
   crypto::Identity id = Seeded(who);
   crypto::Certificate c;
   c.node_key = id.public_key();
   c.network_id = network;
-  c.roles = crypto::kRoleNode;
+  c.roles = roles;
   c.serial = who;
   c.not_before = UnixNow() - 7200;
   c.not_after = UnixNow() + valid_for;

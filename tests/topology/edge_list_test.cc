@@ -59,7 +59,7 @@ TEST_CASE("The Petersen graph file: 3-regular, diameter 2, rho = 1/2 with unifor
   CHECK(bad.status().message() == "out_of_range.txt:5: node 99 out of range for 50 nodes");
 }
 
-TEST_CASE("Weighted files give custom weights; export round-trips") {
+TEST_CASE("Weighted files give custom weights, export round-trips") {
   auto f = ParseEdgeList("# triangle\n0 1 0.25\n1 2 0.25\n0 2 0.5  # heavier\n", "w.txt", 3,
                          Directedness::kUndirected);
   REQUIRE(f.ok());

@@ -82,7 +82,7 @@ TEST_CASE("Erdos-Renyi edge counts follow Binomial(n(n-1)/2, p)") {
   CHECK(ErdosRenyi(10, 1.0, 1).value().num_edges() == 45);
 }
 
-TEST_CASE("Watts-Strogatz keeps n d / 2 edges; beta = 0 is the ring lattice") {
+TEST_CASE("Watts-Strogatz keeps n d / 2 edges, beta = 0 is the ring lattice") {
   Graph lattice = WattsStrogatz(30, 4, 0.0, 1).value();
   for (NodeId i = 0; i < 30; ++i) {
     CHECK(lattice.HasEdge(i, (i + 1) % 30));

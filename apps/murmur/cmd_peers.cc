@@ -1,0 +1,44 @@
+// murmur peers: each daemon's view of its peers (address, session, membership state).
+#include <cstdio>
+
+#include "apps/murmur/command.h"
+#include "apps/murmur/operator.h"
+
+namespace murmur::cli {
+namespace {
+
+int RunPeers(int argc, char** argv) {
+  cxxopts::Options options("murmur peers", "each daemon's peers: address, secure session, membership state");
+  AddOperatorOptions(options);
+  options.add_options()("h,help", "show this help");
+  cxxopts::ParseResult args;
+  if (auto rc = ParseFlags(options, argc, argv, "peers", &args)) return *rc;
+  auto ctx = LoadOperatorContext(args);
+  if (!ctx.ok()) return UsageError("peers", ctx.status().ToString());
+  proto::ControlRequest request;
+  request.mutable_peers();
+  int bad = 0;
+  for (const DaemonReply& r : CallAll(*ctx, request)) {
+    if (!r.response.ok() || !r.response->ok()) {
+      std::printf("%s: %s\n", r.address.c_str(),
+                  r.response.ok() ? r.response->error().c_str() : r.response.status().ToString().c_str());
+      ++bad;
+      continue;
+    }
+    std::printf("node %u (%s): %d peers\n", r.response->node_id(), r.address.c_str(),
+                r.response->peers_size());
+    std::printf("  %-5s %-22s %-10s %-11s %s\n", "id", "address", "session", "membership", "incarnation");
+    for (const auto& p : r.response->peers()) {
+      std::printf("  %-5u %-22s %-10s %-11s %llu\n", p.id(), p.address().empty() ? "-" : p.address().c_str(),
+                  p.connected() ? "up" : "down", p.state().c_str(),
+                  static_cast<unsigned long long>(p.incarnation()));
+    }
+  }
+  return bad > 0 ? kExitFailure : kExitOk;
+}
+
+}  // namespace
+
+MURMUR_COMMAND("peers", "list each daemon's peers and their state", RunPeers);
+
+}  // namespace murmur::cli

@@ -1,0 +1,272 @@
+// The operator's control protocol: framing of control messages, who may use
+// the control port, and jobs submitted to idle daemons (submit, status, stop,
+// resubmit, refusals).
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "crypto/certificate.h"
+#include "crypto/frame_codec.h"
+#include "node/control_client.h"
+#include "node/control_codec.h"
+#include "node/daemon.h"
+#include "tests/node/loopback.h"
+
+namespace murmur::node {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Two ends of a completed Noise XX handshake, in memory.
+std::pair<crypto::SecureChannel, crypto::SecureChannel> ChannelPair() {
+  auto coordinator = testing::Seeded(90);
+  auto a = testing::Creds(coordinator, 91);
+  auto b = testing::Creds(coordinator, 92);
+  crypto::SecureHandshake i(crypto::HandshakeRole::kInitiator, a, testing::Policy(coordinator),
+                            testing::UnixNow());
+  crypto::SecureHandshake r(crypto::HandshakeRole::kResponder, b, testing::Policy(coordinator),
+                            testing::UnixNow());
+  while (!i.IsComplete() || !r.IsComplete()) {
+    crypto::Bytes m;
+    if (i.IsMyTurn()) {
+      REQUIRE(i.WriteMessage(&m).ok());
+      REQUIRE(r.ReadMessage(m).ok());
+    } else {
+      REQUIRE(r.WriteMessage(&m).ok());
+      REQUIRE(i.ReadMessage(m).ok());
+    }
+  }
+  return {i.MakeChannel(), r.MakeChannel()};
+}
+
+TEST_CASE("Control messages cross frames intact, and a length over the limit is refused from its 4 bytes") {
+  auto [send, receive] = ChannelPair();
+  crypto::Bytes message(200000);
+  for (std::size_t k = 0; k < message.size(); ++k) message[k] = static_cast<std::uint8_t>(k * 7 + 3);
+  crypto::Bytes wire;
+  REQUIRE(SealControlMessage(message, send, &wire).ok());
+  // 4 + 200000 bytes in pieces of 65519: 4 frames, each 4 + piece + 16.
+  CHECK(wire.size() == 4 * (4 + 16) + 4 + message.size());
+  crypto::FrameDecoder decoder(crypto::kConnectionFrameLimits);
+  std::vector<crypto::Bytes> frames;
+  REQUIRE(decoder.Feed(wire, &frames).ok());
+  REQUIRE(frames.size() == 4);
+  ControlMessageAssembler assembler;
+  for (const auto& f : frames) {
+    CHECK_FALSE(assembler.complete());
+    crypto::Bytes plain;
+    REQUIRE(receive.Open(f, &plain).ok());
+    REQUIRE(assembler.Add(plain).ok());
+  }
+  REQUIRE(assembler.complete());
+  CHECK(assembler.Take() == message);
+
+  ControlMessageAssembler hostile;
+  const std::uint8_t huge[4] = {0xff, 0xff, 0xff, 0xff};  // 4 GiB
+  CHECK(hostile.Add(huge).code() == StatusCode::kResourceExhausted);
+  ControlMessageAssembler overrun;
+  const std::uint8_t two[7] = {2, 0, 0, 0, 'a', 'b', 'c'};  // announces 2 bytes, carries 3
+  CHECK(overrun.Add(two).code() == StatusCode::kInvalidArgument);
+  crypto::Bytes too_big(kMaxControlMessage + 1);
+  crypto::Bytes out;
+  CHECK(SealControlMessage(too_big, send, &out).code() == StatusCode::kInvalidArgument);
+}
+
+// Three idle daemons (no job in their configs) and an operator.
+struct Fleet {
+  static constexpr NodeId kNodes = 3;
+  fs::path root;
+  crypto::Identity coordinator = testing::Seeded(50);
+  std::vector<std::unique_ptr<Daemon>> daemons;
+  std::vector<std::thread> threads;
+  std::vector<std::uint16_t> ports;
+
+  Fleet() {
+    root = fs::temp_directory_path() / std::string("murmur_control_").append(std::to_string(::getpid()));
+    fs::remove_all(root);
+    fs::create_directories(root);
+    REQUIRE(coordinator.Save(root.string(), true).ok());
+    for (NodeId i = 0; i < kNodes; ++i) {
+      asio::io_context io;
+      asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
+      ports.push_back(probe.local_endpoint().port());
+    }
+    for (NodeId i = 0; i < kNodes; ++i) {
+      const fs::path dir = root / std::string("n").append(std::to_string(i));
+      fs::create_directories(dir);
+      auto creds = testing::Creds(coordinator, static_cast<std::uint8_t>(i + 1));
+      REQUIRE(creds.identity.Save(dir.string(), true).ok());
+      REQUIRE(crypto::SaveCertificateFile((dir / "node.cert").string(), creds.certificate).ok());
+      proto::NodeConfig c;
+      c.set_node_id(i);
+      c.set_listen("127.0.0.1:" + std::to_string(ports[i]));
+      c.set_data_dir(dir.string());
+      c.set_coordinator_key((root / "identity.pub").string());
+      c.set_network_id("fleet");
+      c.set_log_level("error");
+      c.set_drain_timeout(2);
+      for (NodeId j = 0; j < kNodes; ++j) {
+        if (j == i) continue;
+        auto* p = c.add_peers();
+        p->set_id(j);
+        p->set_address("127.0.0.1:" + std::to_string(ports[j]));
+      }
+      auto d = Daemon::Create(c);
+      REQUIRE_MESSAGE(d.ok(), d.status().ToString());
+      daemons.push_back(std::move(d).value());
+    }
+    for (auto& d : daemons) threads.emplace_back([&d] { CHECK(d->Run().ok()); });
+  }
+  ~Fleet() {
+    for (auto& d : daemons) d->RequestStop();
+    for (auto& t : threads) t.join();
+    daemons.clear();
+    fs::remove_all(root);
+  }
+
+  std::string Control(NodeId i) const { return "127.0.0.1:" + std::to_string(daemons[i]->control_port()); }
+
+  Result<proto::ControlResponse> Call(NodeId i, const proto::ControlRequest& r,
+                                      std::uint8_t roles = crypto::kRoleOperator) const {
+    auto op = testing::Creds(coordinator, 77, "fleet", 3600, roles);
+    return CallDaemon(Control(i), op, testing::Policy(coordinator), r, std::chrono::seconds(10));
+  }
+
+  proto::ControlResponse Status(NodeId i) const {
+    proto::ControlRequest r;
+    r.mutable_status();
+    auto s = Call(i, r);
+    REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+    return *s;
+  }
+
+  static proto::JobConfig Job(const std::string& id, std::uint64_t rounds) {
+    proto::JobConfig job;
+    job.set_job_id(id);
+    job.set_dataset("synthetic:blobs");
+    job.set_model("softmax");
+    job.set_nodes(kNodes);
+    job.set_topology("ring");
+    job.set_rounds(rounds);
+    job.set_lr(0.05);
+    job.set_checkpoint_every(5);
+    job.set_eval_every(10);
+    job.set_round_timeout(2);
+    return job;
+  }
+
+  void SubmitAll(const proto::JobConfig& job) {
+    proto::ControlRequest r;
+    *r.mutable_submit()->mutable_job() = job;
+    for (NodeId i = 0; i < kNodes; ++i) {
+      auto s = Call(i, r);
+      REQUIRE_MESSAGE(s.ok(), s.status().ToString());
+      REQUIRE_MESSAGE(s->ok(), s->error());
+    }
+  }
+
+  // Polls every 100 ms (each poll is a handshake per daemon).
+  bool Poll(const std::function<bool()>& cond, std::chrono::seconds limit = std::chrono::seconds(60)) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+      if (cond()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return cond();
+  }
+  bool WaitState(const std::string& state, std::chrono::seconds limit = std::chrono::seconds(60)) {
+    return Poll(
+        [&] {
+          for (NodeId i = 0; i < kNodes; ++i)
+            if (Status(i).job().state() != state) return false;
+          return true;
+        },
+        limit);
+  }
+};
+
+TEST_CASE("Only operator certificates get answers on the control port, bad clients are cut off and counted") {
+  Fleet fleet;
+  proto::ControlResponse idle = fleet.Status(0);
+  CHECK(idle.ok());
+  CHECK(idle.node_id() == 0);
+  CHECK(idle.job().state() == "idle");
+
+  proto::ControlRequest r;
+  r.mutable_status();
+  auto as_node = fleet.Call(1, r, crypto::kRoleNode);  // a node certificate is not an operator's
+  REQUIRE_FALSE(as_node.ok());
+  CHECK(as_node.status().ToString().find("daemon 127.0.0.1:") != std::string::npos);
+
+  // Random bytes: the connection is closed; the daemon keeps answering.
+  {
+    asio::io_context io;
+    asio::ip::tcp::socket s(io);
+    s.connect({asio::ip::make_address("127.0.0.1"), fleet.daemons[1]->control_port()});
+    std::vector<std::uint8_t> junk(300, 0xA5);
+    asio::write(s, asio::buffer(junk));
+    std::array<std::uint8_t, 64> buf{};
+    asio::error_code ec;
+    s.read_some(asio::buffer(buf), ec);  // the daemon closes it
+    CHECK(ec);
+  }
+  r.Clear();
+  r.mutable_metrics();
+  auto m = fleet.Call(1, r);
+  REQUIRE(m.ok());
+  CHECK(m->metrics().find("murmur_control_failures_total 2") != std::string::npos);
+  CHECK(fleet.Status(1).job().state() == "idle");
+}
+
+TEST_CASE("A submitted job runs on idle daemons, status, stop, resubmission and refusals behave") {
+  Fleet fleet;
+  proto::ControlRequest bad;
+  auto bad_job = Fleet::Job("x", 10);
+  bad_job.set_algorithm("fedsgd");
+  *bad.mutable_submit()->mutable_job() = bad_job;
+  auto refused = fleet.Call(0, bad);
+  REQUIRE(refused.ok());
+  CHECK_FALSE(refused->ok());
+  CHECK(refused->error().find("fedsgd") != std::string::npos);
+
+  // A long job, stopped mid-way, then submitted again: it continues from its checkpoint.
+  const proto::JobConfig endless = Fleet::Job("long", 1000000);
+  fleet.SubmitAll(endless);
+  REQUIRE(fleet.Poll([&] { return fleet.Status(0).job().rounds_done() >= 20; }));
+  proto::ControlRequest other;
+  *other.mutable_submit()->mutable_job() = Fleet::Job("short", 150);
+  auto busy = fleet.Call(0, other);
+  REQUIRE(busy.ok());
+  CHECK_FALSE(busy->ok());
+  CHECK(busy->error().find("stop it first") != std::string::npos);
+  proto::ControlRequest stop;
+  stop.mutable_stop();
+  for (NodeId i = 0; i < Fleet::kNodes; ++i) REQUIRE(fleet.Call(i, stop).ok());
+  REQUIRE(fleet.WaitState("stopped"));
+  const std::uint64_t stopped_at = fleet.Status(0).job().rounds_done();
+  CHECK(stopped_at >= 20);
+  fleet.SubmitAll(endless);
+  CHECK(fleet.Status(0).job().rounds_done() >= stopped_at);  // from the checkpoint, not from 0
+  REQUIRE(fleet.Poll([&] { return fleet.Status(0).job().rounds_done() >= stopped_at + 20; }));
+  for (NodeId i = 0; i < Fleet::kNodes; ++i) REQUIRE(fleet.Call(i, stop).ok());
+  REQUIRE(fleet.WaitState("stopped"));
+
+  // The next job runs to completion, and a completed job is not run twice.
+  fleet.SubmitAll(Fleet::Job("short", 150));
+  REQUIRE(fleet.WaitState("done"));
+  for (NodeId i = 0; i < Fleet::kNodes; ++i) {
+    proto::ControlResponse s = fleet.Status(i);
+    CHECK(s.job().job_id() == "short");
+    CHECK(s.job().rounds_done() == 150);
+    CHECK(s.job().test_accuracy() > 0.9);  // synthetic blobs are separable
+  }
+  auto twice = fleet.Call(0, other);
+  REQUIRE(twice.ok());
+  CHECK(twice->error().find("already completed") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace murmur::node
