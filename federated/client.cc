@@ -16,7 +16,8 @@ FedClient::FedClient(Env& env, NodeId server, LocalLearner& learner, const Layou
       options_(std::move(options)),
       rng_(env.MakeRng(RngPurpose::kCompression)),
       x_(layout),
-      y_(layout) {
+      y_(layout),
+      dropout_rng_(env.MakeRng(RngPurpose::kSecureAggregation).Fork(0xD0)) {
   state_.node = env.self();
 }
 
@@ -31,10 +32,17 @@ int FedClient::TargetSteps() const {
 }
 
 void FedClient::OnMessage(NodeId from, MessagePtr msg) {
-  if (from != server_ || msg->kind() != kFedMessageKind || busy_) return;
+  if (from != server_) return;
+  if (msg->kind() == kSecAggMessageKind) {
+    if (secagg_) secagg_->OnMessage(from, static_cast<const SecAggMessage&>(*msg));
+    return;
+  }
+  if (msg->kind() != kFedMessageKind || busy_) return;
   auto m = std::static_pointer_cast<const FedMessage>(msg);
   const FedHeader& h = m->header();
   if (h.kind != FedKind::kTask || m->updates()[0]->size() != x_.size()) return;
+  const bool secure = options_.secagg.identity != nullptr;
+  if (secure != ((h.flags & kFlagSecureAggregation) != 0)) return;  // no update in the clear
   if (options_.scaffold && m->updates().size() != 2) return;
   task_ = h;
   x_.SetZero();
@@ -52,6 +60,13 @@ void FedClient::OnMessage(NodeId from, MessagePtr msg) {
   loss_sum_ = 0;
   started_ = env_.Now();
   deadline_ = h.budget_ns > 0 ? started_ + Nanos(h.budget_ns) : Nanos::max();
+  if (secure) {
+    SecAggClientOptions so = options_.secagg;
+    so.silent_after_share_keys =
+        options_.secagg_dropout > 0 && dropout_rng_.Bernoulli(options_.secagg_dropout);
+    secagg_ = std::make_unique<SecAggClient>(env_, server_, h.round, std::move(so));
+    secagg_->Start();  // keys go out while the client trains
+  }
   RunChunk();
 }
 
@@ -90,9 +105,20 @@ void FedClient::RunChunk() {
       });
 }
 
+void FedClient::SendMaskedResult() {
+  const std::size_t d = y_.size();
+  const double w = options_.num_samples / options_.secagg_weight_scale;
+  std::vector<double> v(d + 2);
+  for (std::size_t j = 0; j < d; ++j) v[j] = w * (static_cast<double>(y_[j]) - static_cast<double>(x_[j]));
+  v[d] = w;
+  v[d + 1] = w * (done_ > 0 ? loss_sum_ / done_ : 0);
+  secagg_->SetInput(v);
+}
+
 void FedClient::Finish() {
   busy_ = false;
   ++tasks_done_;
+  if (secagg_) return SendMaskedResult();
   FedHeader r;
   r.kind = FedKind::kResult;
   r.round = task_.round;

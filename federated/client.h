@@ -15,7 +15,13 @@
 //   - compressed uploads: Delta y goes through its compressor, whose
 //     CompressorState keeps the client's error-feedback residual across the
 //     rounds it is selected in (Seide et al. 2014; Karimireddy et al. 2019);
-//   - DP: client-side clipping of Delta y to C and Gaussian noise.
+//   - DP: client-side clipping of Delta y to C and Gaussian noise;
+//   - SecAgg+ (federated/secagg_client.h): on a task flagged for secure
+//     aggregation it advertises its keys at once, trains meanwhile, and
+//     answers with the masked vector [w Delta y, w, w loss], w = n_i / n_max
+//     (pre-scaled for sample-weighted FedAvg: the server divides the sum's
+//     first part by its w part). A client configured for SecAgg ignores
+//     tasks that are not, so it never sends its update in the clear.
 //
 // Thread-safety: one Env executor; training runs inside Env::Offload.
 #pragma once
@@ -25,6 +31,7 @@
 #include "compression/compressor.h"
 #include "core/learner.h"
 #include "federated/messages.h"
+#include "federated/secagg_client.h"
 
 namespace murmur::federated {
 
@@ -39,6 +46,10 @@ struct ClientOptions {
   double dp_clip = 0;                                     // client-side clipping norm (0: off)
   double dp_noise_stddev = 0;                             // client-side noise stddev per coordinate
   int chunks = 8;  // partial work: budget checked this many times per task
+  // SecAgg+ (off when secagg.identity is null).
+  SecAggClientOptions secagg;
+  double secagg_weight_scale = 1;  // n_max, a public bound on n_i: the weight sent is n_i / n_max
+  double secagg_dropout = 0;       // fault injection: chance per round of going silent after key sharing
 };
 
 class FedClient final : public MessageSink {
@@ -58,6 +69,7 @@ class FedClient final : public MessageSink {
   void RunChunk();
   void Finish();
   void Step(int steps);
+  void SendMaskedResult();
 
   Env& env_;
   NodeId server_;
@@ -75,6 +87,8 @@ class FedClient final : public MessageSink {
   Nanos started_{0}, deadline_{0};
   double loss_sum_ = 0;
   std::uint64_t tasks_done_ = 0;
+  std::unique_ptr<SecAggClient> secagg_;  // this round's session
+  Rng dropout_rng_;
 };
 
 }  // namespace murmur::federated

@@ -70,7 +70,8 @@ void FedServer::SendTask(NodeId client) {
   FedHeader h;
   h.kind = FedKind::kTask;
   h.round = round_;
-  if (options_.request_model && !options_.async) h.flags = kFlagWantModel;
+  if (options_.request_model && !options_.async && !options_.secure_aggregation) h.flags = kFlagWantModel;
+  if (options_.secure_aggregation) h.flags |= kFlagSecureAggregation;
   if (options_.partial_work && options_.deadline.count() > 0 && !options_.async) {
     h.budget_ns =
         static_cast<std::int64_t>(options_.work_fraction * static_cast<double>(options_.deadline.count()));
@@ -114,13 +115,17 @@ void FedServer::StartRound() {
   std::fill(pending_.begin(), pending_.end(), 0);
   const auto want = static_cast<std::size_t>(
       std::ceil(options_.over_commit * static_cast<double>(options_.clients_per_round) - 1e-9));
+  std::vector<NodeId> reached;
   for (NodeId c : selector_.Select(want, {})) {
     SendTask(c);
     if (!selector_.online(c)) {  // a task to an offline client is lost
       pending_[c] = 0;
       --outstanding_;
+    } else {
+      reached.push_back(c);
     }
   }
+  if (options_.secure_aggregation) return StartSecureRound(std::move(reached));
   if (options_.deadline.count() > 0) {
     const std::uint64_t r = round_;
     deadline_timer_ = env_.StartTimer(options_.deadline, [this, r] {
@@ -134,6 +139,7 @@ void FedServer::SetOnline(NodeId client, bool online) {
   if (client >= options_.num_clients) return;
   selector_.SetOnline(client, online);
   if (online || !pending_[client] || finished_) return;
+  if (secagg_) secagg_->ClientGone(client);
   pending_[client] = 0;
   --outstanding_;
   if (options_.async) {
@@ -145,10 +151,14 @@ void FedServer::SetOnline(NodeId client, bool online) {
 }
 
 void FedServer::MaybeClose() {
+  if (options_.secure_aggregation) return;  // the SecAgg session closes the round
   if (open_ && (results_ >= options_.clients_per_round || outstanding_ == 0)) CloseRound();
 }
 
 void FedServer::OnMessage(NodeId from, MessagePtr msg) {
+  if (msg->kind() == kSecAggMessageKind && secagg_ && from < options_.num_clients) {
+    return secagg_->OnMessage(from, static_cast<const SecAggMessage&>(*msg));
+  }
   if (msg->kind() != kFedMessageKind || from >= options_.num_clients || finished_) return;
   const auto& m = static_cast<const FedMessage&>(*msg);
   const FedHeader& h = m.header();

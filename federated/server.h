@@ -27,6 +27,14 @@
 // round; a round that would take epsilon past the budget is not run and the
 // server stops (stop_reason() says so).
 //
+// SecAgg+ (federated/secagg_server.h; synchronous FedAvg-family rounds
+// without DP, robust rules, SCAFFOLD or FedNova): tasks carry
+// kFlagSecureAggregation, and instead of results the server runs one
+// SecAggServer session with the selected online clients. Each client sends
+// [w Delta, w, w loss] masked; the server learns only the survivors' sum,
+// takes Delta = sum(w Delta) / sum(w) and applies it. An aborted session
+// leaves the model as it is (the round counts, stop_reason is unchanged).
+//
 // Thread-safety: one Env executor. The observer is told after each server update.
 #pragma once
 
@@ -40,6 +48,7 @@
 #include "federated/messages.h"
 #include "federated/privacy.h"
 #include "federated/robust.h"
+#include "federated/secagg_server.h"
 #include "federated/selection.h"
 #include "federated/strategy.h"
 #include "gossip/observer.h"
@@ -79,6 +88,10 @@ struct ServerOptions {
   AttackKind attack = AttackKind::kNone;
   double attack_scale = 1.0;
   std::vector<bool> attacker;
+  // SecAgg+ (length and timeouts are filled in by the server when 0: the
+  // input timeout defaults to the deadline).
+  bool secure_aggregation = false;
+  SecAggServerOptions secagg;
 };
 
 class FedServer final : public MessageSink {
@@ -100,6 +113,9 @@ class FedServer final : public MessageSink {
   std::uint64_t results_accepted() const { return accepted_; }
   std::uint64_t results_dropped() const { return dropped_; }
   std::size_t state_floats() const;
+  std::uint64_t secagg_rounds_aborted() const { return secagg_aborted_; }
+  std::uint64_t secagg_clients_dropped() const { return secagg_dropped_; }
+  const Status& secagg_last_status() const { return secagg_status_; }
 
  private:
   bool Buffered() const;
@@ -112,6 +128,8 @@ class FedServer final : public MessageSink {
   void Apply(std::span<double> delta);
   void Finish(std::string reason);
   void MaybeClose();
+  void StartSecureRound(std::vector<NodeId> clients);
+  void OnSecAggDone(SecAggOutcome outcome);
 
   Env& env_;
   ServerOptions options_;
@@ -139,6 +157,9 @@ class FedServer final : public MessageSink {
   std::vector<bool> held_attacker_;
   ParamVector scratch_;
   std::uint64_t accepted_ = 0, dropped_ = 0;
+  std::unique_ptr<SecAggServer> secagg_;
+  std::uint64_t secagg_aborted_ = 0, secagg_dropped_ = 0;
+  Status secagg_status_;
 };
 
 }  // namespace murmur::federated

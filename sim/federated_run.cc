@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "crypto/identity.h"
 #include "federated/client.h"
 #include "federated/server.h"
 #include "gossip/codec.h"
@@ -47,6 +48,7 @@ class FederatedRun final : public gossip::RoundObserver {
   double WallSeconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   std::unique_ptr<Simulator> sim_;
   std::vector<std::unique_ptr<ml::MlLearner>> learners_;
+  std::vector<crypto::Identity> identities_;  // SecAgg+ only
   std::vector<std::unique_ptr<federated::FedClient>> clients_;
   std::unique_ptr<federated::FedServer> server_;
   std::unique_ptr<Evaluator> evaluator_;
@@ -122,6 +124,32 @@ Status FederatedRun::Build() {
   }
   // Lossless both ways and no DP: clients return models, and FedAvg is exact.
   o.request_model = !upload && !o.broadcast && o.dp_clip == 0;
+  federated::SecAggParams secagg;
+  secagg.neighbours = s_.secagg_neighbours();
+  secagg.threshold = s_.secagg_threshold();
+  secagg.quantizer.bits = static_cast<int>(s_.secagg_bits());
+  secagg.quantizer.range = s_.secagg_range();
+  federated::SignKeyDirectory directory;
+  double max_samples = 1;
+  if (s_.secure_aggregation()) {
+    identities_.reserve(n);
+    for (NodeId i = 0; i < n; ++i) {
+      std::array<std::uint8_t, crypto::kSignSeedSize> seed{};
+      Rng rng(s_.seed(), i, RngPurpose::kSecureAggregation);
+      for (auto& b : seed) b = static_cast<std::uint8_t>(rng.NextU32());
+      identities_.push_back(crypto::Identity::FromSeed(seed));
+      max_samples = std::max(max_samples, static_cast<double>(world_->partition->node(i).size()));
+    }
+    directory = [this](NodeId id) -> const crypto::SignPublicKey* {
+      return id < identities_.size() ? &identities_[id].public_key() : nullptr;
+    };
+    o.secure_aggregation = true;
+    o.secagg.params = secagg;
+    o.secagg.directory = directory;
+    o.secagg.deterministic_seed = true;
+    o.secagg.key_timeout = FromSeconds(s_.secagg_timeout());
+    o.secagg.input_timeout = FromSeconds(s_.deadline() > 0 ? s_.deadline() : 600);
+  }
 
   ml::MlLearnerOptions lo;
   lo.batch = static_cast<int>(s_.batch());
@@ -144,6 +172,14 @@ Status FederatedRun::Build() {
       co.dp_clip = o.dp_clip;
       co.dp_noise_stddev = o.dp_noise * o.dp_clip / std::sqrt(static_cast<double>(o.clients_per_round));
     }
+    if (s_.secure_aggregation()) {
+      co.secagg.params = secagg;
+      co.secagg.identity = &identities_[i];
+      co.secagg.directory = directory;
+      co.secagg.deterministic_secrets = true;
+      co.secagg_weight_scale = max_samples;
+      co.secagg_dropout = s_.secagg_dropout();
+    }
     clients_.push_back(
         std::make_unique<federated::FedClient>(sim_->env(i), n, *learners_[i], world_->initial.layout(), co));
     sim_->SetSink(i, clients_.back().get());
@@ -159,6 +195,10 @@ Status FederatedRun::Build() {
   d << n << " clients + server, " << a << " (" << o.clients_per_round << " per round, aggregation "
     << s_.robust() << "), " << s_.model() << " (" << world_->initial.size() << " parameters), "
     << s_.dataset() << " " << s_.partition() << ", upload " << s_.upload_compression();
+  if (s_.secure_aggregation()) {
+    d << ", SecAgg+ (k " << s_.secagg_neighbours() << ", " << s_.secagg_bits() << " bits, R "
+      << s_.secagg_range() << ")";
+  }
   summary_.description = d.str();
   summary_.params_per_node = world_->initial.size();
   return Status::Ok();
@@ -197,6 +237,8 @@ RunSummary FederatedRun::Run(FederatedStats* stats) {
     stats->results_accepted = server_->results_accepted();
     stats->results_dropped = server_->results_dropped();
     stats->final_model.assign(server_->params().span().begin(), server_->params().span().end());
+    stats->secagg_rounds_aborted = server_->secagg_rounds_aborted();
+    stats->secagg_clients_dropped = server_->secagg_clients_dropped();
   }
   return std::move(summary_);
 }
@@ -255,6 +297,32 @@ Status ValidateFederatedScenario(const proto::Scenario& s) {
     auto c = gossip::CodecSpec::Parse(s.broadcast_compression());
     if (!c.ok()) return c.status().WithContext("scenario field 'broadcast_compression'");
     if (!c.value().full_model_safe) return bad("broadcast_compression", "must be none, fp16, bf16 or int8");
+  }
+  if (s.secure_aggregation()) {
+    const std::string& a = s.algorithm();
+    if (a == "scaffold" || a == "fedbuff")
+      return bad("secure_aggregation", "works with synchronous FedAvg-family rounds, not " + a);
+    if (robust.value().rule != federated::AggregationRule::kMean)
+      return bad("secure_aggregation", "needs robust = mean (the server sees only the sum)");
+    if (s.dp_clip() > 0) return bad("secure_aggregation", "does not combine with DP-FedAvg here");
+    if (s.fednova()) return bad("secure_aggregation", "does not combine with fednova");
+    if (s.upload_compression() != "none") return bad("secure_aggregation", "needs upload_compression = none");
+    if (s.attack() != "none") return bad("secure_aggregation", "needs attack = none");
+    if (s.clients_per_round() < 3)
+      return bad("clients_per_round", "must be at least 3 with secure_aggregation");
+    if (s.secagg_neighbours() % 2 != 0) return bad("secagg_neighbours", "must be even (or 0 for all)");
+    if (!(s.secagg_threshold() >= 0 && s.secagg_threshold() <= 1))
+      return bad("secagg_threshold", "must be in [0, 1]");
+    if (!(s.secagg_dropout() >= 0 && s.secagg_dropout() < 1))
+      return bad("secagg_dropout", "must be in [0, 1)");
+    if (!(s.secagg_timeout() > 0) || !std::isfinite(s.secagg_timeout()))
+      return bad("secagg_timeout", "must be > 0 seconds");
+    federated::QuantizerOptions q;
+    q.bits = static_cast<int>(std::min<std::uint32_t>(s.secagg_bits(), 64));
+    q.range = s.secagg_range();
+    const auto max_clients = static_cast<std::size_t>(std::ceil(s.over_commit() * s.clients_per_round()));
+    auto st = federated::SecAggQuantizer::Check(q, max_clients);
+    if (!st.ok()) return st.WithContext("scenario fields 'secagg_bits', 'secagg_range'");
   }
   if (s.rounds() < 1) return bad("rounds", "must be at least 1");
   if (s.eval_every() < 1) return bad("eval_every", "must be at least 1");

@@ -7,6 +7,12 @@
 // federated::FedServer and federated::FedClient running unchanged on their
 // SimEnvs; churn tells the server who is online.
 //
+// Secure aggregation (secure_aggregation: true): the server and clients run
+// SecAgg+ (federated/secagg_*.h) each round; every client has an Ed25519
+// identity derived from (seed, id) and the directory of all of them; the
+// weight is n_i / max_j n_j; secrets are drawn from the simulation's
+// streams so that runs repeat (they are not secret in a simulation).
+//
 // Algorithms: fedavg, fedprox (mu = prox_mu), scaffold, fedavgm, fedadam,
 // fedyogi, fedadagrad (server optimizers of Reddi et al. 2021), fedbuff
 // (asynchronous buffered aggregation). A "round" is one server update.
@@ -45,8 +51,10 @@ struct FederatedStats {
   double epsilon = 0;       // (epsilon, dp_delta) spent; 0 without DP
   std::string stop_reason;  // why the server stopped
   std::uint64_t results_accepted = 0;
-  std::uint64_t results_dropped = 0;  // stragglers and late results
-  std::vector<float> final_model;     // the server's global model at the end
+  std::uint64_t results_dropped = 0;         // stragglers and late results
+  std::vector<float> final_model;            // the server's global model at the end
+  std::uint64_t secagg_rounds_aborted = 0;   // SecAgg+ rounds that could not be unmasked
+  std::uint64_t secagg_clients_dropped = 0;  // clients that shared keys but sent no masked input
 };
 // As RunFederatedScenario, also filling `stats`.
 Result<RunSummary> RunFederatedScenario(const proto::Scenario& s, const ProgressFn& progress,

@@ -1,0 +1,112 @@
+// SecAgg+ inside the simulator's federated run: one FedAvg round with secure
+// aggregation lands within the quantization bound of the same round in the
+// clear (the bound computed here from the partition sizes and parameters);
+// runs with dropped clients keep training; bad fields are named.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/federated_run.h"
+#include "sim/world.h"
+
+namespace murmur::sim {
+namespace {
+
+proto::Scenario Blobs(std::uint32_t clients, std::uint64_t rounds) {
+  proto::Scenario s;
+  s.set_dataset("synthetic:blobs");
+  s.set_model("softmax");
+  s.set_algorithm("fedavg");
+  s.set_nodes(clients);
+  s.set_clients_per_round(clients);
+  s.set_rounds(rounds);
+  s.set_eval_every(rounds);
+  s.set_threads(2);
+  return s;
+}
+
+TEST_CASE("One SecAgg+ FedAvg round equals the plain round within the quantization bound") {
+  for (std::uint32_t k : {0u, 6u}) {
+    CAPTURE(k);
+    proto::Scenario s = Blobs(12, 1);
+    FederatedStats plain;
+    REQUIRE(RunFederatedScenario(s, {}, &plain).ok());
+    s.set_secure_aggregation(true);
+    s.set_secagg_neighbours(k);
+    s.set_secagg_bits(16);
+    s.set_secagg_range(2);
+    FederatedStats secure;
+    auto run = RunFederatedScenario(s, {}, &secure);
+    REQUIRE_MESSAGE(run.ok(), run.status().ToString());
+    CHECK(run->rounds_done == 1);
+    CHECK(secure.secagg_rounds_aborted == 0);
+    CHECK(secure.results_accepted == 12);
+
+    // Delta = A / W with A = sum_i w_i Delta_i, W = sum_i w_i, w_i = n_i / n_max. Each
+    // of A and W is off by at most e = m R / (2^16 - 1), so Delta is off by at most
+    // (e + |Delta| e) / (W - e), plus float32 rounding of the stored model.
+    auto world = BuildWorld(s).value();
+    double n_max = 0, total = 0;
+    for (NodeId i = 0; i < 12; ++i)
+      n_max = std::max(n_max, static_cast<double>(world->partition->node(i).size()));
+    for (NodeId i = 0; i < 12; ++i) total += static_cast<double>(world->partition->node(i).size()) / n_max;
+    const double e = 12 * 2.0 / 65535.0;
+    REQUIRE(secure.final_model.size() == plain.final_model.size());
+    double worst_excess = 0, worst = 0;
+    for (std::size_t j = 0; j < plain.final_model.size(); ++j) {
+      const double delta = std::abs(static_cast<double>(plain.final_model[j]) - world->initial[j]);
+      const double bound = (e + delta * e) / (total - e) + 2e-7 * (1 + std::abs(plain.final_model[j]));
+      const double diff = std::abs(static_cast<double>(secure.final_model[j]) - plain.final_model[j]);
+      worst = std::max(worst, diff);
+      worst_excess = std::max(worst_excess, diff - bound);
+    }
+    CHECK(worst_excess <= 0);
+    CHECK(worst > 0);
+  }
+}
+
+TEST_CASE("SecAgg+ runs with 10% and 30% dropouts after key sharing keep training") {
+  // k = 16 of 30 for 10%; the complete graph for 30%, where a neighbourhood of
+  // 16 (t = 9) would lose more than 7 often enough to abort some rounds.
+  for (double dropout : {0.1, 0.3}) {
+    CAPTURE(dropout);
+    const std::uint32_t k = dropout < 0.2 ? 16 : 0;
+    proto::Scenario s = Blobs(30, 8);
+    s.set_deadline(30);
+    FederatedStats plain;
+    auto base = RunFederatedScenario(s, {}, &plain);
+    REQUIRE(base.ok());
+    s.set_secure_aggregation(true);
+    s.set_secagg_neighbours(k);
+    s.set_secagg_dropout(dropout);
+    FederatedStats secure;
+    auto run = RunFederatedScenario(s, {}, &secure);
+    REQUIRE_MESSAGE(run.ok(), run.status().ToString());
+    CHECK(run->rounds_done == 8);
+    CHECK(secure.secagg_rounds_aborted == 0);
+    CHECK(secure.secagg_clients_dropped > 0);
+    CHECK(secure.secagg_clients_dropped + secure.results_accepted == 8 * 30);
+    CHECK(run->points.back().avg_acc >= base->points.back().avg_acc - 0.05);
+  }
+}
+
+TEST_CASE("SecAgg+ scenario fields are validated by name") {
+  proto::Scenario s = Blobs(10, 2);
+  s.set_secure_aggregation(true);
+  CHECK(ValidateFederatedScenario(s).ok());
+  s.set_algorithm("scaffold");
+  CHECK(ValidateFederatedScenario(s).message().find("'secure_aggregation'") != std::string::npos);
+  s.set_algorithm("fedavg");
+  s.set_secagg_neighbours(3);
+  CHECK(ValidateFederatedScenario(s).message().find("'secagg_neighbours'") != std::string::npos);
+  s.set_secagg_neighbours(4);
+  s.set_secagg_bits(30);  // 10 clients of 30 bits overflow 32 bits
+  CHECK(ValidateFederatedScenario(s).message().find("'secagg_bits'") != std::string::npos);
+  s.set_secagg_bits(20);
+  s.set_robust("median");
+  CHECK(ValidateFederatedScenario(s).message().find("robust = mean") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace murmur::sim
