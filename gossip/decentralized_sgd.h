@@ -20,6 +20,11 @@
 //    and goes out later: this is error feedback. gamma = 1 with a lossless C
 //    is exactly D-PSGD. The CHOCO form needs a static W.
 //
+// With whole models the node can mix robustly (options.mixing, see
+// gossip/robust_mixing.h): ClippedGossip clips each neighbour's pull
+// x_j - x_i before mixing, the neighbourhood median and trimmed mean replace
+// the weighted sum. CHOCO mixes only with `mean`.
+//
 // A round ends when a message from every in-neighbour has arrived or after
 // `round_timeout`; a neighbour that missed the deadline is left out of the
 // round and its weight falls back on the node itself.
@@ -38,6 +43,7 @@
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
 #include "gossip/observer.h"
+#include "gossip/robust_mixing.h"
 #include "gossip/round_topology.h"
 
 namespace murmur::gossip {
@@ -53,6 +59,8 @@ struct DecentralizedSgdOptions {
   // Every node starts from the same x0 (a shared seed), so every public copy
   // x^_j can start at x0 instead of 0 and only training progress is sent.
   bool common_init = false;
+  // How whole models are combined; anything but `mean` REQUIRES a full-model codec.
+  MixingOptions mixing;
 };
 
 class DecentralizedSgdNode final : public MessageSink {
@@ -80,6 +88,7 @@ class DecentralizedSgdNode final : public MessageSink {
   void MaybeCombine();
   void Combine();
   void Mix(const std::vector<Received>& got, const std::vector<float>& weights);
+  void MixFull(const std::vector<Received>& got, std::vector<float> weights);
 
   Env& env_;
   RoundTopology& topology_;
@@ -90,11 +99,12 @@ class DecentralizedSgdNode final : public MessageSink {
   bool choco_;
 
   ParamVector x_;
-  ParamVector acc_;        // full mode: the weighted sum of the round
-  ParamVector x_hat_;      // CHOCO: public copy
-  ParamVector s_;          // CHOCO: sum_j W_ij x^_j
-  ParamVector last_sent_;  // CHOCO without error feedback: x at the last send
-  ParamVector delta_;      // CTA: the local training step's change
+  ParamVector acc_;                          // full mode: the weighted sum of the round
+  ParamVector x_hat_;                        // CHOCO: public copy
+  ParamVector s_;                            // CHOCO: sum_j W_ij x^_j
+  ParamVector last_sent_;                    // CHOCO without error feedback: x at the last send
+  ParamVector delta_;                        // CTA: the local training step's change
+  std::vector<std::vector<float>> decoded_;  // robust mixing: received models that are not fp32
   UpdatePtr outgoing_;
   RoundInbox inbox_;
   std::uint64_t round_ = 0;
