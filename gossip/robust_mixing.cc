@@ -54,12 +54,17 @@ double AdaptiveClipRadius(std::span<const double> distances, std::span<const flo
                           std::size_t suspects) {
   MURMUR_CHECK(distances.size() == weights.size());
   if (suspects == 0 || distances.empty()) return std::numeric_limits<double>::infinity();
-  // Farthest first; ties by position, so the result does not depend on the sort.
-  std::vector<std::size_t> order(distances.size());
-  std::iota(order.begin(), order.end(), 0);
+  // A model with a non-finite coordinate is dropped by ClipWeights; it is
+  // neither suspected nor good here. The rest: farthest first, ties by
+  // position, so the result does not depend on the sort.
+  std::vector<std::size_t> order;
+  for (std::size_t j = 0; j < distances.size(); ++j) {
+    if (std::isfinite(distances[j])) order.push_back(j);
+  }
   std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return distances[a] > distances[b]; });
+                   [&](std::size_t x, std::size_t y) { return distances[x] > distances[y]; });
   const std::size_t b = std::min(suspects, order.size());
+  if (b == 0) return std::numeric_limits<double>::infinity();
   double delta = 0, good = 0;
   for (std::size_t k = 0; k < order.size(); ++k) {
     const std::size_t j = order[k];
@@ -81,6 +86,10 @@ double ClipRadius(const MixingOptions& options, std::span<const double> distance
 void ClipWeights(std::span<const double> distances, double tau, std::span<float> weights) {
   MURMUR_CHECK(distances.size() == weights.size() && tau >= 0);
   for (std::size_t j = 0; j < weights.size(); ++j) {
+    if (!std::isfinite(distances[j])) {
+      weights[j] = 0;  // CLIP of a vector with an infinite or NaN coordinate is not defined
+      continue;
+    }
     const double s = robust::ClipScale(distances[j], tau);
     if (s < 1) weights[j] = static_cast<float>(weights[j] * s);
   }
@@ -90,10 +99,20 @@ void MixNeighbourhood(const MixingOptions& options, std::span<const float> self,
                       std::span<const float* const> neighbours, std::span<float> out) {
   MURMUR_CHECK(options.rule == MixingRule::kMedian || options.rule == MixingRule::kTrimmedMean);
   const std::size_t d = self.size();
+  // Sorting needs an order: a model with a non-finite coordinate is left out.
+  auto finite = [](std::span<const float> x) {
+    return std::all_of(x.begin(), x.end(), [](float v) { return std::isfinite(v); });
+  };
   std::vector<std::span<const float>> all;
   all.reserve(neighbours.size() + 1);
-  all.push_back(self);
-  for (const float* p : neighbours) all.emplace_back(p, d);
+  if (finite(self)) all.push_back(self);
+  for (const float* p : neighbours) {
+    if (finite({p, d})) all.emplace_back(p, d);
+  }
+  if (all.empty()) {
+    std::copy(self.begin(), self.end(), out.begin());
+    return;
+  }
   std::vector<double> result(d);
   if (options.rule == MixingRule::kMedian) {
     robust::CoordinateMedian(all, result);

@@ -31,6 +31,10 @@
 // min(1, tau_i / d_j). ClipWeights returns the W_ij s_j, so the node mixes with
 // its usual kernel; when nothing is clipped the result is plain gossip, bit for bit.
 //
+// A neighbour's model with an infinite or NaN coordinate (a Byzantine node
+// may send one) is left out by every robust rule: its weight falls back on
+// the node, as for a neighbour that missed the round.
+//
 // Thread-safety: pure functions.
 #pragma once
 

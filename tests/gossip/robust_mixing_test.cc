@@ -102,6 +102,24 @@ TEST_CASE("Neighbourhood median and trimmed mean, coordinate by coordinate") {
   CHECK(out[1] == 8.0f);
 }
 
+TEST_CASE("A neighbour's model with NaN or infinity is left out by every robust rule") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  // Distances of such models are not finite: zero weight, and no part in the adaptive radius.
+  std::vector<double> d = {1, static_cast<double>(inf), static_cast<double>(nan), 2};
+  std::vector<float> w = {0.2f, 0.2f, 0.2f, 0.2f};
+  const double tau = AdaptiveClipRadius(d, w, 1);
+  CHECK(tau == doctest::Approx(1.0));  // the farthest finite one (2) suspected, the other (1) good
+  ClipWeights(d, tau, w);
+  CHECK(w == std::vector<float>{0.2f, 0.0f, 0.0f, 0.1f});
+  const std::vector<float> self = {0}, a = {1}, b = {nan}, c = {inf}, e = {3};
+  std::vector<const float*> n = {a.data(), b.data(), c.data(), e.data()};
+  std::vector<float> out(1);
+  MixingOptions median;
+  median.rule = MixingRule::kMedian;
+  MixNeighbourhood(median, self, n, out);
+  CHECK(out[0] == 1.0f);  // median of {0, 1, 3}
+}
+
 TEST_CASE("Mixing rules parse; bad specs are named") {
   CHECK(ParseMixingRule("mean").value().rule == MixingRule::kMean);
   auto adaptive = ParseMixingRule("clipped", 2).value();
