@@ -233,7 +233,20 @@ Status ScenarioRun::Build() {
     << world_->initial.size() << " parameters), " << s_.dataset() << " " << s_.partition() << ", compression "
     << s_.compression();
   if (s_.gossip_aggregation() != "mean") d << ", gossip aggregation " << s_.gossip_aggregation();
-  if (honest_ < n) d << ", " << n - honest_ << " Byzantine nodes (" << s_.attack() << ")";
+  if (honest_ < n) {
+    d << ", " << n - honest_ << " Byzantine nodes (" << s_.attack();
+    if (n - honest_ <= 8) {
+      const char* sep = "): ";
+      for (NodeId i = 0; i < n; ++i) {
+        if (coalition_->byzantine(i)) {
+          d << sep << i;
+          sep = ", ";
+        }
+      }
+    } else {
+      d << ")";
+    }
+  }
   summary_.description = d.str();
   summary_.params_per_node = world_->initial.size();
   summary_.learning_nodes = honest_;
