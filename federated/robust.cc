@@ -4,79 +4,9 @@
 #include <cmath>
 #include <numeric>
 
+#include "robust/rules.h"
+
 namespace murmur::federated {
-
-namespace {
-
-double SquaredDistance(std::span<const float> a, std::span<const float> b) {
-  double s = 0;
-  for (std::size_t j = 0; j < a.size(); ++j) {
-    const double d = static_cast<double>(a[j]) - b[j];
-    s += d * d;
-  }
-  return s;
-}
-
-void Mean(std::span<const std::span<const float>> u, std::span<const double> w, std::span<double> out) {
-  std::fill(out.begin(), out.end(), 0.0);
-  double total = 0;
-  for (std::size_t i = 0; i < u.size(); ++i) {
-    const double wi = w.empty() ? 1.0 : w[i];
-    total += wi;
-    for (std::size_t j = 0; j < out.size(); ++j) out[j] += wi * u[i][j];
-  }
-  for (double& v : out) v /= total;
-}
-
-void TrimmedMean(std::span<const std::span<const float>> u, std::size_t cut, std::span<double> out) {
-  std::vector<float> column(u.size());
-  const std::size_t k = u.size();
-  for (std::size_t j = 0; j < out.size(); ++j) {
-    for (std::size_t i = 0; i < k; ++i) column[i] = u[i][j];
-    std::sort(column.begin(), column.end());
-    double s = 0;
-    for (std::size_t i = cut; i < k - cut; ++i) s += column[i];
-    out[j] = s / static_cast<double>(k - 2 * cut);
-  }
-}
-
-void Median(std::span<const std::span<const float>> u, std::span<double> out) {
-  std::vector<float> column(u.size());
-  const std::size_t k = u.size(), mid = k / 2;
-  for (std::size_t j = 0; j < out.size(); ++j) {
-    for (std::size_t i = 0; i < k; ++i) column[i] = u[i][j];
-    std::nth_element(column.begin(), column.begin() + static_cast<std::ptrdiff_t>(mid), column.end());
-    double m = column[mid];
-    if (k % 2 == 0) {
-      m = 0.5 * (m + *std::max_element(column.begin(), column.begin() + static_cast<std::ptrdiff_t>(mid)));
-    }
-    out[j] = m;
-  }
-}
-
-void CenteredClipping(std::span<const std::span<const float>> u, double tau, int iters,
-                      std::span<const double> center, std::span<double> out) {
-  const std::size_t d = out.size();
-  if (center.empty()) {
-    std::fill(out.begin(), out.end(), 0.0);
-  } else {
-    std::copy(center.begin(), center.end(), out.begin());
-  }
-  std::vector<double> step(d);
-  for (int l = 0; l < iters; ++l) {
-    std::fill(step.begin(), step.end(), 0.0);
-    for (const auto& x : u) {
-      double n2 = 0;
-      for (std::size_t j = 0; j < d; ++j) n2 += (x[j] - out[j]) * (x[j] - out[j]);
-      const double n = std::sqrt(n2);
-      const double scale = n > tau ? tau / n : 1.0;
-      for (std::size_t j = 0; j < d; ++j) step[j] += scale * (x[j] - out[j]);
-    }
-    for (std::size_t j = 0; j < d; ++j) out[j] += step[j] / static_cast<double>(u.size());
-  }
-}
-
-}  // namespace
 
 Result<RobustOptions> ParseRobustRule(const std::string& spec) {
   RobustOptions o;
@@ -123,26 +53,6 @@ Result<RobustOptions> ParseRobustRule(const std::string& spec) {
   return o;
 }
 
-std::vector<double> KrumScores(std::span<const std::span<const float>> updates, std::size_t f) {
-  const std::size_t k = updates.size();
-  std::vector<double> dist(k * k, 0.0);
-  for (std::size_t a = 0; a < k; ++a) {
-    for (std::size_t b = a + 1; b < k; ++b)
-      dist[a * k + b] = dist[b * k + a] = SquaredDistance(updates[a], updates[b]);
-  }
-  const std::size_t nearest = k >= f + 2 ? k - f - 2 : 0;
-  std::vector<double> scores(k), row;
-  for (std::size_t a = 0; a < k; ++a) {
-    row.clear();
-    for (std::size_t b = 0; b < k; ++b) {
-      if (b != a) row.push_back(dist[a * k + b]);
-    }
-    std::sort(row.begin(), row.end());
-    scores[a] = std::accumulate(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(nearest), 0.0);
-  }
-  return scores;
-}
-
 Status Aggregate(const RobustOptions& options, std::span<const std::span<const float>> updates,
                  std::span<const double> weights, std::span<const double> center, std::span<double> out) {
   if (updates.empty()) return Status::InvalidArgument("aggregation of zero updates");
@@ -154,11 +64,11 @@ Status Aggregate(const RobustOptions& options, std::span<const std::span<const f
   }
   const std::size_t k = updates.size();
   switch (options.rule) {
-    case AggregationRule::kMean: Mean(updates, weights, out); break;
-    case AggregationRule::kMedian: Median(updates, out); break;
+    case AggregationRule::kMean: robust::Mean(updates, weights, out); break;
+    case AggregationRule::kMedian: robust::CoordinateMedian(updates, out); break;
     case AggregationRule::kTrimmedMean: {
       const auto cut = static_cast<std::size_t>(std::floor(options.trim_beta * static_cast<double>(k)));
-      TrimmedMean(updates, std::min(cut, (k - 1) / 2), out);
+      robust::TrimmedMean(updates, std::min(cut, (k - 1) / 2), out);
       break;
     }
     case AggregationRule::kKrum:
@@ -168,7 +78,7 @@ Status Aggregate(const RobustOptions& options, std::span<const std::span<const f
                                        " needs at least " + std::to_string(options.krum_f + 3) +
                                        " updates, got " + std::to_string(k));
       }
-      std::vector<double> scores = KrumScores(updates, options.krum_f);
+      std::vector<double> scores = robust::KrumScores(updates, options.krum_f);
       std::vector<std::size_t> order(k);
       std::iota(order.begin(), order.end(), 0);
       std::stable_sort(order.begin(), order.end(),
@@ -179,11 +89,11 @@ Status Aggregate(const RobustOptions& options, std::span<const std::span<const f
       }
       std::vector<std::span<const float>> chosen;
       for (std::size_t i = 0; i < m; ++i) chosen.push_back(updates[order[i]]);
-      Mean(chosen, {}, out);
+      robust::Mean(chosen, {}, out);
       break;
     }
     case AggregationRule::kCenteredClipping:
-      CenteredClipping(updates, options.clip_tau, options.clip_iters, center, out);
+      robust::CenteredClipping(updates, options.clip_tau, options.clip_iters, center, out);
       break;
   }
   return Status::Ok();

@@ -15,6 +15,9 @@
 // The robust rules need every update at once; the server holds them only
 // when the rule is not `mean`.
 //
+// The per-coordinate and distance computations are robust/rules.h; this
+// header adds the rule names, their parameters and the checks on the input.
+//
 // Thread-safety: pure functions.
 #pragma once
 
@@ -24,6 +27,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "robust/rules.h"
 
 namespace murmur::federated {
 
@@ -42,8 +46,9 @@ struct RobustOptions {
 Result<RobustOptions> ParseRobustRule(const std::string& spec);
 
 // Krum scores of every update (sum of squared distances to its K - f - 2
-// nearest others). REQUIRES: all updates of one size.
-std::vector<double> KrumScores(std::span<const std::span<const float>> updates, std::size_t f);
+// nearest others). REQUIRES: all updates of one size. The rule functions
+// themselves live in robust/rules.h, shared with robust gossip mixing.
+using robust::KrumScores;
 
 // Aggregates `updates` into `out` (size d) by `options.rule`. `weights` are the
 // sample weights used by `mean` (uniform when empty). `center` is centered

@@ -1,14 +1,33 @@
 #include "gossip/decentralized_sgd.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/check.h"
 #include "core/log.h"
+#include "robust/rules.h"
 
 namespace murmur::gossip {
 
 namespace {
 double SelfWeight(const topology::MixingMatrix& w, NodeId i) { return w.At(i, i); }
+
+// acc = own x + sum_k weights[k] inputs[k], in one fused pass over cache-sized
+// blocks that reads each input once and writes the result once.
+void MixDense(float own, const ParamVector& x, const std::vector<const float*>& inputs,
+              const std::vector<float>& weights, ParamVector& acc) {
+  constexpr std::size_t kBlock = 2048;
+  const std::size_t n = x.size();
+  for (std::size_t b = 0; b < n; b += kBlock) {
+    const auto len = static_cast<Eigen::Index>(std::min(kBlock, n - b));
+    Eigen::Map<Eigen::VectorXf> out(acc.data() + b, len);
+    out = own * Eigen::Map<const Eigen::VectorXf>(x.data() + b, len);
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      out += weights[k] * Eigen::Map<const Eigen::VectorXf>(inputs[k] + b, len);
+    }
+  }
+}
+
 }  // namespace
 
 DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, LocalLearner& learner,
@@ -24,6 +43,8 @@ DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, Lo
       x_(std::move(x0)) {
   MURMUR_CHECK_MSG(!choco_ || topology_.is_static(),
                    "CHOCO (compressed differences) needs a static topology");
+  MURMUR_CHECK_MSG(!choco_ || options_.mixing.rule == MixingRule::kMean,
+                   "robust mixing needs whole models (a full-model codec)");
   if (choco_) {
     // x^ starts at zero on every node and so does s (Koloskova et al.), and
     // the first rounds send the model itself, a little at a time; with a
@@ -191,7 +212,11 @@ void DecentralizedSgdNode::Combine() {
   std::vector<float> weights;
   weights.reserve(got->size());
   for (const Received& r : *got) weights.push_back(static_cast<float>(w.At(self, r.from)));
-  const double mix_flops = 2.0 * static_cast<double>(x_.size()) * static_cast<double>(got->size() + 2);
+  double mix_flops = 2.0 * static_cast<double>(x_.size()) * static_cast<double>(got->size() + 2);
+  // Robust rules read every model once more: distances, or the per-coordinate sort.
+  if (options_.mixing.rule != MixingRule::kMean) {
+    mix_flops += 3.0 * static_cast<double>(x_.size()) * static_cast<double>(got->size() + 1);
+  }
   // The vector work runs as offloaded work: in the simulator, mixing of all
   // nodes that finish a round at the same instant proceeds in parallel.
   env_.Offload(
@@ -220,25 +245,44 @@ void DecentralizedSgdNode::Mix(const std::vector<Received>& got, const std::vect
     // x += gamma (s - x^)
     x_.vec() += gamma * (s_.vec() - x_hat_.vec());
   } else {
+    MixFull(got, weights);
+  }
+  if (options_.order == MixOrder::kCombineThenAdapt) x_.vec() += delta_.vec();
+}
+
+void DecentralizedSgdNode::MixFull(const std::vector<Received>& got, std::vector<float> weights) {
+  const float gamma = static_cast<float>(options_.gamma);
+  const MixingOptions& rule = options_.mixing;
+  std::vector<const float*> dense;
+  for (const Received& r : got) dense.push_back(r.msg->update().dense_f32());
+  bool all_dense = std::find(dense.begin(), dense.end(), nullptr) == dense.end();
+  if (rule.rule != MixingRule::kMean && !all_dense) {
+    // Robust rules look at every coordinate of every model: decode the value codings once.
+    decoded_.resize(got.size());
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      if (dense[k] != nullptr) continue;
+      decoded_[k] = got[k].msg->update().ToDense();
+      dense[k] = decoded_[k].data();
+    }
+    all_dense = true;
+  }
+  if (rule.rule == MixingRule::kMedian || rule.rule == MixingRule::kTrimmedMean) {
+    MixNeighbourhood(rule, x_.span(), dense, acc_.span());
+  } else {
+    if (rule.rule == MixingRule::kClipped) {
+      // ClippedGossip as reweighting (gossip/robust_mixing.h): W_ij -> W_ij min(1, tau_i / d_j).
+      std::vector<double> distances(got.size());
+      for (std::size_t k = 0; k < got.size(); ++k) {
+        distances[k] = std::sqrt(robust::SquaredDistance({dense[k], x_.size()}, x_.span()));
+      }
+      ClipWeights(distances, ClipRadius(rule, distances, weights), weights);
+    }
     // acc = (1 - sum of received weights) x + sum_j W_ij x_j: a neighbour that
     // missed the round leaves its weight on the node itself.
     float own = 1.0f;
     for (float wij : weights) own -= wij;
-    std::vector<const float*> dense;
-    for (const Received& r : got) dense.push_back(r.msg->update().dense_f32());
-    if (std::find(dense.begin(), dense.end(), nullptr) == dense.end()) {
-      // Whole fp32 models: one fused pass in cache-sized blocks reads each
-      // input once and writes the result once.
-      constexpr std::size_t kBlock = 2048;
-      const std::size_t n = x_.size();
-      for (std::size_t b = 0; b < n; b += kBlock) {
-        const auto len = static_cast<Eigen::Index>(std::min(kBlock, n - b));
-        Eigen::Map<Eigen::VectorXf> acc(acc_.data() + b, len);
-        acc = own * Eigen::Map<const Eigen::VectorXf>(x_.data() + b, len);
-        for (std::size_t k = 0; k < dense.size(); ++k) {
-          acc += weights[k] * Eigen::Map<const Eigen::VectorXf>(dense[k] + b, len);
-        }
-      }
+    if (all_dense) {
+      MixDense(own, x_, dense, weights, acc_);
     } else {
       acc_.vec() = own * x_.vec();
       for (std::size_t k = 0; k < got.size(); ++k) {
@@ -246,13 +290,12 @@ void DecentralizedSgdNode::Mix(const std::vector<Received>& got, const std::vect
         MURMUR_CHECK_MSG(st.ok(), st.ToString());
       }
     }
-    if (gamma == 1.0f) {
-      std::swap(x_, acc_);  // x <- acc without a pass over memory
-    } else {
-      x_.vec() += gamma * (acc_.vec() - x_.vec());
-    }
   }
-  if (options_.order == MixOrder::kCombineThenAdapt) x_.vec() += delta_.vec();
+  if (gamma == 1.0f) {
+    std::swap(x_, acc_);  // x <- acc without a pass over memory
+  } else {
+    x_.vec() += gamma * (acc_.vec() - x_.vec());
+  }
 }
 
 }  // namespace murmur::gossip

@@ -20,6 +20,11 @@
 //    and goes out later: this is error feedback. gamma = 1 with a lossless C
 //    is exactly D-PSGD. The CHOCO form needs a static W.
 //
+// With whole models the node can mix robustly (options.mixing, see
+// gossip/robust_mixing.h): ClippedGossip clips each neighbour's pull
+// x_j - x_i before mixing, the neighbourhood median and trimmed mean replace
+// the weighted sum. CHOCO mixes only with `mean`.
+//
 // A round ends when a message from every in-neighbour has arrived or after
 // `round_timeout`; a neighbour that missed the deadline is left out of the
 // round and its weight falls back on the node itself.
@@ -40,6 +45,7 @@
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
 #include "gossip/observer.h"
+#include "gossip/robust_mixing.h"
 #include "gossip/round_topology.h"
 
 namespace murmur::gossip {
@@ -66,6 +72,8 @@ struct DecentralizedSgdOptions {
   // are). A round ends once every live in-neighbour's message is in; call
   // PeersChanged() when the answer changes.
   std::function<bool(NodeId)> peer_alive;
+  // How whole models are combined; anything but `mean` REQUIRES a full-model codec.
+  MixingOptions mixing;
 };
 
 class DecentralizedSgdNode final : public MessageSink {
@@ -95,6 +103,7 @@ class DecentralizedSgdNode final : public MessageSink {
   void MaybeCombine();
   void Combine();
   void Mix(const std::vector<Received>& got, const std::vector<float>& weights);
+  void MixFull(const std::vector<Received>& got, std::vector<float> weights);
 
   Env& env_;
   RoundTopology& topology_;
@@ -105,11 +114,12 @@ class DecentralizedSgdNode final : public MessageSink {
   bool choco_;
 
   ParamVector x_;
-  ParamVector acc_;        // full mode: the weighted sum of the round
-  ParamVector x_hat_;      // CHOCO: public copy
-  ParamVector s_;          // CHOCO: sum_j W_ij x^_j
-  ParamVector last_sent_;  // CHOCO without error feedback: x at the last send
-  ParamVector delta_;      // CTA: the local training step's change
+  ParamVector acc_;                          // full mode: the weighted sum of the round
+  ParamVector x_hat_;                        // CHOCO: public copy
+  ParamVector s_;                            // CHOCO: sum_j W_ij x^_j
+  ParamVector last_sent_;                    // CHOCO without error feedback: x at the last send
+  ParamVector delta_;                        // CTA: the local training step's change
+  std::vector<std::vector<float>> decoded_;  // robust mixing: received models that are not fp32
   UpdatePtr outgoing_;
   RoundInbox inbox_;
   std::uint64_t round_ = 0;

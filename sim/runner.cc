@@ -6,11 +6,13 @@
 #include <map>
 #include <sstream>
 
+#include "federated/attack.h"
 #include "gossip/decentralized_sgd.h"
 #include "gossip/gossip_learning.h"
 #include "gossip/gradient_tracking.h"
 #include "gossip/push_sum.h"
 #include "ml/ml_learner.h"
+#include "sim/byzantine.h"
 #include "sim/churn.h"
 #include "sim/evaluator.h"
 #include "sim/federated_run.h"
@@ -62,6 +64,7 @@ class ScenarioRun final : public gossip::RoundObserver {
 
  private:
   void Evaluate(std::uint64_t round);
+  Status BuildByzantine(gossip::MixingOptions* mixing);
   std::unique_ptr<gossip::Codec> MakeCodec(NodeId i) const {
     return std::make_unique<gossip::Codec>(codec_spec_, i, world_->initial.layout(),
                                            Rng(s_.seed(), i, RngPurpose::kCompression));
@@ -75,7 +78,10 @@ class ScenarioRun final : public gossip::RoundObserver {
   gossip::CodecSpec codec_spec_;
   std::unique_ptr<Simulator> sim_;
   std::vector<std::unique_ptr<ml::MlLearner>> learners_;
-  std::vector<std::unique_ptr<NodeRef>> nodes_;
+  std::vector<std::unique_ptr<NodeRef>> nodes_;  // null for a Byzantine node
+  std::unique_ptr<ByzantineCoalition> coalition_;
+  std::vector<std::unique_ptr<TapEnv>> taps_;
+  NodeId honest_ = 0;  // nodes that learn (all but the Byzantine ones)
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<MetricsWriter> writer_;
   std::vector<double> last_loss_;
@@ -83,6 +89,43 @@ class ScenarioRun final : public gossip::RoundObserver {
   std::uint64_t rounds_done_ = 0;
   RunSummary summary_;
 };
+
+// Byzantine-robust gossip (docs/security.md): the mixing rule, and the
+// Byzantine nodes with their attack.
+Status ScenarioRun::BuildByzantine(gossip::MixingOptions* mixing) {
+  const NodeId n = s_.nodes();
+  honest_ = n;
+  auto rule = gossip::ParseMixingRule(s_.gossip_aggregation(), s_.clip_suspects());
+  if (!rule.ok()) return rule.status().WithContext("scenario field 'gossip_aggregation'");
+  *mixing = rule.value();
+  if (mixing->rule != gossip::MixingRule::kMean && !codec_spec_.full_model_safe) {
+    return Status::InvalidArgument("scenario field 'gossip_aggregation': '" + s_.gossip_aggregation() +
+                                   "' mixes whole models; use compression none, fp16, bf16 or int8 (got '" +
+                                   s_.compression() + "')");
+  }
+  AttackParams params;
+  auto attack = ParseGossipAttack(s_.attack());
+  if (!attack.ok()) return attack.status().WithContext("scenario field 'attack'");
+  params.kind = attack.value();
+  std::vector<bool> byzantine = ChooseByzantine(n, s_.attack_fraction(), s_.seed());
+  std::size_t f = 0;
+  for (bool b : byzantine) f += b;
+  if (params.kind == GossipAttack::kNone || f == 0) return Status::Ok();
+  if (f >= n)
+    return Status::InvalidArgument("scenario field 'attack_fraction': no honest node would be left");
+  if (!codec_spec_.full_model_safe || !world_->topology->is_static()) {
+    return Status::InvalidArgument(
+        "scenario field 'attack': gossip attackers need whole models (compression "
+        "none, fp16, bf16 or int8) on a static topology (got '" +
+        s_.compression() + "' on '" + s_.topology() + "')");
+  }
+  params.scale = s_.attack_scale();
+  params.alie_z = federated::AlieZ(n, f);
+  coalition_ =
+      std::make_unique<ByzantineCoalition>(*sim_, world_->topology->In(0), std::move(byzantine), params);
+  honest_ = static_cast<NodeId>(n - f);
+  return Status::Ok();
+}
 
 Status ScenarioRun::Build() {
   const NodeId n = s_.nodes();
@@ -109,6 +152,8 @@ Status ScenarioRun::Build() {
   so.network.extra_latency = FromSeconds(s_.latency_ms() / 1000);
   so.network.jitter = s_.jitter();
   sim_ = std::make_unique<Simulator>(so, world_->devices);
+  gossip::MixingOptions mixing;
+  MURMUR_RETURN_IF_ERROR(BuildByzantine(&mixing));
 
   ml::MlLearnerOptions lo;
   lo.batch = static_cast<int>(s_.batch());
@@ -125,7 +170,17 @@ Status ScenarioRun::Build() {
   const Nanos timeout = FromSeconds(s_.round_timeout());
   gossip::RoundTopology& topo = *world_->topology;
   for (NodeId i = 0; i < n; ++i) {
-    Env& env = sim_->env(i);
+    if (coalition_ != nullptr && coalition_->byzantine(i)) {
+      sim_->SetSink(i, coalition_.get());
+      nodes_.push_back(nullptr);
+      continue;
+    }
+    Env* env_ptr = &sim_->env(i);
+    if (coalition_ != nullptr) {
+      taps_.push_back(std::make_unique<TapEnv>(sim_->env(i), *coalition_));
+      env_ptr = taps_.back().get();
+    }
+    Env& env = *env_ptr;
     ParamVector x0 = world_->initial.Clone();
     ml::MlLearner& learner = *learners_[i];
     const std::string& a = s_.algorithm();
@@ -137,6 +192,7 @@ Status ScenarioRun::Build() {
       o.gamma = gamma;
       o.round_timeout = timeout;
       o.common_init = true;
+      o.mixing = mixing;
       std::size_t vectors = codec_spec_.full_model_safe ? 2 : 3 + !codec_spec_.error_feedback;
       nodes_.push_back(std::make_unique<NodeAdapter<gossip::DecentralizedSgdNode>>(
           vectors + (a == "dpsgd-cta"), env, topo, learner, std::move(x0), MakeCodec(i), o, this));
@@ -176,8 +232,24 @@ Status ScenarioRun::Build() {
   d << n << " nodes, " << world_->topology_description << ", " << s_.algorithm() << ", " << s_.model() << " ("
     << world_->initial.size() << " parameters), " << s_.dataset() << " " << s_.partition() << ", compression "
     << s_.compression();
+  if (s_.gossip_aggregation() != "mean") d << ", gossip aggregation " << s_.gossip_aggregation();
+  if (honest_ < n) {
+    d << ", " << n - honest_ << " Byzantine nodes (" << s_.attack();
+    if (n - honest_ <= 8) {
+      const char* sep = "): ";
+      for (NodeId i = 0; i < n; ++i) {
+        if (coalition_->byzantine(i)) {
+          d << sep << i;
+          sep = ", ";
+        }
+      }
+    } else {
+      d << ")";
+    }
+  }
   summary_.description = d.str();
   summary_.params_per_node = world_->initial.size();
+  summary_.learning_nodes = honest_;
   return Status::Ok();
 }
 
@@ -185,7 +257,7 @@ void ScenarioRun::OnRoundDone(NodeId node, std::uint64_t round, double loss) {
   last_loss_[node] = loss;
   if (s_.algorithm() == "gossip-learning") return;  // evaluated on a clock instead
   NodeId& count = completed_[round];
-  if (++count < s_.nodes()) return;
+  if (++count < honest_) return;
   completed_.erase(round);
   rounds_done_ = round + 1;
   if (progress_) progress_(rounds_done_, s_.rounds(), nullptr);
@@ -197,12 +269,14 @@ void ScenarioRun::OnRoundDone(NodeId node, std::uint64_t round, double loss) {
 void ScenarioRun::Evaluate(std::uint64_t round) {
   std::vector<const ParamVector*> params;
   params.reserve(nodes_.size());
-  for (const auto& n : nodes_) params.push_back(&n->params());
+  for (const auto& n : nodes_) {
+    if (n != nullptr) params.push_back(&n->params());
+  }
   EvalPoint p = evaluator_->Evaluate(params);
   StampPoint(*sim_, s_.nodes(), round, WallSeconds(), &p);
   double loss = 0;
-  for (double l : last_loss_) loss += l;
-  p.train_loss = loss / static_cast<double>(last_loss_.size());
+  for (double l : last_loss_) loss += l;  // Byzantine nodes report none: 0
+  p.train_loss = loss / static_cast<double>(honest_);
   summary_.points.push_back(p);
   writer_->Write(p);
   if (progress_) progress_(round, s_.rounds(), &summary_.points.back());
@@ -224,7 +298,9 @@ RunSummary ScenarioRun::Run() {
       });
     }
   }
-  for (auto& n : nodes_) n->Start();
+  for (auto& n : nodes_) {
+    if (n != nullptr) n->Start();
+  }
   Nanos until = s_.time_budget() > 0 ? FromSeconds(s_.time_budget()) : Nanos::max();
   if (gl) until = std::min(until, FromSeconds(horizon_s + 1e-9));
   sim_->RunUntil(until);

@@ -28,6 +28,7 @@ struct RunSummary {
   std::vector<EvalPoint> points;
   std::string description;  // one line: nodes, topology, algorithm, model, compression
   std::size_t params_per_node = 0;
+  std::uint32_t learning_nodes = 0;  // nodes evaluated: all but the Byzantine ones
   std::uint64_t rounds_done = 0;
   double wall_s = 0;
   double virtual_s = 0;

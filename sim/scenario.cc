@@ -77,6 +77,17 @@ Status ValidateScenario(const proto::Scenario& s) {
                                 "' is not one of dpsgd, dpsgd-cta, push-sum, dsgt, gossip-learning, fedavg, "
                                 "fedprox, scaffold, fedavgm, fedadam, fedyogi, fedadagrad, fedbuff");
   }
+  if (!IsFederatedAlgorithm(s.algorithm())) {
+    const bool dpsgd = s.algorithm() == "dpsgd" || s.algorithm() == "dpsgd-cta";
+    if (s.gossip_aggregation() != "mean" && !dpsgd) {
+      return bad("gossip_aggregation", "'" + s.gossip_aggregation() + "' needs algorithm dpsgd or dpsgd-cta");
+    }
+    if (s.attack() != "none" && s.attack_fraction() > 0 && !dpsgd) {
+      return bad("attack", "gossip attackers need algorithm dpsgd or dpsgd-cta");
+    }
+    if (s.attack_fraction() < 0 || s.attack_fraction() >= 1)
+      return bad("attack_fraction", "must be in [0, 1)");
+  }
   const std::string& p = s.partition();
   if (!(p == "iid" || HasPrefix(p, "dirichlet:") || HasPrefix(p, "shards:") || HasPrefix(p, "quantity:"))) {
     return bad("partition", "'" + p + "' is not iid, dirichlet:ALPHA, shards:K or quantity:BETA");

@@ -31,6 +31,12 @@ Result<Graph> MakeGraph(const TopologySpec& s) {
   if (s.kind == "ring") return Ring(n);
   if (s.kind == "torus") return Torus(TorusRows(n), n / TorusRows(n));
   if (s.kind == "star") return Star(n);
+  if (s.kind == "dumbbell") {
+    if (n > 2 * kMaxCompleteNodes)
+      return Status::InvalidArgument("dumbbell limited to " + std::to_string(2 * kMaxCompleteNodes) +
+                                     " nodes");
+    return Dumbbell(n);
+  }
   if (s.kind == "hypercube") {
     if (n == 0 || (n & (n - 1)) != 0)
       return Status::InvalidArgument("hypercube needs a power-of-two node count, got " + std::to_string(n));
@@ -52,19 +58,11 @@ Result<Graph> MakeGraph(const TopologySpec& s) {
 }  // namespace
 
 const std::vector<std::string>& TopologyKinds() {
-  static const std::vector<std::string> kinds = {"complete",
-                                                 "ring",
-                                                 "torus",
-                                                 "star",
-                                                 "hypercube",
-                                                 "exponential",
-                                                 "one-peer-exponential",
-                                                 "regular",
-                                                 "erdos-renyi",
-                                                 "small-world",
-                                                 "random-matching",
-                                                 "geometric",
-                                                 "file"};
+  static const std::vector<std::string> kinds = {
+      "complete",  "ring",        "torus",       "star",
+      "dumbbell",  "hypercube",   "exponential", "one-peer-exponential",
+      "regular",   "erdos-renyi", "small-world", "random-matching",
+      "geometric", "file"};
   return kinds;
 }
 

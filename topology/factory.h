@@ -4,6 +4,7 @@
 //   complete        n - 1                   ring          2
 //   torus           4 (p x q, p the largest divisor of n at most sqrt(n))
 //   star            n - 1 at the hub, 1     hypercube     log2 n (n a power of 2)
+//   dumbbell        n/2 - 1, n/2 at the two bridge ends (two cliques, one bridge)
 //   exponential     ceil(log2 n) out-arcs (directed, Ying et al. 2021)
 //   one-peer-exponential   1 per round, period ceil(log2 n)
 //   regular         d (random d-regular)    erdos-renyi   ~ p (n - 1)

@@ -115,6 +115,18 @@ Graph Ring(NodeId n) {
   return Graph::FromEdgesDedup(n, e);
 }
 
+Graph Dumbbell(NodeId n) {
+  MURMUR_CHECK(n <= 2 * kMaxCompleteNodes);
+  const NodeId h = n / 2;
+  std::vector<Edge> e;
+  for (NodeId u = 0; u < n; ++u) {
+    const NodeId end = u < h ? h : n;
+    for (NodeId v = u + 1; v < end; ++v) e.push_back({u, v});
+  }
+  if (h > 0) e.push_back({h - 1, h});
+  return Graph::FromEdgesDedup(n, e);
+}
+
 Graph Torus(NodeId p, NodeId q) {
   const NodeId n = p * q;
   std::vector<Edge> e;

@@ -28,6 +28,11 @@ Graph Ring(NodeId n);
 Graph Torus(NodeId p, NodeId q);
 // Node 0 linked to every other node.
 Graph Star(NodeId n);
+// Two cliques, nodes [0, h) and [h, n) with h = n / 2, joined by the single
+// edge (h - 1, h): the dumbbell of He, Karimireddy and Jaggi (2022, Sec. 5),
+// where one bridge carries all agreement between the halves. n = 1: no edge.
+// REQUIRES: n <= 2 kMaxCompleteNodes.
+Graph Dumbbell(NodeId n);
 // Nodes differing in one bit. REQUIRES: n is a power of two.
 Graph Hypercube(NodeId n);
 // Directed static exponential graph (Ying et al. 2021, Sec. 3): arcs

@@ -35,12 +35,14 @@ void PrintTable(const sim::RunSummary& r) {
 void PrintSummary(const sim::RunSummary& r, const proto::Scenario& s) {
   if (r.points.empty()) return;
   const sim::EvalPoint& last = r.points.back();
-  std::size_t evaluated = std::min<std::size_t>(s.eval_nodes() == 0 ? s.nodes() : s.eval_nodes(), s.nodes());
+  const std::uint32_t learning =
+      r.learning_nodes > 0 ? r.learning_nodes : s.nodes();  // Byzantine nodes are not evaluated
+  std::size_t evaluated = std::min<std::size_t>(s.eval_nodes() == 0 ? learning : s.eval_nodes(), learning);
   std::printf(
       "\nfinal (round %llu): averaged-model test accuracy %.4f, node accuracy mean %.4f (min %.4f, max %.4f) "
       "over %zu of %u nodes\n",
       static_cast<unsigned long long>(last.round), last.avg_acc, last.acc_mean, last.acc_min, last.acc_max,
-      evaluated, s.nodes());
+      evaluated, learning);
   double dense = static_cast<double>(r.messages_sent) * 4.0 * static_cast<double>(r.params_per_node);
   std::printf("traffic: %s MB sent", Megabytes(last.bytes_sent).c_str());
   if (last.bytes_sent > 0)

@@ -40,6 +40,27 @@ TEST_CASE("Deterministic generators have their textbook degrees and edge counts"
   CHECK(CeilLog2(1024) == 10);
 }
 
+TEST_CASE("The dumbbell is two cliques and one bridge, whose removal disconnects it") {
+  for (NodeId n : {2u, 3u, 8u, 16u, 17u}) {
+    CAPTURE(n);
+    const NodeId h = n / 2, k = n - h;
+    Graph g = Dumbbell(n);
+    CHECK(g.num_edges() == h * (h - 1) / 2 + k * (k - 1) / 2 + 1);
+    CHECK(IsConnected(g));
+    CHECK(g.HasEdge(h - 1, h));
+    if (n >= 4) {
+      CHECK(g.Degree(0) == h - 1);
+      CHECK(g.Degree(h - 1) == h);  // its clique and the bridge
+    }
+    std::vector<Edge> cut;
+    for (const Edge& e : g.Edges()) {
+      if (!(e.u == h - 1 && e.v == h)) cut.push_back(e);
+    }
+    CHECK(!IsConnected(Graph::FromEdgesDedup(n, cut)));
+  }
+  CHECK(Dumbbell(1).num_edges() == 0);
+}
+
 TEST_CASE("Random regular graphs are simple, d-regular, connected and seed-determined") {
   for (std::uint64_t seed = 1; seed <= 30; ++seed) {
     for (auto [n, d] : std::vector<std::pair<NodeId, std::uint32_t>>{{10, 3}, {50, 4}, {101, 6}, {8, 7}}) {
