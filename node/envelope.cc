@@ -8,6 +8,10 @@ namespace murmur::node {
 namespace {
 // Memory reserved up front for a message is at most this; the rest grows with arrivals.
 constexpr std::size_t kInitialReserve = std::size_t{1} << 20;
+// When the buffer is full it grows to this many times its size (capped at the
+// message's total): fewer copies of what arrived than doubling, while what is
+// reserved stays within 4x the bytes that arrived (plus the first 1 MiB).
+constexpr std::size_t kGrowthFactor = 4;
 }  // namespace
 
 crypto::Bytes HelloRecord(NodeId self) {
@@ -113,6 +117,8 @@ Status EnvelopeReader::Feed(crypto::ByteSpan record, RecordEvent* event) {
       if (payload_.size() + data > total_)
         return Fail(Status::DataLoss("CONTINUE record runs past the message's total of " +
                                      std::to_string(total_) + " bytes"));
+      if (payload_.size() + data > payload_.capacity())
+        payload_.reserve(std::min<std::uint64_t>(total_, kGrowthFactor * payload_.capacity()));
       payload_.insert(payload_.end(), record.begin() + kContinueHeaderSize, record.end());
       event->type = RecordType::kContinue;
       MaybeComplete(event);

@@ -223,15 +223,14 @@ void Transport::Send(NodeId to, std::uint32_t kind, std::shared_ptr<const crypto
 Status Transport::FillBatch(NodeId peer_id, crypto::SecureChannel& channel, crypto::Bytes* out) {
   Peer& peer = peers_[peer_id];
   const std::size_t max_plaintext = channel.options().max_plaintext;
-  crypto::Bytes record, sealed;
+  // Each record is built where its frame goes and sealed in place: one copy of the payload.
   while (!peer.queue.empty() && out->size() < options_.write_batch_bytes) {
     Outgoing& m = peer.queue.front();
     const std::size_t count = RecordCount(m.payload->size(), max_plaintext);
-    record.clear();
-    AppendRecord(m.kind, *m.payload, max_plaintext, m.next_record, &record);
-    sealed.clear();
-    MURMUR_RETURN_IF_ERROR(channel.Seal(record, &sealed));
-    MURMUR_RETURN_IF_ERROR(crypto::AppendFrame(sealed, crypto::kConnectionFrameLimits, out));
+    const std::size_t frame = crypto::BeginFrame(out);
+    AppendRecord(m.kind, *m.payload, max_plaintext, m.next_record, out);
+    MURMUR_RETURN_IF_ERROR(channel.SealInPlace(out, frame + crypto::kFrameHeaderSize));
+    MURMUR_RETURN_IF_ERROR(crypto::EndFrame(out, frame, crypto::kConnectionFrameLimits));
     if (++m.next_record == count) {
       peer.queued_bytes -= m.payload->size();
       peer.queue.pop_front();

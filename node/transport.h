@@ -3,7 +3,7 @@
 // Each peer is reached over one TCP connection (IPv4 or IPv6, numeric
 // addresses). A connection runs crypto::SecureHandshake (Noise XX with
 // certificates), then carries crypto::SecureChannel messages, each one frame
-// (crypto::AppendFrame / FrameDecoder with kConnectionFrameLimits, so a length
+// (crypto::BeginFrame / FrameReader with kConnectionFrameLimits, so a length
 // over 65535 is refused before any allocation). Inside the channel, records
 // (node/envelope.h) carry a HELLO with the sender's node id, keepalives and
 // application messages cut into chunks and reassembled up to
