@@ -65,8 +65,10 @@ class EnvelopeReader {
   // Parses one record. DataLoss (truncated, unknown type, CONTINUE without a
   // message in progress, BEGIN inside one, data past `total`) or
   // ResourceExhausted (`total` over the bound). After an error the reader
-  // stays failed (the connection must close).
-  Status Feed(crypto::ByteSpan record, RecordEvent* event);
+  // stays failed (the connection must close). `keep` = false on a BEGIN
+  // skips that message: its records are still checked as above, but no
+  // payload byte is buffered and no message is produced.
+  Status Feed(crypto::ByteSpan record, RecordEvent* event, bool keep = true);
 
   bool in_message() const { return in_message_; }
   std::size_t buffered_bytes() const { return payload_.size(); }
@@ -80,6 +82,8 @@ class EnvelopeReader {
   bool in_message_ = false;
   std::uint32_t kind_ = 0;
   std::uint64_t total_ = 0;
+  std::uint64_t received_ = 0;  // payload bytes of the message in progress
+  bool keeping_ = true;         // false: the message in progress is skipped
   crypto::Bytes payload_;
 };
 

@@ -33,6 +33,7 @@ void Session::Start() {
   started_ = last_receive_ = last_send_ = std::chrono::steady_clock::now();
   asio::error_code ec;
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  address_ = socket_.remote_endpoint(ec).address().to_string();
   handshake_.emplace(role_, transport_->credentials_, transport_->policy_, UnixNow());
   if (role_ == crypto::HandshakeRole::kInitiator) {
     Status st = QueueHandshakeMessage();
@@ -95,6 +96,7 @@ void Session::Read() {
           Result<bool> next = frames_.Next(&frame);
           if (!next.ok()) {
             ++transport_->stats_.frames_rejected;
+            transport_->OnSessionFailure(peer_, address_, !channel_.has_value(), next.status());
             return Close(next.status());
           }
           if (!*next) break;
@@ -102,6 +104,7 @@ void Session::Read() {
           Status st = OnFrame(frame);
           if (!st.ok()) {
             ++(in_handshake ? transport_->stats_.handshake_failures : transport_->stats_.frames_rejected);
+            transport_->OnSessionFailure(peer_, address_, in_handshake, st);
             return Close(st);
           }
         }
@@ -129,7 +132,11 @@ Status Session::OnHandshakeFrame(crypto::ByteSpan frame) {
 
 Status Session::OnRecord(crypto::ByteSpan plaintext) {
   RecordEvent event;
-  MURMUR_RETURN_IF_ERROR(reader_.Feed(plaintext, &event));
+  // A message from a graylisted node or over the address's rate is skipped
+  // unread (decided on its BEGIN record, before any payload byte is kept).
+  const bool begin = !plaintext.empty() && plaintext[0] == static_cast<std::uint8_t>(RecordType::kBegin);
+  const bool keep = !(begin && ready_ && !transport_->AdmitMessage(peer_, address_));
+  MURMUR_RETURN_IF_ERROR(reader_.Feed(plaintext, &event, keep));
   switch (event.type) {
     case RecordType::kHello: {
       if (peer_ != kNoNode) return Status::DataLoss("second HELLO on a session");
@@ -146,6 +153,11 @@ Status Session::OnRecord(crypto::ByteSpan plaintext) {
           *it->second.address->key != peer_info_->certificate.node_key) {
         return Status::PermissionDenied("node " + std::to_string(id) +
                                         " presented a certificate for another key");
+      }
+      if (transport_->IsGraylisted(id)) {
+        ++transport_->stats_.sessions_refused;
+        Close(Status::PermissionDenied("node " + std::to_string(id) + " is graylisted"));
+        return Status::Ok();
       }
       peer_ = id;
       ready_ = true;

@@ -13,6 +13,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "crypto/frame_codec.h"
 #include "crypto/handshake.h"
@@ -56,6 +57,7 @@ class Session : public std::enable_shared_from_this<Session> {
   crypto::HandshakeRole role_;
   NodeId expected_peer_;
   NodeId peer_ = kNoNode;
+  std::string address_;  // remote IP address, for offences before HELLO and rate limits
   std::optional<crypto::SecureHandshake> handshake_;
   std::optional<crypto::SecureChannel> channel_;
   std::optional<crypto::PeerInfo> peer_info_;
