@@ -13,7 +13,8 @@
 // is cut into a BEGIN and CONTINUE records; records of one message are never
 // interleaved with another message's (one sender per direction, in order).
 // EnvelopeReader reassembles them and checks `total` against a bound before
-// it reserves memory, then grows the buffer only with bytes that arrive.
+// it reserves memory, then grows the buffer only with bytes that arrive (at
+// most 1 MiB up front, then 4x when full, capped at the total).
 //
 // Thread-safety: values and single-owner readers; one thread at a time.
 #pragma once
