@@ -65,6 +65,39 @@ Status CipherState::DecryptWithAd(ByteSpan ad, ByteSpan ciphertext, Bytes* out) 
   return Status::Ok();
 }
 
+Status CipherState::EncryptInPlace(ByteSpan ad, std::span<std::uint8_t> buffer) {
+  if (buffer.size() < kTagSize)
+    return Status::DataLoss("buffer of " + std::to_string(buffer.size()) + " bytes has no room for the tag");
+  if (!has_key_) return Status::FailedPrecondition("in-place encryption needs a key");
+  if (n_ == kMaxNonce) return Status::ResourceExhausted("cipher nonce exhausted (2^64-1 messages)");
+  auto nonce = NoiseNonce(n_);
+  const std::size_t mlen = buffer.size() - kTagSize;
+  unsigned long long maclen = 0;
+  MURMUR_CHECK(crypto_aead_chacha20poly1305_ietf_encrypt_detached(
+                   buffer.data(), buffer.data() + mlen, &maclen, buffer.data(), mlen, ad.data(), ad.size(),
+                   nullptr, nonce.data(), k_.data()) == 0);
+  ++n_;
+  return Status::Ok();
+}
+
+Status CipherState::DecryptInPlace(ByteSpan ad, std::span<std::uint8_t> buffer) {
+  if (buffer.size() < kTagSize)
+    return Status::DataLoss("ciphertext of " + std::to_string(buffer.size()) + " bytes is shorter than the " +
+                            std::to_string(kTagSize) + "-byte tag");
+  if (!has_key_) return Status::FailedPrecondition("in-place decryption needs a key");
+  if (n_ == kMaxNonce) return Status::ResourceExhausted("cipher nonce exhausted (2^64-1 messages)");
+  auto nonce = NoiseNonce(n_);
+  const std::size_t clen = buffer.size() - kTagSize;
+  if (crypto_aead_chacha20poly1305_ietf_decrypt_detached(buffer.data(), nullptr, buffer.data(), clen,
+                                                         buffer.data() + clen, ad.data(), ad.size(),
+                                                         nonce.data(), k_.data()) != 0) {
+    return Status::Unauthenticated("authentication failed at nonce " + std::to_string(n_) +
+                                   " (tampered, replayed, reordered or wrong key)");
+  }
+  ++n_;
+  return Status::Ok();
+}
+
 void CipherState::Rekey() {
   MURMUR_CHECK(has_key_);
   std::array<std::uint8_t, kCipherKeySize> zeros{};

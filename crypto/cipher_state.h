@@ -46,6 +46,16 @@ class CipherState {
   // tag does not verify (n is then left unchanged and *out untouched).
   Status DecryptWithAd(ByteSpan ad, ByteSpan ciphertext, Bytes* out);
 
+  // In-place variants for the transport's hot path (libsodium allows the
+  // message and ciphertext to share memory). EncryptInPlace: `buffer` holds
+  // the plaintext in its first size - 16 bytes; on return it holds the
+  // ciphertext and tag. DecryptInPlace: `buffer` holds a ciphertext and tag;
+  // on return its first size - 16 bytes are the plaintext. Same nonce rules
+  // and errors as the appending variants (DataLoss when `buffer` is shorter
+  // than the tag; on Unauthenticated the contents are unspecified).
+  Status EncryptInPlace(ByteSpan ad, std::span<std::uint8_t> buffer);
+  Status DecryptInPlace(ByteSpan ad, std::span<std::uint8_t> buffer);
+
   // Rekey(): k = the first 32 bytes of ENCRYPT(k, 2^64-1, empty, 32 zero bytes). n is unchanged.
   // REQUIRES: HasKey().
   void Rekey();

@@ -10,7 +10,12 @@
 // decoder returns the error and stays failed (the connection must be closed,
 // since a stream cannot be resynchronized).
 //
-// Thread-safety: a FrameDecoder is used by one thread at a time.
+// For a connection's hot path there are in-place forms that avoid copying
+// frame bodies: BeginFrame/EndFrame let the writer build a body directly in
+// its output buffer, and FrameReader parses frames where a socket read put
+// them (same checks as FrameDecoder).
+//
+// Thread-safety: a FrameDecoder or FrameReader is used by one thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +42,12 @@ inline constexpr FrameLimits kConnectionFrameLimits{65535, 16};
 // Appends length || payload to *out. InvalidArgument when the payload is outside the limits.
 Status AppendFrame(ByteSpan payload, const FrameLimits& limits, Bytes* out);
 
+// Appends a placeholder length to *out and returns where the frame starts;
+// append the body, then call EndFrame(out, start, limits), which writes the
+// length. InvalidArgument when the body is outside the limits.
+std::size_t BeginFrame(Bytes* out);
+Status EndFrame(Bytes* out, std::size_t start, const FrameLimits& limits);
+
 class FrameDecoder {
  public:
   explicit FrameDecoder(FrameLimits limits = {});
@@ -59,6 +70,40 @@ class FrameDecoder {
   std::size_t header_have_ = 0;
   std::uint32_t body_need_ = 0;  // valid once header_have_ == 4
   Bytes body_;
+  bool failed_ = false;
+};
+
+// Frames parsed in place in one reusable receive buffer: the caller reads
+// from its socket into Space(), calls Commit, then takes frames with Next
+// until it reports none. A complete frame is never copied; only the start of
+// a frame cut by the end of a read is moved to the front of the buffer, when
+// the free space at the end runs short of one largest frame.
+class FrameReader {
+ public:
+  // REQUIRES: capacity >= kFrameHeaderSize + limits.max_frame_size.
+  FrameReader(FrameLimits limits, std::size_t capacity);
+
+  // Free space to read into; never empty. REQUIRES: Next has returned false
+  // since the last Commit (every complete frame was taken).
+  std::span<std::uint8_t> Space();
+  // `n` bytes were written at the start of Space(). REQUIRES: n <= Space().size().
+  void Commit(std::size_t n);
+  // The next complete frame body, in place: valid (and writable, e.g. to
+  // decrypt it) until the next Space() call. False when no complete frame is
+  // buffered. ResourceExhausted / DataLoss for a length outside the limits,
+  // checked as soon as its 4 bytes are in; after an error every call returns
+  // FailedPrecondition.
+  Result<bool> Next(std::span<std::uint8_t>* frame);
+
+  bool failed() const { return failed_; }
+  // Bytes received and not yet returned as frames.
+  std::size_t buffered_bytes() const { return end_ - begin_; }
+
+ private:
+  FrameLimits limits_;
+  Bytes buffer_;
+  std::size_t begin_ = 0;  // first byte not yet returned
+  std::size_t end_ = 0;    // one past the last byte received
   bool failed_ = false;
 };
 

@@ -24,7 +24,36 @@ Status SecureChannel::Seal(ByteSpan plaintext, Bytes* out) {
   return Status::Ok();
 }
 
-Status SecureChannel::Open(ByteSpan ciphertext, Bytes* out) {
+Status SecureChannel::SealInPlace(Bytes* buffer, std::size_t offset) {
+  MURMUR_CHECK(offset <= buffer->size());
+  const std::size_t size = buffer->size() - offset;
+  if (size > options_.max_plaintext)
+    return Status::InvalidArgument("message of " + std::to_string(size) + " bytes over limit " +
+                                   std::to_string(options_.max_plaintext) + "; chunk it");
+  if (sent_ >= options_.max_messages)
+    return Status::ResourceExhausted("channel sent its limit of " + std::to_string(options_.max_messages) +
+                                     " messages; start a new session");
+  buffer->resize(buffer->size() + kTagSize);
+  MURMUR_RETURN_IF_ERROR(send_.EncryptInPlace({}, std::span<std::uint8_t>(*buffer).subspan(offset)));
+  ++sent_;
+  if (sent_ % options_.rekey_interval == 0) send_.Rekey();
+  return Status::Ok();
+}
+
+Status SecureChannel::OpenInPlace(std::span<std::uint8_t> message, std::span<std::uint8_t>* plaintext) {
+  MURMUR_RETURN_IF_ERROR(CheckOpen(message.size()));
+  Status s = receive_.DecryptInPlace({}, message);
+  if (!s.ok()) {
+    receive_closed_ = true;
+    return s;
+  }
+  *plaintext = message.first(message.size() - kTagSize);
+  ++received_;
+  if (received_ % options_.rekey_interval == 0) receive_.Rekey();
+  return Status::Ok();
+}
+
+Status SecureChannel::CheckOpen(std::size_t size) {
   if (receive_closed_)
     return Status::FailedPrecondition("channel receive side closed after an earlier failure");
   if (received_ >= options_.max_messages) {
@@ -32,11 +61,16 @@ Status SecureChannel::Open(ByteSpan ciphertext, Bytes* out) {
     return Status::ResourceExhausted("channel received its limit of " +
                                      std::to_string(options_.max_messages) + " messages");
   }
-  if (ciphertext.size() > options_.max_plaintext + kTagSize) {
+  if (size > options_.max_plaintext + kTagSize) {
     receive_closed_ = true;
-    return Status::DataLoss("message of " + std::to_string(ciphertext.size()) + " bytes over limit " +
+    return Status::DataLoss("message of " + std::to_string(size) + " bytes over limit " +
                             std::to_string(options_.max_plaintext + kTagSize));
   }
+  return Status::Ok();
+}
+
+Status SecureChannel::Open(ByteSpan ciphertext, Bytes* out) {
+  MURMUR_RETURN_IF_ERROR(CheckOpen(ciphertext.size()));
   Status s = receive_.DecryptWithAd({}, ciphertext, out);
   if (!s.ok()) {
     receive_closed_ = true;

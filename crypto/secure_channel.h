@@ -49,6 +49,14 @@ class SecureChannel {
   // the receive side closes) on a tampered, replayed or reordered message.
   Status Open(ByteSpan ciphertext, Bytes* out);
 
+  // In place, for the transport's hot path. SealInPlace: (*buffer)[offset,
+  // end) is the plaintext; it is encrypted where it lies and the tag
+  // appended. OpenInPlace: `message` (a ciphertext and tag) is decrypted
+  // where it lies and *plaintext set to its first size - 16 bytes. Same
+  // limits and errors as Seal and Open.
+  Status SealInPlace(Bytes* buffer, std::size_t offset);
+  Status OpenInPlace(std::span<std::uint8_t> message, std::span<std::uint8_t>* plaintext);
+
   std::uint64_t messages_sent() const { return sent_; }
   std::uint64_t messages_received() const { return received_; }
   std::uint64_t rekeys_sent() const { return sent_ / options_.rekey_interval; }
@@ -56,6 +64,9 @@ class SecureChannel {
   const ChannelOptions& options() const { return options_; }
 
  private:
+  // The checks shared by Open and OpenInPlace; closes the receive side on failure.
+  Status CheckOpen(std::size_t size);
+
   CipherState send_;
   CipherState receive_;
   ChannelOptions options_;

@@ -77,6 +77,7 @@ void AsioEnv::OnTransportMessage(NodeId from, ReceivedMessage message) {
     ++undecodable_;
     MURMUR_LOG(kWarning) << "node " << self_ << ": message of unknown kind " << message.kind << " from node "
                          << from;
+    if (transport_ != nullptr) transport_->ReportMisbehaviour(from, Offence::kInvalidUpdate);
     return;
   }
   Result<MessagePtr> msg = it->second(message.payload);
@@ -84,6 +85,7 @@ void AsioEnv::OnTransportMessage(NodeId from, ReceivedMessage message) {
     ++undecodable_;
     MURMUR_LOG(kWarning) << "node " << self_ << ": undecodable message from node " << from << ": "
                          << msg.status().ToString();
+    if (transport_ != nullptr) transport_->ReportMisbehaviour(from, Offence::kInvalidUpdate);
     return;
   }
   if (sink_ != nullptr) sink_->OnMessage(from, std::move(msg).value());

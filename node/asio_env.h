@@ -10,7 +10,9 @@
 // the Transport with the message's kind; on the other side the payload is
 // decoded by the decoder registered for its kind (GossipMessage by default,
 // with compression::DecodeLimits) and handed to the sink. A payload of an
-// unknown kind or one that fails to decode is counted and dropped.
+// unknown kind or one that fails to decode is counted, dropped, and reported
+// to the Transport as an invalid update from its sender
+// (Transport::ReportMisbehaviour), which graylists a persistent offender.
 //
 // Thread-safety: as core::Env: call it from the io_context's thread only.
 // The io_context, the Transport and the sink must outlive the AsioEnv;

@@ -388,6 +388,20 @@ std::string DaemonImpl::RenderMetrics() const {
   out +=
       PrometheusMetric("murmur_messages_undecodable_total", "counter",
                        "Received payloads that failed to decode.", static_cast<double>(env_->undecodable()));
+  const std::pair<const char*, const std::atomic<std::uint64_t>*> scoring[] = {
+      {"offences", &s.offences},
+      {"graylistings", &s.graylistings},
+      {"connections_refused", &s.connections_refused},
+      {"handshakes_rate_limited", &s.handshakes_rate_limited},
+      {"sessions_refused", &s.sessions_refused},
+      {"messages_dropped_graylisted", &s.messages_dropped_graylisted},
+      {"messages_rate_limited", &s.messages_rate_limited},
+  };
+  for (const auto& [name, value] : scoring) {
+    out += PrometheusMetric(std::string("murmur_peer_") + name + "_total", "counter",
+                            "Misbehaving peers (docs/security.md): " + std::string(name) + ".",
+                            static_cast<double>(value->load()));
+  }
   out += PrometheusMetric("murmur_control_requests_total", "counter", "Operator requests answered.",
                           static_cast<double>(control_->requests()));
   out += PrometheusMetric("murmur_control_failures_total", "counter",

@@ -8,6 +8,10 @@ namespace murmur::node {
 namespace {
 // Memory reserved up front for a message is at most this; the rest grows with arrivals.
 constexpr std::size_t kInitialReserve = std::size_t{1} << 20;
+// When the buffer is full it grows to this many times its size (capped at the
+// message's total): fewer copies of what arrived than doubling, while what is
+// reserved stays within 4x the bytes that arrived (plus the first 1 MiB).
+constexpr std::size_t kGrowthFactor = 4;
 }  // namespace
 
 crypto::Bytes HelloRecord(NodeId self) {
@@ -58,13 +62,13 @@ Status EnvelopeReader::Fail(Status s) {
 }
 
 void EnvelopeReader::MaybeComplete(RecordEvent* event) {
-  if (payload_.size() < total_) return;
-  event->message = ReceivedMessage{kind_, std::move(payload_)};
+  if (received_ < total_) return;
+  if (keeping_) event->message = ReceivedMessage{kind_, std::move(payload_)};
   payload_ = {};
   in_message_ = false;
 }
 
-Status EnvelopeReader::Feed(crypto::ByteSpan record, RecordEvent* event) {
+Status EnvelopeReader::Feed(crypto::ByteSpan record, RecordEvent* event, bool keep) {
   *event = RecordEvent{};
   if (failed_) return Status::FailedPrecondition("envelope reader failed earlier");
   crypto::ByteReader r(record);
@@ -99,9 +103,13 @@ Status EnvelopeReader::Feed(crypto::ByteSpan record, RecordEvent* event) {
       const std::size_t data = record.size() - kBeginHeaderSize;
       if (data > total_) return Fail(Status::DataLoss("BEGIN record carries more than the message's total"));
       in_message_ = true;
+      keeping_ = keep;
+      received_ = data;
       payload_.clear();
-      payload_.reserve(std::min<std::uint64_t>(total_, kInitialReserve));
-      payload_.insert(payload_.end(), record.begin() + kBeginHeaderSize, record.end());
+      if (keeping_) {
+        payload_.reserve(std::min<std::uint64_t>(total_, kInitialReserve));
+        payload_.insert(payload_.end(), record.begin() + kBeginHeaderSize, record.end());
+      }
       event->type = RecordType::kBegin;
       MaybeComplete(event);
       return Status::Ok();
@@ -110,10 +118,15 @@ Status EnvelopeReader::Feed(crypto::ByteSpan record, RecordEvent* event) {
       if (!in_message_) return Fail(Status::DataLoss("CONTINUE record without a message in progress"));
       const std::size_t data = record.size() - kContinueHeaderSize;
       if (data == 0) return Fail(Status::DataLoss("empty CONTINUE record"));
-      if (payload_.size() + data > total_)
+      if (received_ + data > total_)
         return Fail(Status::DataLoss("CONTINUE record runs past the message's total of " +
                                      std::to_string(total_) + " bytes"));
-      payload_.insert(payload_.end(), record.begin() + kContinueHeaderSize, record.end());
+      received_ += data;
+      if (keeping_) {
+        if (payload_.size() + data > payload_.capacity())
+          payload_.reserve(std::min<std::uint64_t>(total_, kGrowthFactor * payload_.capacity()));
+        payload_.insert(payload_.end(), record.begin() + kContinueHeaderSize, record.end());
+      }
       event->type = RecordType::kContinue;
       MaybeComplete(event);
       return Status::Ok();

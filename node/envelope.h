@@ -13,7 +13,8 @@
 // is cut into a BEGIN and CONTINUE records; records of one message are never
 // interleaved with another message's (one sender per direction, in order).
 // EnvelopeReader reassembles them and checks `total` against a bound before
-// it reserves memory, then grows the buffer only with bytes that arrive.
+// it reserves memory, then grows the buffer only with bytes that arrive (at
+// most 1 MiB up front, then 4x when full, capped at the total).
 //
 // Thread-safety: values and single-owner readers; one thread at a time.
 #pragma once
@@ -65,8 +66,10 @@ class EnvelopeReader {
   // Parses one record. DataLoss (truncated, unknown type, CONTINUE without a
   // message in progress, BEGIN inside one, data past `total`) or
   // ResourceExhausted (`total` over the bound). After an error the reader
-  // stays failed (the connection must close).
-  Status Feed(crypto::ByteSpan record, RecordEvent* event);
+  // stays failed (the connection must close). `keep` = false on a BEGIN
+  // skips that message: its records are still checked as above, but no
+  // payload byte is buffered and no message is produced.
+  Status Feed(crypto::ByteSpan record, RecordEvent* event, bool keep = true);
 
   bool in_message() const { return in_message_; }
   std::size_t buffered_bytes() const { return payload_.size(); }
@@ -80,6 +83,8 @@ class EnvelopeReader {
   bool in_message_ = false;
   std::uint32_t kind_ = 0;
   std::uint64_t total_ = 0;
+  std::uint64_t received_ = 0;  // payload bytes of the message in progress
+  bool keeping_ = true;         // false: the message in progress is skipped
   crypto::Bytes payload_;
 };
 

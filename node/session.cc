@@ -9,6 +9,10 @@
 namespace murmur::node {
 
 namespace {
+// Receive buffer per session: several largest frames per read, so that most
+// frames are parsed and decrypted where the read put them.
+constexpr std::size_t kReadBufferBytes = 256 * 1024;
+
 std::int64_t UnixNow() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -22,13 +26,14 @@ Session::Session(Transport* transport, asio::ip::tcp::socket socket, crypto::Han
       tick_(socket_.get_executor()),
       role_(role),
       expected_peer_(expected_peer),
-      decoder_(crypto::kConnectionFrameLimits),
+      frames_(crypto::kConnectionFrameLimits, kReadBufferBytes),
       reader_(transport->options_.max_message_bytes) {}
 
 void Session::Start() {
   started_ = last_receive_ = last_send_ = std::chrono::steady_clock::now();
   asio::error_code ec;
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  address_ = socket_.remote_endpoint(ec).address().to_string();
   handshake_.emplace(role_, transport_->credentials_, transport_->policy_, UnixNow());
   if (role_ == crypto::HandshakeRole::kInitiator) {
     Status st = QueueHandshakeMessage();
@@ -73,8 +78,9 @@ Status Session::QueueHandshakeMessage() {
 
 void Session::Read() {
   auto self = shared_from_this();
+  const std::span<std::uint8_t> space = frames_.Space();
   socket_.async_read_some(
-      asio::buffer(read_buffer_), [this, self](const asio::error_code& ec, std::size_t n) {
+      asio::buffer(space.data(), space.size()), [this, self](const asio::error_code& ec, std::size_t n) {
         if (closed_) return;
         if (ec) {
           return Close(ec == asio::error::eof ? Status::Unavailable("peer closed the connection")
@@ -82,37 +88,39 @@ void Session::Read() {
         }
         last_receive_ = std::chrono::steady_clock::now();
         if (transport_ != nullptr) transport_->stats_.bytes_received += n;
-        std::vector<crypto::Bytes> frames;
-        const Status framing = decoder_.Feed(crypto::ByteSpan(read_buffer_.data(), n), &frames);
-        // Frames completed before a bad length are still processed, in order.
-        for (const crypto::Bytes& f : frames) {
+        frames_.Commit(n);
+        // Frames completed before a bad length are processed, in order, before it closes the session.
+        while (true) {
           if (closed_ || transport_ == nullptr) return;
+          std::span<std::uint8_t> frame;
+          Result<bool> next = frames_.Next(&frame);
+          if (!next.ok()) {
+            ++transport_->stats_.frames_rejected;
+            transport_->OnSessionFailure(peer_, address_, !channel_.has_value(), next.status());
+            return Close(next.status());
+          }
+          if (!*next) break;
           const bool in_handshake = !channel_.has_value();
-          Status st = OnFrame(f);
+          Status st = OnFrame(frame);
           if (!st.ok()) {
             ++(in_handshake ? transport_->stats_.handshake_failures : transport_->stats_.frames_rejected);
+            transport_->OnSessionFailure(peer_, address_, in_handshake, st);
             return Close(st);
           }
         }
-        if (closed_ || transport_ == nullptr) return;
-        if (!framing.ok()) {
-          ++transport_->stats_.frames_rejected;
-          return Close(framing);
-        }
-        if (closed_) return;
         Pump();
         Read();
       });
 }
 
-Status Session::OnFrame(const crypto::Bytes& frame) {
+Status Session::OnFrame(std::span<std::uint8_t> frame) {
   if (!channel_.has_value()) return OnHandshakeFrame(frame);
-  crypto::Bytes plaintext;
-  MURMUR_RETURN_IF_ERROR(channel_->Open(frame, &plaintext));
+  std::span<std::uint8_t> plaintext;
+  MURMUR_RETURN_IF_ERROR(channel_->OpenInPlace(frame, &plaintext));
   return OnRecord(plaintext);
 }
 
-Status Session::OnHandshakeFrame(const crypto::Bytes& frame) {
+Status Session::OnHandshakeFrame(crypto::ByteSpan frame) {
   MURMUR_RETURN_IF_ERROR(handshake_->ReadMessage(frame));
   if (handshake_->IsMyTurn()) MURMUR_RETURN_IF_ERROR(QueueHandshakeMessage());
   if (!handshake_->IsComplete()) return Status::Ok();
@@ -122,9 +130,13 @@ Status Session::OnHandshakeFrame(const crypto::Bytes& frame) {
   return Status::Ok();
 }
 
-Status Session::OnRecord(const crypto::Bytes& plaintext) {
+Status Session::OnRecord(crypto::ByteSpan plaintext) {
   RecordEvent event;
-  MURMUR_RETURN_IF_ERROR(reader_.Feed(plaintext, &event));
+  // A message from a graylisted node or over the address's rate is skipped
+  // unread (decided on its BEGIN record, before any payload byte is kept).
+  const bool begin = !plaintext.empty() && plaintext[0] == static_cast<std::uint8_t>(RecordType::kBegin);
+  const bool keep = !(begin && ready_ && !transport_->AdmitMessage(peer_, address_));
+  MURMUR_RETURN_IF_ERROR(reader_.Feed(plaintext, &event, keep));
   switch (event.type) {
     case RecordType::kHello: {
       if (peer_ != kNoNode) return Status::DataLoss("second HELLO on a session");
@@ -141,6 +153,11 @@ Status Session::OnRecord(const crypto::Bytes& plaintext) {
           *it->second.address->key != peer_info_->certificate.node_key) {
         return Status::PermissionDenied("node " + std::to_string(id) +
                                         " presented a certificate for another key");
+      }
+      if (transport_->IsGraylisted(id)) {
+        ++transport_->stats_.sessions_refused;
+        Close(Status::PermissionDenied("node " + std::to_string(id) + " is graylisted"));
+        return Status::Ok();
       }
       peer_ = id;
       ready_ = true;

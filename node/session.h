@@ -13,6 +13,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "crypto/frame_codec.h"
 #include "crypto/handshake.h"
@@ -43,9 +44,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void Read();
-  Status OnFrame(const crypto::Bytes& frame);
-  Status OnHandshakeFrame(const crypto::Bytes& frame);
-  Status OnRecord(const crypto::Bytes& plaintext);
+  Status OnFrame(std::span<std::uint8_t> frame);
+  Status OnHandshakeFrame(crypto::ByteSpan frame);
+  Status OnRecord(crypto::ByteSpan plaintext);
   Status QueueHandshakeMessage();
   void ArmTick();
   void OnTick();
@@ -56,15 +57,15 @@ class Session : public std::enable_shared_from_this<Session> {
   crypto::HandshakeRole role_;
   NodeId expected_peer_;
   NodeId peer_ = kNoNode;
+  std::string address_;  // remote IP address, for offences before HELLO and rate limits
   std::optional<crypto::SecureHandshake> handshake_;
   std::optional<crypto::SecureChannel> channel_;
   std::optional<crypto::PeerInfo> peer_info_;
-  crypto::FrameDecoder decoder_;
+  crypto::FrameReader frames_;
   EnvelopeReader reader_;
   std::deque<crypto::Bytes> raw_;      // framed handshake messages
   std::deque<crypto::Bytes> control_;  // plaintext records to seal ahead of data
   crypto::Bytes write_buffer_;
-  std::array<std::uint8_t, 64 * 1024> read_buffer_{};
   asio::steady_timer::time_point started_;
   asio::steady_timer::time_point last_receive_;
   asio::steady_timer::time_point last_send_;

@@ -24,7 +24,8 @@ Transport::Transport(asio::io_context& io, crypto::Credentials credentials, cryp
       policy_(std::move(policy)),
       options_(std::move(options)),
       handler_(std::move(handler)),
-      jitter_(options_.seed, options_.self, RngPurpose::kNetwork) {
+      jitter_(options_.seed, options_.self, RngPurpose::kNetwork),
+      scores_(options_.scoring) {
   for (const PeerAddress& p : options_.peers) peers_[p.id].address = p;
 }
 
@@ -82,6 +83,21 @@ void Transport::Accept() {
   acceptor_->async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
     if (stopped_) return;
     if (!ec) {
+      asio::error_code ignored;
+      const std::string address = socket.remote_endpoint(ignored).address().to_string();
+      const auto now = std::chrono::steady_clock::now();
+      // Refused before the first handshake byte is read.
+      if (scores_.IsGraylisted(address, now)) {
+        ++stats_.connections_refused;
+        socket.close(ignored);
+        return Accept();
+      }
+      if (!scores_.AllowHandshake(address, now)) {
+        ++stats_.handshakes_rate_limited;
+        MURMUR_LOG(kWarning) << "connection from " << address << " over the handshake rate limit: closed";
+        socket.close(ignored);
+        return Accept();
+      }
       auto s = std::make_shared<Session>(this, std::move(socket), crypto::HandshakeRole::kResponder, kNoNode);
       sessions_.push_back(s);
       s->Start();
@@ -100,6 +116,8 @@ void Transport::Dial(NodeId id) {
     MURMUR_LOG(kError) << "node " << id << ": " << addr.status().ToString();
     return;
   }
+  const Nanos graylisted = scores_.GraylistRemaining(id, std::chrono::steady_clock::now());
+  if (graylisted > Nanos(0)) return RedialAfter(id, graylisted);  // when its term ends
   peer.dialing = true;
   auto socket = std::make_shared<asio::ip::tcp::socket>(io_);
   auto timer = std::make_shared<asio::steady_timer>(io_);
@@ -137,9 +155,14 @@ void Transport::ScheduleRedial(NodeId id) {
       static_cast<double>(options_.reconnect_initial.count()) * static_cast<double>(1u << std::min(k, 16));
   step = std::min(step, static_cast<double>(options_.reconnect_max.count()));
   const double delay = step / 2 + jitter_.Uniform() * step / 2;
+  RedialAfter(id, Nanos(static_cast<std::int64_t>(delay)));
+}
+
+void Transport::RedialAfter(NodeId id, Nanos delay) {
+  Peer& peer = peers_[id];
   if (!peer.redial) peer.redial = std::make_unique<asio::steady_timer>(io_);
   peer.dialing = true;
-  peer.redial->expires_after(Nanos(static_cast<std::int64_t>(delay)));
+  peer.redial->expires_after(delay);
   peer.redial->async_wait([this, id](const asio::error_code& ec) {
     if (ec || stopped_) return;
     peers_[id].dialing = false;
@@ -223,15 +246,14 @@ void Transport::Send(NodeId to, std::uint32_t kind, std::shared_ptr<const crypto
 Status Transport::FillBatch(NodeId peer_id, crypto::SecureChannel& channel, crypto::Bytes* out) {
   Peer& peer = peers_[peer_id];
   const std::size_t max_plaintext = channel.options().max_plaintext;
-  crypto::Bytes record, sealed;
+  // Each record is built where its frame goes and sealed in place: one copy of the payload.
   while (!peer.queue.empty() && out->size() < options_.write_batch_bytes) {
     Outgoing& m = peer.queue.front();
     const std::size_t count = RecordCount(m.payload->size(), max_plaintext);
-    record.clear();
-    AppendRecord(m.kind, *m.payload, max_plaintext, m.next_record, &record);
-    sealed.clear();
-    MURMUR_RETURN_IF_ERROR(channel.Seal(record, &sealed));
-    MURMUR_RETURN_IF_ERROR(crypto::AppendFrame(sealed, crypto::kConnectionFrameLimits, out));
+    const std::size_t frame = crypto::BeginFrame(out);
+    AppendRecord(m.kind, *m.payload, max_plaintext, m.next_record, out);
+    MURMUR_RETURN_IF_ERROR(channel.SealInPlace(out, frame + crypto::kFrameHeaderSize));
+    MURMUR_RETURN_IF_ERROR(crypto::EndFrame(out, frame, crypto::kConnectionFrameLimits));
     if (++m.next_record == count) {
       peer.queued_bytes -= m.payload->size();
       peer.queue.pop_front();
@@ -249,6 +271,61 @@ bool Transport::HasQueued(NodeId peer) const {
 void Transport::Deliver(NodeId from, ReceivedMessage message) {
   ++stats_.messages_received;
   if (handler_) handler_(from, std::move(message));
+}
+
+void Transport::ReportMisbehaviour(NodeId peer, Offence offence) {
+  if (stopped_ || peer == kNoNode) return;
+  ++stats_.offences;
+  MURMUR_LOG(kWarning) << "node " << options_.self << ": " << OffenceName(offence) << " from node " << peer;
+  if (scores_.Penalize(peer, offence, std::chrono::steady_clock::now())) OnGraylisted(peer);
+}
+
+bool Transport::IsGraylisted(NodeId peer) const {
+  return scores_.IsGraylisted(peer, std::chrono::steady_clock::now());
+}
+
+void Transport::OnGraylisted(NodeId peer_id) {
+  ++stats_.graylistings;
+  const Nanos term = scores_.GraylistRemaining(peer_id, std::chrono::steady_clock::now());
+  MURMUR_LOG(kWarning) << "node " << options_.self << ": node " << peer_id << " graylisted for "
+                       << std::chrono::duration_cast<std::chrono::seconds>(term).count() << " s";
+  auto it = peers_.find(peer_id);
+  if (it != peers_.end() && it->second.session) {
+    auto session = it->second.session;  // Close calls OnClosed, which resets it
+    session->Close(Status::PermissionDenied("node " + std::to_string(peer_id) + " graylisted"));
+  }
+}
+
+void Transport::OnSessionFailure(NodeId peer, const std::string& address, bool in_handshake,
+                                 const Status& why) {
+  if (stopped_) return;
+  const auto now = std::chrono::steady_clock::now();
+  ++stats_.offences;
+  if (peer == kNoNode) {
+    if (address.empty()) return;
+    const Offence o = in_handshake ? Offence::kHandshakeFailure : Offence::kProtocolViolation;
+    if (scores_.Penalize(address, o, now)) {
+      ++stats_.graylistings;
+      MURMUR_LOG(kWarning) << "address " << address << " graylisted after " << OffenceName(o);
+    }
+    return;
+  }
+  const Offence o =
+      why.code() == StatusCode::kUnauthenticated ? Offence::kBadSignature : Offence::kProtocolViolation;
+  if (scores_.Penalize(peer, o, now)) OnGraylisted(peer);
+}
+
+bool Transport::AdmitMessage(NodeId peer, const std::string& address) {
+  const auto now = std::chrono::steady_clock::now();
+  if (scores_.IsGraylisted(peer, now)) {
+    ++stats_.messages_dropped_graylisted;
+    return false;
+  }
+  if (!scores_.AllowMessage(address, now)) {
+    ++stats_.messages_rate_limited;
+    return false;
+  }
+  return true;
 }
 
 bool Transport::IsConnected(NodeId peer) const {

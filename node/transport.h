@@ -3,7 +3,7 @@
 // Each peer is reached over one TCP connection (IPv4 or IPv6, numeric
 // addresses). A connection runs crypto::SecureHandshake (Noise XX with
 // certificates), then carries crypto::SecureChannel messages, each one frame
-// (crypto::AppendFrame / FrameDecoder with kConnectionFrameLimits, so a length
+// (crypto::BeginFrame / FrameReader with kConnectionFrameLimits, so a length
 // over 65535 is refused before any allocation). Inside the channel, records
 // (node/envelope.h) carry a HELLO with the sender's node id, keepalives and
 // application messages cut into chunks and reassembled up to
@@ -24,6 +24,18 @@
 // A failed handshake, a bad frame length, a frame that fails authentication
 // (tampered, replayed) or a malformed record closes that connection only; the
 // event is logged and counted, and every other session carries on.
+//
+// Misbehaving peers (node/peer_scoring.h, docs/security.md): each of those
+// failures is also booked against the peer (its node id once HELLO has
+// named it, else its IP address), as is every undecodable payload the
+// handler reports with ReportMisbehaviour. A graylisted node's session is
+// closed at once and its new sessions are closed right after HELLO, before
+// any message; a graylisted address's connections are closed on accept,
+// before the handshake; this node does not dial a graylisted node until its
+// term ends. Token buckets per address bound handshakes (connections over
+// the limit are closed on accept) and messages (a message over the limit is
+// skipped unread: its records are authenticated and counted, but the payload
+// is neither buffered nor handed on).
 //
 // Thread-safety: everything runs on the io_context's thread (one executor per
 // node); call Start, Send, AddPeer and Stop there (or before it runs). stats()
@@ -48,6 +60,7 @@
 #include "crypto/handshake.h"
 #include "node/asio.h"
 #include "node/envelope.h"
+#include "node/peer_scoring.h"
 
 namespace murmur::node {
 
@@ -77,6 +90,7 @@ struct TransportOptions {
   std::uint64_t max_message_bytes = std::uint64_t{256} << 20;
   std::size_t write_batch_bytes = std::size_t{256} << 10;
   crypto::ChannelOptions channel;
+  PeerScoringOptions scoring;  // penalties, graylisting, rate limits (defaults in node/peer_scoring.h)
 };
 
 struct TransportStats {
@@ -90,6 +104,14 @@ struct TransportStats {
   std::atomic<std::uint64_t> connect_failures{0};
   std::atomic<std::uint64_t> send_queue_drops{0};
   std::atomic<std::uint64_t> peers_connected{0};
+  // Misbehaving peers.
+  std::atomic<std::uint64_t> offences{0};                 // offences booked (node ids and addresses)
+  std::atomic<std::uint64_t> graylistings{0};             // times a node id or address went on the graylist
+  std::atomic<std::uint64_t> connections_refused{0};      // accepted from a graylisted address, closed unread
+  std::atomic<std::uint64_t> handshakes_rate_limited{0};  // accepted over the handshake rate, closed unread
+  std::atomic<std::uint64_t> sessions_refused{0};         // HELLO from a graylisted node, closed
+  std::atomic<std::uint64_t> messages_dropped_graylisted{0};  // skipped unread: sender graylisted
+  std::atomic<std::uint64_t> messages_rate_limited{0};        // skipped unread: over the message rate
 };
 
 class Transport {
@@ -114,6 +136,13 @@ class Transport {
   void AddPeer(const PeerAddress& peer);
   // Queues `payload` for `to` (see the class comment for the bound).
   void Send(NodeId to, std::uint32_t kind, std::shared_ptr<const crypto::Bytes> payload);
+
+  // Books `offence` against an authenticated peer (for the handler: an
+  // undecodable payload, a bad signature). When it puts the peer on the
+  // graylist, its session is closed at once (before any later message of it
+  // is read) and it is refused until its term ends.
+  void ReportMisbehaviour(NodeId peer, Offence offence);
+  bool IsGraylisted(NodeId peer) const;
 
   std::uint16_t port() const { return port_; }
   bool IsConnected(NodeId peer) const;
@@ -141,6 +170,7 @@ class Transport {
   void Accept();
   void Dial(NodeId id);
   void ScheduleRedial(NodeId id);
+  void RedialAfter(NodeId id, Nanos delay);
   bool Dials(NodeId peer) const { return options_.self < peer; }
 
   // Called by sessions.
@@ -151,6 +181,12 @@ class Transport {
   Status FillBatch(NodeId peer, crypto::SecureChannel& channel, crypto::Bytes* out);
   bool HasQueued(NodeId peer) const;
   void Deliver(NodeId from, ReceivedMessage message);
+  // A session failed with `why`: books it against the peer (node id when
+  // known, else the address).
+  void OnSessionFailure(NodeId peer, const std::string& address, bool in_handshake, const Status& why);
+  // Whether a message from `peer` (authenticated) at `address` is to be read.
+  bool AdmitMessage(NodeId peer, const std::string& address);
+  void OnGraylisted(NodeId peer);
 
   asio::io_context& io_;
   crypto::Credentials credentials_;
@@ -162,6 +198,7 @@ class Transport {
   std::map<NodeId, Peer> peers_;
   std::vector<std::weak_ptr<Session>> sessions_;  // every live session, for Stop
   Rng jitter_;
+  PeerScores scores_;
   bool stopped_ = false;
   TransportStats stats_;
 };

@@ -19,5 +19,6 @@ double MemoryReadRate(int threads, double seconds);
 double AxpyRate(int threads, double seconds);
 
 int BenchSim(int argc, char** argv);
+int BenchTransport(int argc, char** argv);
 
 }  // namespace murmur::cli

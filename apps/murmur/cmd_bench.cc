@@ -119,6 +119,8 @@ struct Benchmark {
 constexpr Benchmark kBenchmarks[] = {
     {"train", "training samples/s against the Eigen GEMM rate", BenchTrain},
     {"sim", "simulated rounds/s and peak memory against the GEMM and memory-bandwidth floors", BenchSim},
+    {"transport", "update exchange between two Transports against raw loopback TCP and the AEAD rate",
+     BenchTransport},
 };
 
 void ListBenchmarks(std::FILE* out) {

@@ -2,6 +2,7 @@
 // over the limit are refused as soon as the 4 length bytes are in.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "core/rng.h"
@@ -103,6 +104,74 @@ TEST_CASE("garbage and truncated streams give a Status") {
     }
     if (s.ok()) CHECK(consumed + d.buffered_bytes() == noise.size());
   }
+}
+
+TEST_CASE("FrameReader gives the frames FrameDecoder gives, in place, for any read sizes") {
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    CAPTURE(seed);
+    Rng rng(seed);
+    FrameLimits limits;
+    limits.max_frame_size = 3000;
+    std::vector<Bytes> frames = SomeFrames(rng, 40, limits.max_frame_size);
+    Bytes stream;
+    for (const Bytes& f : frames) {
+      const std::size_t start = BeginFrame(&stream);
+      stream.insert(stream.end(), f.begin(), f.end());
+      REQUIRE(EndFrame(&stream, start, limits).ok());
+    }
+    Bytes reference;
+    for (const Bytes& f : frames) REQUIRE(AppendFrame(f, limits, &reference).ok());
+    CHECK(stream == reference);  // BeginFrame/EndFrame write what AppendFrame writes
+
+    FrameReader reader(limits, 4 + 3000 + rng.UniformInt(3000));
+    std::vector<Bytes> got;
+    std::size_t pos = 0;
+    while (pos < stream.size()) {
+      std::span<std::uint8_t> space = reader.Space();
+      const std::size_t want = 1 + static_cast<std::size_t>(rng.UniformInt(seed % 2 ? 9 : 4000));
+      const std::size_t n = std::min<std::size_t>({space.size(), stream.size() - pos, want});
+      std::copy_n(stream.begin() + static_cast<std::ptrdiff_t>(pos), n, space.begin());
+      reader.Commit(n);
+      pos += n;
+      std::span<std::uint8_t> frame;
+      while (true) {
+        auto next = reader.Next(&frame);
+        REQUIRE(next.ok());
+        if (!*next) break;
+        got.emplace_back(frame.begin(), frame.end());
+      }
+    }
+    CHECK(reader.buffered_bytes() == 0);
+    CHECK(got == frames);
+  }
+}
+
+TEST_CASE("FrameReader refuses lengths outside the limits as soon as the header is in, and stays failed") {
+  FrameReader reader(kConnectionFrameLimits, 70000);
+  const Bytes good_then_bad = {16, 0,  0,  0,  1,  2,  3,  4,  5,    6,    7,    8,
+                               9,  10, 11, 12, 13, 14, 15, 16, 0xFF, 0xFF, 0xFF, 0xFF};
+  std::span<std::uint8_t> space = reader.Space();
+  std::copy(good_then_bad.begin(), good_then_bad.end(), space.begin());
+  reader.Commit(good_then_bad.size());
+  std::span<std::uint8_t> frame;
+  auto first = reader.Next(&frame);
+  REQUIRE(first.ok());
+  CHECK(*first);
+  CHECK(frame.size() == 16);
+  CHECK(reader.Next(&frame).status().code() == StatusCode::kResourceExhausted);
+  CHECK(reader.Next(&frame).status().code() == StatusCode::kFailedPrecondition);
+
+  FrameReader small(kConnectionFrameLimits, 70000);
+  space = small.Space();
+  const Bytes too_short = {15, 0, 0, 0};
+  std::copy(too_short.begin(), too_short.end(), space.begin());
+  small.Commit(4);
+  CHECK(small.Next(&frame).status().code() == StatusCode::kDataLoss);
+
+  Bytes out = {9};
+  const std::size_t start = BeginFrame(&out);
+  CHECK(EndFrame(&out, start, kConnectionFrameLimits).code() == StatusCode::kInvalidArgument);
+  CHECK(out == Bytes{9});  // a refused frame leaves nothing behind
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // message limit, between two channels built from one Split().
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "crypto/secure_channel.h"
@@ -141,6 +142,54 @@ TEST_CASE("sending stops at max_messages") {
   for (int i = 0; i < 3; ++i) REQUIRE(a.Seal(Msg(1, 1), &ct).ok());
   CHECK(a.Seal(Msg(1, 1), &ct).code() == StatusCode::kResourceExhausted);
   CHECK(a.messages_sent() == 3);
+}
+
+TEST_CASE("in-place sealing and opening give the same bytes as the appending forms, rekeys included") {
+  ChannelOptions o;
+  o.rekey_interval = 3;
+  auto [a, b] = Pair(o);    // appending forms
+  auto [a2, b2] = Pair(o);  // in-place forms, same keys
+  for (std::size_t i = 0; i < 10; ++i) {
+    CAPTURE(i);
+    const std::size_t n = i == 9 ? 65519 : 37 * i;
+    Bytes m = Msg(n, static_cast<std::uint8_t>(i));
+    Bytes expected;
+    REQUIRE(a.Seal(m, &expected).ok());
+    Bytes buffer(2 + n);  // a prefix that must stay as it is, then the plaintext
+    buffer[0] = 0xAA;
+    std::copy(m.begin(), m.end(), buffer.begin() + 2);
+    REQUIRE(a2.SealInPlace(&buffer, 2).ok());
+    CHECK(buffer[0] == 0xAA);
+    CHECK(Bytes(buffer.begin() + 2, buffer.end()) == expected);
+    std::span<std::uint8_t> plaintext;
+    REQUIRE(b2.OpenInPlace(std::span<std::uint8_t>(buffer).subspan(2), &plaintext).ok());
+    CHECK(Bytes(plaintext.begin(), plaintext.end()) == m);
+    CHECK(plaintext.data() == buffer.data() + 2);
+  }
+  Bytes big(65520);
+  CHECK(a2.SealInPlace(&big, 0).code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("in-place opening refuses a flipped bit, a replay and a short message, then stays closed") {
+  auto [a, b] = Pair();
+  Bytes m1 = Msg(100, 1), m2 = Msg(100, 2);
+  REQUIRE(a.SealInPlace(&m1, 0).ok());
+  REQUIRE(a.SealInPlace(&m2, 0).ok());
+  Bytes copy = m1;
+  std::span<std::uint8_t> pt;
+  REQUIRE(b.OpenInPlace(copy, &pt).ok());
+  copy = m1;  // replay of message 0 where message 1 is due
+  CHECK(b.OpenInPlace(copy, &pt).code() == StatusCode::kUnauthenticated);
+  CHECK(b.OpenInPlace(m2, &pt).code() == StatusCode::kFailedPrecondition);
+
+  auto [c, d] = Pair();
+  Bytes m3 = Msg(50, 3);
+  REQUIRE(c.SealInPlace(&m3, 0).ok());
+  m3[10] ^= 1;
+  CHECK(d.OpenInPlace(m3, &pt).code() == StatusCode::kUnauthenticated);
+  auto [e, f] = Pair();
+  Bytes short_message(15);
+  CHECK(f.OpenInPlace(short_message, &pt).code() == StatusCode::kDataLoss);
 }
 
 }  // namespace

@@ -1,0 +1,446 @@
+// murmur bench transport: update exchange between two node::Transports on
+// loopback (real certificates, Noise XX, ChaCha20-Poly1305 frames), one way
+// and both ways, next to the two floors it cannot beat, measured in the same
+// run with the same threading (one io thread per side):
+//   - raw TCP: plain Asio sockets on loopback moving messages of the same size;
+//   - AEAD: libsodium's crypto_aead_chacha20poly1305_ietf seal on one core, at
+//     the transport's largest plaintext (65519 bytes, one frame).
+// Both ways, each side both seals and opens, so the two cores give at most
+// one core's AEAD rate in total; the aggregate rate of the two directions is
+// compared with the same floors. Also the resident memory of an idle process
+// holding one listening Transport and AsioEnv.
+#include <pthread.h>
+#include <sodium.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "apps/murmur/bench.h"
+#include "apps/murmur/command.h"
+#include "core/sysinfo.h"
+#include "crypto/handshake.h"
+#include "node/asio_env.h"
+#include "node/transport.h"
+
+namespace murmur::cli {
+namespace {
+
+constexpr const char* kCmd = "bench transport";
+constexpr std::uint32_t kKind = 0x10;  // a gossip message's kind; the payload is never decoded here
+
+// One io_context on its own thread, as a daemon runs its node.
+class IoThread {
+ public:
+  IoThread() : work_(asio::make_work_guard(io_)) {}
+  ~IoThread() { Join(); }
+  void Run() {
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  void Join() {
+    if (!thread_.joinable()) return;
+    work_.reset();
+    io_.stop();
+    thread_.join();
+  }
+  // Runs `fn` on the io thread and waits for it.
+  template <typename Fn>
+  void Do(Fn fn) {
+    std::promise<void> done;
+    asio::post(io_, [&] {
+      fn();
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+  asio::io_context& io() { return io_; }
+  // CPU seconds the io thread has used (0 before Run).
+  double CpuSeconds() {
+    if (!thread_.joinable()) return 0;
+    clockid_t clock;
+    timespec t{};
+    if (pthread_getcpuclockid(thread_.native_handle(), &clock) != 0 || clock_gettime(clock, &t) != 0)
+      return 0;
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+  }
+
+ private:
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::thread thread_;
+};
+
+// Bytes that arrived, and a wait for a target.
+class Arrivals {
+ public:
+  void Add(std::uint64_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    bytes_ += n;
+    cv_.notify_all();
+  }
+  bool WaitFor(std::uint64_t target, std::chrono::seconds limit) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, limit, [&] { return bytes_ >= target; });
+  }
+  void Reset() {
+    std::lock_guard<std::mutex> lock(mu_);
+    bytes_ = 0;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::uint64_t bytes_ = 0;  // guarded by mu_
+};
+
+double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
+
+struct AeadRate {
+  double wall = 0;  // MB per wall-clock second
+  double cpu = 0;   // MB per second of this thread's CPU time
+};
+
+// MB/s of crypto_aead_chacha20poly1305_ietf_encrypt in place on `plaintext`-byte messages.
+AeadRate AeadSealRate(std::size_t plaintext, double seconds) {
+  crypto::EnsureSodium();
+  std::vector<std::uint8_t> buf(plaintext + crypto_aead_chacha20poly1305_ietf_ABYTES);
+  randombytes_buf(buf.data(), buf.size());
+  std::uint8_t key[crypto_aead_chacha20poly1305_ietf_KEYBYTES];
+  std::uint8_t nonce[crypto_aead_chacha20poly1305_ietf_NPUBBYTES] = {};
+  crypto_aead_chacha20poly1305_ietf_keygen(key);
+  auto start = std::chrono::steady_clock::now();
+  const double cpu_start = ThreadCpuSeconds();
+  std::uint64_t n = 0;
+  while (SecondsSince(start) < seconds) {
+    for (int i = 0; i < 64; ++i, ++n) {
+      std::memcpy(nonce + 4, &n, sizeof(n));
+      unsigned long long clen = 0;
+      crypto_aead_chacha20poly1305_ietf_encrypt(buf.data(), &clen, buf.data(), plaintext, nullptr, 0, nullptr,
+                                                nonce, key);
+    }
+  }
+  const double mb = static_cast<double>(n * plaintext) / 1e6;
+  return {mb / SecondsSince(start), mb / (ThreadCpuSeconds() - cpu_start)};
+}
+
+// One end of a raw TCP connection: writes `to_send` bytes in `message`-byte
+// writes and reads until `to_receive` bytes have arrived, then sets `done`.
+class RawEnd {
+ public:
+  RawEnd(asio::ip::tcp::socket socket, const crypto::Bytes& message, std::uint64_t to_send,
+         std::uint64_t to_receive)
+      : socket_(std::move(socket)), message_(message), to_send_(to_send), to_receive_(to_receive) {}
+  std::future<void> Start() {
+    asio::error_code ec;
+    socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+    Write();
+    Read();
+    MaybeDone();
+    return done_.get_future();
+  }
+
+ private:
+  void Write() {
+    if (sent_ >= to_send_) return;
+    const std::size_t n = std::min<std::uint64_t>(message_.size(), to_send_ - sent_);
+    asio::async_write(socket_, asio::buffer(message_.data(), n),
+                      [this](const asio::error_code& ec, std::size_t k) {
+                        if (ec) return Fail();
+                        sent_ += k;
+                        if (sent_ >= to_send_) return MaybeDone();
+                        Write();
+                      });
+  }
+  void Read() {
+    if (received_ >= to_receive_) return;
+    socket_.async_read_some(asio::buffer(buffer_), [this](const asio::error_code& ec, std::size_t k) {
+      if (ec) return Fail();
+      received_ += k;
+      if (received_ >= to_receive_) return MaybeDone();
+      Read();
+    });
+  }
+  void MaybeDone() {
+    if (!finished_ && sent_ >= to_send_ && received_ >= to_receive_) {
+      finished_ = true;
+      done_.set_value();
+    }
+  }
+  void Fail() {
+    if (finished_) return;
+    finished_ = true;
+    done_.set_exception(std::make_exception_ptr(std::runtime_error("raw TCP connection failed")));
+  }
+
+  asio::ip::tcp::socket socket_;
+  const crypto::Bytes& message_;
+  std::uint64_t to_send_, to_receive_;
+  std::uint64_t sent_ = 0, received_ = 0;
+  std::vector<std::uint8_t> buffer_ = std::vector<std::uint8_t>(256 * 1024);
+  std::promise<void> done_;
+  bool finished_ = false;
+};
+
+// Wall-clock seconds of one exchange, and the CPU seconds each side's io thread used.
+struct Timing {
+  double seconds = 0;
+  double cpu[2] = {0, 0};
+};
+
+// Loopback TCP between two io threads: `total` bytes from A to B (and as
+// many from B to A when `both_ways`).
+Timing RawTcp(const crypto::Bytes& message, std::uint64_t total, bool both_ways) {
+  IoThread a, b;
+  asio::ip::tcp::acceptor acceptor(b.io(), {asio::ip::make_address("127.0.0.1"), 0});
+  asio::ip::tcp::socket sa(a.io()), sb(b.io());
+  sa.connect(acceptor.local_endpoint());
+  acceptor.accept(sb);
+  RawEnd end_a(std::move(sa), message, total, both_ways ? total : 0);
+  RawEnd end_b(std::move(sb), message, both_ways ? total : 0, total);
+  std::future<void> done_a, done_b;
+  a.Run();
+  b.Run();
+  Timing t;
+  t.cpu[0] = -a.CpuSeconds();
+  t.cpu[1] = -b.CpuSeconds();
+  auto start = std::chrono::steady_clock::now();
+  a.Do([&] { done_a = end_a.Start(); });
+  b.Do([&] { done_b = end_b.Start(); });
+  done_a.get();
+  done_b.get();
+  t.seconds = SecondsSince(start);
+  t.cpu[0] += a.CpuSeconds();
+  t.cpu[1] += b.CpuSeconds();
+  a.Join();
+  b.Join();
+  return t;
+}
+
+Result<crypto::Credentials> MakeCredentials(const crypto::Identity& coordinator, std::uint32_t serial) {
+  crypto::Identity id = crypto::Identity::Generate();
+  crypto::Certificate c;
+  c.node_key = id.public_key();
+  c.network_id = "bench";
+  c.roles = crypto::kRoleNode;
+  c.serial = serial;
+  const auto now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  c.not_before = now - 60;
+  c.not_after = now + 3600;
+  MURMUR_RETURN_IF_ERROR(crypto::SignCertificate(coordinator, &c));
+  return crypto::Credentials::Make(id, c);
+}
+
+// Two Transports (nodes 1 and 2) on their own io threads, connected.
+class TransportPair {
+ public:
+  static Result<std::unique_ptr<TransportPair>> Make(std::uint64_t max_queue_bytes) {
+    auto pair = std::unique_ptr<TransportPair>(new TransportPair());
+    crypto::Identity coordinator = crypto::Identity::Generate();
+    crypto::TrustPolicy policy{"bench", coordinator.public_key(), crypto::kRoleNode};
+    for (std::uint32_t i = 0; i < 2; ++i) {
+      MURMUR_ASSIGN_OR_RETURN(crypto::Credentials creds, MakeCredentials(coordinator, i + 1));
+      node::TransportOptions o;
+      o.self = i + 1;
+      o.max_queue_bytes = max_queue_bytes;
+      Arrivals* arrivals = &pair->arrivals_[i];
+      pair->transports_[i] = std::make_unique<node::Transport>(
+          pair->io_[i].io(), std::move(creds), policy, o,
+          [arrivals](NodeId, node::ReceivedMessage m) { arrivals->Add(m.payload.size()); });
+      MURMUR_RETURN_IF_ERROR(pair->transports_[i]->Start());
+    }
+    for (auto& io : pair->io_) io.Run();
+    pair->io_[0].Do([&] {
+      pair->transports_[0]->AddPeer({2, "127.0.0.1", pair->transports_[1]->port(), {}});
+    });
+    pair->io_[1].Do([&] {
+      pair->transports_[1]->AddPeer({1, "127.0.0.1", pair->transports_[0]->port(), {}});
+    });
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (bool up = false; !up;) {
+      if (std::chrono::steady_clock::now() > deadline)
+        return Status::DeadlineExceeded("no session within 10 s");
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      pair->io_[0].Do([&] { up = pair->transports_[0]->IsConnected(2); });
+    }
+    return pair;
+  }
+  ~TransportPair() {
+    for (int i = 0; i < 2; ++i) io_[i].Do([&] { transports_[i]->Stop(); });
+    for (auto& io : io_) io.Join();
+  }
+
+  // Moves `count` messages from node 1 to node 2 (and from 2 to 1 when both_ways).
+  Result<Timing> Exchange(const std::shared_ptr<const crypto::Bytes>& payload, std::uint64_t count,
+                          bool both_ways) {
+    for (auto& a : arrivals_) a.Reset();
+    const std::uint64_t target = count * payload->size();
+    Timing t;
+    for (int i = 0; i < 2; ++i) t.cpu[i] = -io_[i].CpuSeconds();
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < (both_ways ? 2 : 1); ++i) {
+      asio::post(io_[i].io(), [this, i, payload, count] {
+        for (std::uint64_t k = 0; k < count; ++k) transports_[i]->Send(i == 0 ? 2 : 1, kKind, payload);
+      });
+    }
+    if (!arrivals_[1].WaitFor(target, std::chrono::seconds(120)) ||
+        (both_ways && !arrivals_[0].WaitFor(target, std::chrono::seconds(120))))
+      return Status::DeadlineExceeded("messages did not all arrive within 120 s");
+    t.seconds = SecondsSince(start);
+    for (int i = 0; i < 2; ++i) t.cpu[i] += io_[i].CpuSeconds();
+    return t;
+  }
+  const node::TransportStats& stats(int i) const { return transports_[i]->stats(); }
+
+ private:
+  TransportPair() = default;
+  IoThread io_[2];
+  std::unique_ptr<node::Transport> transports_[2];
+  Arrivals arrivals_[2];
+};
+
+// Resident memory of this process with one listening Transport and an AsioEnv, idle for a while.
+Result<std::uint64_t> IdleRss() {
+  IoThread io;
+  crypto::Identity coordinator = crypto::Identity::Generate();
+  MURMUR_ASSIGN_OR_RETURN(crypto::Credentials creds, MakeCredentials(coordinator, 1));
+  node::AsioEnv env(io.io(), 1, 1);
+  node::TransportOptions o;
+  o.self = 1;
+  node::Transport transport(
+      io.io(), std::move(creds), {"bench", coordinator.public_key(), crypto::kRoleNode}, o,
+      [&](NodeId from, node::ReceivedMessage m) { env.OnTransportMessage(from, std::move(m)); });
+  env.SetTransport(&transport);
+  MURMUR_RETURN_IF_ERROR(transport.Start());
+  io.Run();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::uint64_t rss = CurrentRssBytes();
+  io.Do([&] { transport.Stop(); });
+  io.Join();
+  return rss;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::string Join(const std::vector<double>& v) {
+  std::string s;
+  char buf[32];
+  for (double x : v) {
+    std::snprintf(buf, sizeof(buf), "%s%.0f", s.empty() ? "" : " ", x);
+    s += buf;
+  }
+  return s;
+}
+
+}  // namespace
+
+int BenchTransport(int argc, char** argv) {
+  cxxopts::Options options("murmur bench transport",
+                           "Update exchange between two Transports on loopback against raw TCP and the "
+                           "single-core AEAD rate.");
+  // clang-format off
+  options.add_options()
+    ("megabytes", "MB of updates per direction per run", cxxopts::value<double>()->default_value("100"))
+    ("message-bytes", "bytes per update message", cxxopts::value<std::size_t>()->default_value("4000000"))
+    ("runs", "runs of each measurement (the median is reported)", cxxopts::value<int>()->default_value("3"))
+    ("seconds", "seconds per AEAD measurement", cxxopts::value<double>()->default_value("1"))
+    ("h,help", "show this help");
+  // clang-format on
+  cxxopts::ParseResult args;
+  if (auto exit = ParseFlags(options, argc, argv, kCmd, &args)) return *exit;
+  const double megabytes = args["megabytes"].as<double>();
+  const std::size_t message_bytes = args["message-bytes"].as<std::size_t>();
+  const int runs = args["runs"].as<int>();
+  const double seconds = args["seconds"].as<double>();
+  if (!(megabytes > 0 && megabytes <= 100000)) return UsageError(kCmd, "--megabytes outside (0, 100000]");
+  if (message_bytes < 1 || message_bytes > (std::size_t{256} << 20))
+    return UsageError(kCmd, "--message-bytes outside [1, 268435456] (the transport's message bound)");
+  if (runs < 1 || runs > 100) return UsageError(kCmd, "--runs outside [1, 100]");
+  if (!(seconds > 0 && seconds <= 600)) return UsageError(kCmd, "--seconds outside (0, 600]");
+  const auto count = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(megabytes * 1e6 / message_bytes));
+  const std::uint64_t total = count * message_bytes;
+
+  auto idle = IdleRss();
+  if (!idle.ok()) return Failure(kCmd, idle.status().ToString());
+  std::printf("idle RSS, one listening Transport + AsioEnv in this process: %.1f MB (target < 20 MB)\n",
+              static_cast<double>(*idle) / 1e6);
+
+  auto payload = std::make_shared<crypto::Bytes>(message_bytes);
+  randombytes_buf(payload->data(), payload->size());
+  auto pair = TransportPair::Make(2 * total + message_bytes);
+  if (!pair.ok()) return Failure(kCmd, pair.status().ToString());
+  // Warm-up: the first message each way (allocator, TCP windows).
+  if (auto w = (*pair)->Exchange(payload, 1, true); !w.ok()) return Failure(kCmd, w.status().ToString());
+
+  const std::size_t frame_plaintext = crypto::ChannelOptions{}.max_plaintext;
+  std::printf(
+      "%llu messages of %zu bytes (%.1f MB) per direction, %d runs; MB/s are 10^6 bytes of payload "
+      "per second\n",
+      static_cast<unsigned long long>(count), message_bytes, static_cast<double>(total) / 1e6, runs);
+  std::printf("%-10s %12s %12s %12s %12s %7s\n", "direction", "transport", "raw TCP", "AEAD 1 core", "floor",
+              "ratio");
+  for (bool both : {false, true}) {
+    const double moved = static_cast<double>(both ? 2 * total : total);
+    std::vector<double> tr, raw, aead, aead_cpu, tr_busy, raw_busy, tr_cpu, raw_cpu;
+    for (int r = 0; r < runs; ++r) {
+      // Interleaved, so that load from elsewhere on the machine falls on all three alike.
+      const Timing rt = RawTcp(*payload, total, both);
+      raw.push_back(moved / rt.seconds / 1e6);
+      raw_busy.push_back(moved / std::max(rt.cpu[0], rt.cpu[1]) / 1e6);
+      raw_cpu.push_back((rt.cpu[0] + rt.cpu[1]) / moved * 1e9);
+      const AeadRate a = AeadSealRate(frame_plaintext, seconds);
+      aead.push_back(a.wall);
+      aead_cpu.push_back(a.cpu);
+      auto t = (*pair)->Exchange(payload, count, both);
+      if (!t.ok()) return Failure(kCmd, t.status().ToString());
+      tr.push_back(moved / t->seconds / 1e6);
+      tr_busy.push_back(moved / std::max(t->cpu[0], t->cpu[1]) / 1e6);
+      tr_cpu.push_back((t->cpu[0] + t->cpu[1]) / moved * 1e9);
+    }
+    const double floor = std::min(Median(raw), Median(aead));
+    std::printf("%-10s %12.0f %12.0f %12.0f %12.0f %7.2f   (target >= 0.70)\n",
+                both ? "both ways" : "one way", Median(tr), Median(raw), Median(aead), floor,
+                Median(tr) / floor);
+    if (runs > 1) {
+      std::printf("  runs: transport %s | raw TCP %s | AEAD %s\n", Join(tr).c_str(), Join(raw).c_str(),
+                  Join(aead).c_str());
+    }
+    // Load-independent views. Per CPU-second of the busier io thread: the
+    // rate each would reach with a core to itself (AEAD: per CPU-second of
+    // its thread). And CPU per GB against the least a byte can cost: sealed
+    // once, opened once (an AEAD pass each), and moved through loopback TCP.
+    const double busy_floor = std::min(Median(raw_busy), Median(aead_cpu));
+    std::printf(
+        "  per CPU-second of the busier thread: transport %.0f, raw TCP %.0f, AEAD %.0f MB/s; "
+        "ratio %.2f\n",
+        Median(tr_busy), Median(raw_busy), Median(aead_cpu), Median(tr_busy) / busy_floor);
+    const double least = 2e3 / Median(aead_cpu) + Median(raw_cpu);
+    std::printf(
+        "  CPU s per GB, both threads: transport %.2f; least %.2f (raw TCP %.2f + 2 AEAD passes %.2f): "
+        "%.2f of it\n",
+        Median(tr_cpu), least, Median(raw_cpu), 2e3 / Median(aead_cpu), least / Median(tr_cpu));
+  }
+  const auto& s = (*pair)->stats(0);
+  std::printf("wire overhead: %.3f%% (bytes sent by node 1 over its payload bytes)\n",
+              100.0 * (static_cast<double>(s.bytes_sent) /
+                           static_cast<double>(s.messages_sent.load() * message_bytes) -
+                       1));
+  std::printf("peak RSS of this process: %.1f MB\n", static_cast<double>(PeakRssBytes()) / 1e6);
+  return kExitOk;
+}
+
+}  // namespace murmur::cli
