@@ -14,7 +14,7 @@
 #include "node/checkpoint.h"
 #include "node/config.h"
 #include "node/control_server.h"
-#include "node/gossip_job.h"
+#include "node/job.h"
 #include "node/metrics_server.h"
 #include "node/transport.h"
 
@@ -68,9 +68,9 @@ class DaemonImpl {
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<MetricsServer> metrics_;
   std::unique_ptr<ControlServer> control_;
-  std::unique_ptr<GossipJob> job_;                   // the current or last job
-  std::vector<std::unique_ptr<GossipJob>> retired_;  // ended jobs; callbacks may still name them
-  std::string job_state_ = "idle";                   // idle, running, draining, done, stopped, failed
+  std::unique_ptr<Job> job_;                   // the current or last job
+  std::vector<std::unique_ptr<Job>> retired_;  // ended jobs; callbacks may still name them
+  std::string job_state_ = "idle";             // idle, running, draining, done, stopped, failed
   std::string job_error_;
   asio::steady_timer drain_timer_{io_};
   bool exit_after_job_ = false;  // the config's job: the daemon exits when it ends
@@ -81,7 +81,7 @@ class DaemonImpl {
  private:
   std::string DataPath(const char* name) const { return config_.data_dir() + "/" + name; }
   Status StartJob(const proto::JobConfig& job, bool resume);
-  void OnJobEnd(GossipJob::End how);
+  void OnJobEnd(Job::End how);
   void SaveJobState();
   void BeginDrain(const std::string& why);
   void Shutdown(const std::string& why);
@@ -168,7 +168,7 @@ Status DaemonImpl::Init() {
       return StartJob(job, /*resume=*/true);
     }
     // A finished or stopped job: keep it for status until the next one.
-    auto ended = GossipJob::Create(job, *env_, DataPath(kCheckpointFile), nullptr);
+    auto ended = MakeJob(job, *env_, DataPath(kCheckpointFile), nullptr);
     if (ended.ok()) job_ = std::move(ended).value();
   }
   return Status::Ok();
@@ -181,8 +181,7 @@ Status DaemonImpl::StartJob(const proto::JobConfig& job, bool resume) {
     google::protobuf::TextFormat::PrintToString(job, &text);
     MURMUR_RETURN_IF_ERROR(crypto::WriteFileAtomic(DataPath(kJobFile), crypto::AsBytes(text), 0644));
   }
-  auto created =
-      GossipJob::Create(job, *env_, DataPath(kCheckpointFile), [this](GossipJob::End how) { OnJobEnd(how); });
+  auto created = MakeJob(job, *env_, DataPath(kCheckpointFile), [this](Job::End how) { OnJobEnd(how); });
   if (!created.ok()) return created.status();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -202,7 +201,7 @@ Status DaemonImpl::StartJob(const proto::JobConfig& job, bool resume) {
   job_error_.clear();
   if (!exit_after_job_) SaveJobState();
   env_->SetSink(job_->sink());
-  GossipJob* started = job_.get();
+  Job* started = job_.get();
   asio::post(io_, [started] { started->Start(); });
   return Status::Ok();
 }
@@ -212,22 +211,21 @@ void DaemonImpl::SaveJobState() {
   if (!st.ok()) MURMUR_LOG(kError) << "job state: " << st.ToString();
 }
 
-void DaemonImpl::OnJobEnd(GossipJob::End how) {
+void DaemonImpl::OnJobEnd(Job::End how) {
   drain_timer_.cancel();
   env_->SetSink(nullptr);
-  const char* what = how == GossipJob::End::kCompleted ? "completed"
-                     : how == GossipJob::End::kDrained ? "drained"
-                                                       : "abandoned";
+  const char* what = how == Job::End::kCompleted ? "completed"
+                     : how == Job::End::kDrained ? "drained"
+                                                 : "abandoned";
   MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": job " << job_->config().job_id() << " " << what
                     << " after round " << job_->rounds_done();
-  if (how == GossipJob::End::kCompleted) {
+  if (how == Job::End::kCompleted) {
     job_state_ = "done";
   } else if (!shutting_down_) {
     job_state_ = "stopped";
   }  // a shutdown leaves it "running" on disk: it resumes at the next start
-  if (!exit_after_job_ && !(shutting_down_ && how != GossipJob::End::kCompleted)) SaveJobState();
-  if (exit_after_job_)
-    return Finish(how == GossipJob::End::kCompleted ? Seconds(config_.linger()) : Nanos(0));
+  if (!exit_after_job_ && !(shutting_down_ && how != Job::End::kCompleted)) SaveJobState();
+  if (exit_after_job_) return Finish(how == Job::End::kCompleted ? Seconds(config_.linger()) : Nanos(0));
   if (shutting_down_) Finish(Nanos(0));
 }
 

@@ -19,19 +19,8 @@ namespace {
 Nanos Seconds(double s) { return Nanos(static_cast<std::int64_t>(s * 1e9)); }
 }  // namespace
 
-Status ValidateJobConfig(const proto::JobConfig& j, NodeId self) {
-  if (j.job_id().empty() || j.job_id().size() > 64 ||
-      j.job_id().find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
-          std::string::npos)
-    return Status::InvalidArgument("job field 'job_id': '" + j.job_id() +
-                                   "' must be 1-64 characters of letters, digits, '-', '_', '.'");
-  if (j.nodes() < 2) return Status::InvalidArgument("job field 'nodes': at least 2");
-  if (self >= j.nodes())
-    return Status::InvalidArgument("node_id " + std::to_string(self) + " is not below job.nodes " +
-                                   std::to_string(j.nodes()));
-  if (j.algorithm() != "dpsgd" && j.algorithm() != "dpsgd-cta")
-    return Status::InvalidArgument("job field 'algorithm': '" + j.algorithm() +
-                                   "' (murmurd runs dpsgd, dpsgd-cta)");
+Status ValidateGossipJob(const proto::JobConfig& j, NodeId self) {
+  (void)self;
   if (j.partition() != "iid") return Status::InvalidArgument("job field 'partition': only iid");
   if (j.rounds() == 0 || j.batch() == 0 || j.local_steps() == 0 || j.checkpoint_every() == 0)
     return Status::InvalidArgument(
@@ -43,8 +32,7 @@ Status ValidateJobConfig(const proto::JobConfig& j, NodeId self) {
 
 class GossipJobImpl final : public gossip::RoundObserver {
  public:
-  GossipJobImpl(proto::JobConfig job, Env& env, std::string checkpoint_path,
-                std::function<void(GossipJob::End)> on_end)
+  GossipJobImpl(proto::JobConfig job, Env& env, std::string checkpoint_path, Job::OnEnd on_end)
       : job_(std::move(job)),
         env_(env, job_.seed()),
         checkpoint_path_(std::move(checkpoint_path)),
@@ -53,7 +41,7 @@ class GossipJobImpl final : public gossip::RoundObserver {
   Status Init();
   void OnRoundDone(NodeId, std::uint64_t round, double loss) override;
   void WriteCheckpoint();
-  void End(GossipJob::End how) {
+  void End(Job::End how) {
     if (ended_) return;
     ended_ = true;
     env_.Halt();
@@ -63,7 +51,7 @@ class GossipJobImpl final : public gossip::RoundObserver {
   proto::JobConfig job_;
   JobEnv env_;
   std::string checkpoint_path_;
-  std::function<void(GossipJob::End)> on_end_;
+  Job::OnEnd on_end_;
   ml::TrainTest data_;
   std::unique_ptr<ml::Model> model_;
   std::unique_ptr<ml::Partition> partition_;
@@ -84,7 +72,7 @@ class GossipJobImpl final : public gossip::RoundObserver {
 
 Status GossipJobImpl::Init() {
   const NodeId self = env_.self();
-  MURMUR_RETURN_IF_ERROR(ValidateJobConfig(job_, self));
+  MURMUR_RETURN_IF_ERROR(ValidateGossipJob(job_, self));
   auto data = ml::LoadDatasetSpec(job_.dataset(), job_.dataset_dir(), job_.seed());
   if (!data.ok()) return data.status().WithContext("job field 'dataset'");
   data_ = std::move(data).value();
@@ -165,9 +153,9 @@ void GossipJobImpl::OnRoundDone(NodeId, std::uint64_t round, double loss) {
   }
   if (done % job_.checkpoint_every() == 0 || done >= job_.rounds() || draining_) WriteCheckpoint();
   if (done >= job_.rounds()) {
-    End(GossipJob::End::kCompleted);
+    End(Job::End::kCompleted);
   } else if (draining_) {
-    End(GossipJob::End::kDrained);
+    End(Job::End::kDrained);
   }
 }
 
@@ -189,12 +177,11 @@ void GossipJobImpl::WriteCheckpoint() {
 GossipJob::GossipJob(std::unique_ptr<GossipJobImpl> impl) : impl_(std::move(impl)) {}
 GossipJob::~GossipJob() = default;
 
-Result<std::unique_ptr<GossipJob>> GossipJob::Create(const proto::JobConfig& job, Env& env,
-                                                     std::string checkpoint_path,
-                                                     std::function<void(End)> on_end) {
+Result<std::unique_ptr<Job>> GossipJob::Create(const proto::JobConfig& job, Env& env,
+                                               std::string checkpoint_path, OnEnd on_end) {
   auto impl = std::make_unique<GossipJobImpl>(job, env, std::move(checkpoint_path), std::move(on_end));
   MURMUR_RETURN_IF_ERROR(impl->Init());
-  return std::unique_ptr<GossipJob>(new GossipJob(std::move(impl)));
+  return std::unique_ptr<Job>(new GossipJob(std::move(impl)));
 }
 
 MessageSink* GossipJob::sink() { return impl_->node_.get(); }
@@ -224,7 +211,6 @@ void GossipJob::Abandon() {
 
 const proto::JobConfig& GossipJob::config() const { return impl_->job_; }
 bool GossipJob::ended() const { return impl_->ended_; }
-std::uint64_t GossipJob::start_round() const { return impl_->start_round_; }
 std::uint64_t GossipJob::rounds_done() const { return impl_->rounds_done_; }
 double GossipJob::accuracy() const { return impl_->accuracy_; }
 double GossipJob::loss() const { return impl_->loss_; }

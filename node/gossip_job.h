@@ -28,44 +28,35 @@
 #include "core/env.h"
 #include "core/status.h"
 #include "gossip/observer.h"
+#include "node/job.h"
 #include "proto/node.pb.h"
 
 namespace murmur::node {
 
-// Checks a job for node `self`: algorithm, partition and the numeric fields.
-// `dialable` says whether this node knows an address for a peer (the node
-// with the smaller id dials, so every topology neighbour above `self` needs one).
-Status ValidateJobConfig(const proto::JobConfig& job, NodeId self);
+// Checks the fields of a gossip job (after the common ones, node/job.h).
+Status ValidateGossipJob(const proto::JobConfig& job, NodeId self);
 
 class GossipJobImpl;
 
-class GossipJob {
+class GossipJob final : public Job {
  public:
-  enum class End { kCompleted, kDrained, kAbandoned };
+  static Result<std::unique_ptr<Job>> Create(const proto::JobConfig& job, Env& env,
+                                             std::string checkpoint_path, OnEnd on_end);
+  ~GossipJob() override;
 
-  // `env` (the daemon's AsioEnv) must outlive the job. `checkpoint_path` is
-  // read for a resume and written as the job goes.
-  static Result<std::unique_ptr<GossipJob>> Create(const proto::JobConfig& job, Env& env,
-                                                   std::string checkpoint_path,
-                                                   std::function<void(End)> on_end);
-  ~GossipJob();
+  MessageSink* sink() override;
+  std::vector<NodeId> neighbours() const override;
+  void Start() override;
+  void Drain() override;
+  void Abandon() override;
 
-  // The message sink of the job's node (AsioEnv::SetSink).
-  MessageSink* sink();
-  // Neighbours of this node in the job's topology (in and out).
-  std::vector<NodeId> neighbours() const;
-  void Start();
-  void Drain();
-  void Abandon();
-
-  const proto::JobConfig& config() const;
-  bool ended() const;
-  std::uint64_t start_round() const;
-  std::uint64_t rounds_done() const;
-  double accuracy() const;  // -1 before the first evaluation
-  double loss() const;
-  std::uint64_t checkpoints() const;
-  std::vector<float> params() const;  // the model after rounds_done()
+  const proto::JobConfig& config() const override;
+  bool ended() const override;
+  std::uint64_t rounds_done() const override;
+  double accuracy() const override;
+  double loss() const override;
+  std::uint64_t checkpoints() const override;
+  std::vector<float> params() const override;
 
  private:
   explicit GossipJob(std::unique_ptr<GossipJobImpl> impl);

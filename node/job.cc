@@ -1,0 +1,28 @@
+#include "node/job.h"
+
+#include "node/gossip_job.h"
+
+namespace murmur::node {
+
+Status ValidateJobConfig(const proto::JobConfig& j, NodeId self) {
+  if (j.job_id().empty() || j.job_id().size() > 64 ||
+      j.job_id().find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
+          std::string::npos)
+    return Status::InvalidArgument("job field 'job_id': '" + j.job_id() +
+                                   "' must be 1-64 characters of letters, digits, '-', '_', '.'");
+  if (j.nodes() < 2) return Status::InvalidArgument("job field 'nodes': at least 2");
+  if (self >= j.nodes())
+    return Status::InvalidArgument("node_id " + std::to_string(self) + " is not below job.nodes " +
+                                   std::to_string(j.nodes()));
+  if (j.algorithm() == "dpsgd" || j.algorithm() == "dpsgd-cta") return ValidateGossipJob(j, self);
+  return Status::InvalidArgument("job field 'algorithm': '" + j.algorithm() +
+                                 "' (murmurd runs dpsgd, dpsgd-cta)");
+}
+
+Result<std::unique_ptr<Job>> MakeJob(const proto::JobConfig& job, Env& env, std::string checkpoint_path,
+                                     Job::OnEnd on_end) {
+  MURMUR_RETURN_IF_ERROR(ValidateJobConfig(job, env.self()));
+  return GossipJob::Create(job, env, std::move(checkpoint_path), std::move(on_end));
+}
+
+}  // namespace murmur::node

@@ -1,0 +1,61 @@
+// Job: one job inside a daemon, gossip (node/gossip_job.h) or federated. The
+// daemon (node/daemon.h) creates it with MakeJob, points the AsioEnv's sink at
+// it, starts it, and asks it to drain or abandon on a stop; the job tells the
+// daemon through `on_end` when it has ended (completed, drained, abandoned).
+//
+// Every job runs on a JobEnv (node/job_env.h) over the daemon's AsioEnv, so
+// that its random streams follow its own seed and a halted job stays silent.
+//
+// Thread-safety: everything on the daemon's io thread, except the accessors
+// marked as readable from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/env.h"
+#include "core/status.h"
+#include "proto/node.pb.h"
+
+namespace murmur::node {
+
+class Job {
+ public:
+  enum class End { kCompleted, kDrained, kAbandoned };
+  using OnEnd = std::function<void(End)>;
+
+  virtual ~Job() = default;
+
+  // Where the daemon's AsioEnv delivers messages while the job runs.
+  virtual MessageSink* sink() = 0;
+  // Peers this node exchanges messages with in this job.
+  virtual std::vector<NodeId> neighbours() const = 0;
+  virtual void Start() = 0;
+  // Ends the job after its current round, checkpointed.
+  virtual void Drain() = 0;
+  // Ends the job now, with a checkpoint of the last completed round.
+  virtual void Abandon() = 0;
+
+  virtual const proto::JobConfig& config() const = 0;
+  // Readable from any thread:
+  virtual bool ended() const = 0;
+  virtual std::uint64_t rounds_done() const = 0;
+  virtual double accuracy() const = 0;  // -1 before the first evaluation
+  virtual double loss() const = 0;
+  virtual std::uint64_t checkpoints() const = 0;
+  virtual std::vector<float> params() const = 0;  // the model after rounds_done()
+};
+
+// Checks a job for node `self` (the fields every kind of job shares, then the kind's own).
+Status ValidateJobConfig(const proto::JobConfig& job, NodeId self);
+
+// Builds the job the config names (by its algorithm). `env` (the daemon's
+// AsioEnv) must outlive the job; `checkpoint_path` is read for a resume and
+// written as the job goes.
+Result<std::unique_ptr<Job>> MakeJob(const proto::JobConfig& job, Env& env, std::string checkpoint_path,
+                                     Job::OnEnd on_end);
+
+}  // namespace murmur::node
