@@ -2,13 +2,13 @@
 // Local Health Awareness for More Accurate Failure Detection", 2018,
 // arXiv:1707.00788), used by gossip/membership.h.
 //
-// LocalHealth is the Local Health Multiplier (LHM, section IV-A): a
+// LocalHealth is the Local Health Multiplier (LHM, "local health awareness"): a
 // saturating counter in [0, S-1] that rises when the node sees evidence that
 // it is itself slow (a probe that failed without the nacks it expected, a
 // suspicion about itself it had to refute) and falls on a successful direct
 // probe. Probe timeout and probe interval are scaled by (LHM + 1).
 //
-// SuspicionTimeout is Lifeguard's dynamic suspicion timeout (section IV-B):
+// SuspicionTimeout is Lifeguard's dynamic suspicion timeout:
 //   Min = alpha * max(1, log10(n)) * ProbeInterval,   Max = beta * Min,
 //   timeout(C) = max(Min, Max - (Max - Min) * log(C + 1) / log(K + 1)),
 // where C is the number of independent confirmations (suspect messages about

@@ -8,11 +8,11 @@
 // Multiplier) a node probes the next member of a randomly permuted
 // round-robin list (SWIM section 4.3): PING, and if no ACK came within
 // probe_timeout, PING-REQ to `indirect_probes` other members, which probe on
-// its behalf and answer ACK, or NACK when the target stayed silent (Lifeguard
-// IV-A). A member with no ACK by the end of the period becomes *suspect*
-// (SWIM 4.2); the suspicion is gossiped, and the member refutes it by raising
+// its behalf and answer ACK, or NACK when the target stayed silent
+// (Lifeguard). A member with no ACK by the end of the period becomes
+// *suspect* (SWIM 4.2); the suspicion is gossiped, and the member refutes it by raising
 // its incarnation number. Otherwise it is declared *dead* when the dynamic
-// suspicion timeout runs out (Lifeguard IV-B: from Max toward Min as
+// suspicion timeout runs out (Lifeguard: from Max toward Min as
 // independent confirmations arrive). A ping to a suspect member carries the
 // suspicion so it can refute at once (Lifeguard's buddy system).
 // Updates spread by piggybacking on every message, each at most

@@ -1,4 +1,5 @@
-// Membership: the protocol period (SWIM section 3.1 and 4.3, Lifeguard IV-A).
+// Membership: the protocol period (SWIM sections 3.1 and 4.3; Lifeguard's
+// local health awareness).
 //
 // Timeline of one period that starts at t with multiplier M = LHM + 1:
 //   t                      PING to the next member of the round-robin list

@@ -94,7 +94,7 @@ void Membership::ApplyUpdate(const MemberUpdate& u) {
       break;
     case MemberState::kSuspect:
       if (s == MemberState::kSuspect && u.incarnation == i) {
-        // Lifeguard IV-B: an independent confirmation shortens the timeout;
+        // Lifeguard (dynamic suspicion timeouts): an independent confirmation shortens the timeout;
         // pass it on so that others count it too.
         if (e.suspicion && e.suspicion->Confirm(u.origin)) {
           ScheduleSuspicionTimer(e);
@@ -149,7 +149,7 @@ void Membership::SetState(Entry& e, MemberState state, std::uint64_t incarnation
 }
 
 void Membership::StartSuspicion(Entry& e, NodeId origin) {
-  // Lifeguard IV-B. K is lowered to 0 (the timeout is Min) when the group is
+  // Lifeguard's dynamic suspicion timeout. K is lowered to 0 (the timeout is Min) when the group is
   // too small to give K confirmations: neither this node nor the suspect confirms.
   const std::size_t n = GroupSize();
   const Nanos min = SuspicionMinTimeout(options_.suspicion_alpha, n, options_.probe_interval);
