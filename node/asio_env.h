@@ -8,9 +8,11 @@
 //
 // Send encodes the message (Message::EncodeTo) once and queues the bytes on
 // the Transport with the message's kind; on the other side the payload is
-// decoded by the decoder registered for its kind (GossipMessage by default,
-// with compression::DecodeLimits) and handed to the sink. A payload of an
-// unknown kind or one that fails to decode is counted and dropped.
+// decoded by the decoder registered for its kind (by default GossipMessage
+// with compression::DecodeLimits, and gossip::MembershipMessage with its
+// default limits; gossip::Membership checks its signature) and handed to the
+// sink. A payload of an unknown kind or one that fails to decode is counted
+// and dropped.
 //
 // Thread-safety: as core::Env: call it from the io_context's thread only.
 // The io_context, the Transport and the sink must outlive the AsioEnv;
