@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "gossip/membership.h"
@@ -53,6 +54,13 @@ class Cluster {
   // `node` signs with `identity` instead of its own (an impostor).
   void SetSigningKey(NodeId node, const crypto::Identity& identity);
 
+  // Messages of other kinds to node i go to `sink` (an algorithm sharing the node).
+  void SetOtherSink(NodeId i, MessageSink* sink) { other_sinks_[i] = sink; }
+  // Node i's Env (with the faults), for components that share the node.
+  Env& env(NodeId i);
+  // (time, from, to) of every message of another kind that was sent.
+  const std::vector<std::tuple<Nanos, NodeId, NodeId>>& other_sends() const { return other_sends_; }
+
   Membership& node(NodeId i) { return *nodes_[i]; }
   const std::vector<MemberEvent>& events() const { return events_; }
   Nanos now() const { return sim_.now(); }
@@ -72,6 +80,8 @@ class Cluster {
   std::vector<std::unique_ptr<Sink>> sinks_;
   std::function<bool(NodeId, NodeId)> blocked_;
   std::vector<Nanos> slow_;
+  std::vector<MessageSink*> other_sinks_;
+  std::vector<std::tuple<Nanos, NodeId, NodeId>> other_sends_;
   std::vector<MemberEvent> events_;
   MembershipOptions options_;
 };

@@ -9,8 +9,12 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 
+#include "gossip/gossip_learning.h"
+#include "gossip/peer_sampling.h"
 #include "membership_cluster.h"
+#include "quadratic.h"
 
 namespace murmur::gossip {
 namespace {
@@ -217,6 +221,93 @@ TEST_CASE("An impostor whose signatures fail never enters anyone's view") {
   for (NodeId i : Range(0, 11)) CHECK_FALSE(c.node(i).Find(11).has_value());
   CHECK(c.node(0).stats().rejected_signature > 0);  // its JOINs to the seed
   CHECK(c.node(11).counts().alive == 0);
+}
+
+TEST_CASE("The same seed gives the same membership run, event for event") {
+  auto run = [](std::uint64_t seed) {
+    Cluster c(16, {}, 0.10, seed);
+    c.Start();
+    c.RunFor(seconds(40));
+    c.Crash(4);
+    c.RunFor(seconds(40));
+    std::vector<std::tuple<Nanos, NodeId, NodeId, MemberState>> log;
+    for (const auto& e : c.events()) log.emplace_back(e.t, e.at, e.member, e.state);
+    return log;
+  };
+  const auto a = run(5), b = run(5), other = run(6);
+  CHECK(a.size() > 16 * 15);  // every join, then the crash, at least
+  CHECK(a == b);
+  CHECK(a != other);
+}
+
+TEST_CASE("Gossip learning draws peers from the membership: it converges and stops sending to a dead node") {
+  const NodeId n = 16;
+  const NodeId victim = 3;
+  constexpr std::size_t kDim = 4;
+  Cluster c(n, {}, 0.0, 8);
+  c.Start();
+  REQUIRE(c.RunUntilConverged(Range(0, n), seconds(30)).has_value());
+  // Node i minimizes 0.5 ||x - b_i||^2 (tests/gossip/quadratic.h), b_i = (i, -i, 2i, 0.5 i).
+  std::vector<std::vector<float>> targets;
+  std::vector<std::unique_ptr<testing::QuadraticLearner>> learners;
+  std::vector<std::unique_ptr<MembershipPeerSampler>> samplers;
+  std::vector<std::unique_ptr<GossipLearningNode>> learning;
+  const CodecSpec none = CodecSpec::Parse("none").value();
+  GossipLearningOptions o;
+  o.period = milliseconds(200);
+  o.horizon = c.now() + seconds(120);
+  o.uniform_peers = true;  // needed without a topology; the sampler overrides it
+  for (NodeId i = 0; i < n; ++i) {
+    const float v = static_cast<float>(i);
+    targets.push_back({v, -v, 2 * v, 0.5f * v});
+    learners.push_back(std::make_unique<testing::QuadraticLearner>(targets.back(), 0.05));
+    samplers.push_back(std::make_unique<MembershipPeerSampler>(c.env(i), c.node(i)));
+    learning.push_back(std::make_unique<GossipLearningNode>(
+        c.env(i), nullptr, n, *learners[i], ParamVector(kDim),
+        std::make_unique<Codec>(none, i, Layout(), Rng(7, i, RngPurpose::kCompression)), o, nullptr));
+    learning[i]->SetPeerSampler(samplers[i].get());
+    c.SetOtherSink(i, learning[i].get());
+    learning[i]->Start();
+  }
+  c.RunFor(seconds(20));
+  c.Crash(victim);
+  c.RunFor(seconds(110));
+  // After every member has declared the victim dead, nobody gossips to it.
+  Nanos all_dead{0};
+  int deaths = 0;
+  for (const auto& e : c.events()) {
+    if (e.member == victim && e.state == MemberState::kDead) {
+      all_dead = std::max(all_dead, e.t);
+      ++deaths;
+    }
+  }
+  CHECK(deaths == n - 1);
+  int early = 0, late = 0, total = 0;
+  for (const auto& [t, from, to] : c.other_sends()) {
+    ++total;
+    early += to == victim && t <= all_dead;
+    late += to == victim && t > all_dead;
+  }
+  CHECK(total > 1000);
+  CHECK(early > 0);  // the victim was drawn while it was in the views
+  CHECK(late == 0);
+  // The live models end near the optimum of the live nodes' average objective,
+  // far closer than training alone leaves them (at their own b_i).
+  std::vector<double> opt(kDim, 0);
+  for (NodeId i : Range(0, n, victim)) {
+    for (std::size_t k = 0; k < kDim; ++k) opt[k] += targets[i][k] / double(n - 1);
+  }
+  double local_only = 0, merged = 0;
+  for (NodeId i : Range(0, n, victim)) {
+    for (std::size_t k = 0; k < kDim; ++k) {
+      local_only += std::abs(targets[i][k] - opt[k]);
+      merged += std::abs(learning[i]->params()[k] - opt[k]);
+    }
+  }
+  MESSAGE("gossip learning over membership: L1 distance to the optimum "
+          << merged << " (local training alone: " << local_only << ")");
+  CHECK(merged < 0.25 * local_only);
+  for (NodeId i = 0; i < n; ++i) c.SetOtherSink(i, nullptr);
 }
 
 }  // namespace
