@@ -127,6 +127,38 @@ TEST_CASE("Suspicion times out at Lifeguard's Max, midway after one confirmation
   }
 }
 
+TEST_CASE("Without dynamic suspicion the timeout is Min whatever the confirmations (SWIM)") {
+  MembershipOptions o;
+  o.dynamic_suspicion = false;
+  Harness w(12, o);
+  w.RunUntil(seconds(5));
+  const Nanos t0 = w.env.Now();
+  w.Deliver(2, MembershipType::kSync, {{MemberState::kSuspect, 1, 0, 2, ""}});
+  const Nanos deadline = t0 + Nanos(std::llround(5 * std::log10(12.0) * 1e9));
+  w.RunUntil(deadline - milliseconds(20));
+  CHECK(w.StateOf(1) == MemberState::kSuspect);
+  w.RunUntil(deadline + milliseconds(20));
+  CHECK(w.StateOf(1) == MemberState::kDead);
+}
+
+TEST_CASE("Probes go round-robin over a fresh random permutation in every traversal (SWIM 4.3)") {
+  Harness w(8);  // 7 members to probe; all answer, so every PING is a direct probe
+  w.RunUntil(seconds(40));
+  std::vector<NodeId> order;
+  for (const auto& [to, msg] : w.sent) {
+    if (msg->header().type == MembershipType::kPing) order.push_back(to);
+  }
+  REQUIRE(order.size() >= 35);
+  std::set<std::vector<NodeId>> traversals;
+  for (std::size_t t = 0; t < 5; ++t) {
+    std::vector<NodeId> block(order.begin() + 7 * t, order.begin() + 7 * (t + 1));
+    traversals.insert(block);
+    std::sort(block.begin(), block.end());
+    CHECK(block == std::vector<NodeId>{1, 2, 3, 4, 5, 6, 7});
+  }
+  CHECK(traversals.size() > 1);  // reshuffled, not one fixed order
+}
+
 TEST_CASE("A suspected node refutes with a higher incarnation, and its local health rises") {
   Harness w(4);
   w.RunUntil(seconds(2));
