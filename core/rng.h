@@ -38,6 +38,7 @@ enum class RngPurpose : std::uint32_t {
   kPrivacy = 10,      // differential privacy noise
   kAttack = 11,       // simulated adversaries
   kSelection = 12,    // federated client selection
+  kMembership = 13,   // SWIM probe order and PING-REQ relays
   kSecureAggregation = 0x5EC0,  // SecAgg+ secrets and graph seeds in simulations only
 };
 

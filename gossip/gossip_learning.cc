@@ -30,6 +30,10 @@ void GossipLearningNode::Start() {
 
 NodeId GossipLearningNode::PickPeer() {
   const NodeId self = env_.self();
+  if (sampler_ != nullptr) {
+    std::vector<NodeId> peer = sampler_->Sample(1);
+    return peer.empty() ? self : peer.front();
+  }
   if (options_.uniform_peers) {
     if (num_nodes_ < 2) return self;
     auto j = static_cast<NodeId>(rng_.UniformInt(num_nodes_ - 1));

@@ -9,7 +9,9 @@
 //   x_i <- (a_i x_i + a_j x_j) / (a_i + a_j),  a_i <- max(a_i, a_j)
 // with age weighting (Hegedus et al. 2019, "MergeAverage" weighted by age),
 // or the plain average. Peers come from the graph's neighbours or, with
-// `uniform_peers`, uniformly from all nodes (an ideal peer-sampling service).
+// `uniform_peers`, uniformly from all nodes (an ideal peer-sampling service),
+// or, once SetPeerSampler is called, from a PeerSampler (gossip/peer_sampling.h:
+// the alive members of a Membership view), which overrides both.
 //
 // Thread-safety: as every gossip node, one Env executor.
 #pragma once
@@ -20,6 +22,7 @@
 #include "core/learner.h"
 #include "gossip/codec.h"
 #include "gossip/observer.h"
+#include "gossip/peer_sampling.h"
 #include "gossip/round_topology.h"
 
 namespace murmur::gossip {
@@ -43,6 +46,9 @@ class GossipLearningNode final : public MessageSink {
 
   void Start();
   void OnMessage(NodeId from, MessagePtr msg) override;
+  // Draws each peer from `sampler` (not owned; must outlive the node); a wake-up
+  // with no peer to draw sends nothing.
+  void SetPeerSampler(PeerSampler* sampler) { sampler_ = sampler; }
 
   const ParamVector& params() const { return x_; }
   double age() const { return age_; }
@@ -59,6 +65,7 @@ class GossipLearningNode final : public MessageSink {
   std::unique_ptr<Codec> codec_;
   GossipLearningOptions options_;
   RoundObserver* observer_;
+  PeerSampler* sampler_ = nullptr;
   Rng rng_;
   ParamVector x_;
   double age_ = 0;

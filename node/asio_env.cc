@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/log.h"
+#include "gossip/membership_messages.h"
 #include "gossip/messages.h"
 
 namespace murmur::node {
@@ -17,6 +18,12 @@ AsioEnv::AsioEnv(asio::io_context& io, NodeId self, std::uint64_t seed, int offl
   RegisterDecoder(gossip::kGossipMessageKind,
                   [limits](std::span<const std::uint8_t> bytes) -> Result<MessagePtr> {
                     MURMUR_ASSIGN_OR_RETURN(auto msg, gossip::GossipMessage::Decode(bytes, limits));
+                    return MessagePtr(std::move(msg));
+                  });
+  RegisterDecoder(gossip::kMembershipMessageKind,
+                  [](std::span<const std::uint8_t> bytes) -> Result<MessagePtr> {
+                    MURMUR_ASSIGN_OR_RETURN(
+                        auto msg, gossip::MembershipMessage::Decode(bytes, gossip::MembershipDecodeLimits{}));
                     return MessagePtr(std::move(msg));
                   });
 }

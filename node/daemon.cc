@@ -168,8 +168,12 @@ Status DaemonImpl::Init() {
       return StartJob(job, /*resume=*/true);
     }
     // A finished or stopped job: keep it for status until the next one.
+    // (Built from its checkpoint and ended at once: status shows where it stopped.)
     auto ended = MakeJob(job, *env_, DataPath(kCheckpointFile), nullptr);
-    if (ended.ok()) job_ = std::move(ended).value();
+    if (ended.ok()) {
+      job_ = std::move(ended).value();
+      job_->Abandon();
+    }
   }
   return Status::Ok();
 }
