@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Real murmurd processes on loopback (issue acceptance, docs/daemon.md):
+#  1. kill -9 of 2 of 8 daemons mid-job: the others go on and finish; the
+#     killed ones restart, resume from their checkpoints and catch up; every
+#     daemon ends the job at its last round.
+#  2. kill -9 of a daemon at random moments of a job that checkpoints every
+#     round, 20 times: each restart finds a valid checkpoint and resumes.
+# usage: daemon_kill_test.sh MURMUR MURMURD SOURCE_DIR
+set -euo pipefail
+MURMUR=$1 MURMURD=$2 SRC=$3
+FLEET=$(mktemp -d /tmp/murmur-kill.XXXXXX)
+BASE_PORT=$((20000 + ($$ % 200) * 150))
+source "$SRC/tools/fleet.sh"
+trap 'fleet_stop_all; rm -rf "$FLEET"' EXIT
+fail() { echo "FAIL: $*"; for i in 0 2 5; do echo "--- node $i"; tail -n 8 "$FLEET/node$i/log" 2>/dev/null; done; exit 1; }
+
+NODES=8 ROUNDS=400
+fleet_make $NODES
+for i in $(seq 0 $((NODES - 1))); do fleet_start "$i"; done
+cat >"$FLEET/job" <<JOB
+job_id: "kill-test" model: "softmax" dataset: "synthetic:blobs" nodes: $NODES topology: "ring"
+rounds: $ROUNDS lr: 0.05 round_timeout: 1 checkpoint_every: 5 eval_every: 50 seed: 3
+JOB
+"$MURMUR" job submit "$FLEET/job" "${FLEET_OP[@]}" >/dev/null || fail "submit"
+
+# Let the job get going, then kill 2 and 5 hard.
+for _ in $(seq 600); do [ "$(fleet_rounds 0)" -ge 60 ] && break; sleep 0.1; done
+[ "$(fleet_rounds 0)" -ge 60 ] || fail "the job did not reach round 60"
+fleet_kill 2
+fleet_kill 5
+killed_at=$(fleet_rounds 0)
+# The others keep going without them.
+for _ in $(seq 300); do [ "$(fleet_rounds 0)" -ge $((killed_at + 20)) ] && break; sleep 0.1; done
+[ "$(fleet_rounds 0)" -ge $((killed_at + 20)) ] || fail "the survivors stalled after the kill (round $(fleet_rounds 0))"
+fleet_start 2
+fleet_start 5
+"$MURMUR" job status --wait --interval 1 "${FLEET_OP[@]}" >"$FLEET/status" || { cat "$FLEET/status"; fail "job status --wait"; }
+done_count=$(awk -v r="$ROUNDS/$ROUNDS" '$3 == "kill-test" && $4 == "done" && $5 == r' "$FLEET/status" | wc -l)
+[ "$done_count" -ge $NODES ] || { cat "$FLEET/status"; fail "only $done_count of $NODES daemons finished at round $ROUNDS"; }
+for i in 2 5; do
+  r=$(grep -o "resumes after round [0-9]*" "$FLEET/node$i/log" | tail -n 1 | awk '{print $4}')
+  [ -n "$r" ] && [ "$r" -gt 0 ] || fail "daemon $i did not resume from a checkpoint"
+  echo "daemon $i resumed after round $r"
+done
+echo "part 1: 8 daemons finished round $ROUNDS after 2 were killed at round $killed_at and restarted"
+fleet_stop_all
+
+# 2. Kill a daemon repeatedly while it checkpoints every round.
+cat >"$FLEET/job2" <<JOB
+job_id: "ckpt-test" model: "softmax" dataset: "synthetic:blobs" nodes: 2 topology: "ring"
+rounds: 100000 lr: 0.05 round_timeout: 1 checkpoint_every: 1 eval_every: 0 seed: 4
+JOB
+fleet_start 0
+fleet_start 1
+"$MURMUR" job submit "$FLEET/job2" --daemon "127.0.0.1:$((BASE_PORT + 100))" \
+  --daemon "127.0.0.1:$((BASE_PORT + 101))" "${FLEET_OP[@]:2}" >/dev/null || fail "submit 2"
+last=0
+for k in $(seq 20); do
+  sleep "0.$((RANDOM % 4 + 1))"
+  fleet_kill 1
+  fleet_start 1 || fail "restart $k: the daemon did not come up"
+  for _ in $(seq 100); do grep -q "resumes after round" "$FLEET/node1/log" && break; sleep 0.05; done
+  r=$(grep -o "resumes after round [0-9]*" "$FLEET/node1/log" | tail -n 1 | awk '{print $4}')
+  [ -n "$r" ] && [ "$r" -ge "$last" ] || fail "restart $k: no resume, or resumed before round $last"
+  last=$r
+  if grep -qi "checkpoint.*\(crc\|truncated\|damaged\|invalid\)" "$FLEET/node1/log"; then fail "a damaged checkpoint"; fi
+done
+[ "$last" -gt 0 ] || fail "no progress across restarts"
+echo "part 2: 20 kill -9 restarts, each resumed from a valid checkpoint (last after round $last)"
+echo "daemon kill test passed"

@@ -1,0 +1,80 @@
+# Shell functions for a murmur fleet on loopback: keys, certificates and
+# configs for N daemons, starting and stopping them, and the operator's
+# arguments. Sourced by examples/local-cluster.sh and the multi-process tests
+# (tests/apps/). Every address is 127.0.0.1.
+#
+# Set before sourcing: MURMUR, MURMURD (binaries), FLEET (a fresh directory),
+# and optionally BASE_PORT (transport ports BASE_PORT+i, control BASE_PORT+100+i).
+
+FLEET_NETWORK=${FLEET_NETWORK:-local-demo}
+BASE_PORT=${BASE_PORT:-17100}
+FLEET_PIDS=()
+
+# fleet_make N: a coordinator, an operator and N daemons' identities,
+# certificates and configs (no job: the daemons start idle).
+fleet_make() {
+  local n=$1 i j d
+  "$MURMUR" keygen --out "$FLEET/coordinator" >/dev/null 2>&1
+  "$MURMUR" keygen --out "$FLEET/operator" >/dev/null 2>&1
+  "$MURMUR" cert issue --coordinator-key "$FLEET/coordinator/identity.key" \
+    --node-pub "$FLEET/operator/identity.pub" --network "$FLEET_NETWORK" --roles operator --days 1 \
+    --out "$FLEET/operator/operator.cert" >/dev/null 2>&1
+  : >"$FLEET/cluster"
+  for i in $(seq 0 $((n - 1))); do
+    d=$FLEET/node$i
+    "$MURMUR" keygen --out "$d" >/dev/null 2>&1
+    "$MURMUR" cert issue --coordinator-key "$FLEET/coordinator/identity.key" --node-pub "$d/identity.pub" \
+      --network "$FLEET_NETWORK" --roles node --days 1 --out "$d/node.cert" >/dev/null 2>&1
+    {
+      echo "node_id: $i"
+      echo "listen: \"127.0.0.1:$((BASE_PORT + i))\""
+      echo "control_listen: \"127.0.0.1:$((BASE_PORT + 100 + i))\""
+      echo "data_dir: \"$d\""
+      echo "network_id: \"$FLEET_NETWORK\""
+      echo "coordinator_key: \"$FLEET/coordinator/identity.pub\""
+      echo "log_level: \"${FLEET_LOG_LEVEL:-info}\""
+      echo "drain_timeout: 2"
+      for j in $(seq 0 $((n - 1))); do
+        [ "$j" -eq "$i" ] || echo "peers { id: $j address: \"127.0.0.1:$((BASE_PORT + j))\" }"
+      done
+    } >"$d/node.conf"
+    echo "127.0.0.1:$((BASE_PORT + 100 + i))" >>"$FLEET/cluster"
+  done
+  FLEET_OP=(--cluster "$FLEET/cluster" --identity "$FLEET/operator/identity.key"
+            --cert "$FLEET/operator/operator.cert" --coordinator-key "$FLEET/coordinator/identity.pub")
+}
+
+# fleet_start I: starts daemon I (log appended to node I/log) and waits for its ports file.
+fleet_start() {
+  local i=$1 d=$FLEET/node$1
+  rm -f "$d/ports"
+  "$MURMURD" --config "$d/node.conf" 2>>"$d/log" &
+  FLEET_PIDS[$i]=$!
+  for _ in $(seq 200); do [ -s "$d/ports" ] && return 0; sleep 0.05; done
+  echo "fleet: daemon $i did not start:" >&2
+  tail -n 5 "$d/log" >&2
+  return 1
+}
+
+# fleet_kill I [SIGNAL]: signals daemon I (default KILL) and reaps it.
+fleet_kill() {
+  local pid=${FLEET_PIDS[$1]:-}
+  [ -n "$pid" ] || return 0
+  kill "-${2:-KILL}" "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  unset "FLEET_PIDS[$1]"
+}
+
+# fleet_stop_all: SIGTERM to every daemon still running, then waits for them.
+fleet_stop_all() {
+  local i
+  for i in "${!FLEET_PIDS[@]}"; do kill "${FLEET_PIDS[$i]}" 2>/dev/null || true; done
+  for i in "${!FLEET_PIDS[@]}"; do wait "${FLEET_PIDS[$i]}" 2>/dev/null || true; done
+  FLEET_PIDS=()
+}
+
+# fleet_rounds I: rounds done by daemon I's job (from `murmur job status`), or -1.
+fleet_rounds() {
+  "$MURMUR" job status --daemon "127.0.0.1:$((BASE_PORT + 100 + $1))" "${FLEET_OP[@]:2}" 2>/dev/null |
+    awk 'NR == 2 { split($5, r, "/"); print r[1]; found = 1 } END { if (!found) print -1 }'
+}
