@@ -115,6 +115,7 @@ Status ScenarioRun::Build() {
   lo.lr = s_.lr();
   lo.momentum = s_.momentum();
   lo.weight_decay = s_.weight_decay();
+  MURMUR_ASSIGN_OR_RETURN(lo.schedule, ScenarioSchedule(s_));
   last_loss_.assign(n, 0.0);
   for (NodeId i = 0; i < n; ++i) {
     learners_.push_back(std::make_unique<ml::MlLearner>(*world_->model, world_->data.train,
