@@ -1,6 +1,7 @@
 #include "gossip/decentralized_sgd.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "core/check.h"
 #include "core/log.h"
@@ -9,6 +10,19 @@ namespace murmur::gossip {
 
 namespace {
 double SelfWeight(const topology::MixingMatrix& w, NodeId i) { return w.At(i, i); }
+
+// Makes `v` a buffer no message shares, so it may be written: keeps it when
+// the node is its only holder, else replaces it by a fresh one (its values
+// are then unspecified; callers overwrite them).
+void Exclusive(std::shared_ptr<ParamVector>& v) {
+  if (v.use_count() == 1) {
+    // The last other holder released it with a release decrement; this
+    // fence orders its reads before our writes.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return;
+  }
+  v = std::make_shared<ParamVector>(v->layout());
+}
 }  // namespace
 
 DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, LocalLearner& learner,
@@ -21,33 +35,39 @@ DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, Lo
       options_(options),
       observer_(observer),
       choco_(!codec_->full_model_safe()),
-      x_(std::move(x0)) {
+      x_(std::make_shared<ParamVector>(std::move(x0))) {
   MURMUR_CHECK_MSG(!choco_ || topology_.is_static(),
                    "CHOCO (compressed differences) needs a static topology");
   if (choco_) {
     // x^ starts at zero on every node and so does s (Koloskova et al.), and
     // the first rounds send the model itself, a little at a time; with a
     // common x0, x^_j = x0 for all j and s = sum_j W_ij x0 = x0 instead.
-    x_hat_ = options_.common_init ? x_.Clone() : ParamVector(x_.layout());
-    s_ = options_.common_init ? x_.Clone() : ParamVector(x_.layout());
+    x_hat_ = options_.common_init ? x_->Clone() : ParamVector(x_->layout());
+    s_ = options_.common_init ? x_->Clone() : ParamVector(x_->layout());
     if (!codec_->error_feedback()) last_sent_ = x_hat_.Clone();
   } else {
-    acc_ = ParamVector(x_.layout());
+    acc_ = std::make_shared<ParamVector>(x_->layout());
   }
-  if (options_.order == MixOrder::kCombineThenAdapt) delta_ = ParamVector(x_.layout());
+  if (options_.order == MixOrder::kCombineThenAdapt) delta_ = ParamVector(x_->layout());
 }
 
 void DecentralizedSgdNode::Start() { BeginRound(); }
 
 UpdatePtr DecentralizedSgdNode::PrepareOutgoing() {
-  if (!choco_) return codec_->Compress(x_.span(), round_);
+  if (!choco_) {
+    if (!codec_->lossless_fp32()) return codec_->Compress(x_->span(), round_);
+    // The message shares x (aliasing x_'s ownership); x is not written again
+    // until every receiver has dropped it (see Exclusive).
+    return std::make_shared<const compression::Update>(
+        compression::Update::SharedDenseF32(std::shared_ptr<const float>(x_, x_->data()), x_->size()));
+  }
   // With error feedback, q = C(x - x^): whatever C left out of earlier rounds
   // is still in x - x^. Without it, q = C(x - x_sent), the change since the
   // last send, and what C leaves out is lost (the ablation of Koloskova et
   // al. 2019, Sec. 6). Either way x^ += q, as on every neighbour.
   const ParamVector& base = codec_->error_feedback() ? x_hat_ : last_sent_;
-  UpdatePtr q = codec_->CompressDifference(x_.span(), base.span(), round_);
-  if (!codec_->error_feedback()) last_sent_.CopyFrom(x_);
+  UpdatePtr q = codec_->CompressDifference(x_->span(), base.span(), round_);
+  if (!codec_->error_feedback()) last_sent_.CopyFrom(*x_);
   Status st = q->AddTo(x_hat_.span());
   MURMUR_CHECK_MSG(st.ok(), st.ToString());
   return q;
@@ -58,12 +78,13 @@ void DecentralizedSgdNode::BeginRound() {
   sent_ = false;
   trained_ = false;
   const double train_flops = options_.local_steps * learner_.FlopsPerStep();
-  const double codec_flops = codec_->FlopsPerElement() * static_cast<double>(x_.size());
+  const double codec_flops = codec_->FlopsPerElement() * static_cast<double>(x_->size());
   if (options_.order == MixOrder::kAdaptThenCombine) {
     env_.Offload(
         train_flops + codec_flops,
         [this] {
-          loss_ = learner_.Train(x_, options_.local_steps);
+          MURMUR_CHECK(x_.use_count() == 1);  // no message holds x while it trains
+          loss_ = learner_.Train(*x_, options_.local_steps);
           outgoing_ = PrepareOutgoing();
         },
         [this] {
@@ -81,9 +102,9 @@ void DecentralizedSgdNode::BeginRound() {
         env_.Offload(
             train_flops,
             [this] {
-              delta_.CopyFrom(x_);
+              delta_.CopyFrom(*x_);
               loss_ = learner_.Train(delta_, options_.local_steps);
-              delta_.vec() -= x_.vec();
+              delta_.vec() -= x_->vec();
             },
             [this] {
               trained_ = true;
@@ -135,9 +156,9 @@ void DecentralizedSgdNode::OnMessage(NodeId from, MessagePtr msg) {
     }
     return;
   }
-  if (m->update().size() != x_.size()) {
+  if (m->update().size() != x_->size()) {
     MURMUR_LOG(kWarning) << "node " << self << ": update from " << from << " has " << m->update().size()
-                         << " elements, model has " << x_.size();
+                         << " elements, model has " << x_->size();
     return;
   }
   if (topology_.In(m->round()).At(self, from) <= 0) return;   // not an in-neighbour this round
@@ -167,7 +188,7 @@ void DecentralizedSgdNode::Combine() {
   std::vector<float> weights;
   weights.reserve(got->size());
   for (const Received& r : *got) weights.push_back(static_cast<float>(w.At(self, r.from)));
-  const double mix_flops = 2.0 * static_cast<double>(x_.size()) * static_cast<double>(got->size() + 2);
+  const double mix_flops = 2.0 * static_cast<double>(x_->size()) * static_cast<double>(got->size() + 2);
   // The vector work runs as offloaded work: in the simulator, mixing of all
   // nodes that finish a round at the same instant proceeds in parallel.
   env_.Offload(
@@ -182,16 +203,20 @@ void DecentralizedSgdNode::Combine() {
 
 void DecentralizedSgdNode::Mix(const std::vector<Received>& got, const std::vector<float>& weights) {
   const float gamma = static_cast<float>(options_.gamma);
+  ParamVector& x = *x_;
   if (choco_) {
     for (std::size_t k = 0; k < got.size(); ++k) {
       Status st = got[k].msg->update().AddTo(s_.span(), weights[k]);
       MURMUR_CHECK_MSG(st.ok(), st.ToString());
     }
     // x += gamma (s - x^)
-    x_.vec() += gamma * (s_.vec() - x_hat_.vec());
+    x.vec() += gamma * (s_.vec() - x_hat_.vec());
   } else {
     // acc = (1 - sum of received weights) x + sum_j W_ij x_j: a neighbour that
-    // missed the round leaves its weight on the node itself.
+    // missed the round leaves its weight on the node itself. x may be shared
+    // with this round's messages, so the result goes to acc, which becomes x.
+    Exclusive(acc_);
+    ParamVector& acc = *acc_;
     float own = 1.0f;
     for (float wij : weights) own -= wij;
     std::vector<const float*> dense;
@@ -200,29 +225,26 @@ void DecentralizedSgdNode::Mix(const std::vector<Received>& got, const std::vect
       // Whole fp32 models: one fused pass in cache-sized blocks reads each
       // input once and writes the result once.
       constexpr std::size_t kBlock = 2048;
-      const std::size_t n = x_.size();
+      const std::size_t n = x.size();
       for (std::size_t b = 0; b < n; b += kBlock) {
         const auto len = static_cast<Eigen::Index>(std::min(kBlock, n - b));
-        Eigen::Map<Eigen::VectorXf> acc(acc_.data() + b, len);
-        acc = own * Eigen::Map<const Eigen::VectorXf>(x_.data() + b, len);
+        Eigen::Map<Eigen::VectorXf> a(acc.data() + b, len);
+        a = own * Eigen::Map<const Eigen::VectorXf>(x.data() + b, len);
         for (std::size_t k = 0; k < dense.size(); ++k) {
-          acc += weights[k] * Eigen::Map<const Eigen::VectorXf>(dense[k] + b, len);
+          a += weights[k] * Eigen::Map<const Eigen::VectorXf>(dense[k] + b, len);
         }
       }
     } else {
-      acc_.vec() = own * x_.vec();
+      acc.vec() = own * x.vec();
       for (std::size_t k = 0; k < got.size(); ++k) {
-        Status st = got[k].msg->update().AddTo(acc_.span(), weights[k]);
+        Status st = got[k].msg->update().AddTo(acc.span(), weights[k]);
         MURMUR_CHECK_MSG(st.ok(), st.ToString());
       }
     }
-    if (gamma == 1.0f) {
-      std::swap(x_, acc_);  // x <- acc without a pass over memory
-    } else {
-      x_.vec() += gamma * (acc_.vec() - x_.vec());
-    }
+    if (gamma != 1.0f) acc.vec() = x.vec() + gamma * (acc.vec() - x.vec());
+    std::swap(x_, acc_);  // x <- acc without a pass over memory
   }
-  if (options_.order == MixOrder::kCombineThenAdapt) x_.vec() += delta_.vec();
+  if (options_.order == MixOrder::kCombineThenAdapt) x_->vec() += delta_.vec();
 }
 
 }  // namespace murmur::gossip
