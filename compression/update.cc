@@ -73,6 +73,18 @@ Update Update::LowRank(std::size_t n, std::vector<LowRankSegment> segments, std:
   return u;
 }
 
+Update Update::SharedDenseF32(std::shared_ptr<const float> values, std::size_t n) {
+  MURMUR_CHECK(values != nullptr && n > 0);
+  Update u;
+  u.format_ = UpdateFormat::kDense;
+  u.n_ = n;
+  u.values_.coding.type = ValueType::kF32;
+  u.values_.count = n;
+  u.shared_ = std::move(values);
+  u.ComputeSize();
+  return u;
+}
+
 void Update::ComputeSize() {
   const ValueCoding& c = values_.coding;
   std::size_t size = 3 + VarintSize(n_);
@@ -125,7 +137,13 @@ void Update::Encode(std::vector<std::uint8_t>& out) const {
   if (c.type == ValueType::kQsgd) PutVarint(out, c.levels);
   PutVarint(out, n_);
   switch (format_) {
-    case UpdateFormat::kDense: PutValues(out, values_); break;
+    case UpdateFormat::kDense:
+      if (shared_ != nullptr) {
+        PutBytes(out, shared_.get(), 4 * n_);
+      } else {
+        PutValues(out, values_);
+      }
+      break;
     case UpdateFormat::kSparse:
       out.push_back(static_cast<std::uint8_t>(index_coding_));
       PutVarint(out, indices_.size());
@@ -168,7 +186,14 @@ Status Update::AddTo(std::span<float> out, float scale) const {
     return Status::InvalidArgument("update of " + std::to_string(n_) + " elements added to a vector of " +
                                    std::to_string(out.size()));
   switch (format_) {
-    case UpdateFormat::kDense: values_.AddTo(out, scale); break;
+    case UpdateFormat::kDense:
+      if (shared_ != nullptr) {
+        const float* v = shared_.get();
+        for (std::size_t i = 0; i < n_; ++i) out[i] += scale * v[i];
+      } else {
+        values_.AddTo(out, scale);
+      }
+      break;
     case UpdateFormat::kSparse:
     case UpdateFormat::kRandomK: values_.ScatterAddTo(indices_, out, scale); break;
     case UpdateFormat::kLowRank:
@@ -196,6 +221,12 @@ std::vector<float> Update::ToDense() const {
 }
 
 bool operator==(const Update& a, const Update& b) {
+  if (a.shared_ != nullptr || b.shared_ != nullptr) {
+    // A shared dense fp32 update equals the copied one with the same bytes.
+    const float* x = a.dense_f32();
+    const float* y = b.dense_f32();
+    return x != nullptr && y != nullptr && a.n_ == b.n_ && std::memcmp(x, y, 4 * a.n_) == 0;
+  }
   return a.format_ == b.format_ && a.n_ == b.n_ && a.indices_ == b.indices_ && a.values_ == b.values_ &&
          a.key_ == b.key_ && a.segments_ == b.segments_ && a.factors_ == b.factors_;
 }

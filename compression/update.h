@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "compression/values.h"
+#include "core/check.h"
 #include "core/status.h"
 
 namespace murmur::compression {
@@ -73,15 +74,27 @@ class Update {
   static Update RandomK(std::size_t n, RandomKKey key, PackedValues values);
   // REQUIRES: segments ordered, non-overlapping, within n; data offsets consecutive.
   static Update LowRank(std::size_t n, std::vector<LowRankSegment> segments, std::vector<float> factors);
+  // The lossless dense fp32 update of the n floats at `values`, which it
+  // shares rather than copies: the update keeps their owner alive, and
+  // dense_f32() points at them. It encodes, decodes and compares exactly like
+  // Dense(n, fp32 values) but holds nothing in values() beyond coding and
+  // count. A gossip node sends its model this way. REQUIRES: nobody writes
+  // those floats while the update (or a copy of the pointer) exists.
+  static Update SharedDenseF32(std::shared_ptr<const float> values, std::size_t n);
 
   UpdateFormat format() const { return format_; }
   std::size_t size() const { return n_; }  // elements of the model vector
   // Indices of the values (sparse and random-k); empty otherwise.
   std::span<const std::uint32_t> indices() const { return indices_; }
-  const PackedValues& values() const { return values_; }
+  // REQUIRES: not a SharedDenseF32 update (its values are at dense_f32()).
+  const PackedValues& values() const {
+    MURMUR_CHECK(shared_ == nullptr);
+    return values_;
+  }
   // The n values of a dense fp32 update, in place (no copy); null for any
   // other format or coding. For receivers that fuse several updates in one pass.
   const float* dense_f32() const {
+    if (shared_ != nullptr) return shared_.get();
     return format_ == UpdateFormat::kDense && values_.coding.type == ValueType::kF32 && n_ > 0
                ? reinterpret_cast<const float*>(values_.payload.data())
                : nullptr;
@@ -116,6 +129,7 @@ class Update {
   RandomKKey key_;
   std::vector<LowRankSegment> segments_;
   std::vector<float> factors_;
+  std::shared_ptr<const float> shared_;  // SharedDenseF32: the values, owned elsewhere
   IndexCoding index_coding_ = IndexCoding::kDeltaVarint;
   std::size_t varint_bytes_ = 0;
   std::size_t encoded_size_ = 0;

@@ -26,6 +26,7 @@ Result<CodecSpec> CodecSpec::Parse(const std::string& spec) {
   auto made = compression::MakeCompressor(base + ",no-ef");
   if (!made.ok()) return made.status().WithContext("compression '" + spec + "'");
   out.compressor = std::move(made).value();
+  out.lossless_fp32 = base == "none";
   out.full_model_safe = base == "none" || base == "fp16" || base == "bf16" || StartsWith(base, "int8");
   if (StartsWith(base, "topk") || StartsWith(base, "threshold")) {
     out.flops_per_element = 8;

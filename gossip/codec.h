@@ -30,6 +30,9 @@ struct CodecSpec {
   // Lossless or a fine value coding (fp16, bf16, int8): applying it to whole
   // models keeps them usable, so nodes can exchange full models with it.
   bool full_model_safe = true;
+  // "none": the update is the fp32 vector itself, so a node may share its
+  // model with the outgoing message instead of copying it (Update::SharedDenseF32).
+  bool lossless_fp32 = false;
   // Rough cost, for the simulator's compute time.
   double flops_per_element = 1;
 
@@ -42,6 +45,7 @@ class Codec {
 
   bool full_model_safe() const { return spec_.full_model_safe; }
   bool error_feedback() const { return spec_.error_feedback; }
+  bool lossless_fp32() const { return spec_.lossless_fp32; }
   double FlopsPerElement() const { return spec_.flops_per_element; }
   const std::string& spec() const { return spec_.spec; }
 

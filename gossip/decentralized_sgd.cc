@@ -1,6 +1,7 @@
 #include "gossip/decentralized_sgd.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 
 #include "core/check.h"
@@ -28,6 +29,18 @@ void MixDense(float own, const ParamVector& x, const std::vector<const float*>& 
   }
 }
 
+// Makes `v` a buffer no message shares, so it may be written: keeps it when
+// the node is its only holder, else replaces it by a fresh one (its values
+// are then unspecified; callers overwrite them).
+void Exclusive(std::shared_ptr<ParamVector>& v) {
+  if (v.use_count() == 1) {
+    // The last other holder released it with a release decrement; this
+    // fence orders its reads before our writes.
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return;
+  }
+  v = std::make_shared<ParamVector>(v->layout());
+}
 }  // namespace
 
 DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, LocalLearner& learner,
@@ -40,7 +53,7 @@ DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, Lo
       options_(options),
       observer_(observer),
       choco_(!codec_->full_model_safe()),
-      x_(std::move(x0)) {
+      x_(std::make_shared<ParamVector>(std::move(x0))) {
   MURMUR_CHECK_MSG(!choco_ || topology_.is_static(),
                    "CHOCO (compressed differences) needs a static topology");
   MURMUR_CHECK_MSG(!choco_ || options_.mixing.rule == MixingRule::kMean,
@@ -49,13 +62,13 @@ DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, Lo
     // x^ starts at zero on every node and so does s (Koloskova et al.), and
     // the first rounds send the model itself, a little at a time; with a
     // common x0, x^_j = x0 for all j and s = sum_j W_ij x0 = x0 instead.
-    x_hat_ = options_.common_init ? x_.Clone() : ParamVector(x_.layout());
-    s_ = options_.common_init ? x_.Clone() : ParamVector(x_.layout());
+    x_hat_ = options_.common_init ? x_->Clone() : ParamVector(x_->layout());
+    s_ = options_.common_init ? x_->Clone() : ParamVector(x_->layout());
     if (!codec_->error_feedback()) last_sent_ = x_hat_.Clone();
   } else {
-    acc_ = ParamVector(x_.layout());
+    acc_ = std::make_shared<ParamVector>(x_->layout());
   }
-  if (options_.order == MixOrder::kCombineThenAdapt) delta_ = ParamVector(x_.layout());
+  if (options_.order == MixOrder::kCombineThenAdapt) delta_ = ParamVector(x_->layout());
   round_ = ahead_ = options_.first_round;
   if (round_ > 0) inbox_.Close(round_ - 1);  // earlier rounds are over
 }
@@ -63,14 +76,20 @@ DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, Lo
 void DecentralizedSgdNode::Start() { BeginRound(); }
 
 UpdatePtr DecentralizedSgdNode::PrepareOutgoing() {
-  if (!choco_) return codec_->Compress(x_.span(), round_);
+  if (!choco_) {
+    if (!codec_->lossless_fp32()) return codec_->Compress(x_->span(), round_);
+    // The message shares x (aliasing x_'s ownership); x is not written again
+    // until every receiver has dropped it (see Exclusive).
+    return std::make_shared<const compression::Update>(
+        compression::Update::SharedDenseF32(std::shared_ptr<const float>(x_, x_->data()), x_->size()));
+  }
   // With error feedback, q = C(x - x^): whatever C left out of earlier rounds
   // is still in x - x^. Without it, q = C(x - x_sent), the change since the
   // last send, and what C leaves out is lost (the ablation of Koloskova et
   // al. 2019, Sec. 6). Either way x^ += q, as on every neighbour.
   const ParamVector& base = codec_->error_feedback() ? x_hat_ : last_sent_;
-  UpdatePtr q = codec_->CompressDifference(x_.span(), base.span(), round_);
-  if (!codec_->error_feedback()) last_sent_.CopyFrom(x_);
+  UpdatePtr q = codec_->CompressDifference(x_->span(), base.span(), round_);
+  if (!codec_->error_feedback()) last_sent_.CopyFrom(*x_);
   Status st = q->AddTo(x_hat_.span());
   MURMUR_CHECK_MSG(st.ok(), st.ToString());
   return q;
@@ -81,12 +100,13 @@ void DecentralizedSgdNode::BeginRound() {
   sent_ = false;
   trained_ = false;
   const double train_flops = options_.local_steps * learner_.FlopsPerStep();
-  const double codec_flops = codec_->FlopsPerElement() * static_cast<double>(x_.size());
+  const double codec_flops = codec_->FlopsPerElement() * static_cast<double>(x_->size());
   if (options_.order == MixOrder::kAdaptThenCombine) {
     env_.Offload(
         train_flops + codec_flops,
         [this] {
-          loss_ = learner_.Train(x_, options_.local_steps);
+          MURMUR_CHECK(x_.use_count() == 1);  // no message holds x while it trains
+          loss_ = learner_.Train(*x_, options_.local_steps);
           outgoing_ = PrepareOutgoing();
         },
         [this] {
@@ -104,9 +124,9 @@ void DecentralizedSgdNode::BeginRound() {
         env_.Offload(
             train_flops,
             [this] {
-              delta_.CopyFrom(x_);
+              delta_.CopyFrom(*x_);
               loss_ = learner_.Train(delta_, options_.local_steps);
-              delta_.vec() -= x_.vec();
+              delta_.vec() -= x_->vec();
             },
             [this] {
               trained_ = true;
@@ -158,9 +178,9 @@ void DecentralizedSgdNode::OnMessage(NodeId from, MessagePtr msg) {
     }
     return;
   }
-  if (m->update().size() != x_.size()) {
+  if (m->update().size() != x_->size()) {
     MURMUR_LOG(kWarning) << "node " << self << ": update from " << from << " has " << m->update().size()
-                         << " elements, model has " << x_.size();
+                         << " elements, model has " << x_->size();
     return;
   }
   if (topology_.In(m->round()).At(self, from) <= 0) return;   // not an in-neighbour this round
@@ -212,10 +232,10 @@ void DecentralizedSgdNode::Combine() {
   std::vector<float> weights;
   weights.reserve(got->size());
   for (const Received& r : *got) weights.push_back(static_cast<float>(w.At(self, r.from)));
-  double mix_flops = 2.0 * static_cast<double>(x_.size()) * static_cast<double>(got->size() + 2);
+  double mix_flops = 2.0 * static_cast<double>(x_->size()) * static_cast<double>(got->size() + 2);
   // Robust rules read every model once more: distances, or the per-coordinate sort.
   if (options_.mixing.rule != MixingRule::kMean) {
-    mix_flops += 3.0 * static_cast<double>(x_.size()) * static_cast<double>(got->size() + 1);
+    mix_flops += 3.0 * static_cast<double>(x_->size()) * static_cast<double>(got->size() + 1);
   }
   // The vector work runs as offloaded work: in the simulator, mixing of all
   // nodes that finish a round at the same instant proceeds in parallel.
@@ -243,16 +263,21 @@ void DecentralizedSgdNode::Mix(const std::vector<Received>& got, const std::vect
       MURMUR_CHECK_MSG(st.ok(), st.ToString());
     }
     // x += gamma (s - x^)
-    x_.vec() += gamma * (s_.vec() - x_hat_.vec());
+    x_->vec() += gamma * (s_.vec() - x_hat_.vec());
   } else {
     MixFull(got, weights);
   }
-  if (options_.order == MixOrder::kCombineThenAdapt) x_.vec() += delta_.vec();
+  if (options_.order == MixOrder::kCombineThenAdapt) x_->vec() += delta_.vec();
 }
 
 void DecentralizedSgdNode::MixFull(const std::vector<Received>& got, std::vector<float> weights) {
   const float gamma = static_cast<float>(options_.gamma);
   const MixingOptions& rule = options_.mixing;
+  // x may be shared with this round's messages, so the result goes to acc,
+  // which then becomes x.
+  Exclusive(acc_);
+  const ParamVector& x = *x_;
+  ParamVector& acc = *acc_;
   std::vector<const float*> dense;
   for (const Received& r : got) dense.push_back(r.msg->update().dense_f32());
   bool all_dense = std::find(dense.begin(), dense.end(), nullptr) == dense.end();
@@ -267,13 +292,13 @@ void DecentralizedSgdNode::MixFull(const std::vector<Received>& got, std::vector
     all_dense = true;
   }
   if (rule.rule == MixingRule::kMedian || rule.rule == MixingRule::kTrimmedMean) {
-    MixNeighbourhood(rule, x_.span(), dense, acc_.span());
+    MixNeighbourhood(rule, x.span(), dense, acc.span());
   } else {
     if (rule.rule == MixingRule::kClipped) {
       // ClippedGossip as reweighting (gossip/robust_mixing.h): W_ij -> W_ij min(1, tau_i / d_j).
       std::vector<double> distances(got.size());
       for (std::size_t k = 0; k < got.size(); ++k) {
-        distances[k] = std::sqrt(robust::SquaredDistance({dense[k], x_.size()}, x_.span()));
+        distances[k] = std::sqrt(robust::SquaredDistance({dense[k], x.size()}, x.span()));
       }
       ClipWeights(distances, ClipRadius(rule, distances, weights), weights);
     }
@@ -282,20 +307,17 @@ void DecentralizedSgdNode::MixFull(const std::vector<Received>& got, std::vector
     float own = 1.0f;
     for (float wij : weights) own -= wij;
     if (all_dense) {
-      MixDense(own, x_, dense, weights, acc_);
+      MixDense(own, x, dense, weights, acc);
     } else {
-      acc_.vec() = own * x_.vec();
+      acc.vec() = own * x.vec();
       for (std::size_t k = 0; k < got.size(); ++k) {
-        Status st = got[k].msg->update().AddTo(acc_.span(), weights[k]);
+        Status st = got[k].msg->update().AddTo(acc.span(), weights[k]);
         MURMUR_CHECK_MSG(st.ok(), st.ToString());
       }
     }
   }
-  if (gamma == 1.0f) {
-    std::swap(x_, acc_);  // x <- acc without a pass over memory
-  } else {
-    x_.vec() += gamma * (acc_.vec() - x_.vec());
-  }
+  if (gamma != 1.0f) acc.vec() = x.vec() + gamma * (acc.vec() - x.vec());
+  std::swap(x_, acc_);  // x <- acc without a pass over memory
 }
 
 }  // namespace murmur::gossip

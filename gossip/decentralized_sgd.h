@@ -25,6 +25,11 @@
 // x_j - x_i before mixing, the neighbourhood median and trimmed mean replace
 // the weighted sum. CHOCO mixes only with `mean`.
 //
+// With the lossless fp32 codec ("none") the outgoing message shares the
+// node's model buffer instead of copying it: the node mixes into a second
+// buffer and swaps, and writes a buffer again only once no message holds it
+// (otherwise it takes a fresh one). Results are the same either way.
+//
 // A round ends when a message from every in-neighbour has arrived or after
 // `round_timeout`; a neighbour that missed the deadline is left out of the
 // round and its weight falls back on the node itself.
@@ -90,7 +95,7 @@ class DecentralizedSgdNode final : public MessageSink {
   // The membership view changed: the round may now be complete.
   void PeersChanged() { MaybeCombine(); }
 
-  const ParamVector& params() const { return x_; }
+  const ParamVector& params() const { return *x_; }
   std::uint64_t round() const { return round_; }
   bool finished() const { return round_ >= options_.rounds; }
   bool choco() const { return choco_; }
@@ -113,12 +118,14 @@ class DecentralizedSgdNode final : public MessageSink {
   RoundObserver* observer_;
   bool choco_;
 
-  ParamVector x_;
-  ParamVector acc_;                          // full mode: the weighted sum of the round
-  ParamVector x_hat_;                        // CHOCO: public copy
-  ParamVector s_;                            // CHOCO: sum_j W_ij x^_j
-  ParamVector last_sent_;                    // CHOCO without error feedback: x at the last send
-  ParamVector delta_;                        // CTA: the local training step's change
+  // x_ is shared with the round's outgoing message in lossless fp32 mode and
+  // written only while the node holds it alone (Exclusive).
+  std::shared_ptr<ParamVector> x_;
+  std::shared_ptr<ParamVector> acc_;  // full mode: the weighted sum of the round; may be last round's x
+  ParamVector x_hat_;                 // CHOCO: public copy
+  ParamVector s_;                     // CHOCO: sum_j W_ij x^_j
+  ParamVector last_sent_;             // CHOCO without error feedback: x at the last send
+  ParamVector delta_;                 // CTA: the local training step's change
   std::vector<std::vector<float>> decoded_;  // robust mixing: received models that are not fp32
   UpdatePtr outgoing_;
   RoundInbox inbox_;

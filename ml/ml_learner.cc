@@ -7,6 +7,13 @@
 
 namespace murmur::ml {
 
+namespace {
+ScheduleOptions WithBaseRate(ScheduleOptions s, double lr) {
+  s.lr = lr;
+  return s;
+}
+}  // namespace
+
 ThreadScratch& ScratchFor(const Model& model) {
   thread_local std::map<const Model*, ThreadScratch> scratch;
   ThreadScratch& s = scratch[&model];
@@ -19,7 +26,12 @@ ThreadScratch& ScratchFor(const Model& model) {
 
 MlLearner::MlLearner(const Model& model, const Dataset& train, std::span<const SampleIndex> samples,
                      MlLearnerOptions options, Rng rng)
-    : model_(model), train_(train), order_(samples.begin(), samples.end()), options_(options), rng_(rng) {
+    : model_(model),
+      train_(train),
+      order_(samples.begin(), samples.end()),
+      options_(options),
+      schedule_(WithBaseRate(options.schedule, options.lr)),
+      rng_(rng) {
   MURMUR_CHECK(options_.batch > 0);
   rng_.Shuffle(std::span<SampleIndex>(order_));
 }
@@ -58,8 +70,8 @@ double MlLearner::Train(ParamVector& params, int steps) {
   if (order_.empty() || steps <= 0) return 0;
   ThreadScratch& s = ScratchFor(model_);
   double total = 0;
-  const auto lr = static_cast<float>(options_.lr);
   for (int k = 0; k < steps; ++k) {
+    const auto lr = static_cast<float>(LearningRate(steps_));
     total += Gradient(params, s.grad);
     if (options_.momentum > 0) {
       if (velocity_.empty()) velocity_.assign(params.size(), 0.0f);

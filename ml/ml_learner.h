@@ -1,7 +1,10 @@
 // MlLearner: a LocalLearner (core/learner.h) backed by a Model and one node's data.
 //
 // Each node walks its own partition in epochs, reshuffled from its own stream
-// (seed, node, kBatch), and takes plain or heavy-ball SGD steps. Scratch
+// (seed, node, kBatch), and takes plain or heavy-ball SGD steps. The step size
+// of the node's t-th local step is schedule(t) (ml/schedule.h: constant, step
+// or cosine), counted over the node's own steps, so that every node of a
+// synchronous run decays at the same pace. Scratch
 // memory (the model workspace and the gradient buffer) belongs to the worker
 // thread, not the node, so 100,000 nodes cost only their index lists, their
 // models and (with momentum) their velocity.
@@ -16,14 +19,18 @@
 #include "core/learner.h"
 #include "ml/dataset.h"
 #include "ml/model.h"
+#include "ml/schedule.h"
 
 namespace murmur::ml {
 
 struct MlLearnerOptions {
   int batch = 32;
-  double lr = 0.1;
+  double lr = 0.1;  // the base rate: schedule.lr is ignored and this used instead
   double momentum = 0;
   double weight_decay = 0;
+  // Kind, horizon (total_steps, in local steps) and decay of the step size;
+  // the default is a constant rate.
+  ScheduleOptions schedule;
 };
 
 class MlLearner final : public LocalLearner {
@@ -34,7 +41,10 @@ class MlLearner final : public LocalLearner {
 
   double Train(ParamVector& params, int steps) override;
   double Gradient(const ParamVector& params, ParamVector& grad) override;
-  double LearningRate(std::uint64_t) const override { return options_.lr; }
+  // schedule(step): the rate of the node's local step number `step`.
+  double LearningRate(std::uint64_t step) const override {
+    return schedule_(static_cast<std::int64_t>(step));
+  }
   double FlopsPerStep() const override;
   std::uint64_t steps() const { return steps_; }
 
@@ -46,6 +56,7 @@ class MlLearner final : public LocalLearner {
   std::vector<SampleIndex> order_;
   std::size_t cursor_ = 0;
   MlLearnerOptions options_;
+  LrSchedule schedule_;
   Rng rng_;
   std::vector<float> velocity_;  // heavy-ball momentum, sized on first use
   std::uint64_t steps_ = 0;

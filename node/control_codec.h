@@ -1,5 +1,5 @@
 // The message layer of the operator's control protocol (docs/protocol.md,
-// section 9): after the Noise XX handshake, one control message (a serialized
+// section 10): after the Noise XX handshake, one control message (a serialized
 // ControlRequest or ControlResponse) is
 //
 //   u32 length (little-endian) || length bytes of protobuf

@@ -1,5 +1,5 @@
 // ControlServer: the daemon's end of the operator's control protocol
-// (docs/protocol.md section 9; docs/daemon.md, "Operator commands").
+// (docs/protocol.md section 10; docs/daemon.md, "Operator commands").
 //
 // It listens on its own TCP port (NodeConfig.control_listen), runs the Noise
 // XX handshake as responder with a TrustPolicy that requires the operator

@@ -86,6 +86,15 @@ class ScenarioRun final : public gossip::RoundObserver {
   std::unique_ptr<MetricsWriter> writer_;
   std::vector<double> last_loss_;
   std::map<std::uint64_t, NodeId> completed_;  // round -> nodes done with it
+  // Evaluation round -> every node's model as it finished that round. Nodes
+  // that finish early start (and, in the simulator, compute) their next
+  // round's local steps before the last node is done; evaluating their live
+  // models would mix end-of-round and mid-round states.
+  struct Snapshot {
+    std::vector<ParamVector> params;
+    std::vector<double> loss;
+  };
+  std::map<std::uint64_t, Snapshot> snapshots_;
   std::uint64_t rounds_done_ = 0;
   RunSummary summary_;
 };
@@ -160,6 +169,7 @@ Status ScenarioRun::Build() {
   lo.lr = s_.lr();
   lo.momentum = s_.momentum();
   lo.weight_decay = s_.weight_decay();
+  MURMUR_ASSIGN_OR_RETURN(lo.schedule, ScenarioSchedule(s_));
   last_loss_.assign(n, 0.0);
   for (NodeId i = 0; i < n; ++i) {
     learners_.push_back(std::make_unique<ml::MlLearner>(*world_->model, world_->data.train,
@@ -256,10 +266,21 @@ Status ScenarioRun::Build() {
 void ScenarioRun::OnRoundDone(NodeId node, std::uint64_t round, double loss) {
   last_loss_[node] = loss;
   if (s_.algorithm() == "gossip-learning") return;  // evaluated on a clock instead
+  const std::uint64_t done = round + 1;
+  // After the last round no node trains again, so live models are final.
+  if (done % s_.eval_every() == 0 && done < s_.rounds()) {
+    Snapshot& snap = snapshots_[done];
+    if (snap.params.empty()) {
+      snap.params.resize(s_.nodes());
+      snap.loss.resize(s_.nodes());
+    }
+    snap.params[node] = nodes_[node]->params().Clone();
+    snap.loss[node] = loss;
+  }
   NodeId& count = completed_[round];
   if (++count < honest_) return;
   completed_.erase(round);
-  rounds_done_ = round + 1;
+  rounds_done_ = done;
   if (progress_) progress_(rounds_done_, s_.rounds(), nullptr);
   if (rounds_done_ % s_.eval_every() == 0 || rounds_done_ == s_.rounds()) Evaluate(rounds_done_);
   // Every node is done: stop, even though churn may still have events queued.
@@ -269,14 +290,18 @@ void ScenarioRun::OnRoundDone(NodeId node, std::uint64_t round, double loss) {
 void ScenarioRun::Evaluate(std::uint64_t round) {
   std::vector<const ParamVector*> params;
   params.reserve(nodes_.size());
-  for (const auto& n : nodes_) {
-    if (n != nullptr) params.push_back(&n->params());
+  auto snap = snapshots_.find(round);
+  for (std::size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i] == nullptr) continue;  // a Byzantine node
+    params.push_back(snap != snapshots_.end() ? &snap->second.params[i] : &nodes_[i]->params());
   }
   EvalPoint p = evaluator_->Evaluate(params);
   StampPoint(*sim_, s_.nodes(), round, WallSeconds(), &p);
+  const std::vector<double>& losses = snap != snapshots_.end() ? snap->second.loss : last_loss_;
   double loss = 0;
-  for (double l : last_loss_) loss += l;  // Byzantine nodes report none: 0
+  for (double l : losses) loss += l;  // Byzantine nodes report none: 0
   p.train_loss = loss / static_cast<double>(honest_);
+  if (snap != snapshots_.end()) snapshots_.erase(snap);
   summary_.points.push_back(p);
   writer_->Write(p);
   if (progress_) progress_(round, s_.rounds(), &summary_.points.back());

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "ml/schedule.h"
 #include "proto/scenario.pb.h"
 
 namespace murmur::sim {
@@ -21,6 +22,11 @@ Result<proto::Scenario> LoadScenarioFile(const std::string& path);
 
 // Checks ranges and names (algorithm, topology kind, partition) of every field.
 Status ValidateScenario(const proto::Scenario& s);
+
+// The learning-rate schedule of a gossip scenario's nodes: lr_schedule and
+// lr_min, with the horizon in local steps (rounds x local_steps). Each node
+// counts its own steps. InvalidArgument names the field for a bad spec.
+Result<ml::ScheduleOptions> ScenarioSchedule(const proto::Scenario& s);
 
 // The scenario as protobuf text, every field shown (for --print-scenario and run logs).
 std::string ScenarioToText(const proto::Scenario& s);

@@ -87,6 +87,86 @@ TEST_CASE("D-PSGD averaging on a ring contracts consensus at the spectral rate a
   CHECK(d < 0.05 * d0);
 }
 
+// Forwards to a node and keeps every message it receives, with a copy of its
+// values on arrival, for the rest of the run.
+class KeepingSink final : public MessageSink {
+ public:
+  explicit KeepingSink(MessageSink* node) : node_(node) {}
+  void OnMessage(NodeId from, MessagePtr msg) override {
+    const auto& u = static_cast<const GossipMessage&>(*msg).update();
+    kept_.emplace_back(msg, u.ToDense());
+    node_->OnMessage(from, std::move(msg));
+  }
+  // True when every kept message still holds the values it arrived with.
+  bool Unchanged() const {
+    for (const auto& [msg, values] : kept_) {
+      if (static_cast<const GossipMessage&>(*msg).update().ToDense() != values) return false;
+    }
+    return !kept_.empty();
+  }
+
+ private:
+  MessageSink* node_;
+  std::vector<std::pair<MessagePtr, std::vector<float>>> kept_;
+};
+
+TEST_CASE(
+    "D-PSGD sending its model buffer itself follows the closed-form recursion; sent models never change") {
+  // Node i's x^{t+1}: ATC sum_j W_ij (x_j - lr (x_j - b_j)); CTA
+  // sum_j W_ij x_j - lr (x_i - b_i), computed here in double. Device speeds
+  // differ by 8x, and every received message is kept to the end, so no
+  // buffer a node sent may be reused: the node must take fresh ones.
+  const NodeId n = 8;
+  const double lr = 0.1;
+  const int rounds = 30;
+  for (MixOrder order : {MixOrder::kAdaptThenCombine, MixOrder::kCombineThenAdapt}) {
+    CAPTURE(static_cast<int>(order));
+    Fixture f(n, lr);
+    std::vector<sim::DeviceProfile> devices(n);
+    for (NodeId i = 0; i < n; ++i) devices[i].flops_per_s = 1e9 * (1 + i);
+    f.sim = std::make_unique<sim::Simulator>(sim::SimulatorOptions{}, devices);
+    RoundTopology topo(topology::UniformWeights(topology::Ring(n)));
+    DecentralizedSgdOptions o;
+    o.order = order;
+    o.rounds = rounds;
+    std::vector<std::unique_ptr<DecentralizedSgdNode>> nodes;
+    std::vector<std::unique_ptr<KeepingSink>> sinks;
+    for (NodeId i = 0; i < n; ++i) {
+      nodes.push_back(std::make_unique<DecentralizedSgdNode>(
+          f.sim->env(i), topo, *f.learners[i], f.Initial(i), f.MakeCodec("none", i), o, nullptr));
+      REQUIRE_FALSE(nodes.back()->choco());
+      sinks.push_back(std::make_unique<KeepingSink>(nodes.back().get()));
+      f.sim->SetSink(i, sinks.back().get());
+    }
+    std::vector<std::vector<double>> x(n, std::vector<double>(kDim));
+    for (NodeId i = 0; i < n; ++i)
+      for (std::size_t k = 0; k < kDim; ++k) x[i][k] = f.targets[i][k];
+    for (int t = 0; t < rounds; ++t) {
+      std::vector<std::vector<double>> next(n, std::vector<double>(kDim));
+      for (NodeId i = 0; i < n; ++i) {
+        for (std::size_t k = 0; k < kDim; ++k) {
+          auto step = [&](NodeId j) { return lr * (x[j][k] - f.targets[j][k]); };
+          double mixed = 0;
+          for (NodeId j : {(i + n - 1) % n, i, (i + 1) % n})
+            mixed += (x[j][k] - (order == MixOrder::kAdaptThenCombine ? step(j) : 0.0)) / 3;
+          next[i][k] = mixed - (order == MixOrder::kCombineThenAdapt ? step(i) : 0.0);
+        }
+      }
+      x = std::move(next);
+    }
+    for (auto& nd : nodes) nd->Start();
+    f.sim->RunUntil(Nanos::max());
+    double worst = 0;
+    for (NodeId i = 0; i < n; ++i) {
+      REQUIRE(nodes[i]->finished());
+      for (std::size_t k = 0; k < kDim; ++k)
+        worst = std::max(worst, std::abs(nodes[i]->params()[k] - x[i][k]));
+    }
+    CHECK(worst < 1e-4);
+    for (const auto& s : sinks) CHECK(s->Unchanged());
+  }
+}
+
 TEST_CASE("CHOCO gossip with top-25% converges to the exact average, without error feedback it does not") {
   const NodeId n = 8;
   for (const char* spec : {"topk:0.25", "topk:0.25,no-ef"}) {

@@ -55,6 +55,35 @@ TEST_CASE("The same seed gives identical metrics with 1 and 2 threads, for every
   }
 }
 
+TEST_CASE(
+    "A mid-run evaluation point measures the models as they ended that round, like a run that stops there") {
+  // Heterogeneous devices: fast nodes start their next round's local steps
+  // long before the slowest node finishes, yet the point at round 20 of a
+  // 40-round run must equal the last point of a 20-round run (traffic aside:
+  // the longer run's fast nodes have sent more by then).
+  for (std::string algorithm : {"dpsgd", "push-sum", "dsgt"}) {
+    CAPTURE(algorithm);
+    proto::Scenario s = Small();
+    s.set_algorithm(algorithm);
+    s.set_compression(algorithm == "dpsgd" ? "none" : "fp16");
+    s.set_devices("phone:0.5,iot:0.5");
+    s.set_rounds(40);
+    auto longer = RunScenario(s).value();
+    s.set_rounds(20);
+    auto shorter = RunScenario(s).value();
+    EvalPoint mid = longer.points[1], end = shorter.points.back();
+    REQUIRE(mid.round == 20);
+    REQUIRE(end.round == 20);
+    CHECK(mid.bytes_sent > end.bytes_sent);
+    mid.wall_s = end.wall_s = 0;
+    mid.bytes_sent = end.bytes_sent;
+    mid.bytes_received = end.bytes_received;
+    mid.messages_lost = end.messages_lost;
+    mid.virtual_s = end.virtual_s;
+    CHECK(CsvRow(mid) == CsvRow(end));
+  }
+}
+
 TEST_CASE("A different seed gives a different run") {
   proto::Scenario s = Small();
   auto a = RunScenario(s).value();
@@ -138,6 +167,29 @@ TEST_CASE("A churn trace that cannot be read fails the run, naming the field and
   REQUIRE_FALSE(run.ok());
   CHECK(run.status().message().find("'churn_trace'") != std::string::npos);
   CHECK(run.status().message().find("/nonexistent/churn.csv") != std::string::npos);
+}
+
+TEST_CASE("lr_schedule: bad specs and federated use are named") {
+  proto::Scenario s = Small();
+  for (const char* bad : {"linear", "step:", "step:0:0.5", "step:10:2", "step:10", "step:10:0.5x"}) {
+    CAPTURE(bad);
+    s.set_lr_schedule(bad);
+    Status st = ValidateScenario(s);
+    CHECK(st.code() == StatusCode::kInvalidArgument);
+    CHECK(st.message().find("lr_schedule") != std::string::npos);
+  }
+  s.set_lr_schedule("step:10:0.5");
+  CHECK(ValidateScenario(s).ok());
+  auto o = ScenarioSchedule(s).value();
+  CHECK(o.kind == ml::ScheduleKind::kStep);
+  CHECK(o.step_size == 10);
+  s.set_lr_schedule("cosine");
+  s.set_lr_min(0.2);  // above lr 0.1
+  CHECK(ValidateScenario(s).message().find("lr_min") != std::string::npos);
+  s.set_lr_min(0.01);
+  CHECK(ScenarioSchedule(s).value().total_steps == 60);
+  s.set_algorithm("fedavg");
+  CHECK(ValidateScenario(s).message().find("lr_schedule") != std::string::npos);
 }
 
 TEST_CASE("Every scenario in examples/ parses, validates, and names its run command") {
