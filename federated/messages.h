@@ -12,7 +12,9 @@
 // Wire layout (little-endian), after the frame and envelope of node/:
 //   u8  kind        (0 task, 1 result)
 //   u8  flags       (bit 0: the payload is the model, not a difference;
-//                    bit 1: the task asks for the model back)
+//                    bit 1: the task asks for the model back;
+//                    bit 2: an empty result: an edge aggregator none of
+//                    whose clients answered in time; its update is empty)
 //   u32 steps
 //   u64 round
 //   f64 weight
@@ -40,6 +42,7 @@ inline constexpr std::uint32_t kFedMessageKind = 0x20;
 enum class FedKind : std::uint8_t { kTask = 0, kResult = 1 };
 inline constexpr std::uint8_t kFlagIsModel = 1;
 inline constexpr std::uint8_t kFlagWantModel = 2;
+inline constexpr std::uint8_t kFlagEmpty = 4;
 
 using UpdatePtr = std::shared_ptr<const compression::Update>;
 

@@ -152,6 +152,13 @@ void FedServer::OnMessage(NodeId from, MessagePtr msg) {
   if (msg->kind() != kFedMessageKind || from >= options_.num_clients || finished_) return;
   const auto& m = static_cast<const FedMessage&>(*msg);
   const FedHeader& h = m.header();
+  if (h.kind == FedKind::kResult && (h.flags & kFlagEmpty) != 0 && pending_[from] && open_ &&
+      h.round == round_ && h.round == task_round_[from] && !options_.async) {
+    // An edge aggregator none of whose clients answered: it has answered, adding nothing.
+    pending_[from] = 0;
+    --outstanding_;
+    return MaybeClose();
+  }
   if (h.kind != FedKind::kResult || !pending_[from] || h.round != task_round_[from] ||
       m.updates()[0]->size() != x_.size() || (options_.scaffold && m.updates().size() != 2) ||
       (!options_.async && (!open_ || h.round != round_))) {

@@ -47,6 +47,8 @@ struct FederatedStats {
   std::uint64_t results_accepted = 0;
   std::uint64_t results_dropped = 0;  // stragglers and late results
   std::vector<float> final_model;     // the server's global model at the end
+  std::uint64_t top_bytes_sent = 0;   // encoded bytes the (top) server sent and received
+  std::uint64_t top_bytes_received = 0;
 };
 // As RunFederatedScenario, also filling `stats`.
 Result<RunSummary> RunFederatedScenario(const proto::Scenario& s, const ProgressFn& progress,
