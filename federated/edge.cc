@@ -26,7 +26,7 @@ EdgeAggregator::EdgeAggregator(Env& env, const Layout& layout, EdgeOptions optio
 }
 
 bool EdgeAggregator::Buffered() const {
-  return options_.robust.rule != AggregationRule::kMean || options_.attack != AttackKind::kNone;
+  return options_.robust.rule != AggregationRule::kMean || PoisonsUpdates(options_.attack);
 }
 
 std::size_t EdgeAggregator::state_floats() const {

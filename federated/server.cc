@@ -35,7 +35,7 @@ FedServer::FedServer(Env& env, ParamVector x0, ServerOptions options, gossip::Ro
 }
 
 bool FedServer::Buffered() const {
-  return options_.robust.rule != AggregationRule::kMean || options_.attack != AttackKind::kNone;
+  return options_.robust.rule != AggregationRule::kMean || PoisonsUpdates(options_.attack);
 }
 
 std::size_t FedServer::state_floats() const {

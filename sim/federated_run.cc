@@ -13,6 +13,7 @@
 #include "sim/churn.h"
 #include "sim/evaluator.h"
 #include "sim/federated_edges.h"
+#include "sim/label_flip.h"
 #include "sim/simulator.h"
 #include "sim/world.h"
 
@@ -51,6 +52,7 @@ class FederatedRun final : public gossip::RoundObserver {
   double WallSeconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   std::unique_ptr<Simulator> sim_;
   std::vector<std::unique_ptr<ml::MlLearner>> learners_;
+  FlippedData flipped_;  // label-flip attackers' data
   std::vector<std::unique_ptr<federated::FedClient>> clients_;
   std::unique_ptr<federated::FedServer> server_;
   // Hierarchical runs (sim/federated_edges.h): clients, then the edge aggregators, then the top.
@@ -149,10 +151,16 @@ Status FederatedRun::Build() {
   lo.lr = s_.lr();
   lo.momentum = s_.momentum();
   lo.weight_decay = s_.weight_decay();
+  if (o.attack == federated::AttackKind::kLabelFlip) {
+    flipped_ = FlipAttackerLabels(world_->data.train, *world_->partition, o.attacker);
+  }
   for (NodeId i = 0; i < n; ++i) {
     auto part = world_->partition->node(i);
-    learners_.push_back(std::make_unique<ml::MlLearner>(*world_->model, world_->data.train, part, lo,
-                                                        Rng(s_.seed(), i, RngPurpose::kBatch)));
+    const bool flip = !o.attacker.empty() && o.attacker[i] && o.attack == federated::AttackKind::kLabelFlip;
+    learners_.push_back(
+        std::make_unique<ml::MlLearner>(*world_->model, flip ? flipped_.data : world_->data.train,
+                                        flip ? std::span<const ml::SampleIndex>(flipped_.parts[i]) : part, lo,
+                                        Rng(s_.seed(), i, RngPurpose::kBatch)));
     federated::ClientOptions co;
     co.local_steps = s_.local_epochs() > 0 ? 0 : static_cast<int>(s_.local_steps());
     co.local_epochs = s_.local_epochs();

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "ml/ml_learner.h"
+#include "sim/label_flip.h"
 #include "sim/world.h"
 
 namespace murmur::sim {
@@ -62,6 +63,46 @@ TEST_CASE("Federated scenario fields are validated by name") {
   CHECK(ValidateFederatedScenario(s).message().find("broadcast_compression") != std::string::npos);
   CHECK(IsFederatedAlgorithm("scaffold"));
   CHECK(!IsFederatedAlgorithm("dpsgd"));
+}
+
+TEST_CASE(
+    "Label-flip attackers train on y -> C - 1 - y; a majority of them teaches the model the flipped labels") {
+  proto::Scenario s = Blobs("fedavg", 10, 30);
+  s.set_model("mlp:16");
+  s.set_clients_per_round(10);
+  auto world = BuildWorld(s).value();
+  const ml::Dataset& train = world->data.train;
+  std::vector<bool> attacker(10, false);
+  attacker[2] = attacker[7] = true;
+  FlippedData f = FlipAttackerLabels(train, *world->partition, attacker);
+  CHECK(f.parts[0].empty());
+  REQUIRE(f.parts[7].size() == world->partition->node(7).size());
+  for (std::size_t k = 0; k < f.parts[7].size(); ++k) {
+    const ml::SampleIndex orig = world->partition->node(7)[k];
+    CHECK(f.data.labels[f.parts[7][k]] == train.num_classes - 1 - train.labels[orig]);
+    CHECK(std::equal(train.row(orig), train.row(orig) + train.dim, f.data.row(f.parts[7][k])));
+  }
+  CHECK(f.data.Validate().ok());
+
+  // 9 of 10 clients flip: FedAvg learns the flipped task, so on the test set
+  // with labels flipped the same way the model is as good as the clean one is
+  // on the true labels.
+  s.set_attack("label-flip");
+  s.set_attack_fraction(0.9);
+  FederatedStats stats;
+  auto run = RunFederatedScenario(s, {}, &stats);
+  REQUIRE(run.ok());
+  ml::Dataset flipped_test = world->data.test;
+  for (auto& y : flipped_test.labels) y = FlippedLabel(y, flipped_test.num_classes);
+  ParamVector x = world->initial.Clone();
+  std::copy(stats.final_model.begin(), stats.final_model.end(), x.span().begin());
+  auto ws = world->model->NewWorkspace();
+  const double on_flipped = world->model->Evaluate(x, flipped_test, *ws).accuracy;
+  const double on_true = world->model->Evaluate(x, world->data.test, *ws).accuracy;
+  CAPTURE(on_flipped);
+  CAPTURE(on_true);
+  CHECK(on_flipped > 0.8);
+  CHECK(on_true < 0.5);
 }
 
 }  // namespace
