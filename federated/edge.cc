@@ -17,6 +17,8 @@ EdgeAggregator::EdgeAggregator(Env& env, const Layout& layout, EdgeOptions optio
       x_(layout),
       scratch_(layout),
       pending_(options_.members.size(), 0),
+      straggling_until_(options_.members.size(), 0),
+      busy_(options_.members.size(), 0),
       acc_(x_.size(), 0.0),
       delta_(x_.size(), 0.0) {
   MURMUR_CHECK(!options_.members.empty());
@@ -40,6 +42,7 @@ void EdgeAggregator::SetOnline(NodeId client, bool online) {
   if (it == member_index_.end()) return;
   const std::size_t i = it->second;
   selector_.SetOnline(static_cast<NodeId>(i), online);
+  if (!online) straggling_until_[i] = 0;
   if (online || !pending_[i]) return;
   pending_[i] = 0;
   --outstanding_;
@@ -62,6 +65,7 @@ void EdgeAggregator::OnMessage(NodeId from, MessagePtr msg) {
   }
   auto it = member_index_.find(from);
   const FedHeader& h = m.header();
+  if (it != member_index_.end() && h.kind == FedKind::kResult) straggling_until_[it->second] = 0;
   if (it == member_index_.end() || !open_ || h.kind != FedKind::kResult || !pending_[it->second] ||
       h.round != task_.round || m.updates()[0]->size() != x_.size()) {
     ++dropped_;
@@ -99,7 +103,10 @@ void EdgeAggregator::OnTask(const FedMessage& m) {
   auto forward = std::make_shared<const FedMessage>(h, m.updates());  // the updates are shared
   const auto want = static_cast<std::size_t>(
       std::ceil(options_.over_commit * static_cast<double>(options_.clients_per_round) - 1e-9));
-  for (NodeId i : selector_.Select(want, excluded_)) {
+  for (std::size_t i = 0; i < busy_.size(); ++i) {
+    busy_[i] = straggling_until_[i] > rounds_done_;
+  }
+  for (NodeId i : selector_.SelectAvoiding(want, busy_, excluded_)) {
     env_.Send(options_.members[i], forward);
     if (!selector_.online(i)) continue;  // a task to an offline client is lost
     pending_[i] = 1;
@@ -156,7 +163,10 @@ void EdgeAggregator::CloseRound() {
   open_ = false;
   if (deadline_timer_ != 0) env_.CancelTimer(deadline_timer_);
   deadline_timer_ = 0;
-  std::fill(pending_.begin(), pending_.end(), 0);  // late results are dropped
+  for (std::size_t i = 0; i < pending_.size(); ++i) {  // late results are dropped
+    if (pending_[i]) straggling_until_[i] = rounds_done_ + 1 + kStragglerRounds;
+  }
+  std::fill(pending_.begin(), pending_.end(), 0);
   outstanding_ = 0;
   ++rounds_done_;
   const std::size_t n = results_;

@@ -8,7 +8,8 @@
 // a flat server would: it selects ceil(over_commit k) of its members, forwards
 // the task (the same model updates, shared; its own work budget), keeps the
 // first k results, and closes at k results, when every selected member still
-// online has answered, or at its deadline. It then sends its parent ONE
+// online has answered, or at its deadline (a straggler is not selected again
+// until its late result is in, as in FedServer). It then sends its parent ONE
 // result: the cluster's aggregate with weight W_e = sum_{i in e} n_i.
 //
 // With the `mean` rule the edge streams results into one double accumulator
@@ -96,6 +97,9 @@ class EdgeAggregator final : public MessageSink {
   Nanos started_{0};  // when the current task arrived
   std::vector<std::uint8_t> pending_;
   std::vector<std::uint8_t> excluded_;  // members outside the cluster now (empty: none)
+  // Stragglers are avoided until their late result is in (as in FedServer).
+  std::vector<std::uint64_t> straggling_until_;
+  std::vector<std::uint8_t> busy_;
   std::size_t outstanding_ = 0, results_ = 0;
   std::vector<double> acc_, delta_, last_;
   double weight_sum_ = 0, tau_sum_ = 0, loss_sum_ = 0;

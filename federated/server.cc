@@ -18,6 +18,8 @@ FedServer::FedServer(Env& env, ParamVector x0, ServerOptions options, gossip::Ro
       noise_rng_(env.MakeRng(RngPurpose::kPrivacy)),
       attack_rng_(env.MakeRng(RngPurpose::kAttack)),
       pending_(options_.num_clients, 0),
+      straggling_until_(options_.num_clients, 0),
+      busy_(options_.num_clients, 0),
       task_round_(options_.num_clients, 0),
       task_time_(options_.num_clients, Nanos(0)),
       acc_(x_.size(), 0.0),
@@ -114,7 +116,8 @@ void FedServer::StartRound() {
   std::fill(pending_.begin(), pending_.end(), 0);
   const auto want = static_cast<std::size_t>(
       std::ceil(options_.over_commit * static_cast<double>(options_.clients_per_round) - 1e-9));
-  for (NodeId c : selector_.Select(want, {})) {
+  for (NodeId c = 0; c < options_.num_clients; ++c) busy_[c] = straggling_until_[c] > round_;
+  for (NodeId c : selector_.SelectAvoiding(want, busy_, {})) {
     SendTask(c);
     if (!selector_.online(c)) {  // a task to an offline client is lost
       pending_[c] = 0;
@@ -133,6 +136,7 @@ void FedServer::StartRound() {
 void FedServer::SetOnline(NodeId client, bool online) {
   if (client >= options_.num_clients) return;
   selector_.SetOnline(client, online);
+  if (!online) straggling_until_[client] = 0;
   if (online || !pending_[client] || finished_) return;
   pending_[client] = 0;
   --outstanding_;
@@ -152,6 +156,7 @@ void FedServer::OnMessage(NodeId from, MessagePtr msg) {
   if (msg->kind() != kFedMessageKind || from >= options_.num_clients || finished_) return;
   const auto& m = static_cast<const FedMessage&>(*msg);
   const FedHeader& h = m.header();
+  if (h.kind == FedKind::kResult) straggling_until_[from] = 0;  // whatever it was doing, it is done
   if (h.kind == FedKind::kResult && (h.flags & kFlagEmpty) != 0 && pending_[from] && open_ &&
       h.round == round_ && h.round == task_round_[from] && !options_.async) {
     // An edge aggregator none of whose clients answered: it has answered, adding nothing.
@@ -261,6 +266,9 @@ void FedServer::CloseRound() {
   if (deadline_timer_ != 0) env_.CancelTimer(deadline_timer_);
   deadline_timer_ = 0;
   // Results still outstanding are stragglers: whatever they send later is dropped.
+  for (NodeId c = 0; c < options_.num_clients; ++c) {
+    if (pending_[c]) straggling_until_[c] = round_ + 1 + kStragglerRounds;
+  }
   std::fill(pending_.begin(), pending_.end(), 0);
   outstanding_ = 0;
   const std::size_t n = results_;

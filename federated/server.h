@@ -5,8 +5,9 @@
 // clients (ClientSelector), send each a task with the global model, keep the
 // first K results, and close the round when K results are in, when every
 // selected client still online has answered, or at the deadline (stragglers'
-// late results are dropped; with partial work, clients are told a budget and
-// report what they managed). Aggregation streams each result into one
+// late results are dropped, and a straggler is avoided by selection until its
+// late result is in; with partial work, clients are told a budget and report
+// what they managed). Aggregation streams each result into one
 // double-precision accumulator, Delta = sum_i w_i Delta_i / sum_i w_i with
 // w_i = n_i, and never holds K models unless the robust rule or a simulated
 // attack needs them all. FedNova (Wang et al., NeurIPS 2020, Eq. 6 for local
@@ -129,6 +130,13 @@ class FedServer final : public MessageSink {
   std::string stop_reason_;
   TimerId deadline_timer_ = 0;
   std::vector<std::uint8_t> pending_;  // selected, online, not answered (sync) / training (async)
+  // Synchronous rounds: a client still working on a closed round's task (a
+  // straggler) is avoided by selection (taken only when too few others are
+  // left) until its late result comes in, it goes offline, or
+  // kStragglerRounds rounds pass (its result may have been lost): selecting
+  // it would queue the new upload behind the stale one.
+  std::vector<std::uint64_t> straggling_until_;  // round before which it is not selected (0: none)
+  std::vector<std::uint8_t> busy_;
   std::vector<std::uint64_t> task_round_;
   std::vector<Nanos> task_time_;
   std::size_t outstanding_ = 0, results_ = 0, unclipped_ = 0;

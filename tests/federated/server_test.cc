@@ -51,9 +51,9 @@ TEST_CASE("FedNova normalizes by local steps: Delta = tau_eff sum p_i Delta_i / 
 }
 
 TEST_CASE("Sample weighting, over-commitment and late results") {
-  ManualEnv env(10);
+  ManualEnv env(4);
   ServerOptions o;
-  o.num_clients = 10;
+  o.num_clients = 4;
   o.clients_per_round = 2;
   o.over_commit = 1.5;  // 3 selected, the first 2 kept
   o.rounds = 2;
@@ -66,6 +66,9 @@ TEST_CASE("Sample weighting, over-commitment and late results") {
   server.OnMessage(b, Result(0, 3, 1, {7}));
   CHECK(counter.rounds == 1);
   CHECK(server.params()[0] == doctest::Approx((3 + 21) / 4.0));
+  // Round 1 selects 3 clients: the 3 that are not still busy, never the straggler c.
+  REQUIRE(env.outbox().size() == 6);
+  for (std::size_t i = 3; i < 6; ++i) CHECK(env.outbox()[i].to != c);
   server.OnMessage(c, Result(0, 1, 1, {100}));  // the straggler of round 0
   CHECK(server.results_dropped() == 1);
   CHECK(server.params()[0] == doctest::Approx(6.0));
