@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include "core/sysinfo.h"
 #include "ml/ml_learner.h"
 #include "sim/label_flip.h"
 #include "sim/world.h"
@@ -104,6 +105,37 @@ TEST_CASE(
   CHECK(on_flipped > 0.8);
   CHECK(on_true < 0.5);
 }
+
+// About 10 s of CPU (1,000 rounds, twice).
+TEST_SUITE("slow") {
+  TEST_CASE("Memory stays flat over 1,000 rounds: RSS at round 1,000 is that of round 10") {
+    // 32,000 parameters (128 KB a model): keeping one model per round would add
+    // 127 MB by round 1,000, one per result 1.2 GB. The bound, 16 MiB, is 125
+    // models. `median` holds the round's K updates, and must free them too.
+    for (const char* rule : {"mean", "median"}) {
+      CAPTURE(rule);
+      proto::Scenario s = Blobs("fedavg", 50, 1000);
+      s.set_model("mlp:1024");
+      s.set_robust(rule);
+      s.set_local_epochs(0);
+      s.set_local_steps(1);
+      s.set_eval_every(10);
+      s.set_eval_samples(200);
+      std::uint64_t at10 = 0, at1000 = 0;
+      auto progress = [&](std::uint64_t, std::uint64_t, const EvalPoint* p) {
+        if (p != nullptr && p->round == 10) at10 = CurrentRssBytes();
+        if (p != nullptr && p->round == 1000) at1000 = CurrentRssBytes();
+      };
+      auto run = RunFederatedScenario(s, progress);
+      REQUIRE(run.ok());
+      REQUIRE(run.value().rounds_done == 1000);
+      REQUIRE(at10 > 0);
+      MESSAGE(std::string(rule) << ": RSS " << at10 / 1024 << " KiB at round 10, " << at1000 / 1024
+                                << " KiB at round 1000");
+      CHECK(at1000 < at10 + 16 * 1024 * 1024);
+    }
+  }
+}  // TEST_SUITE("slow")
 
 }  // namespace
 }  // namespace murmur::sim

@@ -139,5 +139,26 @@ TEST_CASE("FedBuff weights a result by 1 / sqrt(1 + staleness)") {
   CHECK(server.rounds_done() == 2);
 }
 
+TEST_CASE("The mean streams results into one accumulator; a robust rule holds the round's updates") {
+  // d = 1000 parameters, K = 8: after 5 of the 8 results the mean's state is
+  // what it was before the first; the median's has grown by 5 d floats.
+  for (bool robust : {false, true}) {
+    CAPTURE(robust);
+    ManualEnv env(8);
+    ServerOptions o;
+    o.num_clients = 8;
+    o.clients_per_round = 8;
+    o.rounds = 1;
+    if (robust) o.robust.rule = AggregationRule::kMedian;
+    FedServer server(env, ParamVector(1000), o, nullptr);
+    server.Start();
+    const std::size_t before = server.state_floats();
+    for (NodeId c = 0; c < 5; ++c)
+      server.OnMessage(env.outbox()[c].to, Result(0, 1, 1, std::vector<float>(1000, 1.0f)));
+    CHECK(server.rounds_done() == 0);
+    CHECK(server.state_floats() == before + (robust ? 5 * 1000 : 0));
+  }
+}
+
 }  // namespace
 }  // namespace murmur::federated
