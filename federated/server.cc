@@ -24,7 +24,8 @@ FedServer::FedServer(Env& env, ParamVector x0, ServerOptions options, gossip::Ro
       task_time_(options_.num_clients, Nanos(0)),
       acc_(x_.size(), 0.0),
       delta_(x_.size(), 0.0),
-      scratch_(x_.layout()) {
+      scratch_(x_.layout()),
+      contributed_(options_.num_clients, 0) {
   MURMUR_CHECK(options_.num_clients > 0 && options_.clients_per_round > 0);
   MURMUR_CHECK(options_.attacker.empty() || options_.attacker.size() == options_.num_clients);
   if (options_.concurrency == 0) options_.concurrency = 2 * options_.clients_per_round;
@@ -172,6 +173,10 @@ void FedServer::OnMessage(NodeId from, MessagePtr msg) {
   }
   pending_[from] = 0;
   --outstanding_;
+  if (!contributed_[from]) {
+    contributed_[from] = 1;
+    ++contributors_;
+  }
   selector_.Report(from, h.weight, h.loss,
                    std::chrono::duration<double>(env_.Now() - task_time_[from]).count());
   OnResult(from, m);

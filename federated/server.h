@@ -100,6 +100,9 @@ class FedServer final : public MessageSink {
   double clip() const { return clip_.clip(); }
   std::uint64_t results_accepted() const { return accepted_; }
   std::uint64_t results_dropped() const { return dropped_; }
+  // Clients with at least one accepted result so far (a deadline that some
+  // clients can never meet leaves their data out for good).
+  std::size_t contributors() const { return contributors_; }
   std::size_t state_floats() const;
 
  private:
@@ -147,6 +150,8 @@ class FedServer final : public MessageSink {
   std::vector<bool> held_attacker_;
   ParamVector scratch_;
   std::uint64_t accepted_ = 0, dropped_ = 0;
+  std::vector<std::uint8_t> contributed_;
+  std::size_t contributors_ = 0;
 };
 
 }  // namespace murmur::federated

@@ -276,6 +276,7 @@ RunSummary FederatedRun::Run(FederatedStats* stats) {
     stats->stop_reason = server_->finished() ? server_->stop_reason() : "time budget or no more events";
     stats->results_accepted = server_->results_accepted();
     stats->results_dropped = server_->results_dropped();
+    stats->contributors = server_->contributors();
     stats->final_model.assign(server_->params().span().begin(), server_->params().span().end());
     const TrafficStats& top = sim_->traffic(num_clients_ + static_cast<NodeId>(edges_.size()));
     stats->top_bytes_sent = top.bytes_sent;

@@ -46,6 +46,7 @@ struct FederatedStats {
   std::string stop_reason;  // why the server stopped
   std::uint64_t results_accepted = 0;
   std::uint64_t results_dropped = 0;  // stragglers and late results
+  std::size_t contributors = 0;       // clients (flat) or edges with at least one accepted result
   std::vector<float> final_model;     // the server's global model at the end
   std::uint64_t top_bytes_sent = 0;   // encoded bytes the (top) server sent and received
   std::uint64_t top_bytes_received = 0;

@@ -60,11 +60,11 @@ int main(int argc, char** argv) {
   for (const auto& p : run.value().points) std::printf("%s\n", sim::CsvRow(p).c_str());
   std::printf(
       "# rounds %llu, virtual %.1f s, wall %.1f s, peak RSS %.1f MiB, epsilon %.4f, results %llu kept "
-      "%llu dropped, top server bytes %llu sent %llu received, stop: %s\n",
+      "%llu dropped, %zu contributors, top server bytes %llu sent %llu received, stop: %s\n",
       static_cast<unsigned long long>(run.value().rounds_done), run.value().virtual_s, run.value().wall_s,
       static_cast<double>(run.value().peak_rss_bytes) / (1 << 20), stats.epsilon,
       static_cast<unsigned long long>(stats.results_accepted),
-      static_cast<unsigned long long>(stats.results_dropped),
+      static_cast<unsigned long long>(stats.results_dropped), stats.contributors,
       static_cast<unsigned long long>(stats.top_bytes_sent),
       static_cast<unsigned long long>(stats.top_bytes_received), stats.stop_reason.c_str());
   std::printf("# RSS MiB by round:");
