@@ -5,7 +5,11 @@
 // with its data partition, and one more simulated node, id n, is the server
 // (an "edge-server" device profile). The server and the clients are
 // federated::FedServer and federated::FedClient running unchanged on their
-// SimEnvs; churn tells the server who is online.
+// SimEnvs; churn tells the server who is online. With edge_aggregators E > 0
+// the E edge aggregators (federated::EdgeAggregator) sit between the clients
+// and the server, which is then the top of the hierarchy (node ids and the
+// assignment of clients to edges: sim/federated_edges.h). Label-flip
+// attackers train on a flipped copy of their samples (sim/label_flip.h).
 //
 // Algorithms: fedavg, fedprox (mu = prox_mu), scaffold, fedavgm, fedadam,
 // fedyogi, fedadagrad (server optimizers of Reddi et al. 2021), fedbuff
