@@ -78,6 +78,7 @@ Status FederatedRun::Build() {
   if (num_edges > 0) {
     MURMUR_ASSIGN_OR_RETURN(auto edge_devices,
                             MakeDeviceProfiles(s_.edge_devices(), num_edges, s_.seed() + 2));
+    for (auto& d : edge_devices) d.availability = 1.0;  // edge aggregators are infrastructure: no churn
     devices.insert(devices.end(), edge_devices.begin(), edge_devices.end());
     edge_of_ = s_.edge_assignment() == "nearest-rsu" ? NearestRsu(*world_->mobility, n, num_edges)
                                                      : EdgesById(n, num_edges);
