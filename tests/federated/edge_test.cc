@@ -3,6 +3,9 @@
 
 #include <cmath>
 
+#include "core/manual_env.h"
+#include "federated/edge.h"
+#include "federated/server.h"
 #include "sim/federated_edges.h"
 #include "sim/federated_run.h"
 #include "sim/world.h"
@@ -77,6 +80,93 @@ TEST_CASE("An edge none of whose clients answer in time answers empty, and the t
   for (std::size_t j = 0; j < stats.final_model.size(); ++j)
     differing += stats.final_model[j] != world->initial[j];
   CHECK(differing == 0);
+}
+
+Layout OneParameter() {
+  Layout l;
+  l.Add("w", {1});
+  return l;
+}
+
+federated::FedMessage Task(std::uint64_t round, std::vector<float> x, std::uint8_t flags = 0) {
+  federated::FedHeader h;
+  h.round = round;
+  h.flags = flags;
+  return federated::FedMessage(h, {compression::DenseF32Update(x)});
+}
+
+MessagePtr Result(std::uint64_t round, double weight, std::vector<float> delta) {
+  federated::FedHeader h;
+  h.kind = federated::FedKind::kResult;
+  h.round = round;
+  h.weight = weight;
+  h.steps = 1;
+  return std::make_shared<const federated::FedMessage>(
+      h, std::vector<federated::UpdatePtr>{compression::DenseF32Update(delta)});
+}
+
+TEST_CASE("An edge forwards the task to its cluster and sends its parent one sample-weighted result") {
+  // Parent 9, members 3, 4, 5; keep 2 of them. Results Delta = 1 (n = 1) and
+  // 4 (n = 3): the edge sends (1 + 12) / 4 = 3.25 with weight 4.
+  ManualEnv env(8);
+  federated::EdgeOptions o;
+  o.parent = 9;
+  o.members = {3, 4, 5};
+  o.clients_per_round = 2;
+  federated::EdgeAggregator edge(env, OneParameter(), o);
+  edge.OnMessage(9, std::make_shared<const federated::FedMessage>(Task(4, {10})));
+  REQUIRE(env.outbox().size() == 2);
+  const NodeId a = env.outbox()[0].to, b = env.outbox()[1].to;
+  CHECK(a != b);
+  for (NodeId to : {a, b}) CHECK((to >= 3 && to <= 5));
+  edge.OnMessage(7, Result(4, 1, {100}));  // not a member: dropped
+  edge.OnMessage(a, Result(4, 1, {1}));
+  CHECK(env.outbox().size() == 2);
+  edge.OnMessage(b, Result(4, 3, {4}));
+  REQUIRE(env.outbox().size() == 3);
+  CHECK(env.outbox()[2].to == 9);
+  const auto& up = static_cast<const federated::FedMessage&>(*env.outbox()[2].msg);
+  CHECK(up.header().kind == federated::FedKind::kResult);
+  CHECK(up.header().round == 4);
+  CHECK(up.header().weight == 4.0);
+  ParamVector got(1);
+  REQUIRE(up.updates()[0]->AddTo(got.span()).ok());
+  CHECK(got[0] == doctest::Approx(3.25));
+  CHECK(edge.results_dropped() == 1);
+}
+
+TEST_CASE(
+    "An edge with no client online answers empty, and the top closes its round on it, model unchanged") {
+  ManualEnv edge_env(8);
+  federated::EdgeOptions o;
+  o.parent = 9;
+  o.members = {3, 4};
+  o.clients_per_round = 2;
+  federated::EdgeAggregator edge(edge_env, OneParameter(), o);
+  edge.SetOnline(3, false);
+  edge.SetOnline(4, false);
+  edge.OnMessage(9, std::make_shared<const federated::FedMessage>(Task(0, {10})));
+  REQUIRE(!edge_env.outbox().empty());
+  const auto& up = edge_env.outbox().back();
+  CHECK(up.to == 9);
+  const auto& m = static_cast<const federated::FedMessage&>(*up.msg);
+  CHECK((m.header().flags & federated::kFlagEmpty) != 0);
+
+  // A top server of one edge and no deadline: without the empty answer it would wait forever.
+  ManualEnv top_env(9);
+  federated::ServerOptions so;
+  so.num_clients = 1;
+  so.clients_per_round = 1;
+  so.rounds = 1;
+  ParamVector x0(1);
+  x0[0] = 10;
+  federated::FedServer top(top_env, std::move(x0), so, nullptr);
+  top.Start();
+  top.OnMessage(0, up.msg);
+  CHECK(top.rounds_done() == 1);
+  CHECK(top.finished());
+  CHECK(top.params()[0] == 10.0f);
+  CHECK(top.results_accepted() == 0);
 }
 
 TEST_CASE("Clients are assigned to edges in contiguous blocks of ids, k_e in proportion") {
