@@ -108,7 +108,7 @@ TEST_CASE(
 
 // About 10 s of CPU (1,000 rounds, twice).
 TEST_SUITE("slow") {
-  TEST_CASE("Memory stays flat over 1,000 rounds: RSS at round 1,000 is that of round 10") {
+  TEST_CASE("Memory stays flat over 1000 rounds: RSS at round 1000 is that of round 10") {
     // 32,000 parameters (128 KB a model): keeping one model per round would add
     // 127 MB by round 1,000, one per result 1.2 GB. The bound, 16 MiB, is 125
     // models. `median` holds the round's K updates, and must free them too.
@@ -132,7 +132,12 @@ TEST_SUITE("slow") {
       REQUIRE(at10 > 0);
       MESSAGE(std::string(rule) << ": RSS " << at10 / 1024 << " KiB at round 10, " << at1000 / 1024
                                 << " KiB at round 1000");
+#if defined(__SANITIZE_ADDRESS__)
+      // ASan's quarantine keeps freed memory resident (256 MB by default): RSS says nothing here.
+      MESSAGE("AddressSanitizer build: the RSS bound is not checked");
+#else
       CHECK(at1000 < at10 + 16 * 1024 * 1024);
+#endif
     }
   }
 }  // TEST_SUITE("slow")

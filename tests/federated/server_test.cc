@@ -139,7 +139,7 @@ TEST_CASE("FedBuff weights a result by 1 / sqrt(1 + staleness)") {
   CHECK(server.rounds_done() == 2);
 }
 
-TEST_CASE("The mean streams results into one accumulator; a robust rule holds the round's updates") {
+TEST_CASE("The mean streams results into one accumulator while a robust rule holds the round's updates") {
   // d = 1000 parameters, K = 8: after 5 of the 8 results the mean's state is
   // what it was before the first; the median's has grown by 5 d floats.
   for (bool robust : {false, true}) {
