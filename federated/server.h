@@ -7,11 +7,11 @@
 // selected client still online has answered, or at the deadline (stragglers'
 // late results are dropped, and a straggler is avoided by selection until its
 // late result is in; with partial work, clients are told a budget and report
-// what they managed). Aggregation streams each result into one
-// double-precision accumulator, Delta = sum_i w_i Delta_i / sum_i w_i with
-// w_i = n_i, and never holds K models unless the robust rule or a simulated
-// attack needs them all. FedNova (Wang et al., NeurIPS 2020, Eq. 6 for local
-// SGD): Delta = (sum_i p_i tau_i) sum_i p_i Delta_i / tau_i, p_i = w_i / sum w.
+// what they managed). A result flagged kFlagEmpty (an edge aggregator none of
+// whose clients answered; federated/edge.h) counts as an answer and adds nothing. Aggregation streams each
+// result into one double-precision accumulator, Delta = sum_i w_i Delta_i / sum_i w_i with w_i = n_i, and
+// never holds K models unless the robust rule or a simulated attack needs them all. FedNova (Wang et al.,
+// NeurIPS 2020, Eq. 6 for local SGD): Delta = (sum_i p_i tau_i) sum_i p_i Delta_i / tau_i, p_i = w_i / sum w.
 // The ServerOptimizer then moves the global model. SCAFFOLD: c <- c + (|S|/N)
 // mean_i Delta c_i.
 //
