@@ -13,7 +13,9 @@ Result<AttackKind> ParseAttack(const std::string& name) {
   if (name == "gaussian") return AttackKind::kGaussian;
   if (name == "alie") return AttackKind::kAlie;
   if (name == "ipm") return AttackKind::kIpm;
-  return Status::InvalidArgument("attack '" + name + "' is not one of none, sign-flip, gaussian, alie, ipm");
+  if (name == "label-flip") return AttackKind::kLabelFlip;
+  return Status::InvalidArgument("attack '" + name +
+                                 "' is not one of none, sign-flip, gaussian, alie, ipm, label-flip");
 }
 
 double NormalQuantile(double p) {
@@ -41,7 +43,7 @@ double AlieZ(std::size_t k, std::size_t f) {
 void ApplyAttack(AttackKind kind, double scale, std::span<const std::span<float>> updates,
                  const std::vector<bool>& attacker, Rng& rng) {
   MURMUR_CHECK(attacker.size() == updates.size());
-  if (kind == AttackKind::kNone || updates.empty()) return;
+  if (!PoisonsUpdates(kind) || updates.empty()) return;
   const std::size_t k = updates.size(), d = updates[0].size();
   std::size_t f = 0;
   for (bool a : attacker) f += a;

@@ -10,6 +10,10 @@
 //               updates and z_max = Phi^-1((K - s) / K), s = floor(K/2 + 1) - f
 //   ipm         inner-product manipulation (Xie, Koyejo and Gupta, UAI 2020):
 //               every attacker sends -s mu (s = epsilon; 0.1 in the paper for Krum/median)
+//   label-flip  data poisoning: the attacker trains on its samples with labels
+//               y -> C - 1 - y (Fang et al., USENIX Security 2020) and sends
+//               that update as is; the simulator gives attackers flipped data
+//               (sim/label_flip.h) and ApplyAttack leaves their updates alone
 // The simulator applies them where the server receives the round's updates,
 // so ALIE and IPM are omniscient and colluding (the strongest setting of both
 // papers); every attacker first computes its honest update, which ALIE and IPM
@@ -27,7 +31,12 @@
 
 namespace murmur::federated {
 
-enum class AttackKind { kNone, kSignFlip, kGaussian, kAlie, kIpm };
+enum class AttackKind { kNone, kSignFlip, kGaussian, kAlie, kIpm, kLabelFlip };
+
+// Whether the attack rewrites updates at the server (all but label-flip).
+inline bool PoisonsUpdates(AttackKind kind) {
+  return kind != AttackKind::kNone && kind != AttackKind::kLabelFlip;
+}
 
 Result<AttackKind> ParseAttack(const std::string& name);
 

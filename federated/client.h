@@ -58,6 +58,10 @@ class FedClient final : public MessageSink {
   FedClient(Env& env, NodeId server, LocalLearner& learner, const Layout& layout, ClientOptions options);
 
   void OnMessage(NodeId from, MessagePtr msg) override;
+  // Changes where tasks come from and results go (a vehicle that now sits
+  // nearest to another roadside unit). A result of a task in progress goes
+  // to the new server, which drops it as not its own.
+  void set_server(NodeId server) { server_ = server; }
 
   // The last local model (the global model after the client's local training).
   const ParamVector& params() const { return y_; }

@@ -45,7 +45,7 @@ Result<std::shared_ptr<const FedMessage>> FedMessage::Decode(std::span<const std
   if (p[0] > 1) return Status::DataLoss("federated message: kind " + std::to_string(p[0]) + " is not 0 or 1");
   h.kind = static_cast<FedKind>(p[0]);
   h.flags = p[1];
-  if ((h.flags & ~(kFlagIsModel | kFlagWantModel | kFlagSecureAggregation)) != 0) {
+  if ((h.flags & ~(kFlagIsModel | kFlagWantModel | kFlagSecureAggregation | kFlagEmpty)) != 0) {
     return Status::DataLoss("federated message: unknown flags " + std::to_string(h.flags));
   }
   h.steps = ReadLittleEndian<std::uint32_t>(p + 2);

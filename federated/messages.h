@@ -15,6 +15,8 @@
 //                    bit 1: the task asks for the model back;
 //                    bit 2: the round is securely aggregated: the client
 //                    answers with SecAgg+ messages, not a result)
+//                    bit 3: an empty result: an edge aggregator none of
+//                    whose clients answered in time; its update is empty)
 //   u32 steps
 //   u64 round
 //   f64 weight
@@ -43,6 +45,7 @@ enum class FedKind : std::uint8_t { kTask = 0, kResult = 1 };
 inline constexpr std::uint8_t kFlagIsModel = 1;
 inline constexpr std::uint8_t kFlagWantModel = 2;
 inline constexpr std::uint8_t kFlagSecureAggregation = 4;
+inline constexpr std::uint8_t kFlagEmpty = 8;
 
 using UpdatePtr = std::shared_ptr<const compression::Update>;
 

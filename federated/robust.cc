@@ -12,7 +12,13 @@ Result<RobustOptions> ParseRobustRule(const std::string& spec) {
   RobustOptions o;
   const auto colon = spec.find(':');
   const std::string name = spec.substr(0, colon);
-  const std::string arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  std::string arg = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  // centered-clipping:T:L carries a second number, the iterations L.
+  std::string iters;
+  if (name == "centered-clipping" && arg.find(':') != std::string::npos) {
+    iters = arg.substr(arg.find(':') + 1);
+    arg = arg.substr(0, arg.find(':'));
+  }
   double value = 0;
   if (!arg.empty()) {
     char* end = nullptr;
@@ -45,10 +51,19 @@ Result<RobustOptions> ParseRobustRule(const std::string& spec) {
     o.rule = AggregationRule::kCenteredClipping;
     if (!arg.empty()) o.clip_tau = value;
     if (!(o.clip_tau > 0)) return Status::InvalidArgument("robust rule '" + spec + "': radius must be > 0");
+    if (!iters.empty()) {
+      char* end = nullptr;
+      const long l = std::strtol(iters.c_str(), &end, 10);
+      if (end == iters.c_str() || *end != '\0' || l < 1 || l > 100) {
+        return Status::InvalidArgument("robust rule '" + spec +
+                                       "': iterations must be an integer in [1, 100]");
+      }
+      o.clip_iters = static_cast<int>(l);
+    }
   } else {
     return Status::InvalidArgument("robust rule '" + spec +
                                    "' is not one of mean, median, trimmed-mean[:B], krum, multi-krum[:M], "
-                                   "centered-clipping[:T]");
+                                   "centered-clipping[:T[:L]]");
   }
   return o;
 }

@@ -9,8 +9,8 @@
 //                      its K - f - 2 nearest others (Blanchard et al., NeurIPS 2017)
 //   multi-krum:M       the average of the M updates with the smallest Krum
 //                      scores (one scoring pass; Blanchard et al. 2017, Sec. 4)
-//   centered-clipping:T  v <- v + (1/K) sum_i (x_i - v) min(1, T / ||x_i - v||),
-//                      L iterations from the previous round's aggregate
+//   centered-clipping:T:L  v <- v + (1/K) sum_i (x_i - v) min(1, T / ||x_i - v||),
+//                      L iterations (default 1) from the previous round's aggregate
 //                      (Karimireddy, He and Jaggi, ICML 2021, Eq. 2)
 // The robust rules need every update at once; the server holds them only
 // when the rule is not `mean`.
@@ -42,7 +42,7 @@ struct RobustOptions {
   int clip_iters = 1;      // centered clipping iterations L
 };
 
-// Parses "mean", "median", "trimmed-mean[:B]", "krum", "multi-krum[:M]", "centered-clipping[:T]".
+// Parses "mean", "median", "trimmed-mean[:B]", "krum", "multi-krum[:M]", "centered-clipping[:T[:L]]".
 Result<RobustOptions> ParseRobustRule(const std::string& spec);
 
 // Krum scores of every update (sum of squared distances to its K - f - 2

@@ -77,4 +77,17 @@ std::vector<NodeId> ClientSelector::Select(std::size_t count, const std::vector<
   return out;
 }
 
+std::vector<NodeId> ClientSelector::SelectAvoiding(std::size_t count, const std::vector<std::uint8_t>& avoid,
+                                                   const std::vector<std::uint8_t>& exclude) {
+  std::vector<std::uint8_t> busy(num_clients_, 0);
+  for (NodeId i = 0; i < num_clients_; ++i) busy[i] = (!exclude.empty() && exclude[i]) || avoid[i];
+  std::vector<NodeId> out = Select(count, busy);
+  if (out.size() >= count) return out;
+  for (NodeId i = 0; i < num_clients_; ++i) busy[i] = !exclude.empty() && exclude[i];
+  for (NodeId c : out) busy[c] = 1;
+  std::vector<NodeId> more = Select(count - out.size(), busy);
+  out.insert(out.end(), more.begin(), more.end());
+  return out;
+}
+
 }  // namespace murmur::federated

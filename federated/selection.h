@@ -28,6 +28,10 @@ enum class SelectionKind { kUniform, kAvailable, kOort };
 
 Result<SelectionKind> ParseSelection(const std::string& name);
 
+// Rounds a straggler (still busy with a closed round's task) is left out of
+// selection at most, when its late result never arrives.
+inline constexpr std::uint64_t kStragglerRounds = 5;
+
 struct SelectionOptions {
   SelectionKind kind = SelectionKind::kUniform;
   double explore = 0.1;      // Oort: fraction of slots for never-tried clients
@@ -46,6 +50,11 @@ class ClientSelector {
 
   // Up to `count` distinct clients, none of them in `busy` (may be empty).
   std::vector<NodeId> Select(std::size_t count, const std::vector<std::uint8_t>& busy);
+  // Up to `count` clients, none in `exclude` (may be empty), those not in
+  // `avoid` first (stragglers still busy with an older task): clients in
+  // `avoid` are taken only when too few others are left.
+  std::vector<NodeId> SelectAvoiding(std::size_t count, const std::vector<std::uint8_t>& avoid,
+                                     const std::vector<std::uint8_t>& exclude);
 
  private:
   double Utility(NodeId client, double preferred) const;

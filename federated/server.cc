@@ -18,11 +18,14 @@ FedServer::FedServer(Env& env, ParamVector x0, ServerOptions options, gossip::Ro
       noise_rng_(env.MakeRng(RngPurpose::kPrivacy)),
       attack_rng_(env.MakeRng(RngPurpose::kAttack)),
       pending_(options_.num_clients, 0),
+      straggling_until_(options_.num_clients, 0),
+      busy_(options_.num_clients, 0),
       task_round_(options_.num_clients, 0),
       task_time_(options_.num_clients, Nanos(0)),
       acc_(x_.size(), 0.0),
       delta_(x_.size(), 0.0),
-      scratch_(x_.layout()) {
+      scratch_(x_.layout()),
+      contributed_(options_.num_clients, 0) {
   MURMUR_CHECK(options_.num_clients > 0 && options_.clients_per_round > 0);
   MURMUR_CHECK(options_.attacker.empty() || options_.attacker.size() == options_.num_clients);
   if (options_.concurrency == 0) options_.concurrency = 2 * options_.clients_per_round;
@@ -35,7 +38,7 @@ FedServer::FedServer(Env& env, ParamVector x0, ServerOptions options, gossip::Ro
 }
 
 bool FedServer::Buffered() const {
-  return options_.robust.rule != AggregationRule::kMean || options_.attack != AttackKind::kNone;
+  return options_.robust.rule != AggregationRule::kMean || PoisonsUpdates(options_.attack);
 }
 
 std::size_t FedServer::state_floats() const {
@@ -116,7 +119,8 @@ void FedServer::StartRound() {
   const auto want = static_cast<std::size_t>(
       std::ceil(options_.over_commit * static_cast<double>(options_.clients_per_round) - 1e-9));
   std::vector<NodeId> reached;
-  for (NodeId c : selector_.Select(want, {})) {
+  for (NodeId c = 0; c < options_.num_clients; ++c) busy_[c] = straggling_until_[c] > round_;
+  for (NodeId c : selector_.SelectAvoiding(want, busy_, {})) {
     SendTask(c);
     if (!selector_.online(c)) {  // a task to an offline client is lost
       pending_[c] = 0;
@@ -138,6 +142,7 @@ void FedServer::StartRound() {
 void FedServer::SetOnline(NodeId client, bool online) {
   if (client >= options_.num_clients) return;
   selector_.SetOnline(client, online);
+  if (!online) straggling_until_[client] = 0;
   if (online || !pending_[client] || finished_) return;
   if (secagg_) secagg_->ClientGone(client);
   pending_[client] = 0;
@@ -162,6 +167,14 @@ void FedServer::OnMessage(NodeId from, MessagePtr msg) {
   if (msg->kind() != kFedMessageKind || from >= options_.num_clients || finished_) return;
   const auto& m = static_cast<const FedMessage&>(*msg);
   const FedHeader& h = m.header();
+  if (h.kind == FedKind::kResult) straggling_until_[from] = 0;  // whatever it was doing, it is done
+  if (h.kind == FedKind::kResult && (h.flags & kFlagEmpty) != 0 && pending_[from] && open_ &&
+      h.round == round_ && h.round == task_round_[from] && !options_.async) {
+    // An edge aggregator none of whose clients answered: it has answered, adding nothing.
+    pending_[from] = 0;
+    --outstanding_;
+    return MaybeClose();
+  }
   if (h.kind != FedKind::kResult || !pending_[from] || h.round != task_round_[from] ||
       m.updates()[0]->size() != x_.size() || (options_.scaffold && m.updates().size() != 2) ||
       (!options_.async && (!open_ || h.round != round_))) {
@@ -170,6 +183,10 @@ void FedServer::OnMessage(NodeId from, MessagePtr msg) {
   }
   pending_[from] = 0;
   --outstanding_;
+  if (!contributed_[from]) {
+    contributed_[from] = 1;
+    ++contributors_;
+  }
   selector_.Report(from, h.weight, h.loss,
                    std::chrono::duration<double>(env_.Now() - task_time_[from]).count());
   OnResult(from, m);
@@ -264,6 +281,9 @@ void FedServer::CloseRound() {
   if (deadline_timer_ != 0) env_.CancelTimer(deadline_timer_);
   deadline_timer_ = 0;
   // Results still outstanding are stragglers: whatever they send later is dropped.
+  for (NodeId c = 0; c < options_.num_clients; ++c) {
+    if (pending_[c]) straggling_until_[c] = round_ + 1 + kStragglerRounds;
+  }
   std::fill(pending_.begin(), pending_.end(), 0);
   outstanding_ = 0;
   const std::size_t n = results_;

@@ -5,12 +5,13 @@
 // clients (ClientSelector), send each a task with the global model, keep the
 // first K results, and close the round when K results are in, when every
 // selected client still online has answered, or at the deadline (stragglers'
-// late results are dropped; with partial work, clients are told a budget and
-// report what they managed). Aggregation streams each result into one
-// double-precision accumulator, Delta = sum_i w_i Delta_i / sum_i w_i with
-// w_i = n_i, and never holds K models unless the robust rule or a simulated
-// attack needs them all. FedNova (Wang et al., NeurIPS 2020, Eq. 6 for local
-// SGD): Delta = (sum_i p_i tau_i) sum_i p_i Delta_i / tau_i, p_i = w_i / sum w.
+// late results are dropped, and a straggler is avoided by selection until its
+// late result is in; with partial work, clients are told a budget and report
+// what they managed). A result flagged kFlagEmpty (an edge aggregator none of
+// whose clients answered; federated/edge.h) counts as an answer and adds nothing. Aggregation streams each
+// result into one double-precision accumulator, Delta = sum_i w_i Delta_i / sum_i w_i with w_i = n_i, and
+// never holds K models unless the robust rule or a simulated attack needs them all. FedNova (Wang et al.,
+// NeurIPS 2020, Eq. 6 for local SGD): Delta = (sum_i p_i tau_i) sum_i p_i Delta_i / tau_i, p_i = w_i / sum w.
 // The ServerOptimizer then moves the global model. SCAFFOLD: c <- c + (|S|/N)
 // mean_i Delta c_i.
 //
@@ -112,6 +113,9 @@ class FedServer final : public MessageSink {
   double clip() const { return clip_.clip(); }
   std::uint64_t results_accepted() const { return accepted_; }
   std::uint64_t results_dropped() const { return dropped_; }
+  // Clients with at least one accepted result so far (a deadline that some
+  // clients can never meet leaves their data out for good).
+  std::size_t contributors() const { return contributors_; }
   std::size_t state_floats() const;
   std::uint64_t secagg_rounds_aborted() const { return secagg_aborted_; }
   std::uint64_t secagg_clients_dropped() const { return secagg_dropped_; }
@@ -147,6 +151,13 @@ class FedServer final : public MessageSink {
   std::string stop_reason_;
   TimerId deadline_timer_ = 0;
   std::vector<std::uint8_t> pending_;  // selected, online, not answered (sync) / training (async)
+  // Synchronous rounds: a client still working on a closed round's task (a
+  // straggler) is avoided by selection (taken only when too few others are
+  // left) until its late result comes in, it goes offline, or
+  // kStragglerRounds rounds pass (its result may have been lost): selecting
+  // it would queue the new upload behind the stale one.
+  std::vector<std::uint64_t> straggling_until_;  // round before which it is not selected (0: none)
+  std::vector<std::uint8_t> busy_;
   std::vector<std::uint64_t> task_round_;
   std::vector<Nanos> task_time_;
   std::size_t outstanding_ = 0, results_ = 0, unclipped_ = 0;
@@ -160,6 +171,8 @@ class FedServer final : public MessageSink {
   std::unique_ptr<SecAggServer> secagg_;
   std::uint64_t secagg_aborted_ = 0, secagg_dropped_ = 0;
   Status secagg_status_;
+  std::vector<std::uint8_t> contributed_;
+  std::size_t contributors_ = 0;
 };
 
 }  // namespace murmur::federated

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/remapped_env.h"
 #include "crypto/identity.h"
 #include "federated/client.h"
 #include "federated/server.h"
@@ -12,6 +13,8 @@
 #include "ml/ml_learner.h"
 #include "sim/churn.h"
 #include "sim/evaluator.h"
+#include "sim/federated_edges.h"
+#include "sim/label_flip.h"
 #include "sim/simulator.h"
 #include "sim/world.h"
 
@@ -40,6 +43,8 @@ class FederatedRun final : public gossip::RoundObserver {
 
  private:
   void Evaluate(std::uint64_t round);
+  void SetOnline(NodeId node, bool online);
+  void AssignToRsus();
 
   const proto::Scenario& s_;
   std::unique_ptr<World> world_;
@@ -49,8 +54,15 @@ class FederatedRun final : public gossip::RoundObserver {
   std::unique_ptr<Simulator> sim_;
   std::vector<std::unique_ptr<ml::MlLearner>> learners_;
   std::vector<crypto::Identity> identities_;  // SecAgg+ only
+  FlippedData flipped_;                       // label-flip attackers' data
   std::vector<std::unique_ptr<federated::FedClient>> clients_;
   std::unique_ptr<federated::FedServer> server_;
+  // Hierarchical runs (sim/federated_edges.h): clients, then the edge aggregators, then the top.
+  NodeId num_clients_ = 0;
+  std::vector<std::uint32_t> edge_of_;
+  std::vector<std::unique_ptr<federated::EdgeAggregator>> edges_;
+  std::unique_ptr<RemappedEnv> top_env_;
+  std::unique_ptr<RemappedSink> top_sink_;
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<MetricsWriter> writer_;
   double last_loss_ = 0;
@@ -59,9 +71,21 @@ class FederatedRun final : public gossip::RoundObserver {
 };
 
 Status FederatedRun::Build() {
-  const NodeId n = s_.nodes();
+  const NodeId n = FederatedClientCount(s_);
+  const NodeId num_edges = s_.edge_aggregators();
+  num_clients_ = n;
   const std::string& a = s_.algorithm();
   std::vector<DeviceProfile> devices = world_->devices;
+  devices.resize(n);
+  if (num_edges > 0) {
+    MURMUR_ASSIGN_OR_RETURN(auto edge_devices,
+                            MakeDeviceProfiles(s_.edge_devices(), num_edges, s_.seed() + 2));
+    for (auto& d : edge_devices) d.availability = 1.0;  // edge aggregators are infrastructure: no churn
+    devices.insert(devices.end(), edge_devices.begin(), edge_devices.end());
+    edge_of_ = s_.edge_assignment() == "nearest-rsu" ? NearestRsu(*world_->mobility, n, num_edges)
+                                                     : EdgesById(n, num_edges);
+  }
+  const NodeId top = n + num_edges;
   MURMUR_ASSIGN_OR_RETURN(auto server_device, MakeDeviceProfiles("edge-server", 1, s_.seed() + 1));
   devices.push_back(server_device[0]);
   SimulatorOptions so;
@@ -156,10 +180,16 @@ Status FederatedRun::Build() {
   lo.lr = s_.lr();
   lo.momentum = s_.momentum();
   lo.weight_decay = s_.weight_decay();
+  if (o.attack == federated::AttackKind::kLabelFlip) {
+    flipped_ = FlipAttackerLabels(world_->data.train, *world_->partition, o.attacker);
+  }
   for (NodeId i = 0; i < n; ++i) {
     auto part = world_->partition->node(i);
-    learners_.push_back(std::make_unique<ml::MlLearner>(*world_->model, world_->data.train, part, lo,
-                                                        Rng(s_.seed(), i, RngPurpose::kBatch)));
+    const bool flip = !o.attacker.empty() && o.attacker[i] && o.attack == federated::AttackKind::kLabelFlip;
+    learners_.push_back(
+        std::make_unique<ml::MlLearner>(*world_->model, flip ? flipped_.data : world_->data.train,
+                                        flip ? std::span<const ml::SampleIndex>(flipped_.parts[i]) : part, lo,
+                                        Rng(s_.seed(), i, RngPurpose::kBatch)));
     federated::ClientOptions co;
     co.local_steps = s_.local_epochs() > 0 ? 0 : static_cast<int>(s_.local_steps());
     co.local_epochs = s_.local_epochs();
@@ -180,21 +210,48 @@ Status FederatedRun::Build() {
       co.secagg_weight_scale = max_samples;
       co.secagg_dropout = s_.secagg_dropout();
     }
-    clients_.push_back(
-        std::make_unique<federated::FedClient>(sim_->env(i), n, *learners_[i], world_->initial.layout(), co));
+    const NodeId server = num_edges > 0 ? n + edge_of_[i] : n;
+    clients_.push_back(std::make_unique<federated::FedClient>(sim_->env(i), server, *learners_[i],
+                                                              world_->initial.layout(), co));
     sim_->SetSink(i, clients_.back().get());
     summary_.state_bytes += clients_.back()->state_floats() * sizeof(float);
   }
-  server_ = std::make_unique<federated::FedServer>(sim_->env(n), world_->initial.Clone(), o, this);
-  sim_->SetSink(n, server_.get());
+  if (num_edges > 0) {
+    const bool by_rsu = s_.edge_assignment() == "nearest-rsu";
+    std::vector<NodeId> peers;
+    for (NodeId e = 0; e < num_edges; ++e) {
+      std::vector<NodeId> members;  // nearest-rsu: every vehicle, restricted per round by SetCluster
+      for (NodeId i = 0; i < n; ++i) {
+        if (by_rsu || edge_of_[i] == e) members.push_back(i);
+      }
+      if (members.empty())
+        return Status::InvalidArgument("scenario field 'edge_aggregators': edge " + std::to_string(e) +
+                                       " has no clients");
+      peers.push_back(n + e);
+      edges_.push_back(std::make_unique<federated::EdgeAggregator>(
+          sim_->env(n + e), world_->initial.layout(), EdgeOptionsFor(o, top, std::move(members), n)));
+      sim_->SetSink(n + e, edges_.back().get());
+      summary_.state_bytes += edges_.back()->state_floats() * sizeof(float);
+    }
+    if (by_rsu) AssignToRsus();
+    top_env_ = std::make_unique<RemappedEnv>(sim_->env(top), peers);
+    server_ = std::make_unique<federated::FedServer>(*top_env_, world_->initial.Clone(),
+                                                     TopServerOptions(o, num_edges), this);
+    top_sink_ = std::make_unique<RemappedSink>(*server_, peers);
+    sim_->SetSink(top, top_sink_.get());
+  } else {
+    server_ = std::make_unique<federated::FedServer>(sim_->env(n), world_->initial.Clone(), o, this);
+    sim_->SetSink(n, server_.get());
+  }
   summary_.state_bytes += server_->state_floats() * sizeof(float);
   evaluator_ = std::make_unique<Evaluator>(*world_->model, world_->data.test, 1, s_.eval_samples(), s_.seed(),
                                            sim_->pool());
   MURMUR_ASSIGN_OR_RETURN(writer_, MetricsWriter::Open(s_.metrics_csv(), s_.metrics_json()));
   std::ostringstream d;
-  d << n << " clients + server, " << a << " (" << o.clients_per_round << " per round, aggregation "
-    << s_.robust() << "), " << s_.model() << " (" << world_->initial.size() << " parameters), "
-    << s_.dataset() << " " << s_.partition() << ", upload " << s_.upload_compression();
+  d << n << " clients + " << (num_edges > 0 ? std::to_string(num_edges) + " edge aggregators + " : "")
+    << "server, " << a << " (" << o.clients_per_round << " per round, aggregation " << s_.robust() << "), "
+    << s_.model() << " (" << world_->initial.size() << " parameters), " << s_.dataset() << " "
+    << s_.partition() << ", upload " << s_.upload_compression();
   if (s_.secure_aggregation()) {
     d << ", SecAgg+ (k " << s_.secagg_neighbours() << ", " << s_.secagg_bits() << " bits, R "
       << s_.secagg_range() << ")";
@@ -204,7 +261,31 @@ Status FederatedRun::Build() {
   return Status::Ok();
 }
 
+void FederatedRun::SetOnline(NodeId node, bool online) {
+  if (node >= num_clients_) return;
+  if (edges_.empty()) return server_->SetOnline(node, online);
+  for (auto& e : edges_) e->SetOnline(node, online);
+}
+
+void FederatedRun::AssignToRsus() {
+  const auto edges = static_cast<NodeId>(edges_.size());
+  world_->mobility->Advance(
+      std::max(world_->mobility->time(), std::chrono::duration<double>(sim_->now()).count()));
+  edge_of_ = NearestRsu(*world_->mobility, num_clients_, edges);
+  for (NodeId e = 0; e < edges; ++e) {
+    std::vector<std::uint8_t> in(num_clients_, 0);
+    std::size_t size = 0;
+    for (NodeId i = 0; i < num_clients_; ++i) {
+      in[i] = edge_of_[i] == e;
+      size += in[i];
+    }
+    edges_[e]->SetCluster(std::move(in), EdgeClientsPerRound(s_.clients_per_round(), size, num_clients_));
+  }
+  for (NodeId i = 0; i < num_clients_; ++i) clients_[i]->set_server(num_clients_ + edge_of_[i]);
+}
+
 void FederatedRun::OnRoundDone(NodeId, std::uint64_t round, double loss) {
+  if (s_.edge_aggregators() > 0 && s_.edge_assignment() == "nearest-rsu") AssignToRsus();
   last_loss_ = loss;
   rounds_done_ = round + 1;
   if (progress_) progress_(rounds_done_, s_.rounds(), nullptr);
@@ -223,10 +304,10 @@ void FederatedRun::Evaluate(std::uint64_t round) {
 
 RunSummary FederatedRun::Run(FederatedStats* stats) {
   Evaluate(0);
-  auto on_change = [this](NodeId node, bool online) { server_->SetOnline(node, online); };
+  auto on_change = [this](NodeId node, bool online) { SetOnline(node, online); };
   StartScenarioChurn(*sim_, s_, *world_, FromSeconds(s_.time_budget() > 0 ? s_.time_budget() : 1e7),
                      on_change);
-  for (NodeId i = 0; i < s_.nodes(); ++i) server_->SetOnline(i, sim_->online(i));
+  for (NodeId i = 0; i < num_clients_; ++i) SetOnline(i, sim_->online(i));
   sim_->At(Nanos(0), [this] { server_->Start(); });
   sim_->RunUntil(s_.time_budget() > 0 ? FromSeconds(s_.time_budget()) : Nanos::max());
   if (summary_.points.empty() || summary_.points.back().round != rounds_done_) Evaluate(rounds_done_);
@@ -236,9 +317,13 @@ RunSummary FederatedRun::Run(FederatedStats* stats) {
     stats->stop_reason = server_->finished() ? server_->stop_reason() : "time budget or no more events";
     stats->results_accepted = server_->results_accepted();
     stats->results_dropped = server_->results_dropped();
+    stats->contributors = server_->contributors();
     stats->final_model.assign(server_->params().span().begin(), server_->params().span().end());
     stats->secagg_rounds_aborted = server_->secagg_rounds_aborted();
     stats->secagg_clients_dropped = server_->secagg_clients_dropped();
+    const TrafficStats& top = sim_->traffic(num_clients_ + static_cast<NodeId>(edges_.size()));
+    stats->top_bytes_sent = top.bytes_sent;
+    stats->top_bytes_received = top.bytes_received;
   }
   return std::move(summary_);
 }
@@ -285,6 +370,7 @@ Status ValidateFederatedScenario(const proto::Scenario& s) {
   if (s.epsilon_budget() < 0) return bad("epsilon_budget", "must be >= 0");
   if (!(s.dp_delta() > 0 && s.dp_delta() < 1)) return bad("dp_delta", "must be in (0, 1)");
   if (s.deadline() < 0) return bad("deadline", "must be >= 0 seconds");
+  MURMUR_RETURN_IF_ERROR(ValidateEdgeFields(s));
   if (s.over_commit() < 1 || s.over_commit() > 10) return bad("over_commit", "must be in [1, 10]");
   if (s.partial_work() && s.deadline() == 0) return bad("partial_work", "needs a deadline");
   auto sel = federated::ParseSelection(s.selection());
@@ -308,6 +394,8 @@ Status ValidateFederatedScenario(const proto::Scenario& s) {
     if (s.fednova()) return bad("secure_aggregation", "does not combine with fednova");
     if (s.upload_compression() != "none") return bad("secure_aggregation", "needs upload_compression = none");
     if (s.attack() != "none") return bad("secure_aggregation", "needs attack = none");
+    if (s.edge_aggregators() > 0)
+      return bad("secure_aggregation", "runs between clients and one server, not through edge aggregators");
     if (s.clients_per_round() < 3)
       return bad("clients_per_round", "must be at least 3 with secure_aggregation");
     if (s.secagg_neighbours() % 2 != 0) return bad("secagg_neighbours", "must be even (or 0 for all)");

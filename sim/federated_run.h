@@ -5,7 +5,11 @@
 // with its data partition, and one more simulated node, id n, is the server
 // (an "edge-server" device profile). The server and the clients are
 // federated::FedServer and federated::FedClient running unchanged on their
-// SimEnvs; churn tells the server who is online.
+// SimEnvs; churn tells the server who is online. With edge_aggregators E > 0
+// the E edge aggregators (federated::EdgeAggregator) sit between the clients
+// and the server, which is then the top of the hierarchy (node ids and the
+// assignment of clients to edges: sim/federated_edges.h). Label-flip
+// attackers train on a flipped copy of their samples (sim/label_flip.h).
 //
 // Secure aggregation (secure_aggregation: true): the server and clients run
 // SecAgg+ (federated/secagg_*.h) each round; every client has an Ed25519
@@ -55,6 +59,9 @@ struct FederatedStats {
   std::vector<float> final_model;            // the server's global model at the end
   std::uint64_t secagg_rounds_aborted = 0;   // SecAgg+ rounds that could not be unmasked
   std::uint64_t secagg_clients_dropped = 0;  // clients that shared keys but sent no masked input
+  std::size_t contributors = 0;              // clients (flat) or edges with at least one accepted result
+  std::uint64_t top_bytes_sent = 0;          // encoded bytes the (top) server sent and received
+  std::uint64_t top_bytes_received = 0;
 };
 // As RunFederatedScenario, also filling `stats`.
 Result<RunSummary> RunFederatedScenario(const proto::Scenario& s, const ProgressFn& progress,

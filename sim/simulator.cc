@@ -74,17 +74,23 @@ void Simulator::Send(NodeId from, NodeId to, MessagePtr msg) {
   auto propagation =
       static_cast<double>((src.latency + dst.latency + options_.network.extra_latency).count()) * jitter;
   Nanos arrive = depart + Nanos(static_cast<std::int64_t>(propagation));
-  Nanos received = std::max(arrive, downlink_free_[to]) + TransferTime(bytes, dst.down_bps);
-  downlink_free_[to] = received;
-  queue_.Schedule(received, [this, from, to, bytes, m = std::move(msg)]() mutable {
-    TrafficStats& in = traffic_[to];
-    if (!online_[to] || sinks_[to] == nullptr) {
-      ++in.messages_lost;
-      return;
-    }
-    in.bytes_received += bytes;
-    ++in.messages_received;
-    sinks_[to]->OnMessage(from, std::move(m));
+  // The receiver's downlink serializes messages in the order they ARRIVE: a
+  // message still crossing a slow uplink must not hold up one from a fast
+  // sender that arrives before it (reserving the downlink here, at send time,
+  // would queue every message behind all those sent earlier).
+  queue_.Schedule(arrive, [this, from, to, bytes, m = std::move(msg)]() mutable {
+    const Nanos received = std::max(now_, downlink_free_[to]) + TransferTime(bytes, devices_[to].down_bps);
+    downlink_free_[to] = received;
+    queue_.Schedule(received, [this, from, to, bytes, m = std::move(m)]() mutable {
+      TrafficStats& in = traffic_[to];
+      if (!online_[to] || sinks_[to] == nullptr) {
+        ++in.messages_lost;
+        return;
+      }
+      in.bytes_received += bytes;
+      ++in.messages_received;
+      sinks_[to]->OnMessage(from, std::move(m));
+    });
   });
 }
 

@@ -1,12 +1,17 @@
 // federated_sim: runs one federated scenario file through
 // sim::RunFederatedScenario and prints its evaluation points as CSV, with the
-// privacy spent and the straggler counts. The acceptance experiments of
+// privacy spent, the straggler counts, the top server's bytes and the
+// resident memory (RSS) at every evaluation. The acceptance experiments of
 // docs/federated.md were measured with it; `murmur sim` runs the same function.
 //
 // Usage: federated_sim SCENARIO.textproto [field=value ...]
 // (each override is a protobuf text field, e.g. robust="median" rounds=50).
 #include <cstdio>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "core/sysinfo.h"
 
 #include "sim/federated_run.h"
 #include "sim/scenario.h"
@@ -40,7 +45,13 @@ int main(int argc, char** argv) {
   auto scenario = std::move(s);
   scenario.value().MergeFrom(overrides.value());
   sim::FederatedStats stats;
-  auto run = sim::RunFederatedScenario(scenario.value(), {}, &stats);
+  // Resident memory at every evaluation: flat from round 10 on means nothing accumulates per round.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> rss;
+  auto progress = [&rss](std::uint64_t, std::uint64_t, const sim::EvalPoint* p) {
+    if (p != nullptr && (rss.empty() || rss.back().first != p->round))
+      rss.emplace_back(p->round, CurrentRssBytes());
+  };
+  auto run = sim::RunFederatedScenario(scenario.value(), progress, &stats);
   if (!run.ok()) {
     std::fprintf(stderr, "%s\n", run.status().ToString().c_str());
     return 1;
@@ -49,10 +60,16 @@ int main(int argc, char** argv) {
   for (const auto& p : run.value().points) std::printf("%s\n", sim::CsvRow(p).c_str());
   std::printf(
       "# rounds %llu, virtual %.1f s, wall %.1f s, peak RSS %.1f MiB, epsilon %.4f, results %llu kept "
-      "%llu dropped, stop: %s\n",
+      "%llu dropped, %zu contributors, top server bytes %llu sent %llu received, stop: %s\n",
       static_cast<unsigned long long>(run.value().rounds_done), run.value().virtual_s, run.value().wall_s,
       static_cast<double>(run.value().peak_rss_bytes) / (1 << 20), stats.epsilon,
       static_cast<unsigned long long>(stats.results_accepted),
-      static_cast<unsigned long long>(stats.results_dropped), stats.stop_reason.c_str());
+      static_cast<unsigned long long>(stats.results_dropped), stats.contributors,
+      static_cast<unsigned long long>(stats.top_bytes_sent),
+      static_cast<unsigned long long>(stats.top_bytes_received), stats.stop_reason.c_str());
+  std::printf("# RSS MiB by round:");
+  for (const auto& [round, bytes] : rss)
+    std::printf(" %llu:%.1f", static_cast<unsigned long long>(round), static_cast<double>(bytes) / (1 << 20));
+  std::printf("\n");
   return 0;
 }

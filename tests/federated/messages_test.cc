@@ -34,6 +34,24 @@ TEST_CASE("A federated message encodes to EncodedSize bytes and decodes to itsel
   CHECK(*back->updates()[1] == *m.updates()[1]);
 }
 
+TEST_CASE("An edge aggregator's empty result (no update values) round-trips") {
+  FedHeader h;
+  h.kind = FedKind::kResult;
+  h.flags = kFlagEmpty;
+  h.round = 7;
+  FedMessage m(h, {compression::DenseF32Update({})});
+  std::vector<std::uint8_t> bytes;
+  m.EncodeTo(bytes);
+  CHECK(bytes.size() == m.EncodedSize());
+  auto back = FedMessage::Decode(bytes, {});
+  REQUIRE(back.ok());
+  CHECK(back.value()->header().flags == kFlagEmpty);
+  CHECK(back.value()->header().round == 7);
+  CHECK(back.value()->updates()[0]->size() == 0);
+  bytes[1] = 16;  // an unknown flag bit
+  CHECK(FedMessage::Decode(bytes, {}).status().message().find("flags") != std::string::npos);
+}
+
 TEST_CASE("Malformed federated messages are rejected with a Status, never an abort") {
   std::vector<std::uint8_t> bytes;
   Sample().EncodeTo(bytes);

@@ -63,6 +63,13 @@ TEST_CASE("Centered clipping clips each update's pull on the center to tau") {
   const double n = std::sqrt(1.25);
   CHECK(w[0] == doctest::Approx(1 + (1 + (-1) / n) / 2));
   CHECK(w[1] == doctest::Approx((0.5 / n) / 2));
+  // Two iterations from 0 (Karimireddy et al. 2021, Eq. 2 repeated): v1 = (0.5, 0.25); then
+  // (3, 0) - v1 = (2.5, -0.25) is clipped to norm 1, (0, 0.5) - v1 = (-0.5, 0.25) is inside.
+  cc.clip_iters = 2;
+  auto u = Run(cc, {{3, 0}, {0, 0.5f}});
+  const double m = std::hypot(2.5, -0.25);
+  CHECK(u[0] == doctest::Approx(0.5 + (2.5 / m - 0.5) / 2));
+  CHECK(u[1] == doctest::Approx(0.25 + (-0.25 / m + 0.25) / 2));
 }
 
 TEST_CASE("Robust rule specs parse and bad ones are named") {
@@ -71,6 +78,11 @@ TEST_CASE("Robust rule specs parse and bad ones are named") {
   CHECK(!ParseRobustRule("trimmed-mean:0.5").ok());
   CHECK(ParseRobustRule("bulyan").status().message().find("'bulyan'") != std::string::npos);
   CHECK(!ParseRobustRule("krum:x").ok());
+  auto cc = ParseRobustRule("centered-clipping:0.3:3").value();
+  CHECK(cc.clip_tau == 0.3);
+  CHECK(cc.clip_iters == 3);
+  CHECK(ParseRobustRule("centered-clipping:2").value().clip_iters == 1);
+  CHECK(ParseRobustRule("centered-clipping:1:0").status().message().find("iterations") != std::string::npos);
 }
 
 TEST_CASE("ALIE's z and the attacks' effect on a round") {

@@ -51,9 +51,9 @@ TEST_CASE("FedNova normalizes by local steps: Delta = tau_eff sum p_i Delta_i / 
 }
 
 TEST_CASE("Sample weighting, over-commitment and late results") {
-  ManualEnv env(10);
+  ManualEnv env(4);
   ServerOptions o;
-  o.num_clients = 10;
+  o.num_clients = 4;
   o.clients_per_round = 2;
   o.over_commit = 1.5;  // 3 selected, the first 2 kept
   o.rounds = 2;
@@ -66,6 +66,9 @@ TEST_CASE("Sample weighting, over-commitment and late results") {
   server.OnMessage(b, Result(0, 3, 1, {7}));
   CHECK(counter.rounds == 1);
   CHECK(server.params()[0] == doctest::Approx((3 + 21) / 4.0));
+  // Round 1 selects 3 clients: the 3 that are not still busy, never the straggler c.
+  REQUIRE(env.outbox().size() == 6);
+  for (std::size_t i = 3; i < 6; ++i) CHECK(env.outbox()[i].to != c);
   server.OnMessage(c, Result(0, 1, 1, {100}));  // the straggler of round 0
   CHECK(server.results_dropped() == 1);
   CHECK(server.params()[0] == doctest::Approx(6.0));
@@ -134,6 +137,27 @@ TEST_CASE("FedBuff weights a result by 1 / sqrt(1 + staleness)") {
   server.OnMessage(second, Result(0, 1, 1, {3}));  // staleness 1: +3 / sqrt(2)
   CHECK(server.params()[0] == doctest::Approx(1 + 3 / std::sqrt(2.0)));
   CHECK(server.rounds_done() == 2);
+}
+
+TEST_CASE("The mean streams results into one accumulator while a robust rule holds the round's updates") {
+  // d = 1000 parameters, K = 8: after 5 of the 8 results the mean's state is
+  // what it was before the first; the median's has grown by 5 d floats.
+  for (bool robust : {false, true}) {
+    CAPTURE(robust);
+    ManualEnv env(8);
+    ServerOptions o;
+    o.num_clients = 8;
+    o.clients_per_round = 8;
+    o.rounds = 1;
+    if (robust) o.robust.rule = AggregationRule::kMedian;
+    FedServer server(env, ParamVector(1000), o, nullptr);
+    server.Start();
+    const std::size_t before = server.state_floats();
+    for (NodeId c = 0; c < 5; ++c)
+      server.OnMessage(env.outbox()[c].to, Result(0, 1, 1, std::vector<float>(1000, 1.0f)));
+    CHECK(server.rounds_done() == 0);
+    CHECK(server.state_floats() == before + (robust ? 5 * 1000 : 0));
+  }
 }
 
 }  // namespace

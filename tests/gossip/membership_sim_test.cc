@@ -131,8 +131,10 @@ TEST_CASE("Under 10% message loss, falsely suspected members refute and are neve
     MESSAGE("seed " << seed << ": " << suspicions << " suspect events (summed over observers) about "
                     << suspected.size() << " live members in 300 s, " << refutations << " refutations");
     CHECK(!suspected.empty());  // 10% loss does make SWIM suspect live members...
-    for (NodeId m : suspected) CHECK(c.node(m).incarnation() > 0);  // ...and each one refuted
+    // ...and each one refutes (a suspicion raised near the end of the 300 s
+    // is refuted while the views converge again).
     CHECK(c.RunUntilConverged(Range(0, n), seconds(30)).has_value());
+    for (NodeId m : suspected) CHECK(c.node(m).incarnation() > 0);
   }
   const double measured = double(failed) / double(probes);
   MESSAGE(failed << " of " << probes << " probes failed: " << measured << " (SWIM's closed form " << p_fail

@@ -67,6 +67,24 @@ TEST_CASE("A shared downlink serializes messages from two senders") {
   CHECK(std::abs((rec.arrivals[1] - Nanos(2'000'000)).count()) <= 20);  // plus 8 ns on the 1 Tbit/s uplink
 }
 
+TEST_CASE("The downlink serves messages in arrival order, not send order") {
+  // Node 0 sends first over a 1 Mbit/s uplink (10 kB: 80 ms); node 1 sends
+  // 10 kB a moment later over 1 Gbit/s (80 us). Both reach node 2's 80 Mbit/s
+  // downlink (1 ms each); node 1's message arrives first and is not held
+  // behind the one still crossing node 0's uplink.
+  Simulator sim({}, {Profile(1e6, 1e12, 0), Profile(1e9, 1e12, 0), Profile(1e12, 80e6, 0)});
+  Recorder rec(&sim);
+  sim.SetSink(2, &rec);
+  sim.env(0).Send(2, std::make_shared<Blob>(10'000));
+  sim.env(1).Send(2, std::make_shared<Blob>(10'000));
+  sim.RunUntil(Nanos::max());
+  REQUIRE(rec.arrivals.size() == 2);
+  CHECK(rec.senders[0] == 1);
+  CHECK(std::abs((rec.arrivals[0] - Nanos(80'000 + 1'000'000)).count()) <= 20);
+  CHECK(rec.senders[1] == 0);
+  CHECK(std::abs((rec.arrivals[1] - Nanos(80'000'000 + 1'000'000)).count()) <= 20);
+}
+
 TEST_CASE("Link loss matches its probability (binomial, 5 sigma)") {
   SimulatorOptions opts;
   opts.network.loss = 0.1;

@@ -1,0 +1,114 @@
+#include "sim/federated_edges.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "sim/device.h"
+
+namespace murmur::sim {
+
+NodeId FederatedClientCount(const proto::Scenario& s) {
+  if (s.edge_aggregators() > 0 && s.edge_assignment() == "nearest-rsu")
+    return s.nodes() - s.edge_aggregators();
+  return s.nodes();
+}
+
+Status ValidateEdgeFields(const proto::Scenario& s) {
+  auto bad = [](const std::string& field, const std::string& why) {
+    return Status::InvalidArgument("scenario field '" + field + "' " + why);
+  };
+  const std::uint32_t e = s.edge_aggregators();
+  if (e == 0) return Status::Ok();
+  if (s.edge_assignment() != "id" && s.edge_assignment() != "nearest-rsu") {
+    return bad("edge_assignment", "'" + s.edge_assignment() + "' is not id or nearest-rsu");
+  }
+  if (s.edge_assignment() == "nearest-rsu") {
+    if (s.topology() != "vehicles" || s.rsus() != e) {
+      return bad("edge_assignment", "nearest-rsu needs topology \"vehicles\" with rsus = edge_aggregators (" +
+                                        std::to_string(e) + ")");
+    }
+    if (e >= s.nodes()) return bad("edge_aggregators", "must be fewer than nodes (the RSUs are nodes)");
+  } else if (e > s.nodes()) {
+    return bad("edge_aggregators", "must be at most nodes (" + std::to_string(s.nodes()) + ")");
+  }
+  if (s.algorithm() == "scaffold" || s.algorithm() == "fedbuff") {
+    return bad("edge_aggregators", "works with synchronous rounds without SCAFFOLD, not " + s.algorithm());
+  }
+  if (s.dp_clip() > 0) return bad("edge_aggregators", "does not combine with DP-FedAvg (dp_clip)");
+  auto devices = MakeDeviceProfiles(s.edge_devices(), 1, 1);
+  if (!devices.ok()) return devices.status().WithContext("scenario field 'edge_devices'");
+  return Status::Ok();
+}
+
+std::vector<std::uint32_t> EdgesById(NodeId clients, NodeId edges) {
+  std::vector<std::uint32_t> edge_of(clients);
+  for (NodeId i = 0; i < clients; ++i) {
+    edge_of[i] = static_cast<std::uint32_t>(static_cast<std::uint64_t>(i) * edges / clients);
+  }
+  return edge_of;
+}
+
+std::vector<std::uint32_t> NearestRsu(const ManhattanMobility& mobility, NodeId clients, NodeId edges) {
+  const auto& p = mobility.positions();
+  std::vector<std::uint32_t> edge_of(clients, 0);
+  for (NodeId i = 0; i < clients; ++i) {
+    double best = std::numeric_limits<double>::infinity();
+    for (NodeId e = 0; e < edges; ++e) {
+      const auto& r = p[clients + e];
+      const double d2 = (p[i].x - r.x) * (p[i].x - r.x) + (p[i].y - r.y) * (p[i].y - r.y);
+      if (d2 < best) {
+        best = d2;
+        edge_of[i] = e;
+      }
+    }
+  }
+  return edge_of;
+}
+
+std::size_t EdgeClientsPerRound(std::size_t k, std::size_t size, NodeId clients) {
+  if (size == 0) return 0;
+  const double share = static_cast<double>(k) * static_cast<double>(size) / static_cast<double>(clients);
+  return std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(share)));
+}
+
+federated::ServerOptions TopServerOptions(federated::ServerOptions flat, NodeId edges) {
+  federated::ServerOptions o = std::move(flat);
+  o.num_clients = edges;
+  o.clients_per_round = edges;
+  o.over_commit = 1;
+  o.deadline = 2 * o.deadline;  // a backstop for lost messages: the edges close at the deadline
+  o.partial_work = false;
+  o.selection = {};
+  o.robust = {};
+  o.attack = federated::AttackKind::kNone;
+  o.attacker.clear();
+  return o;
+}
+
+federated::EdgeOptions EdgeOptionsFor(const federated::ServerOptions& flat, NodeId parent,
+                                      std::vector<NodeId> members, NodeId clients) {
+  federated::EdgeOptions e;
+  e.parent = parent;
+  e.clients_per_round = EdgeClientsPerRound(flat.clients_per_round, members.size(), clients);
+  e.over_commit = flat.over_commit;
+  e.deadline = flat.deadline;
+  e.partial_work = flat.partial_work;
+  e.work_fraction = flat.work_fraction;
+  e.fednova = flat.fednova;
+  e.selection = flat.selection;
+  e.robust = flat.robust;
+  // Krum's f scales with the edge's share of the round.
+  const double f = static_cast<double>(flat.robust.krum_f) * static_cast<double>(e.clients_per_round) /
+                   static_cast<double>(flat.clients_per_round);
+  e.robust.krum_f = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(f)));
+  e.attack = flat.attack;
+  e.attack_scale = flat.attack_scale;
+  if (!flat.attacker.empty()) {
+    for (NodeId m : members) e.attacker.push_back(flat.attacker[m]);
+  }
+  e.members = std::move(members);
+  return e;
+}
+
+}  // namespace murmur::sim

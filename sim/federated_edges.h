@@ -1,0 +1,58 @@
+// The edge tier of a hierarchical federated run (scenario field
+// edge_aggregators E > 0): which clients each edge aggregator serves and the
+// options of the edges and of the top server (federated/edge.h).
+//
+// Node ids: clients 0 .. C-1, edge aggregators C .. C+E-1, the top server
+// C+E. With edge_assignment "id", C = nodes and client i belongs to edge
+// floor(i E / C), a contiguous block of ids. With "nearest-rsu" (topology
+// "vehicles", rsus = E) the last E scenario nodes are the roadside units and
+// are the edge aggregators, so C = nodes - E; each vehicle belongs to the RSU
+// nearest to it (Euclidean, ties to the lower id), recomputed at the start of
+// every top round from the mobility model.
+//
+// Every edge keeps k_e = round(K |cluster_e| / C) results per round (at
+// least 1 for a non-empty cluster), so that the edges together keep about K;
+// over-commitment, the deadline, partial work, FedNova, the robust rule and
+// the attacks apply at the edges. The top server waits for every edge (an
+// edge with nothing answers empty) or, with a deadline D, at most 2 D; it
+// applies the scenario's server optimizer to the sample-weighted mean of the
+// edges' updates.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "federated/edge.h"
+#include "federated/server.h"
+#include "proto/scenario.pb.h"
+#include "sim/mobility.h"
+
+namespace murmur::sim {
+
+// C: the scenario's nodes that are clients.
+NodeId FederatedClientCount(const proto::Scenario& s);
+
+// Checks edge_aggregators, edge_assignment and edge_devices, naming the field.
+Status ValidateEdgeFields(const proto::Scenario& s);
+
+// edge_of[i] for clients 0 .. clients-1 by id: floor(i edges / clients).
+std::vector<std::uint32_t> EdgesById(NodeId clients, NodeId edges);
+
+// edge_of[i]: the RSU (nodes clients .. clients+edges-1 of `mobility`) nearest to vehicle i now.
+std::vector<std::uint32_t> NearestRsu(const ManhattanMobility& mobility, NodeId clients, NodeId edges);
+
+// k_e = round(K size / clients), at least 1 when size > 0.
+std::size_t EdgeClientsPerRound(std::size_t k, std::size_t size, NodeId clients);
+
+// The top server of E edges, from the options a flat server would have.
+federated::ServerOptions TopServerOptions(federated::ServerOptions flat, NodeId edges);
+
+// An edge serving `members` (node ids) from the flat server's options;
+// `parent` is the top's node id.
+federated::EdgeOptions EdgeOptionsFor(const federated::ServerOptions& flat, NodeId parent,
+                                      std::vector<NodeId> members, NodeId clients);
+
+}  // namespace murmur::sim
