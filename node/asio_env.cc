@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "core/log.h"
+#include "federated/messages.h"
 #include "gossip/messages.h"
+#include "node/federated_control.h"
 
 namespace murmur::node {
 
@@ -19,6 +21,15 @@ AsioEnv::AsioEnv(asio::io_context& io, NodeId self, std::uint64_t seed, int offl
                     MURMUR_ASSIGN_OR_RETURN(auto msg, gossip::GossipMessage::Decode(bytes, limits));
                     return MessagePtr(std::move(msg));
                   });
+  RegisterDecoder(federated::kFedMessageKind,
+                  [limits](std::span<const std::uint8_t> bytes) -> Result<MessagePtr> {
+                    MURMUR_ASSIGN_OR_RETURN(auto msg, federated::FedMessage::Decode(bytes, limits));
+                    return MessagePtr(std::move(msg));
+                  });
+  RegisterDecoder(kFedControlMessageKind, [](std::span<const std::uint8_t> bytes) -> Result<MessagePtr> {
+    MURMUR_ASSIGN_OR_RETURN(auto msg, FedControlMessage::Decode(bytes));
+    return MessagePtr(std::move(msg));
+  });
 }
 
 AsioEnv::~AsioEnv() {

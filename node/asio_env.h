@@ -8,8 +8,9 @@
 //
 // Send encodes the message (Message::EncodeTo) once and queues the bytes on
 // the Transport with the message's kind; on the other side the payload is
-// decoded by the decoder registered for its kind (GossipMessage by default,
-// with compression::DecodeLimits) and handed to the sink. A payload of an
+// decoded by the decoder registered for its kind (by default GossipMessage,
+// federated::FedMessage with compression::DecodeLimits, and
+// FedControlMessage) and handed to the sink. A payload of an
 // unknown kind or one that fails to decode is counted, dropped, and reported
 // to the Transport as an invalid update from its sender
 // (Transport::ReportMisbehaviour), which graylists a persistent offender.
