@@ -102,16 +102,25 @@ struct FedFleet {
       REQUIRE_MESSAGE(s->ok(), s->error());
     }
   }
-  bool WaitDone(std::chrono::seconds limit) {
+  // Polls every 100 ms (each poll is a handshake per daemon).
+  bool Poll(const std::function<bool()>& cond, std::chrono::seconds limit) {
     const auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {  // every 100 ms: each poll is a handshake per daemon
-      bool all = true;
-      for (NodeId i = 0; i < kNodes && all; ++i) all = Status(i).state() == "done";
-      if (all) return true;
+    while (std::chrono::steady_clock::now() < end) {
+      if (cond()) return true;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    return false;
+    return cond();
   }
+  bool WaitState(const std::string& state, std::chrono::seconds limit) {
+    return Poll(
+        [&] {
+          for (NodeId i = 0; i < kNodes; ++i)
+            if (Status(i).state() != state) return false;
+          return true;
+        },
+        limit);
+  }
+  bool WaitDone(std::chrono::seconds limit) { return WaitState("done", limit); }
 };
 
 proto::JobConfig BlobsJob(const std::string& id, const std::string& algorithm, NodeId aggregator) {
@@ -180,6 +189,28 @@ TEST_CASE("A federated job on four daemons trains the simulator's global model, 
     CHECK(server.test_accuracy() == doctest::Approx(run->points.back().avg_acc).epsilon(1e-12));
     CHECK(server.test_accuracy() > 0.3);  // blobs, 10 equally likely classes: far above chance
   }
+}
+
+TEST_CASE("A stopped federated job resumes from the aggregator's checkpoint and completes") {
+  FedFleet fleet;
+  proto::JobConfig job = BlobsJob("resume", "fedavg", 2);
+  job.set_rounds(400);
+  job.set_local_steps(5);
+  job.set_checkpoint_every(1);
+  job.set_eval_every(0);
+  fleet.SubmitAll(job);
+  REQUIRE(fleet.Poll([&] { return fleet.Status(2).rounds_done() >= 10; }, std::chrono::seconds(60)));
+  proto::ControlRequest stop;
+  stop.mutable_stop();
+  for (NodeId i = 0; i < kNodes; ++i) REQUIRE(fleet.Call(i, stop).ok());
+  REQUIRE(fleet.WaitState("stopped", std::chrono::seconds(30)));
+  const std::uint64_t stopped_at = fleet.Status(2).rounds_done();
+  REQUIRE(stopped_at >= 10);
+  REQUIRE(stopped_at < job.rounds());
+  fleet.SubmitAll(job);
+  CHECK(fleet.Status(2).rounds_done() >= stopped_at);  // from the checkpoint, not from 0
+  REQUIRE(fleet.WaitDone(std::chrono::seconds(120)));
+  for (NodeId i = 0; i < kNodes; ++i) CHECK(fleet.Status(i).rounds_done() == job.rounds());
 }
 
 TEST_CASE("Bad federated jobs are refused naming the field") {
