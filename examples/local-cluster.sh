@@ -135,7 +135,7 @@ JOB
 say "submitting $WORK/federated.job"
 "$MURMUR" job submit "$WORK/federated.job" "${OP[@]}"
 start=$(date +%s)
-"$MURMUR" job status --wait --interval 5 "${OP[@]}"
+"$MURMUR" job status --wait --interval 1 "${OP[@]}"
 say "federated job: $(( $(date +%s) - start )) s; the aggregator's global model:"
 "$MURMUR" job status --daemon "127.0.0.1:$((BASE_PORT + 100))" "${OP[@]:2}"
 if [ "$SIM" != 0 ]; then
@@ -143,7 +143,7 @@ if [ "$SIM" != 0 ]; then
   "$MURMUR" sim --algorithm fedavg --model "$MODEL" --dataset fashion-mnist --data-dir "$DATA_DIR" \
     --partition "$FED_PARTITION" --nodes $((NODES - 1)) --clients-per-round $((NODES - 1)) \
     --rounds "$FED_ROUNDS" --lr 0.05 --batch 32 --local-epochs 1 --eval-every "$FED_ROUNDS" --seed 1 \
-    --metrics-csv "$WORK/federated-sim.csv" >/dev/null
+    --metrics-csv "$WORK/federated-sim.csv" >/dev/null 2>&1
   tail -n 1 "$WORK/federated-sim.csv" | awk -F, '{printf "local-cluster: murmur sim round %s: global model test accuracy %.4f\n", $1, $8}'
 fi
 fi
