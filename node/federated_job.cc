@@ -332,6 +332,7 @@ void FederatedJobImpl::OnMessage(NodeId from, MessagePtr msg) {
   }
   if (msg->kind() != federated::kFedMessageKind) return;
   if (is_server()) return server_->OnMessage(index, std::move(msg));
+  if (from != job_.aggregator()) return;  // tasks come from the aggregator only
   const auto& m = static_cast<const federated::FedMessage&>(*msg);
   if (m.header().kind == federated::FedKind::kTask) OnTask(m);
   client_->OnMessage(index, std::move(msg));
