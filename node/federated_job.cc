@@ -14,6 +14,7 @@
 #include "ml/model_spec.h"
 #include "ml/partition.h"
 #include "node/checkpoint.h"
+#include "node/fed_index_env.h"
 #include "node/federated_control.h"
 #include "node/job_env.h"
 
@@ -21,119 +22,11 @@ namespace murmur::node {
 
 namespace {
 
-constexpr const char* kAlgorithms[] = {"fedavg",  "fedprox", "scaffold",   "fedavgm",
-                                       "fedadam", "fedyogi", "fedadagrad", "fedbuff"};
 constexpr Nanos kJoinInterval = std::chrono::seconds(1);
 
 Nanos Seconds(double s) { return Nanos(static_cast<std::int64_t>(s * 1e9)); }
 
-// "dirichlet:ALPHA" -> ALPHA (> 0), or an error naming the field.
-Result<double> DirichletAlpha(const std::string& p) {
-  const std::string prefix = "dirichlet:";
-  double alpha = 0;
-  if (p.rfind(prefix, 0) == 0) {
-    try {
-      std::size_t used = 0;
-      const std::string text = p.substr(prefix.size());
-      alpha = std::stod(text, &used);
-      if (used != text.size()) alpha = 0;
-    } catch (const std::exception&) {
-    }
-  }
-  if (!(alpha > 0) || !std::isfinite(alpha))
-    return Status::InvalidArgument("job field 'partition': '" + p +
-                                   "' is not iid or dirichlet:ALPHA (ALPHA > 0)");
-  return alpha;
-}
-
-// The engine's ids: clients 0 .. clients-1, the server `clients` (module comment).
-struct IdMap {
-  NodeId aggregator = 0, clients = 0;
-  NodeId ToNode(NodeId index) const {
-    return index == clients ? aggregator : (index < aggregator ? index : index + 1);
-  }
-  NodeId ToIndex(NodeId node) const {
-    return node == aggregator ? clients : (node < aggregator ? node : node - 1);
-  }
-};
-
-// The Env the federated engine runs on: a JobEnv seen through IdMap, so that
-// its ids and random streams (seed, index, purpose) are the simulator's.
-class IndexEnv final : public Env {
- public:
-  IndexEnv(JobEnv& target, IdMap map, std::uint64_t seed) : target_(target), map_(map), seed_(seed) {}
-  NodeId self() const override { return map_.ToIndex(target_.self()); }
-  Nanos Now() const override { return target_.Now(); }
-  TimerId StartTimer(Nanos delay, std::function<void()> fn) override {
-    return target_.StartTimer(delay, std::move(fn));
-  }
-  void CancelTimer(TimerId id) override { target_.CancelTimer(id); }
-  void Send(NodeId to, MessagePtr msg) override { target_.Send(map_.ToNode(to), std::move(msg)); }
-  Rng MakeRng(RngPurpose purpose) const override { return Rng(seed_, self(), purpose); }
-  void Offload(double flops, std::function<void()> work, std::function<void()> done) override {
-    target_.Offload(flops, std::move(work), std::move(done));
-  }
-
- private:
-  JobEnv& target_;
-  IdMap map_;
-  std::uint64_t seed_;
-};
-
 }  // namespace
-
-bool IsFederatedJob(const std::string& algorithm) {
-  return std::any_of(std::begin(kAlgorithms), std::end(kAlgorithms),
-                     [&](const char* a) { return algorithm == a; });
-}
-
-Status ValidateFederatedJob(const proto::JobConfig& j, NodeId self) {
-  (void)self;
-  auto bad = [](const std::string& field, const std::string& why) {
-    return Status::InvalidArgument("job field '" + field + "' " + why);
-  };
-  if (!IsFederatedJob(j.algorithm()))
-    return bad("algorithm", "'" + j.algorithm() +
-                                "' is not one of fedavg, fedprox, scaffold, fedavgm, fedadam, fedyogi, "
-                                "fedadagrad, fedbuff");
-  if (j.aggregator() >= j.nodes())
-    return bad("aggregator",
-               std::to_string(j.aggregator()) + " is not below job.nodes " + std::to_string(j.nodes()));
-  const std::uint32_t clients = j.nodes() - 1;
-  if (j.partition() != "iid") MURMUR_RETURN_IF_ERROR(DirichletAlpha(j.partition()).status());
-  if (j.clients_per_round() > clients)
-    return bad("clients_per_round", std::to_string(j.clients_per_round()) + " is more than the " +
-                                        std::to_string(clients) + " clients (0: all)");
-  if (j.min_clients() < 1 || j.min_clients() > clients)
-    return bad("min_clients", "must be in [1, " + std::to_string(clients) + "]");
-  if (j.rounds() < 1) return bad("rounds", "must be at least 1");
-  if (j.checkpoint_every() < 1) return bad("checkpoint_every", "must be at least 1");
-  if (j.batch() < 1 || j.batch() > 65536) return bad("batch", "must be in [1, 65536]");
-  if (!(j.lr() > 0) || !std::isfinite(j.lr())) return bad("lr", "must be a positive number");
-  if (!(j.local_epochs() >= 0 && j.local_epochs() <= 1000))
-    return bad("local_epochs", "must be in [0, 1000]");
-  if (j.local_steps() < 1) return bad("local_steps", "must be at least 1");
-  if (!(j.prox_mu() >= 0)) return bad("prox_mu", "must be >= 0");
-  if (!(j.server_lr() >= 0) || !std::isfinite(j.server_lr())) return bad("server_lr", "must be >= 0");
-  if (!(j.server_momentum() >= 0 && j.server_momentum() < 1))
-    return bad("server_momentum", "must be in [0, 1)");
-  if (!(j.server_beta1() >= 0 && j.server_beta1() < 1)) return bad("server_beta1", "must be in [0, 1)");
-  if (!(j.server_beta2() >= 0 && j.server_beta2() < 1)) return bad("server_beta2", "must be in [0, 1)");
-  if (!(j.server_tau() > 0)) return bad("server_tau", "must be > 0");
-  if (!(j.momentum() >= 0 && j.momentum() < 1)) return bad("momentum", "must be in [0, 1)");
-  if (!(j.weight_decay() >= 0)) return bad("weight_decay", "must be >= 0");
-  if (!(j.deadline() >= 0 && j.deadline() <= 86400)) return bad("deadline", "must be in [0, 86400] seconds");
-  if (!(j.over_commit() >= 1 && j.over_commit() <= 10)) return bad("over_commit", "must be in [1, 10]");
-  if (!(j.join_timeout() > 0 && j.join_timeout() <= 86400))
-    return bad("join_timeout", "must be in (0, 86400] seconds");
-  auto sel = federated::ParseSelection(j.selection());
-  if (!sel.ok()) return sel.status().WithContext("job field 'selection'");
-  if (j.upload_compression() != "none") {
-    auto c = compression::MakeCompressor(j.upload_compression());
-    if (!c.ok()) return c.status().WithContext("job field 'upload_compression'");
-  }
-  return Status::Ok();
-}
 
 class FederatedJobImpl final : public MessageSink, public gossip::RoundObserver {
  public:
@@ -260,7 +153,7 @@ Status FederatedJobImpl::InitClient() {
     partition_ = std::make_unique<ml::Partition>(ml::PartitionIid(samples, n, part_rng));
   } else {
     ml::DirichletOptions d;
-    MURMUR_ASSIGN_OR_RETURN(d.alpha, DirichletAlpha(job_.partition()));
+    MURMUR_ASSIGN_OR_RETURN(d.alpha, FederatedDirichletAlpha(job_.partition()));
     d.min_per_node = std::min<std::size_t>(10, samples / n);
     auto made = ml::PartitionDirichlet(data_.train, n, d, part_rng);
     if (!made.ok()) return made.status().WithContext("job field 'partition'");

@@ -26,8 +26,9 @@
 //
 // Status: on the aggregator, rounds_done() is the server updates made and
 // accuracy() the global model's test accuracy (every eval_every rounds); on a
-// client, rounds_done() is the round of the last task received and accuracy()
-// the test accuracy of the global model in that task (-1 before the first).
+// client, rounds_done() is the round of the last task received (counted from
+// the aggregator's last start) and accuracy() the test accuracy of the global
+// model in that task (-1 before the first); after "done", the job's rounds.
 //
 // Not run by murmurd: secure aggregation, DP, robust rules and attacks
 // (`murmur sim` runs them).
@@ -52,6 +53,9 @@ bool IsFederatedJob(const std::string& algorithm);
 
 // Checks the fields of a federated job (after the common ones, node/job.h).
 Status ValidateFederatedJob(const proto::JobConfig& job, NodeId self);
+
+// The ALPHA of a `partition` "dirichlet:ALPHA" (> 0), or an error naming the field.
+Result<double> FederatedDirichletAlpha(const std::string& partition);
 
 class FederatedJobImpl;
 

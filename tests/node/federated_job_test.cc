@@ -12,6 +12,7 @@
 #include "crypto/certificate.h"
 #include "node/control_client.h"
 #include "node/daemon.h"
+#include "node/fed_index_env.h"
 #include "node/federated_control.h"
 #include "node/federated_job.h"
 #include "sim/federated_run.h"
@@ -263,6 +264,17 @@ TEST_CASE("Bad federated jobs are refused naming the field") {
     Status st = ValidateJobConfig(j, 1);
     CHECK(st.code() == StatusCode::kInvalidArgument);
     CHECK(st.message().find(c.field) != std::string::npos);
+  }
+}
+
+TEST_CASE("Client indices and node ids map one to one around the aggregator") {
+  // Five daemons, aggregator 2: clients 0, 1, 3, 4 are the engine's 0, 1, 2, 3; the server is 4.
+  const IdMap map{2, 4};
+  const NodeId expected[] = {0, 1, 3, 4, 2};
+  for (NodeId index = 0; index <= 4; ++index) {
+    CAPTURE(index);
+    CHECK(map.ToNode(index) == expected[index]);
+    CHECK(map.ToIndex(map.ToNode(index)) == index);
   }
 }
 
