@@ -10,6 +10,7 @@
 #   NODES=4 ROUNDS=100 examples/local-cluster.sh
 #   MODEL=mlp:128 ROUNDS=600 examples/local-cluster.sh
 #   GOSSIP=0 FED_ROUNDS=50 FED_PARTITION=dirichlet:0.5 examples/local-cluster.sh   # the federated job only
+#   GOSSIP=0 FED_ROUNDS=60 FED_KILL_AT=15 examples/local-cluster.sh   # the aggregator dies and resumes
 #
 # Needs the murmur and murmurd binaries (./dev build puts them in build/release/bin).
 # Everything lives in a temporary directory (kept with KEEP=1); all addresses are 127.0.0.1.
@@ -24,6 +25,7 @@ GOSSIP=${GOSSIP:-1}                 # 0: skip the gossip job
 FED_ROUNDS=${FED_ROUNDS:-20}        # federated job: rounds (0: skip it)
 FED_PARTITION=${FED_PARTITION:-iid} # iid or dirichlet:ALPHA over the NODES-1 clients
 SIM=${SIM:-1}                       # 0: skip the `murmur sim` comparison
+FED_KILL_AT=${FED_KILL_AT:-0}       # > 0: kill -9 the aggregator at this round, then restart it
 BASE_PORT=${BASE_PORT:-17100}
 BIN=${BIN:-build/release/bin}
 DATA_DIR=${DATASET_DIR:-/usr/share/datasets/fashion-mnist}
@@ -135,6 +137,23 @@ JOB
 say "submitting $WORK/federated.job"
 "$MURMUR" job submit "$WORK/federated.job" "${OP[@]}"
 start=$(date +%s)
+if [ "$FED_KILL_AT" -gt 0 ]; then
+  AGG=(--daemon "127.0.0.1:$((BASE_PORT + 100))" "${OP[@]:2}")
+  for _ in $(seq 3000); do
+    r=$("$MURMUR" job status "${AGG[@]}" | awk 'NR == 2 { split($5, a, "/"); print a[1] }')
+    [ "${r:-0}" -ge "$FED_KILL_AT" ] && break
+    sleep 0.2
+  done
+  say "kill -9 of the aggregator (daemon 0) at round $r; restarting it in 2 s"
+  kill -9 "${PIDS[0]}"
+  wait "${PIDS[0]}" 2>/dev/null || true
+  sleep 2
+  "$MURMURD" --config "$WORK/node0/node.conf" 2>>"$WORK/node0/log" &
+  PIDS[0]=$!
+  for _ in $(seq 100); do "$MURMUR" job status "${AGG[@]}" >/dev/null 2>&1 && break; sleep 0.1; done
+  say "daemon 0 restarted; its job resumes after round $("$MURMUR" job status "${AGG[@]}" |
+    awk 'NR == 2 { split($5, a, "/"); print a[1] }')"
+fi
 "$MURMUR" job status --wait --interval 1 "${OP[@]}"
 say "federated job: $(( $(date +%s) - start )) s; the aggregator's global model:"
 "$MURMUR" job status --daemon "127.0.0.1:$((BASE_PORT + 100))" "${OP[@]:2}"
