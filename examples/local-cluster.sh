@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # A murmur fleet on one machine: N daemons (default 8) on loopback, each with
-# its own identity and coordinator-signed certificate, run a gossip job that
-# an operator submits with `murmur job submit`; the script prints accuracy as
-# the job goes, then stops everything it started.
+# its own identity and coordinator-signed certificate, run a gossip job and
+# then a federated job (FedAvg, daemon 0 aggregates, the others are its
+# clients) that an operator submits with `murmur job submit`; the script
+# prints accuracy as the jobs go, runs `murmur sim` with the federated job's
+# configuration for comparison, then stops everything it started.
 #
-#   examples/local-cluster.sh                 # 8 daemons, D-PSGD softmax on Fashion-MNIST, ring
+#   examples/local-cluster.sh                 # 8 daemons, D-PSGD softmax on Fashion-MNIST, ring; FedAvg
 #   NODES=4 ROUNDS=100 examples/local-cluster.sh
 #   MODEL=mlp:128 ROUNDS=600 examples/local-cluster.sh
+#   GOSSIP=0 FED_ROUNDS=50 FED_PARTITION=dirichlet:0.5 examples/local-cluster.sh   # the federated job only
+#   GOSSIP=0 FED_ROUNDS=60 FED_KILL_AT=15 examples/local-cluster.sh   # the aggregator dies and resumes
 #
 # Needs the murmur and murmurd binaries (./dev build puts them in build/release/bin).
 # Everything lives in a temporary directory (kept with KEEP=1); all addresses are 127.0.0.1.
@@ -17,6 +21,11 @@ NODES=${NODES:-8}
 ROUNDS=${ROUNDS:-200}
 MODEL=${MODEL:-softmax}
 TOPOLOGY=${TOPOLOGY:-ring}
+GOSSIP=${GOSSIP:-1}                 # 0: skip the gossip job
+FED_ROUNDS=${FED_ROUNDS:-20}        # federated job: rounds (0: skip it)
+FED_PARTITION=${FED_PARTITION:-iid} # iid or dirichlet:ALPHA over the NODES-1 clients
+SIM=${SIM:-1}                       # 0: skip the `murmur sim` comparison
+FED_KILL_AT=${FED_KILL_AT:-0}       # > 0: kill -9 the aggregator at this round, then restart it
 BASE_PORT=${BASE_PORT:-17100}
 BIN=${BIN:-build/release/bin}
 DATA_DIR=${DATASET_DIR:-/usr/share/datasets/fashion-mnist}
@@ -44,6 +53,7 @@ say "$NODES daemons up (control ports $((BASE_PORT + 100))..$((BASE_PORT + 99 + 
 OP=("${FLEET_OP[@]}")
 
 # 3. A gossip job.
+if [ "$GOSSIP" != 0 ]; then
 cat >"$WORK/gossip.job" <<JOB
 job_id: "gossip-demo"
 algorithm: "dpsgd"
@@ -65,4 +75,62 @@ say "submitting $WORK/gossip.job"
 "$MURMUR" job status --wait --interval 5 "${OP[@]}"
 say "node 0's peers:"
 "$MURMUR" peers --daemon "127.0.0.1:$((BASE_PORT + 100))" "${OP[@]:2}"
+fi
+
+# 4. A federated job: FedAvg, daemon 0 the aggregator, daemons 1..NODES-1 its
+# clients (the engine's clients 0..NODES-2), every client in every round, one
+# local epoch each. On the clients, the accuracy shown is that of the last
+# global model they received; the aggregator's is the current global model's.
+if [ "$FED_ROUNDS" != 0 ]; then
+cat >"$WORK/federated.job" <<JOB
+job_id: "federated-demo"
+algorithm: "fedavg"
+aggregator: 0
+model: "$MODEL"
+dataset: "fashion-mnist"
+dataset_dir: "$DATA_DIR"
+partition: "$FED_PARTITION"
+nodes: $NODES
+clients_per_round: 0
+rounds: $FED_ROUNDS
+lr: 0.05
+batch: 32
+local_epochs: 1
+deadline: 300
+eval_every: $((FED_ROUNDS / 10 > 0 ? FED_ROUNDS / 10 : 1))
+checkpoint_every: 5
+seed: 1
+JOB
+say "submitting $WORK/federated.job"
+"$MURMUR" job submit "$WORK/federated.job" "${OP[@]}"
+start=$(date +%s)
+if [ "$FED_KILL_AT" -gt 0 ]; then
+  AGG=(--daemon "127.0.0.1:$((BASE_PORT + 100))" "${OP[@]:2}")
+  for _ in $(seq 3000); do
+    r=$("$MURMUR" job status "${AGG[@]}" | awk 'NR == 2 { split($5, a, "/"); print a[1] }')
+    [ "${r:-0}" -ge "$FED_KILL_AT" ] && break
+    sleep 0.2
+  done
+  say "kill -9 of the aggregator (daemon 0) at round $r; restarting it in 2 s"
+  kill -9 "${PIDS[0]}"
+  wait "${PIDS[0]}" 2>/dev/null || true
+  sleep 2
+  "$MURMURD" --config "$WORK/node0/node.conf" 2>>"$WORK/node0/log" &
+  PIDS[0]=$!
+  for _ in $(seq 100); do "$MURMUR" job status "${AGG[@]}" >/dev/null 2>&1 && break; sleep 0.1; done
+  say "daemon 0 restarted; its job resumes after round $("$MURMUR" job status "${AGG[@]}" |
+    awk 'NR == 2 { split($5, a, "/"); print a[1] }')"
+fi
+"$MURMUR" job status --wait --interval 1 "${OP[@]}"
+say "federated job: $(( $(date +%s) - start )) s; the aggregator's global model:"
+"$MURMUR" job status --daemon "127.0.0.1:$((BASE_PORT + 100))" "${OP[@]:2}"
+if [ "$SIM" != 0 ]; then
+  say "murmur sim of the same configuration ($((NODES - 1)) clients):"
+  "$MURMUR" sim --algorithm fedavg --model "$MODEL" --dataset fashion-mnist --data-dir "$DATA_DIR" \
+    --partition "$FED_PARTITION" --nodes $((NODES - 1)) --clients-per-round $((NODES - 1)) \
+    --rounds "$FED_ROUNDS" --lr 0.05 --batch 32 --local-epochs 1 --eval-every "$FED_ROUNDS" --seed 1 \
+    --metrics-csv "$WORK/federated-sim.csv" >/dev/null 2>&1
+  tail -n 1 "$WORK/federated-sim.csv" | awk -F, '{printf "local-cluster: murmur sim round %s: global model test accuracy %.4f\n", $1, $8}'
+fi
+fi
 say "done"

@@ -4,7 +4,9 @@
 
 #include "core/log.h"
 #include "gossip/membership_messages.h"
+#include "federated/messages.h"
 #include "gossip/messages.h"
+#include "node/federated_control.h"
 
 namespace murmur::node {
 
@@ -26,6 +28,15 @@ AsioEnv::AsioEnv(asio::io_context& io, NodeId self, std::uint64_t seed, int offl
                         auto msg, gossip::MembershipMessage::Decode(bytes, gossip::MembershipDecodeLimits{}));
                     return MessagePtr(std::move(msg));
                   });
+  RegisterDecoder(federated::kFedMessageKind,
+                  [limits](std::span<const std::uint8_t> bytes) -> Result<MessagePtr> {
+                    MURMUR_ASSIGN_OR_RETURN(auto msg, federated::FedMessage::Decode(bytes, limits));
+                    return MessagePtr(std::move(msg));
+                  });
+  RegisterDecoder(kFedControlMessageKind, [](std::span<const std::uint8_t> bytes) -> Result<MessagePtr> {
+    MURMUR_ASSIGN_OR_RETURN(auto msg, FedControlMessage::Decode(bytes));
+    return MessagePtr(std::move(msg));
+  });
 }
 
 AsioEnv::~AsioEnv() {

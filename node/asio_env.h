@@ -8,11 +8,12 @@
 //
 // Send encodes the message (Message::EncodeTo) once and queues the bytes on
 // the Transport with the message's kind; on the other side the payload is
-// decoded by the decoder registered for its kind (by default GossipMessage
-// with compression::DecodeLimits, and gossip::MembershipMessage with its
-// default limits; gossip::Membership checks its signature) and handed to the
-// sink. A payload of an unknown kind or one that fails to decode is counted,
-// dropped, and reported to the Transport as an invalid update from its sender
+// decoded by the decoder registered for its kind (by default GossipMessage,
+// federated::FedMessage with compression::DecodeLimits, FedControlMessage,
+// and gossip::MembershipMessage with its default limits; gossip::Membership
+// checks its signature) and handed to the sink. A payload of an unknown kind
+// or one that fails to decode is counted, dropped, and reported to the
+// Transport as an invalid update from its sender
 // (Transport::ReportMisbehaviour), which graylists a persistent offender.
 //
 // Thread-safety: as core::Env: call it from the io_context's thread only.

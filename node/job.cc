@@ -1,5 +1,6 @@
 #include "node/job.h"
 
+#include "node/federated_job.h"
 #include "node/gossip_job.h"
 
 namespace murmur::node {
@@ -15,13 +16,17 @@ Status ValidateJobConfig(const proto::JobConfig& j, NodeId self) {
     return Status::InvalidArgument("node_id " + std::to_string(self) + " is not below job.nodes " +
                                    std::to_string(j.nodes()));
   if (j.algorithm() == "dpsgd" || j.algorithm() == "dpsgd-cta") return ValidateGossipJob(j, self);
+  if (IsFederatedJob(j.algorithm())) return ValidateFederatedJob(j, self);
   return Status::InvalidArgument("job field 'algorithm': '" + j.algorithm() +
-                                 "' (murmurd runs dpsgd, dpsgd-cta)");
+                                 "' (murmurd runs dpsgd, dpsgd-cta, fedavg, fedprox, scaffold, fedavgm, "
+                                 "fedadam, fedyogi, fedadagrad, fedbuff)");
 }
 
 Result<std::unique_ptr<Job>> MakeJob(const proto::JobConfig& job, Env& env, std::string checkpoint_path,
                                      Job::OnEnd on_end) {
   MURMUR_RETURN_IF_ERROR(ValidateJobConfig(job, env.self()));
+  if (IsFederatedJob(job.algorithm()))
+    return FederatedJob::Create(job, env, std::move(checkpoint_path), std::move(on_end));
   return GossipJob::Create(job, env, std::move(checkpoint_path), std::move(on_end));
 }
 

@@ -41,8 +41,10 @@ TEST_CASE("A config with a misspelled field is refused by name, in text and in J
   ok->mutable_job()->set_nodes(4);
   CHECK(ValidateJobConfig(ok->job(), 1).ok());
   CHECK(ValidateJobConfig(ok->job(), 4).message().find("node_id 4") != std::string::npos);
-  ok->mutable_job()->set_algorithm("fedavg");
-  CHECK(ValidateJobConfig(ok->job(), 1).message().find("fedavg") != std::string::npos);
+  ok->mutable_job()->set_algorithm("fedsgd");
+  CHECK(ValidateJobConfig(ok->job(), 1).message().find("fedsgd") != std::string::npos);
+  ok->mutable_job()->set_algorithm("fedavg");  // a federated job: aggregator 0, clients 1 .. 3
+  CHECK(ValidateJobConfig(ok->job(), 1).ok());
   ok->mutable_job()->set_algorithm("dpsgd");
   ok->mutable_job()->set_job_id("a b");
   CHECK(ValidateJobConfig(ok->job(), 1).message().find("job_id") != std::string::npos);

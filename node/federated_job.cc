@@ -1,0 +1,349 @@
+#include "node/federated_job.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <mutex>
+
+#include "compression/compressor.h"
+#include "core/log.h"
+#include "federated/client.h"
+#include "federated/server.h"
+#include "ml/dataset_spec.h"
+#include "ml/ml_learner.h"
+#include "ml/model_spec.h"
+#include "ml/partition.h"
+#include "node/checkpoint.h"
+#include "node/fed_index_env.h"
+#include "node/federated_control.h"
+#include "node/job_env.h"
+
+namespace murmur::node {
+
+namespace {
+
+constexpr Nanos kJoinInterval = std::chrono::seconds(1);
+
+Nanos Seconds(double s) { return Nanos(static_cast<std::int64_t>(s * 1e9)); }
+
+}  // namespace
+
+class FederatedJobImpl final : public MessageSink, public gossip::RoundObserver {
+ public:
+  FederatedJobImpl(proto::JobConfig job, Env& env, std::string checkpoint_path, Job::OnEnd on_end)
+      : job_(std::move(job)),
+        map_{job_.aggregator(), job_.nodes() - 1},
+        env_(env, job_.seed()),
+        index_env_(env_, map_, job_.seed()),
+        checkpoint_path_(std::move(checkpoint_path)),
+        on_end_(std::move(on_end)) {}
+
+  Status Init();
+  Status InitServer(ParamVector x0);
+  Status InitClient();
+  void Start();
+  void OnMessage(NodeId from, MessagePtr msg) override;
+  void OnRoundDone(NodeId, std::uint64_t round, double loss) override;
+  void OnTask(const federated::FedMessage& task);
+  void Join();
+  void StartServer();
+  void Evaluate(const ParamVector& x);
+  void WriteCheckpoint();
+  void End(Job::End how);
+
+  bool is_server() const { return env_.self() == job_.aggregator(); }
+
+  proto::JobConfig job_;
+  IdMap map_;
+  JobEnv env_;
+  IndexEnv index_env_;
+  std::string checkpoint_path_;
+  Job::OnEnd on_end_;
+  ml::TrainTest data_;
+  std::unique_ptr<ml::Model> model_;
+  std::unique_ptr<ml::ModelWorkspace> eval_ws_;
+  // Aggregator:
+  std::unique_ptr<federated::FedServer> server_;
+  std::vector<bool> joined_;
+  std::size_t joined_count_ = 0;
+  bool server_started_ = false;
+  // Client:
+  std::unique_ptr<ml::Partition> partition_;
+  std::unique_ptr<ml::MlLearner> learner_;
+  std::unique_ptr<federated::FedClient> client_;
+  std::shared_ptr<const compression::Compressor> upload_;
+
+  std::uint64_t start_round_ = 0;
+  std::atomic<std::uint64_t> rounds_done_{0};
+  std::atomic<double> accuracy_{-1};
+  std::atomic<double> loss_{0};
+  std::atomic<std::uint64_t> checkpoints_{0};
+  std::atomic<bool> ended_{false};
+  mutable std::mutex mu_;
+  std::vector<float> last_params_;  // guarded by mu_: the (last received) global model
+  bool draining_ = false;
+};
+
+Status FederatedJobImpl::Init() {
+  MURMUR_RETURN_IF_ERROR(ValidateFederatedJob(job_, env_.self()));
+  auto data = ml::LoadDatasetSpec(job_.dataset(), job_.dataset_dir(), job_.seed());
+  if (!data.ok()) return data.status().WithContext("job field 'dataset'");
+  data_ = std::move(data).value();
+  auto model = ml::MakeModel(job_.model(), data_.train.dim, data_.train.num_classes);
+  if (!model.ok()) return model.status().WithContext("job field 'model'");
+  model_ = std::move(model).value();
+  eval_ws_ = model_->NewWorkspace();
+  if (job_.upload_compression() != "none") {
+    auto made = compression::MakeCompressor(job_.upload_compression());
+    if (!made.ok()) return made.status().WithContext("job field 'upload_compression'");
+    upload_ = std::move(made).value();
+  }
+  ParamVector x0(model_->layout());
+  Rng init(job_.seed(), 0, RngPurpose::kInit);
+  model_->InitParams(x0, init);
+  last_params_.assign(x0.span().begin(), x0.span().end());
+  return is_server() ? InitServer(std::move(x0)) : InitClient();
+}
+
+Status FederatedJobImpl::InitServer(ParamVector x0) {
+  auto ckpt = LoadCheckpoint(checkpoint_path_, x0.size());
+  if (ckpt.ok()) {
+    start_round_ = std::min(ckpt->round, job_.rounds());
+    std::copy(ckpt->params.begin(), ckpt->params.end(), x0.data());
+    last_params_ = ckpt->params;
+    MURMUR_LOG(kInfo) << "node " << env_.self() << ": federated job " << job_.job_id()
+                      << " resumes after round " << start_round_;
+  } else if (ckpt.status().code() != StatusCode::kNotFound) {
+    return ckpt.status();
+  }
+  rounds_done_ = start_round_;
+  const std::string& a = job_.algorithm();
+  const NodeId n = map_.clients;
+  federated::ServerOptions o;  // as sim/federated_run.cc builds it
+  o.num_clients = n;
+  o.rounds = job_.rounds() - start_round_;
+  o.clients_per_round = job_.clients_per_round() == 0 ? n : job_.clients_per_round();
+  o.over_commit = job_.over_commit();
+  o.deadline = Seconds(job_.deadline());
+  o.min_results = job_.min_clients();
+  o.scaffold = a == "scaffold";
+  o.async = a == "fedbuff";
+  o.concurrency = job_.fedbuff_concurrency();
+  o.buffer = job_.fedbuff_buffer();
+  MURMUR_ASSIGN_OR_RETURN(o.selection.kind, federated::ParseSelection(job_.selection()));
+  auto kind = federated::ParseServerOptimizer(a);
+  o.optimizer.kind = kind.ok() ? kind.value() : federated::ServerOptimizerKind::kFedAvg;
+  o.optimizer.lr = job_.server_lr() > 0 ? job_.server_lr() : federated::DefaultServerLr(o.optimizer.kind);
+  o.optimizer.momentum = job_.server_momentum();
+  o.optimizer.beta1 = job_.server_beta1();
+  o.optimizer.beta2 = job_.server_beta2();
+  o.optimizer.tau = job_.server_tau();
+  o.request_model = upload_ == nullptr;  // lossless uploads: clients return models, FedAvg is exact
+  server_ = std::make_unique<federated::FedServer>(index_env_, std::move(x0), o, this);
+  joined_.assign(n, false);
+  return Status::Ok();
+}
+
+Status FederatedJobImpl::InitClient() {
+  const NodeId n = map_.clients;
+  const NodeId c = map_.ToIndex(env_.self());
+  const auto samples = static_cast<std::size_t>(data_.train.num_samples);
+  Rng part_rng(job_.seed(), 0, RngPurpose::kPartition);  // as sim/world.cc
+  if (job_.partition() == "iid") {
+    partition_ = std::make_unique<ml::Partition>(ml::PartitionIid(samples, n, part_rng));
+  } else {
+    ml::DirichletOptions d;
+    MURMUR_ASSIGN_OR_RETURN(d.alpha, FederatedDirichletAlpha(job_.partition()));
+    d.min_per_node = std::min<std::size_t>(10, samples / n);
+    auto made = ml::PartitionDirichlet(data_.train, n, d, part_rng);
+    if (!made.ok()) return made.status().WithContext("job field 'partition'");
+    partition_ = std::make_unique<ml::Partition>(std::move(made).value());
+  }
+  ml::MlLearnerOptions lo;
+  lo.batch = static_cast<int>(job_.batch());
+  lo.lr = job_.lr();
+  lo.momentum = job_.momentum();
+  lo.weight_decay = job_.weight_decay();
+  const auto part = partition_->node(c);
+  learner_ = std::make_unique<ml::MlLearner>(*model_, data_.train, part, lo,
+                                             Rng(job_.seed(), c, RngPurpose::kBatch));
+  federated::ClientOptions co;
+  co.local_steps = job_.local_epochs() > 0 ? 0 : static_cast<int>(job_.local_steps());
+  co.local_epochs = job_.local_epochs();
+  co.batch = lo.batch;
+  co.num_samples = static_cast<double>(part.size());
+  co.prox_mu = job_.algorithm() == "fedprox" ? job_.prox_mu() : 0.0;
+  co.scaffold = job_.algorithm() == "scaffold";
+  co.upload = upload_;
+  client_ = std::make_unique<federated::FedClient>(index_env_, n, *learner_, model_->layout(), co);
+  return Status::Ok();
+}
+
+void FederatedJobImpl::Start() {
+  if (is_server()) {
+    if (start_round_ >= job_.rounds()) {
+      for (NodeId c = 0; c < map_.clients; ++c)
+        env_.Send(map_.ToNode(c),
+                  std::make_shared<const FedControlMessage>(FedControlMessage::What::kDone, start_round_));
+      return End(Job::End::kCompleted);
+    }
+    env_.StartTimer(Seconds(job_.join_timeout()), [this] { StartServer(); });
+    return;
+  }
+  Join();
+}
+
+void FederatedJobImpl::Join() {
+  env_.Send(job_.aggregator(), std::make_shared<const FedControlMessage>(FedControlMessage::What::kJoin, 0));
+  env_.StartTimer(kJoinInterval, [this] { Join(); });
+}
+
+void FederatedJobImpl::StartServer() {
+  if (server_started_ || ended_) return;
+  server_started_ = true;
+  for (NodeId c = 0; c < map_.clients; ++c) server_->SetOnline(c, joined_[c]);
+  MURMUR_LOG(kInfo) << "node " << env_.self() << ": federated job " << job_.job_id() << " starts with "
+                    << joined_count_ << " of " << map_.clients << " clients";
+  server_->Start();
+}
+
+void FederatedJobImpl::OnMessage(NodeId from, MessagePtr msg) {
+  if (ended_ || from >= job_.nodes() || from == env_.self()) return;
+  const NodeId index = map_.ToIndex(from);
+  if (msg->kind() == kFedControlMessageKind) {
+    const auto& m = static_cast<const FedControlMessage&>(*msg);
+    if (is_server() && m.what() == FedControlMessage::What::kJoin && !joined_[index]) {
+      joined_[index] = true;
+      ++joined_count_;
+      if (server_started_) server_->SetOnline(index, true);
+      if (joined_count_ == map_.clients) StartServer();
+    } else if (!is_server() && m.what() == FedControlMessage::What::kDone) {
+      rounds_done_ = std::max<std::uint64_t>(rounds_done_, m.round());
+      End(Job::End::kCompleted);
+    }
+    return;
+  }
+  if (msg->kind() != federated::kFedMessageKind) return;
+  if (is_server()) return server_->OnMessage(index, std::move(msg));
+  if (from != job_.aggregator()) return;  // tasks come from the aggregator only
+  const auto& m = static_cast<const federated::FedMessage&>(*msg);
+  if (m.header().kind == federated::FedKind::kTask) OnTask(m);
+  client_->OnMessage(index, std::move(msg));
+}
+
+void FederatedJobImpl::OnTask(const federated::FedMessage& task) {
+  ParamVector x(model_->layout());
+  if (task.updates()[0]->size() != x.size() || !task.updates()[0]->AddTo(x.span()).ok()) return;
+  const std::uint64_t round = task.header().round;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_params_.assign(x.span().begin(), x.span().end());
+  }
+  rounds_done_ = round;
+  if (job_.eval_every() > 0 && round % job_.eval_every() == 0) Evaluate(x);
+}
+
+void FederatedJobImpl::Evaluate(const ParamVector& x) {
+  accuracy_ = model_->Evaluate(x, data_.test, *eval_ws_).accuracy;
+}
+
+void FederatedJobImpl::OnRoundDone(NodeId, std::uint64_t round, double loss) {
+  const std::uint64_t done = start_round_ + round + 1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto p = server_->params().span();
+    last_params_.assign(p.begin(), p.end());
+  }
+  rounds_done_ = done;
+  loss_ = loss;
+  if (job_.eval_every() > 0 && (done % job_.eval_every() == 0 || done == job_.rounds())) {
+    Evaluate(server_->params());
+    MURMUR_LOG(kInfo) << "node " << env_.self() << ": federated job " << job_.job_id() << " round " << done
+                      << "/" << job_.rounds() << " train loss " << loss << " test accuracy "
+                      << accuracy_.load();
+  }
+  if (done % job_.checkpoint_every() == 0 || done >= job_.rounds() || draining_) WriteCheckpoint();
+  if (done >= job_.rounds()) {
+    for (NodeId c = 0; c < map_.clients; ++c)
+      env_.Send(map_.ToNode(c),
+                std::make_shared<const FedControlMessage>(FedControlMessage::What::kDone, done));
+    End(Job::End::kCompleted);
+  } else if (draining_) {
+    End(Job::End::kDrained);
+  }
+}
+
+void FederatedJobImpl::WriteCheckpoint() {
+  if (!is_server()) return;
+  Checkpoint c;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    c.params = last_params_;
+  }
+  c.round = rounds_done_;
+  Status st = SaveCheckpoint(checkpoint_path_, c);
+  if (!st.ok()) {
+    MURMUR_LOG(kError) << "checkpoint: " << st.ToString();
+    return;
+  }
+  ++checkpoints_;
+}
+
+void FederatedJobImpl::End(Job::End how) {
+  if (ended_) return;
+  ended_ = true;
+  env_.Halt();
+  if (on_end_) on_end_(how);
+}
+
+FederatedJob::FederatedJob(std::unique_ptr<FederatedJobImpl> impl) : impl_(std::move(impl)) {}
+FederatedJob::~FederatedJob() = default;
+
+Result<std::unique_ptr<Job>> FederatedJob::Create(const proto::JobConfig& job, Env& env,
+                                                  std::string checkpoint_path, OnEnd on_end) {
+  auto impl = std::make_unique<FederatedJobImpl>(job, env, std::move(checkpoint_path), std::move(on_end));
+  MURMUR_RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<Job>(new FederatedJob(std::move(impl)));
+}
+
+MessageSink* FederatedJob::sink() { return impl_.get(); }
+
+std::vector<NodeId> FederatedJob::neighbours() const {
+  if (!impl_->is_server()) return {impl_->job_.aggregator()};
+  std::vector<NodeId> out;
+  for (NodeId c = 0; c < impl_->map_.clients; ++c) out.push_back(impl_->map_.ToNode(c));
+  return out;
+}
+
+void FederatedJob::Start() { impl_->Start(); }
+
+void FederatedJob::Drain() {
+  // The aggregator ends after its current round; a client (stateless) at once.
+  if (impl_->is_server() && impl_->server_started_) {
+    impl_->draining_ = true;
+    return;
+  }
+  impl_->env_.StartTimer(Nanos(0), [impl = impl_.get()] {
+    impl->WriteCheckpoint();
+    impl->End(End::kDrained);
+  });
+}
+
+void FederatedJob::Abandon() {
+  if (impl_->ended_) return;
+  impl_->WriteCheckpoint();
+  impl_->End(End::kAbandoned);
+}
+
+const proto::JobConfig& FederatedJob::config() const { return impl_->job_; }
+bool FederatedJob::ended() const { return impl_->ended_; }
+std::uint64_t FederatedJob::rounds_done() const { return impl_->rounds_done_; }
+double FederatedJob::accuracy() const { return impl_->accuracy_; }
+double FederatedJob::loss() const { return impl_->loss_; }
+std::uint64_t FederatedJob::checkpoints() const { return impl_->checkpoints_; }
+std::vector<float> FederatedJob::params() const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  return impl_->last_params_;
+}
+
+}  // namespace murmur::node

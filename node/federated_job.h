@@ -1,0 +1,87 @@
+// FederatedJob: one federated job inside a daemon (algorithms fedavg,
+// fedprox, scaffold, fedavgm, fedadam, fedyogi, fedadagrad, fedbuff). The
+// daemon named by `aggregator` runs federated::FedServer; every other daemon
+// of the job runs federated::FedClient; both unchanged, on a JobEnv over the
+// daemon's AsioEnv.
+//
+// Ids: the engine numbers clients 0 .. n-1 and the server n (n = nodes - 1),
+// as `murmur sim` does; client index c is node id c below the aggregator and
+// c + 1 above it. Everything is derived from the job seed exactly as the
+// simulator derives it for its run with n clients (initial model, each
+// client's partition, batch and compression streams, the server's selection
+// stream), so a job and `murmur sim` of the same configuration train the same
+// model (docs/daemon.md, "Federated jobs").
+//
+// Start: each client sends a "join" (node/federated_control.h) every second
+// while the job runs; the aggregator starts its first round when every client
+// has joined, or after join_timeout seconds with those that have (the others
+// are offline to the server until they join). At the end the aggregator
+// sends "done" to every client, and the clients end too.
+//
+// Checkpoints: the aggregator writes the global model and the rounds made
+// every checkpoint_every rounds; after a restart it resumes from them (the
+// server optimizer's state, momentum or Adam moments, starts afresh).
+// Clients are stateless: a restarted client joins again, and its SCAFFOLD
+// control variate starts again from zero.
+//
+// Status: on the aggregator, rounds_done() is the server updates made and
+// accuracy() the global model's test accuracy (every eval_every rounds); on a
+// client, rounds_done() is the round of the last task received (counted from
+// the aggregator's last start) and accuracy() the test accuracy of the global
+// model in that task (-1 before the first); after "done", the job's rounds.
+//
+// Not run by murmurd: secure aggregation, DP, robust rules and attacks
+// (`murmur sim` runs them).
+//
+// Thread-safety: everything on the daemon's io thread, except the atomics and
+// params(), which may be read from any thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/env.h"
+#include "core/status.h"
+#include "node/job.h"
+#include "proto/node.pb.h"
+
+namespace murmur::node {
+
+// Whether `algorithm` names a federated job.
+bool IsFederatedJob(const std::string& algorithm);
+
+// Checks the fields of a federated job (after the common ones, node/job.h).
+Status ValidateFederatedJob(const proto::JobConfig& job, NodeId self);
+
+// The ALPHA of a `partition` "dirichlet:ALPHA" (> 0), or an error naming the field.
+Result<double> FederatedDirichletAlpha(const std::string& partition);
+
+class FederatedJobImpl;
+
+class FederatedJob final : public Job {
+ public:
+  static Result<std::unique_ptr<Job>> Create(const proto::JobConfig& job, Env& env,
+                                             std::string checkpoint_path, OnEnd on_end);
+  ~FederatedJob() override;
+
+  MessageSink* sink() override;
+  std::vector<NodeId> neighbours() const override;
+  void Start() override;
+  void Drain() override;
+  void Abandon() override;
+
+  const proto::JobConfig& config() const override;
+  bool ended() const override;
+  std::uint64_t rounds_done() const override;
+  double accuracy() const override;
+  double loss() const override;
+  std::uint64_t checkpoints() const override;
+  std::vector<float> params() const override;
+
+ private:
+  explicit FederatedJob(std::unique_ptr<FederatedJobImpl> impl);
+  std::unique_ptr<FederatedJobImpl> impl_;
+};
+
+}  // namespace murmur::node

@@ -1,0 +1,90 @@
+#include "node/federated_job.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "compression/compressor.h"
+#include "federated/selection.h"
+
+namespace murmur::node {
+
+namespace {
+
+constexpr const char* kAlgorithms[] = {"fedavg",  "fedprox", "scaffold",   "fedavgm",
+                                       "fedadam", "fedyogi", "fedadagrad", "fedbuff"};
+
+}  // namespace
+
+// "dirichlet:ALPHA" -> ALPHA (> 0), or an error naming the field.
+Result<double> FederatedDirichletAlpha(const std::string& p) {
+  const std::string prefix = "dirichlet:";
+  double alpha = 0;
+  if (p.rfind(prefix, 0) == 0) {
+    try {
+      std::size_t used = 0;
+      const std::string text = p.substr(prefix.size());
+      alpha = std::stod(text, &used);
+      if (used != text.size()) alpha = 0;
+    } catch (const std::exception&) {
+    }
+  }
+  if (!(alpha > 0) || !std::isfinite(alpha))
+    return Status::InvalidArgument("job field 'partition': '" + p +
+                                   "' is not iid or dirichlet:ALPHA (ALPHA > 0)");
+  return alpha;
+}
+
+bool IsFederatedJob(const std::string& algorithm) {
+  return std::any_of(std::begin(kAlgorithms), std::end(kAlgorithms),
+                     [&](const char* a) { return algorithm == a; });
+}
+
+Status ValidateFederatedJob(const proto::JobConfig& j, NodeId self) {
+  (void)self;
+  auto bad = [](const std::string& field, const std::string& why) {
+    return Status::InvalidArgument("job field '" + field + "' " + why);
+  };
+  if (!IsFederatedJob(j.algorithm()))
+    return bad("algorithm", "'" + j.algorithm() +
+                                "' is not one of fedavg, fedprox, scaffold, fedavgm, fedadam, fedyogi, "
+                                "fedadagrad, fedbuff");
+  if (j.aggregator() >= j.nodes())
+    return bad("aggregator",
+               std::to_string(j.aggregator()) + " is not below job.nodes " + std::to_string(j.nodes()));
+  const std::uint32_t clients = j.nodes() - 1;
+  if (j.partition() != "iid") MURMUR_RETURN_IF_ERROR(FederatedDirichletAlpha(j.partition()).status());
+  if (j.clients_per_round() > clients)
+    return bad("clients_per_round", std::to_string(j.clients_per_round()) + " is more than the " +
+                                        std::to_string(clients) + " clients (0: all)");
+  if (j.min_clients() < 1 || j.min_clients() > clients)
+    return bad("min_clients", "must be in [1, " + std::to_string(clients) + "]");
+  if (j.rounds() < 1) return bad("rounds", "must be at least 1");
+  if (j.checkpoint_every() < 1) return bad("checkpoint_every", "must be at least 1");
+  if (j.batch() < 1 || j.batch() > 65536) return bad("batch", "must be in [1, 65536]");
+  if (!(j.lr() > 0) || !std::isfinite(j.lr())) return bad("lr", "must be a positive number");
+  if (!(j.local_epochs() >= 0 && j.local_epochs() <= 1000))
+    return bad("local_epochs", "must be in [0, 1000]");
+  if (j.local_steps() < 1) return bad("local_steps", "must be at least 1");
+  if (!(j.prox_mu() >= 0)) return bad("prox_mu", "must be >= 0");
+  if (!(j.server_lr() >= 0) || !std::isfinite(j.server_lr())) return bad("server_lr", "must be >= 0");
+  if (!(j.server_momentum() >= 0 && j.server_momentum() < 1))
+    return bad("server_momentum", "must be in [0, 1)");
+  if (!(j.server_beta1() >= 0 && j.server_beta1() < 1)) return bad("server_beta1", "must be in [0, 1)");
+  if (!(j.server_beta2() >= 0 && j.server_beta2() < 1)) return bad("server_beta2", "must be in [0, 1)");
+  if (!(j.server_tau() > 0)) return bad("server_tau", "must be > 0");
+  if (!(j.momentum() >= 0 && j.momentum() < 1)) return bad("momentum", "must be in [0, 1)");
+  if (!(j.weight_decay() >= 0)) return bad("weight_decay", "must be >= 0");
+  if (!(j.deadline() >= 0 && j.deadline() <= 86400)) return bad("deadline", "must be in [0, 86400] seconds");
+  if (!(j.over_commit() >= 1 && j.over_commit() <= 10)) return bad("over_commit", "must be in [1, 10]");
+  if (!(j.join_timeout() > 0 && j.join_timeout() <= 86400))
+    return bad("join_timeout", "must be in (0, 86400] seconds");
+  auto sel = federated::ParseSelection(j.selection());
+  if (!sel.ok()) return sel.status().WithContext("job field 'selection'");
+  if (j.upload_compression() != "none") {
+    auto c = compression::MakeCompressor(j.upload_compression());
+    if (!c.ok()) return c.status().WithContext("job field 'upload_compression'");
+  }
+  return Status::Ok();
+}
+
+}  // namespace murmur::node
