@@ -2,6 +2,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include <google/protobuf/text_format.h>
@@ -10,6 +11,8 @@
 #include "crypto/certificate.h"
 #include "crypto/file_io.h"
 #include "crypto/identity.h"
+#include "gossip/membership.h"
+#include "gossip/membership_signer.h"
 #include "node/asio_env.h"
 #include "node/checkpoint.h"
 #include "node/config.h"
@@ -32,6 +35,31 @@ Result<crypto::SignPublicKey> CoordinatorKey(const std::string& text) {
 constexpr const char* kJobFile = "job.conf";
 constexpr const char* kJobStateFile = "job.state";
 
+// Verifies a membership message's signature with the key of the certificate
+// its sender presented on the session the message arrived on.
+class SessionKeys final : public gossip::MembershipVerifier {
+ public:
+  explicit SessionKeys(const Transport* transport) : transport_(transport) {}
+  bool Verify(NodeId sender, std::span<const std::uint8_t> signed_bytes,
+              const crypto::Signature& signature) const override {
+    const auto key = transport_->PeerKey(sender);
+    return key.has_value() && crypto::VerifySignature(*key, signed_bytes, signature);
+  }
+
+ private:
+  const Transport* transport_;
+};
+
+const char* StateName(gossip::MemberState s) {
+  switch (s) {
+    case gossip::MemberState::kAlive: return "alive";
+    case gossip::MemberState::kSuspect: return "suspect";
+    case gossip::MemberState::kDead: return "dead";
+    case gossip::MemberState::kLeft: return "left";
+  }
+  return "?";
+}
+
 proto::ControlResponse Refuse(std::string why) {
   proto::ControlResponse r;
   r.set_ok(false);
@@ -40,14 +68,16 @@ proto::ControlResponse Refuse(std::string why) {
 }
 }  // namespace
 
-class DaemonImpl {
+class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
  public:
   explicit DaemonImpl(proto::NodeConfig config) : config_(std::move(config)), signals_(io_) {}
-  ~DaemonImpl() {
+  ~DaemonImpl() override {
+    if (membership_) membership_->Stop();
     if (transport_) transport_->Stop();
     if (metrics_) metrics_->Stop();
     if (control_) control_->Stop();
     io_.stop();
+    membership_.reset();
     env_.reset();  // joins the worker pool before the jobs go
     job_.reset();
     retired_.clear();
@@ -60,6 +90,22 @@ class DaemonImpl {
   void RequestStop() {
     asio::post(io_, [this] { Shutdown("stop requested"); });
   }
+  // Membership messages to the membership, the rest to the running job.
+  void OnMessage(NodeId from, MessagePtr msg) override {
+    if (msg->kind() == gossip::kMembershipMessageKind) {
+      if (membership_) membership_->OnMessage(from, std::move(msg));
+    } else if (job_sink_ != nullptr) {
+      job_sink_->OnMessage(from, std::move(msg));
+    }
+  }
+  void OnMemberAlive(const gossip::Member& m) override;
+  void OnMemberSuspect(const gossip::Member& m) override;
+  void OnMemberDead(const gossip::Member& m) override;
+  bool PeerAlive(NodeId peer) const {
+    if (!membership_) return true;
+    const auto m = membership_->Find(peer);
+    return !m || (m->state != gossip::MemberState::kDead && m->state != gossip::MemberState::kLeft);
+  }
 
   proto::NodeConfig config_;
   asio::io_context io_;
@@ -68,6 +114,10 @@ class DaemonImpl {
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<MetricsServer> metrics_;
   std::unique_ptr<ControlServer> control_;
+  std::unique_ptr<gossip::Ed25519Signer> signer_;
+  std::unique_ptr<SessionKeys> session_keys_;
+  std::unique_ptr<gossip::Membership> membership_;
+  MessageSink* job_sink_ = nullptr;            // the running job's
   std::unique_ptr<Job> job_;                   // the current or last job
   std::vector<std::unique_ptr<Job>> retired_;  // ended jobs; callbacks may still name them
   std::string job_state_ = "idle";             // idle, running, draining, done, stopped, failed
@@ -135,7 +185,21 @@ Status DaemonImpl::Init() {
     env_->OnTransportMessage(from, std::move(m));
   });
   env_->SetTransport(transport_.get());
+  env_->SetSink(this);
   MURMUR_RETURN_IF_ERROR(transport_->Start());
+  // Membership (SWIM with Lifeguard, docs/membership.md): the configured
+  // peers are the seeds; members learned from them are dialled.
+  gossip::MembershipOptions mo;
+  mo.address = listen.host.find(':') != std::string::npos
+                   ? "[" + listen.host + "]:" + std::to_string(transport_->port())
+                   : listen.host + ":" + std::to_string(transport_->port());
+  for (const auto& p : config_.peers()) mo.seeds.push_back(p.id());
+  signer_ = std::make_unique<gossip::Ed25519Signer>(identity);
+  session_keys_ = std::make_unique<SessionKeys>(transport_.get());
+  auto membership = gossip::Membership::Create(*env_, mo, *signer_, *session_keys_, this);
+  if (!membership.ok()) return membership.status().WithContext("membership");
+  membership_ = std::move(membership).value();
+  membership_->Start();
   metrics_ = std::make_unique<MetricsServer>(io_, [this] { return RenderMetrics(); });
   MURMUR_ASSIGN_OR_RETURN(HostPort mhp, ParseHostPort(config_.metrics_listen()));
   MURMUR_RETURN_IF_ERROR(metrics_->Start(mhp.host, mhp.port));
@@ -185,7 +249,9 @@ Status DaemonImpl::StartJob(const proto::JobConfig& job, bool resume) {
     google::protobuf::TextFormat::PrintToString(job, &text);
     MURMUR_RETURN_IF_ERROR(crypto::WriteFileAtomic(DataPath(kJobFile), crypto::AsBytes(text), 0644));
   }
-  auto created = MakeJob(job, *env_, DataPath(kCheckpointFile), [this](Job::End how) { OnJobEnd(how); });
+  auto created = MakeJob(
+      job, *env_, DataPath(kCheckpointFile), [this](Job::End how) { OnJobEnd(how); },
+      [this](NodeId peer) { return PeerAlive(peer); });
   if (!created.ok()) return created.status();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -204,7 +270,7 @@ Status DaemonImpl::StartJob(const proto::JobConfig& job, bool resume) {
   job_state_ = "running";
   job_error_.clear();
   if (!exit_after_job_) SaveJobState();
-  env_->SetSink(job_->sink());
+  job_sink_ = job_->sink();
   Job* started = job_.get();
   asio::post(io_, [started] { started->Start(); });
   return Status::Ok();
@@ -217,7 +283,7 @@ void DaemonImpl::SaveJobState() {
 
 void DaemonImpl::OnJobEnd(Job::End how) {
   drain_timer_.cancel();
-  env_->SetSink(nullptr);
+  job_sink_ = nullptr;
   const char* what = how == Job::End::kCompleted ? "completed"
                      : how == Job::End::kDrained ? "drained"
                                                  : "abandoned";
@@ -249,6 +315,7 @@ void DaemonImpl::BeginDrain(const std::string& why) {
 
 void DaemonImpl::Shutdown(const std::string& why) {
   if (done_) return;
+  if (!shutting_down_ && membership_) membership_->Leave();  // peers stop waiting for this node
   shutting_down_ = true;
   if (job_ && !job_->ended()) return BeginDrain(why);
   MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": " << why << ", exiting";
@@ -306,14 +373,29 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
     case proto::ControlRequest::kStatus: r.set_ok(true); break;
     case proto::ControlRequest::kPeers:
       r.set_ok(true);
-      for (const auto& p : config_.peers()) {
-        proto::PeerStatus* s = r.add_peers();
-        s->set_id(p.id());
-        s->set_address(p.address());
-        s->set_connected(transport_->IsConnected(p.id()));
-        s->set_state("configured");
+      {
+        std::map<NodeId, proto::PeerStatus> peers;
+        for (const auto& p : config_.peers()) {
+          proto::PeerStatus& s = peers[p.id()];
+          s.set_id(p.id());
+          s.set_address(p.address());
+          s.set_state("configured");
+        }
+        if (membership_) {
+          for (const gossip::Member& m : membership_->Members()) {
+            proto::PeerStatus& s = peers[m.id];
+            s.set_id(m.id);
+            if (!m.address.empty()) s.set_address(m.address);
+            s.set_state(StateName(m.state));
+            s.set_incarnation(m.incarnation);
+          }
+        }
+        for (auto& [id, s] : peers) {
+          s.set_connected(transport_->IsConnected(id));
+          *r.add_peers() = s;
+        }
+        break;
       }
-      break;
     case proto::ControlRequest::kMetrics:
       r.set_ok(true);
       r.set_metrics(RenderMetrics());
@@ -404,6 +486,18 @@ std::string DaemonImpl::RenderMetrics() const {
                             "Misbehaving peers (docs/security.md): " + std::string(name) + ".",
                             static_cast<double>(value->load()));
   }
+  const gossip::MembershipCounts members = membership_ ? membership_->counts() : gossip::MembershipCounts{};
+  out += PrometheusMetric("murmur_peers_alive", "gauge", "Members this node's membership view holds alive.",
+                          static_cast<double>(members.alive));
+  out += PrometheusMetric("murmur_peers_suspected", "gauge", "Members suspected of having failed (SWIM).",
+                          static_cast<double>(members.suspect));
+  out += PrometheusMetric("murmur_peers_dead", "gauge", "Members declared dead or left, not yet forgotten.",
+                          static_cast<double>(members.dead));
+  out += PrometheusMetric("murmur_membership_rejected_total", "counter",
+                          "Membership messages dropped: bad signature or header.",
+                          membership_ ? static_cast<double>(membership_->stats().rejected_signature +
+                                                            membership_->stats().rejected_header)
+                                      : 0.0);
   out += PrometheusMetric("murmur_control_requests_total", "counter", "Operator requests answered.",
                           static_cast<double>(control_->requests()));
   out += PrometheusMetric("murmur_control_failures_total", "counter",
@@ -418,6 +512,28 @@ std::string DaemonImpl::RenderMetrics() const {
                           "Checkpoints written by the current job.",
                           static_cast<double>(job ? job_->checkpoints() : 0));
   return out;
+}
+
+void DaemonImpl::OnMemberAlive(const gossip::Member& m) {
+  MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": member " << m.id << " alive (incarnation "
+                    << m.incarnation << ", " << m.address << ")";
+  auto hp = ParseHostPort(m.address);
+  if (hp.ok() && !transport_->IsConnected(m.id)) {
+    bool configured = false;
+    for (const auto& p : config_.peers()) configured = configured || p.id() == m.id;
+    if (!configured) transport_->AddPeer(PeerAddress{m.id, hp->host, hp->port, std::nullopt});
+  }
+  if (job_ && !job_->ended()) job_->PeersChanged();
+}
+
+void DaemonImpl::OnMemberSuspect(const gossip::Member& m) {
+  MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": member " << m.id << " suspected";
+}
+
+void DaemonImpl::OnMemberDead(const gossip::Member& m) {
+  MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": member " << m.id << " "
+                       << (m.state == gossip::MemberState::kLeft ? "left" : "declared dead");
+  if (job_ && !job_->ended()) job_->PeersChanged();
 }
 
 Daemon::Daemon(std::unique_ptr<DaemonImpl> impl) : impl_(std::move(impl)) {}

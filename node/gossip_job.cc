@@ -68,6 +68,7 @@ class GossipJobImpl final : public gossip::RoundObserver {
   mutable std::mutex mu_;
   std::vector<float> last_params_;  // guarded by mu_: the model after round rounds_done_
   bool draining_ = false;
+  std::function<bool(NodeId)> peer_alive_;
 };
 
 Status GossipJobImpl::Init() {
@@ -127,6 +128,7 @@ Status GossipJobImpl::Init() {
   o.rounds = job_.rounds();
   o.first_round = start_round_;
   o.catch_up = true;
+  o.peer_alive = peer_alive_;
   o.local_steps = static_cast<int>(job_.local_steps());
   o.round_timeout = Seconds(job_.round_timeout());
   auto codec = std::make_unique<gossip::Codec>(*codec_spec, self, model_->layout(),
@@ -178,13 +180,19 @@ GossipJob::GossipJob(std::unique_ptr<GossipJobImpl> impl) : impl_(std::move(impl
 GossipJob::~GossipJob() = default;
 
 Result<std::unique_ptr<Job>> GossipJob::Create(const proto::JobConfig& job, Env& env,
-                                               std::string checkpoint_path, OnEnd on_end) {
+                                               std::string checkpoint_path, OnEnd on_end,
+                                               std::function<bool(NodeId)> peer_alive) {
   auto impl = std::make_unique<GossipJobImpl>(job, env, std::move(checkpoint_path), std::move(on_end));
+  impl->peer_alive_ = std::move(peer_alive);
   MURMUR_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<Job>(new GossipJob(std::move(impl)));
 }
 
 MessageSink* GossipJob::sink() { return impl_->node_.get(); }
+
+void GossipJob::PeersChanged() {
+  if (!impl_->ended_) impl_->node_->PeersChanged();
+}
 
 std::vector<NodeId> GossipJob::neighbours() const {
   std::set<NodeId> out;

@@ -40,8 +40,10 @@ class GossipJobImpl;
 
 class GossipJob final : public Job {
  public:
+  // `peer_alive`: see MakeJob (node/job.h).
   static Result<std::unique_ptr<Job>> Create(const proto::JobConfig& job, Env& env,
-                                             std::string checkpoint_path, OnEnd on_end);
+                                             std::string checkpoint_path, OnEnd on_end,
+                                             std::function<bool(NodeId)> peer_alive = {});
   ~GossipJob() override;
 
   MessageSink* sink() override;
@@ -57,6 +59,7 @@ class GossipJob final : public Job {
   double loss() const override;
   std::uint64_t checkpoints() const override;
   std::vector<float> params() const override;
+  void PeersChanged() override;
 
  private:
   explicit GossipJob(std::unique_ptr<GossipJobImpl> impl);

@@ -47,6 +47,9 @@ class Job {
   virtual double loss() const = 0;
   virtual std::uint64_t checkpoints() const = 0;
   virtual std::vector<float> params() const = 0;  // the model after rounds_done()
+
+  // The daemon's membership view changed (a peer died or came back).
+  virtual void PeersChanged() {}
 };
 
 // Checks a job for node `self` (the fields every kind of job shares, then the kind's own).
@@ -54,8 +57,9 @@ Status ValidateJobConfig(const proto::JobConfig& job, NodeId self);
 
 // Builds the job the config names (by its algorithm). `env` (the daemon's
 // AsioEnv) must outlive the job; `checkpoint_path` is read for a resume and
-// written as the job goes.
+// written as the job goes. `peer_alive` (may be empty) is the membership's
+// view: a gossip round does not wait for a neighbour it calls dead.
 Result<std::unique_ptr<Job>> MakeJob(const proto::JobConfig& job, Env& env, std::string checkpoint_path,
-                                     Job::OnEnd on_end);
+                                     Job::OnEnd on_end, std::function<bool(NodeId)> peer_alive = {});
 
 }  // namespace murmur::node

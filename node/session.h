@@ -39,6 +39,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void Detach();
 
   NodeId peer() const { return peer_; }
+  // The authenticated peer (certificate, static key), once the handshake completed.
+  const std::optional<crypto::PeerInfo>& peer_info() const { return peer_info_; }
   bool ready() const { return ready_; }
   bool closed() const { return closed_; }
 

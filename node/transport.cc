@@ -333,6 +333,13 @@ bool Transport::IsConnected(NodeId peer) const {
   return it != peers_.end() && it->second.session != nullptr;
 }
 
+std::optional<crypto::SignPublicKey> Transport::PeerKey(NodeId peer) const {
+  auto it = peers_.find(peer);
+  if (it == peers_.end() || it->second.session == nullptr || !it->second.session->peer_info())
+    return std::nullopt;
+  return it->second.session->peer_info()->certificate.node_key;
+}
+
 std::vector<NodeId> Transport::ConnectedPeers() const {
   std::vector<NodeId> out;
   for (const auto& [id, peer] : peers_)

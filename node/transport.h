@@ -146,6 +146,9 @@ class Transport {
 
   std::uint16_t port() const { return port_; }
   bool IsConnected(NodeId peer) const;
+  // The Ed25519 key of the certificate `peer` presented on its current
+  // session; nullopt without one. (Membership verifies signatures with it.)
+  std::optional<crypto::SignPublicKey> PeerKey(NodeId peer) const;
   std::vector<NodeId> ConnectedPeers() const;
   const TransportStats& stats() const { return stats_; }
   NodeId self() const { return options_.self; }

@@ -9,9 +9,9 @@
 set -euo pipefail
 MURMUR=$1 MURMURD=$2 SRC=$3
 FLEET=$(mktemp -d /tmp/murmur-kill.XXXXXX)
-BASE_PORT=$((20000 + ($$ % 200) * 150))
+BASE_PORT=$((20000 + ($$ % 60) * 200))  # below the ephemeral range (32768+)
 source "$SRC/tools/fleet.sh"
-trap 'fleet_stop_all; rm -rf "$FLEET"' EXIT
+trap 'fleet_stop_all; [ -n "${KEEP:-}" ] || rm -rf "$FLEET"' EXIT
 fail() { echo "FAIL: $*"; for i in 0 2 5; do echo "--- node $i"; tail -n 8 "$FLEET/node$i/log" 2>/dev/null; done; exit 1; }
 
 NODES=8 ROUNDS=400
@@ -29,6 +29,16 @@ for _ in $(seq 600); do [ "$(fleet_rounds 0)" -ge 60 ] && break; sleep 0.1; done
 fleet_kill 2
 fleet_kill 5
 killed_at=$(fleet_rounds 0)
+t0=$(date +%s.%N)
+# Membership (SWIM) declares both dead at the survivors.
+detected=0
+for _ in $(seq 400); do
+  if "$MURMUR" metrics --daemon "127.0.0.1:$((BASE_PORT + 100))" "${FLEET_OP[@]:2}" 2>/dev/null |
+      grep -q "^murmur_peers_dead 2$"; then detected=1; break; fi
+  sleep 0.1
+done
+[ "$detected" -eq 1 ] || fail "daemon 0's membership did not declare 2 and 5 dead within 40 s"
+echo "daemon 0 declared daemons 2 and 5 dead $(echo "$(date +%s.%N) - $t0" | bc | cut -c1-4) s after the kill"
 # The others keep going without them.
 for _ in $(seq 300); do [ "$(fleet_rounds 0)" -ge $((killed_at + 20)) ] && break; sleep 0.1; done
 [ "$(fleet_rounds 0)" -ge $((killed_at + 20)) ] || fail "the survivors stalled after the kill (round $(fleet_rounds 0))"
