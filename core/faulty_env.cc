@@ -46,15 +46,14 @@ void FaultyEnv::Send(NodeId to, MessagePtr msg) {
     ++stats_.dropped;
     return;
   }
-  if (f.corrupt > 0 && rng_.Bernoulli(f.corrupt)) {
-    msg = CorruptedMessage::Make(*msg, rng_, f.corrupt_flips, f.corrupt_max_cut);
-    ++stats_.corrupted;
-  }
+  const bool corrupt = f.corrupt > 0 && rng_.Bernoulli(f.corrupt);
+  if (corrupt) msg = CorruptedMessage::Make(*msg, rng_, f.corrupt_flips, f.corrupt_max_cut);
   int copies = 1;
   if (f.duplicate > 0 && rng_.Bernoulli(f.duplicate)) {
     copies = 2;
     ++stats_.duplicated;
   }
+  if (corrupt) stats_.corrupted += static_cast<std::uint64_t>(copies);
   if (held_.count(to) != 0) {
     // This message overtakes the held one, which follows it at once.
     Forward(to, msg, copies, f);

@@ -45,7 +45,7 @@ struct FaultStats {
   std::uint64_t sent = 0;         // Send calls
   std::uint64_t partitioned = 0;  // discarded by a partition
   std::uint64_t dropped = 0;
-  std::uint64_t corrupted = 0;
+  std::uint64_t corrupted = 0;   // corrupted copies sent (a duplicated one counts twice)
   std::uint64_t duplicated = 0;  // extra copies sent
   std::uint64_t reordered = 0;   // messages held back and overtaken (or released by the hold timer)
   std::uint64_t delayed = 0;     // copies given a positive delay
