@@ -123,7 +123,7 @@ TEST_CASE("Drops occur at the configured rate, within binomial bounds") {
   }
 }
 
-TEST_CASE("Duplicates: probability 1 sends every message twice in a row; 0.25 at its rate") {
+TEST_CASE("Duplicates: probability 1 sends every message twice in a row, and 0.25 at its rate") {
   {
     ManualEnv target(0);
     LinkFaults f;
@@ -191,7 +191,7 @@ TEST_CASE("A held message that nothing overtakes is released after reorder_hold"
   CHECK(target.pending_timers() == 0);
 }
 
-TEST_CASE("Delay: fixed plus jitter, each copy within [delay, delay + jitter)") {
+TEST_CASE("Delay: fixed plus jitter, each copy between delay and delay + jitter") {
   ManualEnv target(0, 5);
   LinkFaults f;
   f.delay = std::chrono::milliseconds(20);
@@ -271,7 +271,7 @@ TEST_CASE("A partition toggled by hand applies from the next message until clear
   CHECK(!plan.SetManualPartition({{0, 1}}).ok());       // one group cuts nothing
 }
 
-TEST_CASE("Rules apply per link and per time window; the last matching rule wins") {
+TEST_CASE("Rules apply per link and per time window, and the last matching rule wins") {
   FaultPlan plan;
   LinkFaults all_drop;
   all_drop.drop = 0.999;
@@ -291,7 +291,7 @@ TEST_CASE("Rules apply per link and per time window; the last matching rule wins
   CHECK(target.outbox().size() == 100);
 }
 
-TEST_CASE("The same seed injects the same faults; another seed does not") {
+TEST_CASE("The same seed injects the same faults and another seed does not") {
   auto run = [](std::uint64_t seed) {
     ManualEnv target(2, seed);
     LinkFaults f;
@@ -349,7 +349,7 @@ TEST_CASE("Corrupted messages keep their kind, lose 1..max_cut bytes, and a chec
   }
 }
 
-TEST_CASE("Partition specs parse with ranges, lists, units and open ends; bad ones are named") {
+TEST_CASE("Partition specs parse with ranges, lists, units and open ends, and bad ones are named") {
   auto w = ParsePartitions("0-2,5|3,4@1.5s-2500ms; 0|1@10-", 8).value();
   REQUIRE(w.size() == 2);
   CHECK(w[0].groups == std::vector<std::vector<NodeId>>{{0, 1, 2, 5}, {3, 4}});
