@@ -198,8 +198,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "Corrupted messages over loopback pass the AEAD, fail the gossip decoder, are counted, and the "
-    "session survives") {
+    "Corrupted messages over loopback pass the AEAD, fail the gossip decoder and are counted, and a dozen "
+    "graylist the sender") {
   auto coordinator = testing::Seeded(100);
   testing::Endpoint a(0, testing::Creds(coordinator, 1), testing::Policy(coordinator));
   testing::Endpoint b(1, testing::Creds(coordinator, 2), testing::Policy(coordinator));
@@ -219,22 +219,35 @@ TEST_CASE(
                       Rng(7, 0, RngPurpose::kCompression));
   auto msg = std::make_shared<const gossip::GossipMessage>(gossip::Channel::kModel, 1, 0.0,
                                                            dense.Compress(x.span(), 1));
-  const int n = 50;
-  a.Do([&] {
-    for (int i = 0; i < n; ++i) faulty->Send(1, msg);
-  });
-  REQUIRE(testing::WaitFor([&] {
+  auto undecodable = [&] {
     std::uint64_t u = 0;
     b.Do([&] { u = b.env().undecodable(); });
-    return u == static_cast<std::uint64_t>(n);
-  }));
+    return u;
+  };
+  // Nine: each costs the sender an invalid-update penalty (10) and the
+  // graylist threshold is -100 (node/peer_scoring.h), so the session stays up.
+  const int below = 9;
+  a.Do([&] {
+    for (int i = 0; i < below; ++i) faulty->Send(1, msg);
+  });
+  REQUIRE(testing::WaitFor([&] { return undecodable() == static_cast<std::uint64_t>(below); }));
   CHECK(b.sink().Count() == 0);
   // The bytes were authentic: no frame failed authentication, and the same
   // session carries a clean message afterwards.
   CHECK(b.transport().stats().frames_rejected == 0);
+  CHECK(b.transport().stats().graylistings == 0);
   a.Send(1, msg);
   REQUIRE(testing::WaitFor([&] { return b.sink().Count() == 1; }));
   CHECK(a.transport().stats().sessions_opened == 1);
+  // Three more: the score recovers 1 point per second, so the tenth reaches
+  // -100 only if it follows the first nine within no time; by the twelfth
+  // node 0 is on the graylist whatever the timing of this test.
+  a.Do([&] {
+    for (int i = 0; i < 3; ++i) faulty->Send(1, msg);
+  });
+  REQUIRE(testing::WaitFor([&] { return b.transport().stats().graylistings == 1; }));
+  CHECK(undecodable() >= static_cast<std::uint64_t>(below + 1));
+  CHECK(undecodable() <= static_cast<std::uint64_t>(below + 3));
   a.Do([&] { faulty.reset(); });
 }
 
