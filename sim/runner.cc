@@ -183,7 +183,12 @@ Status ScenarioRun::Build() {
   gossip::RoundTopology& topo = *world_->topology;
   for (NodeId i = 0; i < n; ++i) {
     if (coalition_ != nullptr && coalition_->byzantine(i)) {
-      sim_->SetSink(i, coalition_.get());
+      MessageSink* sink = coalition_.get();
+      if (s_.fault_corrupt() > 0) {  // so that every corrupted message meets a decoder and is counted
+        decoding_sinks_.push_back(std::make_unique<DecodingSink>(sink, GossipWireDecoder()));
+        sink = decoding_sinks_.back().get();
+      }
+      sim_->SetSink(i, sink);
       nodes_.push_back(nullptr);
       continue;
     }

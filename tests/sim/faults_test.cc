@@ -266,6 +266,21 @@ TEST_CASE("A scenario with faults gives the same metrics for 1 and 2 threads and
   }
 }
 
+TEST_CASE("Faults combine with gossip attackers, and every corrupted message meets a decoder") {
+  proto::Scenario s = SmallFaulty();
+  s.set_nodes(12);
+  s.set_rounds(40);
+  s.set_attack("sign-flip");
+  s.set_attack_fraction(0.2);
+  s.set_gossip_aggregation("clipped");
+  s.set_fault_corrupt(0.2);
+  auto r = RunScenario(s).value();
+  CHECK(r.rounds_done == 40);
+  CHECK(r.faults.corrupted > 50);
+  CHECK(r.corrupt_rejected == r.faults.corrupted);  // attackers' inboxes included
+  CHECK(r.points.back().avg_acc > 0.5);
+}
+
 TEST_CASE("Bad fault fields are named") {
   proto::Scenario s = SmallFaulty();
   s.set_fault_drop(1.0);
