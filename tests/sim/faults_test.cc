@@ -179,13 +179,16 @@ TEST_CASE(
   CHECK(faulty_p.faults.duplicated > 100);
   // A duplicate that arrives after its round closed takes push-sum's late
   // path, x += sigma - rho with sigma == rho: no mass, but x - a + a rounds in
-  // float. The weights (doubles, w += 0 exactly) stay exact.
+  // float at the scale of the running sum a (about rounds x |x| / 3 = 150),
+  // one ulp of which is 1.5e-5; a few such errors stay far below 1e-3. The
+  // weights (doubles, w += 0 exactly) stay exact. Measured: 5.7e-6 (release),
+  // 2.3e-5 (the asan build's codegen).
   CHECK(faulty_p.weight_sum == clean_p.weight_sum);
   double diff = 0;
   for (NodeId i = 0; i < kNodes; ++i)
     for (std::size_t k = 0; k < kDim; ++k)
       diff = std::max(diff, double{std::abs(faulty_p.models[i][k] - clean_p.models[i][k])});
-  CHECK(diff < 1e-5);
+  CHECK(diff < 1e-3);
   CHECK(ErrorToInitialMean(clean_p) < 1e-4);
   CHECK(ErrorToInitialMean(clean_d) < 1e-4);
 }
