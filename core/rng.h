@@ -26,19 +26,20 @@ std::array<std::uint32_t, 4> Philox4x32_10(std::array<std::uint32_t, 4> counter,
 // place prevents two components from sharing a stream by accident.
 enum class RngPurpose : std::uint32_t {
   kGeneric = 0,
-  kInit = 1,          // model initialization
-  kBatch = 2,         // mini-batch sampling
-  kPartition = 3,     // data partitioning
-  kTopology = 4,      // random graphs
-  kCompression = 5,   // stochastic rounding, random-k
-  kNetwork = 6,       // link loss and jitter
-  kDevice = 7,        // device profiles, churn
-  kPeerSampling = 8,  // gossip peer choice
-  kMobility = 9,      // vehicles
-  kPrivacy = 10,      // differential privacy noise
-  kAttack = 11,       // simulated adversaries
-  kSelection = 12,    // federated client selection
-  kMembership = 13,   // SWIM probe order and PING-REQ relays
+  kInit = 1,                    // model initialization
+  kBatch = 2,                   // mini-batch sampling
+  kPartition = 3,               // data partitioning
+  kTopology = 4,                // random graphs
+  kCompression = 5,             // stochastic rounding, random-k
+  kNetwork = 6,                 // link loss and jitter
+  kDevice = 7,                  // device profiles, churn
+  kPeerSampling = 8,            // gossip peer choice
+  kMobility = 9,                // vehicles
+  kPrivacy = 10,                // differential privacy noise
+  kAttack = 11,                 // simulated adversaries
+  kSelection = 12,              // federated client selection
+  kMembership = 13,             // SWIM probe order and PING-REQ relays
+  kFault = 14,                  // injected faults (core/faulty_env.h)
   kSecureAggregation = 0x5EC0,  // SecAgg+ secrets and graph seeds in simulations only
 };
 

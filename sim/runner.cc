@@ -15,6 +15,7 @@
 #include "sim/byzantine.h"
 #include "sim/churn.h"
 #include "sim/evaluator.h"
+#include "sim/faults.h"
 #include "sim/federated_run.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
@@ -77,6 +78,12 @@ class ScenarioRun final : public gossip::RoundObserver {
   double WallSeconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   gossip::CodecSpec codec_spec_;
   std::unique_ptr<Simulator> sim_;
+  // Injected faults: a FaultyEnv around each node's SimEnv and, when messages
+  // may be corrupted, a DecodingSink in front of each node. Declared after
+  // sim_ (the envs cancel their timers on it) and before the nodes that use them.
+  std::unique_ptr<FaultPlan> fault_plan_;
+  std::vector<std::unique_ptr<FaultyEnv>> faulty_envs_;
+  std::vector<std::unique_ptr<DecodingSink>> decoding_sinks_;
   std::vector<std::unique_ptr<ml::MlLearner>> learners_;
   std::vector<std::unique_ptr<NodeRef>> nodes_;  // null for a Byzantine node
   std::unique_ptr<ByzantineCoalition> coalition_;
@@ -163,6 +170,11 @@ Status ScenarioRun::Build() {
   sim_ = std::make_unique<Simulator>(so, world_->devices);
   gossip::MixingOptions mixing;
   MURMUR_RETURN_IF_ERROR(BuildByzantine(&mixing));
+  if (HasScenarioFaults(s_)) {
+    MURMUR_ASSIGN_OR_RETURN(fault_plan_, MakeScenarioFaultPlan(s_));
+    for (NodeId i = 0; i < n; ++i)
+      faulty_envs_.push_back(std::make_unique<FaultyEnv>(&sim_->env(i), fault_plan_.get()));
+  }
 
   ml::MlLearnerOptions lo;
   lo.batch = static_cast<int>(s_.batch());
@@ -181,13 +193,19 @@ Status ScenarioRun::Build() {
   gossip::RoundTopology& topo = *world_->topology;
   for (NodeId i = 0; i < n; ++i) {
     if (coalition_ != nullptr && coalition_->byzantine(i)) {
-      sim_->SetSink(i, coalition_.get());
+      MessageSink* sink = coalition_.get();
+      if (s_.fault_corrupt() > 0) {  // so that every corrupted message meets a decoder and is counted
+        decoding_sinks_.push_back(std::make_unique<DecodingSink>(sink, GossipWireDecoder()));
+        sink = decoding_sinks_.back().get();
+      }
+      sim_->SetSink(i, sink);
       nodes_.push_back(nullptr);
       continue;
     }
-    Env* env_ptr = &sim_->env(i);
+    // SimEnv, then injected faults, then the coalition's tap (it sees what the node meant to send).
+    Env* env_ptr = fault_plan_ ? static_cast<Env*>(faulty_envs_[i].get()) : &sim_->env(i);
     if (coalition_ != nullptr) {
-      taps_.push_back(std::make_unique<TapEnv>(sim_->env(i), *coalition_));
+      taps_.push_back(std::make_unique<TapEnv>(*env_ptr, *coalition_));
       env_ptr = taps_.back().get();
     }
     Env& env = *env_ptr;
@@ -230,7 +248,12 @@ Status ScenarioRun::Build() {
       nodes_.push_back(std::make_unique<NodeAdapter<gossip::GossipLearningNode>>(
           1, env, o.uniform_peers ? nullptr : &topo, n, learner, std::move(x0), MakeCodec(i), o, this));
     }
-    sim_->SetSink(i, nodes_.back()->sink());
+    MessageSink* sink = nodes_.back()->sink();
+    if (s_.fault_corrupt() > 0) {
+      decoding_sinks_.push_back(std::make_unique<DecodingSink>(sink, GossipWireDecoder()));
+      sink = decoding_sinks_.back().get();
+    }
+    sim_->SetSink(i, sink);
     summary_.state_bytes += nodes_.back()->state_floats() * sizeof(float);
   }
   evaluator_ = std::make_unique<Evaluator>(*world_->model, world_->data.test, s_.eval_nodes(),
@@ -331,6 +354,11 @@ RunSummary ScenarioRun::Run() {
   sim_->RunUntil(until);
   if (summary_.points.empty() || summary_.points.back().round != rounds_done_) Evaluate(rounds_done_);
   FinishSummary(*sim_, rounds_done_, WallSeconds(), &summary_);
+  for (const auto& e : faulty_envs_) summary_.faults += e->stats();
+  for (const auto& d : decoding_sinks_) {
+    summary_.corrupt_rejected += d->rejected();
+    summary_.corrupt_accepted += d->accepted();
+  }
   return std::move(summary_);
 }
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/faulty_env.h"
 #include "core/status.h"
 #include "proto/scenario.pb.h"
 #include "sim/metrics.h"
@@ -35,6 +36,10 @@ struct RunSummary {
   std::uint64_t peak_rss_bytes = 0;
   std::uint64_t state_bytes = 0;  // the nodes' own algorithm state (models and buffers)
   std::uint64_t messages_sent = 0;
+  // Injected faults (fault_* fields), summed over the nodes.
+  FaultStats faults;
+  std::uint64_t corrupt_rejected = 0;  // corrupted messages the receivers' decoder refused
+  std::uint64_t corrupt_accepted = 0;  // corrupted messages that still decoded (and were delivered)
 };
 
 // Called as rounds complete (done of total) and after each evaluation (with its point).

@@ -1,5 +1,6 @@
 #include "sim/scenario.h"
 
+#include "sim/faults.h"
 #include "sim/federated_run.h"
 
 #include <google/protobuf/io/tokenizer.h>
@@ -113,6 +114,10 @@ Status ValidateScenario(const proto::Scenario& s) {
   if (s.fanout() < 1) return bad("fanout", "must be at least 1");
   if (s.time_budget() < 0) return bad("time_budget", "must be >= 0 seconds");
   if (s.threads() > 1024) return bad("threads", "must be at most 1024");
+  MURMUR_RETURN_IF_ERROR(ValidateScenarioFaults(s));
+  if (IsFederatedAlgorithm(s.algorithm()) && HasScenarioFaults(s)) {
+    return bad("fault_*", "apply to gossip algorithms only; federated runs do not inject faults yet");
+  }
   if (s.topology() == "vehicles") {
     if (s.rsus() >= s.nodes()) return bad("rsus", "must be fewer than nodes");
     if (s.grid_blocks() < 1) return bad("grid_blocks", "must be at least 1");

@@ -48,6 +48,18 @@ void PrintSummary(const sim::RunSummary& r, const proto::Scenario& s) {
   if (last.bytes_sent > 0)
     std::printf(" (%.1fx less than dense fp32 models)", dense / static_cast<double>(last.bytes_sent));
   std::printf(", %llu messages lost\n", static_cast<unsigned long long>(last.messages_lost));
+  if (r.faults.sent > 0) {
+    const FaultStats& f = r.faults;
+    std::printf(
+        "faults: %llu of %llu sends partitioned, %llu dropped, %llu duplicated, %llu reordered, %llu "
+        "delayed, "
+        "%llu corrupted (%llu rejected by decoders, %llu decoded)\n",
+        static_cast<unsigned long long>(f.partitioned), static_cast<unsigned long long>(f.sent),
+        static_cast<unsigned long long>(f.dropped), static_cast<unsigned long long>(f.duplicated),
+        static_cast<unsigned long long>(f.reordered), static_cast<unsigned long long>(f.delayed),
+        static_cast<unsigned long long>(f.corrupted), static_cast<unsigned long long>(r.corrupt_rejected),
+        static_cast<unsigned long long>(r.corrupt_accepted));
+  }
   std::printf("speed: %.3g rounds/s (%.1f s wall, %.1f s virtual), peak RSS %s MB, node state %s MB\n",
               r.wall_s > 0 ? static_cast<double>(r.rounds_done) / r.wall_s : 0.0, r.wall_s, r.virtual_s,
               Megabytes(r.peak_rss_bytes).c_str(), Megabytes(r.state_bytes).c_str());
