@@ -172,22 +172,8 @@ int Verify(int argc, char** argv) {
 }  // namespace
 
 int RunCert(int argc, char** argv) {
-  if (argc < 2) {
-    std::fputs(kUsage, stderr);
-    return kExitUsage;
-  }
-  const std::string action = argv[1];
-  if (action == "--help" || action == "-h" || action == "help") {
-    std::fputs(kUsage, stdout);
-    return kExitOk;
-  }
-  // The action sees argv[0] = "murmur cert <action>".
-  std::string prog = std::string("murmur cert ") + action;
-  argv[1] = prog.data();
-  if (action == "issue") return Issue(argc - 1, argv + 1);
-  if (action == "show") return Show(argc - 1, argv + 1);
-  if (action == "verify") return Verify(argc - 1, argv + 1);
-  return UsageError(kName, "unknown action '" + action + "' (issue, show or verify)");
+  return DispatchAction(kName, kUsage, "issue, show or verify",
+                        {{"issue", Issue}, {"show", Show}, {"verify", Verify}}, argc, argv);
 }
 
 MURMUR_COMMAND("cert", "issue, show and verify node certificates", RunCert);

@@ -142,21 +142,8 @@ int Stop(int argc, char** argv) {
 }  // namespace
 
 int RunJob(int argc, char** argv) {
-  if (argc < 2) {
-    std::fputs(kUsage, stderr);
-    return kExitUsage;
-  }
-  const std::string action = argv[1];
-  if (action == "--help" || action == "-h" || action == "help") {
-    std::fputs(kUsage, stdout);
-    return kExitOk;
-  }
-  std::string prog = std::string("murmur job ") + action;
-  argv[1] = prog.data();
-  if (action == "submit") return Submit(argc - 1, argv + 1);
-  if (action == "status") return Status(argc - 1, argv + 1);
-  if (action == "stop") return Stop(argc - 1, argv + 1);
-  return UsageError(kName, "unknown action '" + action + "' (submit, status or stop)");
+  return DispatchAction(kName, kUsage, "submit, status or stop",
+                        {{"submit", Submit}, {"status", Status}, {"stop", Stop}}, argc, argv);
 }
 
 MURMUR_COMMAND("job", "submit, watch and stop jobs on running daemons", RunJob);

@@ -5,6 +5,7 @@
 // code: 0 success, 1 failure while running, 2 bad usage (unknown flag, bad value).
 #pragma once
 
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -44,6 +45,17 @@ int Failure(const std::string& command, const std::string& message);
 // a bad value or a stray argument; nullopt to go on.
 std::optional<int> ParseFlags(cxxopts::Options& options, int argc, char** argv, const std::string& command,
                               cxxopts::ParseResult* out);
+
+// A command with actions (`murmur cert issue`, `murmur job submit`): prints
+// `usage` for no action or --help, else runs the named action with argv[0] =
+// "murmur <command> <action>"; an unknown action is a usage error listing
+// `known` ("issue, show or verify").
+struct Action {
+  const char* name;
+  CommandFn run;
+};
+int DispatchAction(const char* command, const char* usage, const char* known,
+                   std::initializer_list<Action> actions, int argc, char** argv);
 
 }  // namespace murmur::cli
 

@@ -39,6 +39,25 @@ std::optional<int> ParseFlags(cxxopts::Options& options, int argc, char** argv, 
   return std::nullopt;
 }
 
+int DispatchAction(const char* command, const char* usage, const char* known,
+                   std::initializer_list<Action> actions, int argc, char** argv) {
+  if (argc < 2) {
+    std::fputs(usage, stderr);
+    return kExitUsage;
+  }
+  const std::string action = argv[1];
+  if (action == "--help" || action == "-h" || action == "help") {
+    std::fputs(usage, stdout);
+    return kExitOk;
+  }
+  // The action sees argv[0] = "murmur <command> <action>".
+  std::string prog = std::string("murmur ") + command + " " + action;
+  argv[1] = prog.data();
+  for (const Action& a : actions)
+    if (action == a.name) return a.run(argc - 1, argv + 1);
+  return UsageError(command, "unknown action '" + action + "' (" + known + ")");
+}
+
 namespace {
 void PrintHelp(std::FILE* out) {
   std::fprintf(out,
