@@ -188,7 +188,9 @@ struct Fleet {
   }
 };
 
-TEST_CASE("Only operator certificates get answers on the control port, bad clients are cut off and counted") {
+TEST_CASE(
+    "Only operator certificates get answers on the control port, bad clients and hostile protobufs are cut "
+    "off and counted") {
   Fleet fleet;
   proto::ControlResponse idle = fleet.Status(0);
   CHECK(idle.ok());
@@ -213,11 +215,50 @@ TEST_CASE("Only operator certificates get answers on the control port, bad clien
     s.read_some(asio::buffer(buf), ec);  // the daemon closes it
     CHECK(ec);
   }
+  // An authenticated operator sending a protobuf whose repeated/bytes field
+  // claims 4 GiB: refused without allocating it (the whole message is
+  // bounded by 1 MiB before parsing), the connection closed and counted.
+  {
+    asio::io_context io;
+    asio::ip::tcp::socket s(io);
+    s.connect({asio::ip::make_address("127.0.0.1"), fleet.daemons[1]->control_port()});
+    auto op = testing::Creds(fleet.coordinator, 77, "fleet", 3600, crypto::kRoleOperator);
+    crypto::SecureHandshake hs(crypto::HandshakeRole::kInitiator, op, testing::Policy(fleet.coordinator),
+                               testing::UnixNow());
+    crypto::FrameDecoder decoder(crypto::kConnectionFrameLimits);
+    std::vector<crypto::Bytes> frames;
+    while (!hs.IsComplete()) {
+      if (hs.IsMyTurn()) {
+        crypto::Bytes m, framed;
+        REQUIRE(hs.WriteMessage(&m).ok());
+        REQUIRE(crypto::AppendFrame(m, crypto::kConnectionFrameLimits, &framed).ok());
+        asio::write(s, asio::buffer(framed));
+      } else {
+        while (frames.empty()) {
+          std::array<std::uint8_t, 4096> buf{};
+          const std::size_t n = s.read_some(asio::buffer(buf));
+          REQUIRE(decoder.Feed(crypto::ByteSpan(buf.data(), n), &frames).ok());
+        }
+        REQUIRE(hs.ReadMessage(frames.front()).ok());
+        frames.erase(frames.begin());
+      }
+    }
+    crypto::SecureChannel channel = hs.MakeChannel();
+    // Field 1 (submit), length-delimited, length varint 2^32 - 1, then 3 bytes.
+    const std::uint8_t hostile[] = {0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 1, 2, 3};
+    crypto::Bytes wire;
+    REQUIRE(SealControlMessage(hostile, channel, &wire).ok());
+    asio::write(s, asio::buffer(wire));
+    std::array<std::uint8_t, 64> buf{};
+    asio::error_code ec;
+    s.read_some(asio::buffer(buf), ec);  // the daemon closes it without an answer
+    CHECK(ec);
+  }
   r.Clear();
   r.mutable_metrics();
   auto m = fleet.Call(1, r);
   REQUIRE(m.ok());
-  CHECK(m->metrics().find("murmur_control_failures_total 2") != std::string::npos);
+  CHECK(m->metrics().find("murmur_control_failures_total 3") != std::string::npos);
   CHECK(fleet.Status(1).job().state() == "idle");
 }
 
