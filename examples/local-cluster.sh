@@ -75,6 +75,14 @@ say "submitting $WORK/gossip.job"
 "$MURMUR" job status --wait --interval 5 "${OP[@]}"
 say "node 0's peers:"
 "$MURMUR" peers --daemon "127.0.0.1:$((BASE_PORT + 100))" "${OP[@]:2}"
+if [ "$SIM" != 0 ]; then
+  say "murmur sim of the same configuration (mean test accuracy over all $NODES nodes, full test set):"
+  "$MURMUR" sim --algorithm dpsgd --model "$MODEL" --dataset fashion-mnist --data-dir "$DATA_DIR" \
+    --partition iid --nodes "$NODES" --topology "$TOPOLOGY" --rounds "$ROUNDS" --lr 0.1 --batch 32 \
+    --compression none --eval-every "$ROUNDS" --eval-nodes "$NODES" --eval-samples 10000 --seed 1 \
+    --metrics-csv "$WORK/gossip-sim.csv" >/dev/null 2>&1
+  tail -n 1 "$WORK/gossip-sim.csv" | awk -F, '{printf "local-cluster: murmur sim round %s: mean node test accuracy %.4f\n", $1, $4}'
+fi
 fi
 
 # 4. A federated job: FedAvg, daemon 0 the aggregator, daemons 1..NODES-1 its
@@ -112,11 +120,9 @@ if [ "$FED_KILL_AT" -gt 0 ]; then
     sleep 0.2
   done
   say "kill -9 of the aggregator (daemon 0) at round $r; restarting it in 2 s"
-  kill -9 "${PIDS[0]}"
-  wait "${PIDS[0]}" 2>/dev/null || true
+  fleet_kill 0
   sleep 2
-  "$MURMURD" --config "$WORK/node0/node.conf" 2>>"$WORK/node0/log" &
-  PIDS[0]=$!
+  fleet_start 0
   for _ in $(seq 100); do "$MURMUR" job status "${AGG[@]}" >/dev/null 2>&1 && break; sleep 0.1; done
   say "daemon 0 restarted; its job resumes after round $("$MURMUR" job status "${AGG[@]}" |
     awk 'NR == 2 { split($5, a, "/"); print a[1] }')"
