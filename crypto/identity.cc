@@ -122,4 +122,10 @@ Result<SignPublicKey> LoadPublicKeyFile(const std::string& path) {
   return key;
 }
 
+Result<SignPublicKey> PublicKeyFromArg(const std::string& text) {
+  if (text.size() == 64 && text.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos)
+    return ParsePublicKeyText(text);
+  return LoadPublicKeyFile(text);
+}
+
 }  // namespace murmur::crypto

@@ -71,5 +71,8 @@ bool VerifySignature(const SignPublicKey& key, ByteSpan message, const Signature
 Result<SignPublicKey> ParsePublicKeyText(std::string_view text);
 // Reads a public key file (identity.pub format, or bare hex).
 Result<SignPublicKey> LoadPublicKeyFile(const std::string& path);
+// A key given on a command line or in a config: 64 hex digits, else the path
+// of a public key file.
+Result<SignPublicKey> PublicKeyFromArg(const std::string& text);
 
 }  // namespace murmur::crypto

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "core/log.h"
-#include "gossip/membership_messages.h"
 #include "federated/messages.h"
+#include "gossip/membership_messages.h"
 #include "gossip/messages.h"
 #include "node/federated_control.h"
 

@@ -41,15 +41,6 @@ int Parse(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResult
   return -1;
 }
 
-// A public key given as 64 hex digits or as a file (identity.pub or bare hex).
-Result<crypto::SignPublicKey> PublicKeyArg(const std::string& value) {
-  if (value.size() == 64) {
-    auto key = crypto::ParsePublicKeyText(value);
-    if (key.ok()) return key;
-  }
-  return crypto::LoadPublicKeyFile(value);
-}
-
 std::string FormatTime(std::int64_t t) {
   std::time_t tt = static_cast<std::time_t>(t);
   std::tm tm{};
@@ -87,7 +78,7 @@ int Issue(int argc, char** argv) {
   if (days < 1 || days > kMaxDays)
     return UsageError(kName,
                       "--days must be in [1, " + std::to_string(kMaxDays) + "], got " + std::to_string(days));
-  auto node = PublicKeyArg(args["node-pub"].as<std::string>());
+  auto node = crypto::PublicKeyFromArg(args["node-pub"].as<std::string>());
   if (!node.ok()) return UsageError(kName, "--node-pub: " + node.status().message());
   auto coordinator = crypto::Identity::LoadKeyFile(args["coordinator-key"].as<std::string>());
   if (!coordinator.ok()) return Failure(kName, coordinator.status().ToString());
@@ -155,7 +146,7 @@ int Verify(int argc, char** argv) {
   if (!args.count("file")) return UsageError(kName, "verify: missing FILE");
   if (!args.count("coordinator-pub")) return UsageError(kName, "verify: missing --coordinator-pub");
   if (!args.count("network")) return UsageError(kName, "verify: missing --network");
-  auto key = PublicKeyArg(args["coordinator-pub"].as<std::string>());
+  auto key = crypto::PublicKeyFromArg(args["coordinator-pub"].as<std::string>());
   if (!key.ok()) return UsageError(kName, "--coordinator-pub: " + key.status().message());
   auto cert = crypto::LoadCertificateFile(args["file"].as<std::string>());
   if (!cert.ok()) return Failure(kName, cert.status().ToString());

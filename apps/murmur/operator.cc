@@ -55,12 +55,7 @@ Result<OperatorContext> LoadOperatorContext(const cxxopts::ParseResult& args) {
                                     crypto::RolesToString(cert.roles) +
                                     "; operator commands need the operator role");
   const std::string coord = args["coordinator-key"].as<std::string>();
-  crypto::SignPublicKey coordinator;
-  if (coord.size() == 64 && coord.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos) {
-    MURMUR_ASSIGN_OR_RETURN(coordinator, crypto::ParsePublicKeyText(coord));
-  } else {
-    MURMUR_ASSIGN_OR_RETURN(coordinator, crypto::LoadPublicKeyFile(coord));
-  }
+  MURMUR_ASSIGN_OR_RETURN(crypto::SignPublicKey coordinator, crypto::PublicKeyFromArg(coord));
   auto creds = crypto::Credentials::Make(identity, cert);
   if (!creds.ok()) return creds.status().WithContext("certificate '" + cert_path + "'");
   ctx.credentials = std::move(creds).value();

@@ -1,0 +1,119 @@
+// DaemonImpl: the state of murmurd's node runtime (node/daemon.h), whose
+// methods live in daemon.cc (start-up, jobs, membership, stop) and
+// daemon_requests.cc (operator requests and /metrics). Internal to node/.
+//
+// Thread-safety: as Daemon: everything on the io thread, except what the
+// Daemon accessors read under mu_.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "crypto/handshake.h"
+#include "gossip/membership.h"
+#include "gossip/membership_signer.h"
+#include "node/asio.h"
+#include "node/asio_env.h"
+#include "node/control_server.h"
+#include "node/daemon.h"
+#include "node/job.h"
+#include "node/metrics_server.h"
+#include "node/transport.h"
+#include "proto/control.pb.h"
+
+namespace murmur::node {
+
+// Verifies a membership message's signature with the key of the certificate
+// its sender presented on the session the message arrived on.
+class SessionKeys final : public gossip::MembershipVerifier {
+ public:
+  explicit SessionKeys(const Transport* transport) : transport_(transport) {}
+  bool Verify(NodeId sender, std::span<const std::uint8_t> signed_bytes,
+              const crypto::Signature& signature) const override {
+    const auto key = transport_->PeerKey(sender);
+    return key.has_value() && crypto::VerifySignature(*key, signed_bytes, signature);
+  }
+
+ private:
+  const Transport* transport_;
+};
+
+class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
+ public:
+  explicit DaemonImpl(proto::NodeConfig config) : config_(std::move(config)), signals_(io_) {}
+  ~DaemonImpl() override {
+    if (membership_) membership_->Stop();
+    if (transport_) transport_->Stop();
+    if (metrics_) metrics_->Stop();
+    if (control_) control_->Stop();
+    io_.stop();
+    membership_.reset();
+    env_.reset();  // joins the worker pool before the jobs go
+    job_.reset();
+    retired_.clear();
+    control_.reset();
+    transport_.reset();
+  }
+
+  Status Init();
+  Status Run(bool handle_signals);
+  void RequestStop() {
+    asio::post(io_, [this] { Shutdown("stop requested"); });
+  }
+  // Membership messages to the membership, the rest to the running job.
+  void OnMessage(NodeId from, MessagePtr msg) override {
+    if (msg->kind() == gossip::kMembershipMessageKind) {
+      if (membership_) membership_->OnMessage(from, std::move(msg));
+    } else if (job_sink_ != nullptr) {
+      job_sink_->OnMessage(from, std::move(msg));
+    }
+  }
+  void OnMemberAlive(const gossip::Member& m) override;
+  void OnMemberSuspect(const gossip::Member& m) override;
+  void OnMemberDead(const gossip::Member& m) override;
+  bool PeerAlive(NodeId peer) const {
+    if (!membership_) return true;
+    const auto m = membership_->Find(peer);
+    return !m || (m->state != gossip::MemberState::kDead && m->state != gossip::MemberState::kLeft);
+  }
+
+  proto::NodeConfig config_;
+  asio::io_context io_;
+  asio::signal_set signals_;
+  std::unique_ptr<AsioEnv> env_;
+  std::unique_ptr<Transport> transport_;
+  std::unique_ptr<MetricsServer> metrics_;
+  std::unique_ptr<ControlServer> control_;
+  std::unique_ptr<gossip::Ed25519Signer> signer_;
+  std::unique_ptr<SessionKeys> session_keys_;
+  std::unique_ptr<gossip::Membership> membership_;
+  MessageSink* job_sink_ = nullptr;            // the running job's
+  std::unique_ptr<Job> job_;                   // the current or last job
+  std::vector<std::unique_ptr<Job>> retired_;  // ended jobs; callbacks may still name them
+  std::string job_state_ = "idle";             // idle, running, draining, done, stopped, failed
+  std::string job_error_;
+  asio::steady_timer drain_timer_{io_};
+  bool exit_after_job_ = false;  // the config's job: the daemon exits when it ends
+  bool shutting_down_ = false;
+  bool done_ = false;
+  mutable std::mutex mu_;  // guards job_ pointer swaps against the accessors
+
+ private:
+  std::string DataPath(const char* name) const { return config_.data_dir() + "/" + name; }
+  Status StartJob(const proto::JobConfig& job, bool resume);
+  void OnJobEnd(Job::End how);
+  void SaveJobState();
+  void BeginDrain(const std::string& why);
+  void Shutdown(const std::string& why);
+  void Finish(Nanos linger);
+  proto::ControlResponse OnControl(const proto::ControlRequest& request, const crypto::PeerInfo& from);
+  proto::ControlResponse Submit(const proto::JobConfig& job);
+  proto::JobStatus JobStatus() const;
+  std::string RenderMetrics() const;
+};
+
+}  // namespace murmur::node

@@ -1,0 +1,188 @@
+// DaemonImpl's answers to operators (node/control_server.h) and its
+// Prometheus metrics.
+#include <map>
+
+#include "core/log.h"
+#include "node/daemon_impl.h"
+
+namespace murmur::node {
+
+namespace {
+const char* StateName(gossip::MemberState s) {
+  switch (s) {
+    case gossip::MemberState::kAlive: return "alive";
+    case gossip::MemberState::kSuspect: return "suspect";
+    case gossip::MemberState::kDead: return "dead";
+    case gossip::MemberState::kLeft: return "left";
+  }
+  return "?";
+}
+
+proto::ControlResponse Refuse(std::string why) {
+  proto::ControlResponse r;
+  r.set_ok(false);
+  r.set_error(std::move(why));
+  return r;
+}
+}  // namespace
+
+proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& request,
+                                             const crypto::PeerInfo& from) {
+  MURMUR_LOG(kInfo) << "control: request " << request.request_case() << " from operator "
+                    << crypto::ToHex(from.certificate.node_key).substr(0, 16);
+  proto::ControlResponse r;
+  switch (request.request_case()) {
+    case proto::ControlRequest::kSubmit: r = Submit(request.submit().job()); break;
+    case proto::ControlRequest::kStop:
+      if (!job_ || job_->ended()) return Refuse("no job is running");
+      if (request.stop().has_job_id() && request.stop().job_id() != job_->config().job_id())
+        return Refuse("the running job is '" + job_->config().job_id() + "', not '" +
+                      request.stop().job_id() + "'");
+      BeginDrain("operator stop");
+      r.set_ok(true);
+      break;
+    case proto::ControlRequest::kStatus: r.set_ok(true); break;
+    case proto::ControlRequest::kPeers:
+      r.set_ok(true);
+      {
+        std::map<NodeId, proto::PeerStatus> peers;
+        for (const auto& p : config_.peers()) {
+          proto::PeerStatus& s = peers[p.id()];
+          s.set_id(p.id());
+          s.set_address(p.address());
+          s.set_state("configured");
+        }
+        if (membership_) {
+          for (const gossip::Member& m : membership_->Members()) {
+            proto::PeerStatus& s = peers[m.id];
+            s.set_id(m.id);
+            if (!m.address.empty()) s.set_address(m.address);
+            s.set_state(StateName(m.state));
+            s.set_incarnation(m.incarnation);
+          }
+        }
+        for (auto& [id, s] : peers) {
+          s.set_connected(transport_->IsConnected(id));
+          *r.add_peers() = s;
+        }
+        break;
+      }
+    case proto::ControlRequest::kMetrics:
+      r.set_ok(true);
+      r.set_metrics(RenderMetrics());
+      break;
+    default: return Refuse("unknown request");
+  }
+  r.set_node_id(config_.node_id());
+  *r.mutable_job() = JobStatus();
+  return r;
+}
+
+proto::ControlResponse DaemonImpl::Submit(const proto::JobConfig& job) {
+  if (job_ && !job_->ended())
+    return Refuse("job '" + job_->config().job_id() + "' is " + job_state_ +
+                  "; stop it first (murmur job stop)");
+  if (shutting_down_) return Refuse("the daemon is shutting down");
+  Status st = ValidateJobConfig(job, config_.node_id());
+  if (!st.ok()) return Refuse(st.ToString());
+  // The same job again continues from its checkpoint, unless it completed.
+  const bool same = job_ && job_->config().job_id() == job.job_id();
+  if (same && job_state_ == "done")
+    return Refuse("job '" + job.job_id() + "' already completed; give the next job a new job_id");
+  if (same && job_->config().SerializeAsString() != job.SerializeAsString())
+    return Refuse("job '" + job.job_id() + "' exists with another configuration; give this one a new job_id");
+  st = StartJob(job, /*resume=*/same);
+  if (!st.ok()) {
+    job_state_ = "failed";
+    job_error_ = st.ToString();
+    return Refuse(st.ToString());
+  }
+  proto::ControlResponse r;
+  r.set_ok(true);
+  return r;
+}
+
+proto::JobStatus DaemonImpl::JobStatus() const {
+  proto::JobStatus s;
+  s.set_state(job_state_);
+  if (!job_error_.empty()) s.set_error(job_error_);
+  if (!job_) return s;
+  s.set_job_id(job_->config().job_id());
+  s.set_algorithm(job_->config().algorithm());
+  s.set_rounds_done(job_->rounds_done());
+  s.set_rounds_total(job_->config().rounds());
+  s.set_test_accuracy(job_->accuracy());
+  s.set_train_loss(job_->loss());
+  return s;
+}
+
+std::string DaemonImpl::RenderMetrics() const {
+  const TransportStats& s = transport_->stats();
+  const bool job = job_ != nullptr;
+  std::string out;
+  out += PrometheusMetric("murmur_rounds_completed", "counter",
+                          "Gossip rounds completed by the current job, including before a resume.",
+                          static_cast<double>(job ? job_->rounds_done() : 0));
+  out += PrometheusMetric("murmur_job_running", "gauge", "1 while a job runs (or drains), else 0.",
+                          job && !job_->ended() ? 1.0 : 0.0);
+  out += PrometheusMetric("murmur_bytes_sent_total", "counter", "Bytes written to peer connections.",
+                          static_cast<double>(s.bytes_sent.load()));
+  out += PrometheusMetric("murmur_bytes_received_total", "counter", "Bytes read from peer connections.",
+                          static_cast<double>(s.bytes_received.load()));
+  out += PrometheusMetric("murmur_peers_connected", "gauge", "Peers with an authenticated session.",
+                          static_cast<double>(s.peers_connected.load()));
+  out +=
+      PrometheusMetric("murmur_handshake_failures_total", "counter", "Handshakes that failed or timed out.",
+                       static_cast<double>(s.handshake_failures.load()));
+  out += PrometheusMetric("murmur_frames_rejected_total", "counter",
+                          "Frames refused: bad length, failed authentication or malformed record.",
+                          static_cast<double>(s.frames_rejected.load()));
+  out += PrometheusMetric("murmur_send_queue_drops_total", "counter",
+                          "Messages dropped by the bounded send queues.",
+                          static_cast<double>(s.send_queue_drops.load()));
+  out +=
+      PrometheusMetric("murmur_messages_undecodable_total", "counter",
+                       "Received payloads that failed to decode.", static_cast<double>(env_->undecodable()));
+  const std::pair<const char*, const std::atomic<std::uint64_t>*> scoring[] = {
+      {"offences", &s.offences},
+      {"graylistings", &s.graylistings},
+      {"connections_refused", &s.connections_refused},
+      {"handshakes_rate_limited", &s.handshakes_rate_limited},
+      {"sessions_refused", &s.sessions_refused},
+      {"messages_dropped_graylisted", &s.messages_dropped_graylisted},
+      {"messages_rate_limited", &s.messages_rate_limited},
+  };
+  for (const auto& [name, value] : scoring) {
+    out += PrometheusMetric(std::string("murmur_peer_") + name + "_total", "counter",
+                            "Misbehaving peers (docs/security.md): " + std::string(name) + ".",
+                            static_cast<double>(value->load()));
+  }
+  const gossip::MembershipCounts members = membership_ ? membership_->counts() : gossip::MembershipCounts{};
+  out += PrometheusMetric("murmur_peers_alive", "gauge", "Members this node's membership view holds alive.",
+                          static_cast<double>(members.alive));
+  out += PrometheusMetric("murmur_peers_suspected", "gauge", "Members suspected of having failed (SWIM).",
+                          static_cast<double>(members.suspect));
+  out += PrometheusMetric("murmur_peers_dead", "gauge", "Members declared dead or left, not yet forgotten.",
+                          static_cast<double>(members.dead));
+  out += PrometheusMetric("murmur_membership_rejected_total", "counter",
+                          "Membership messages dropped: bad signature or header.",
+                          membership_ ? static_cast<double>(membership_->stats().rejected_signature +
+                                                            membership_->stats().rejected_header)
+                                      : 0.0);
+  out += PrometheusMetric("murmur_control_requests_total", "counter", "Operator requests answered.",
+                          static_cast<double>(control_->requests()));
+  out += PrometheusMetric("murmur_control_failures_total", "counter",
+                          "Operator connections refused: failed handshake, bad request, timeout.",
+                          static_cast<double>(control_->failures()));
+  out += PrometheusMetric("murmur_train_loss", "gauge", "Mean training loss of the last round.",
+                          job ? job_->loss() : 0.0);
+  out +=
+      PrometheusMetric("murmur_test_accuracy", "gauge",
+                       "Test accuracy at the last evaluation (-1: none yet).", job ? job_->accuracy() : -1.0);
+  out += PrometheusMetric("murmur_checkpoints_written_total", "counter",
+                          "Checkpoints written by the current job.",
+                          static_cast<double>(job ? job_->checkpoints() : 0));
+  return out;
+}
+
+}  // namespace murmur::node
