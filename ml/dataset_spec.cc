@@ -1,6 +1,8 @@
 #include "ml/dataset_spec.h"
 
 #include <algorithm>
+#include <cmath>
+#include <filesystem>
 
 #include "core/rng.h"
 #include "ml/csv.h"
@@ -8,6 +10,102 @@
 #include "ml/synthetic.h"
 
 namespace murmur::ml {
+
+namespace {
+
+struct PartitionKind {
+  std::string kind;  // iid, dirichlet, shards, quantity
+  double value = 0;
+};
+
+Result<PartitionKind> ParsePartition(const std::string& p) {
+  if (p == "iid") return PartitionKind{"iid", 0};
+  const auto colon = p.find(':');
+  const std::string kind = p.substr(0, colon);
+  if (kind != "dirichlet" && kind != "shards" && kind != "quantity")
+    return Status::InvalidArgument("partition '" + p +
+                                   "' is not iid, dirichlet:ALPHA, shards:K or quantity:BETA");
+  const std::string text = colon == std::string::npos ? "" : p.substr(colon + 1);
+  double v = 0;
+  try {
+    std::size_t used = 0;
+    v = std::stod(text, &used);
+    if (used != text.size()) v = std::nan("");
+  } catch (const std::exception&) {
+    v = std::nan("");
+  }
+  if (!std::isfinite(v))
+    return Status::InvalidArgument("partition '" + p + "': '" + text + "' is not a number");
+  if (!(v > 0)) return Status::InvalidArgument("partition '" + p + "': the parameter must be > 0");
+  if (kind == "shards" && (v != std::floor(v) || v > 1e6))
+    return Status::InvalidArgument("partition '" + p + "': K must be a whole number of shards");
+  return PartitionKind{kind, v};
+}
+
+}  // namespace
+
+Status CheckPartitionSpec(const std::string& partition) { return ParsePartition(partition).status(); }
+
+Result<Partition> PartitionBySpec(const std::string& partition, const Dataset& train, std::size_t num_nodes,
+                                  std::uint64_t seed) {
+  MURMUR_ASSIGN_OR_RETURN(PartitionKind p, ParsePartition(partition));
+  if (num_nodes == 0) return Status::InvalidArgument("partition over 0 nodes");
+  Rng rng(seed, 0, RngPurpose::kPartition);
+  const auto n = static_cast<std::size_t>(train.num_samples);
+  if (p.kind == "iid") return PartitionIid(n, num_nodes, rng);
+  if (p.kind == "dirichlet") {
+    DirichletOptions o;
+    o.alpha = p.value;
+    // Every node gets at least a little data (as FedLab and Flower's partitioners do).
+    o.min_per_node = std::min<std::size_t>(10, n / num_nodes);
+    return PartitionDirichlet(train, num_nodes, o, rng);
+  }
+  if (p.kind == "shards") {
+    ShardOptions o;
+    o.shards_per_node = static_cast<int>(p.value);
+    return PartitionShards(train, num_nodes, o, rng);
+  }
+  QuantitySkewOptions o;
+  o.beta = p.value;
+  return PartitionQuantitySkew(n, num_nodes, o, rng);
+}
+
+Result<TrainTest> LoadDatasetShard(const std::string& spec, const std::string& data_dir, std::uint64_t seed,
+                                   const ShardSpec& shard) {
+  if (shard.train && shard.node >= shard.num_nodes)
+    return Status::InvalidArgument("node " + std::to_string(shard.node) + " of a partition over " +
+                                   std::to_string(shard.num_nodes) + " nodes");
+  std::vector<SampleIndex> rows;
+  if (spec != "fashion-mnist") {
+    MURMUR_ASSIGN_OR_RETURN(TrainTest tt, LoadDatasetSpec(spec, data_dir, seed));
+    if (shard.train) {
+      MURMUR_ASSIGN_OR_RETURN(Partition part,
+                              PartitionBySpec(shard.partition, tt.train, shard.num_nodes, seed));
+      const auto mine = part.node(shard.node);
+      rows.assign(mine.begin(), mine.end());
+    }
+    tt.train = Subset(tt.train, rows);
+    return tt;
+  }
+  if (!std::filesystem::is_directory(data_dir))
+    return Status::NotFound("Fashion-MNIST directory " + data_dir +
+                            " not found (install the Debian package dataset-fashion-mnist, or pass "
+                            "the directory holding train-images-idx3-ubyte.gz)");
+  const std::string images = data_dir + "/train-images-idx3-ubyte.gz";
+  const std::string labels = data_dir + "/train-labels-idx1-ubyte.gz";
+  TrainTest tt;
+  if (shard.train) {
+    MURMUR_ASSIGN_OR_RETURN(Dataset y, LoadIdxLabels(labels, "fashion-mnist/train", 10));
+    MURMUR_ASSIGN_OR_RETURN(Partition part, PartitionBySpec(shard.partition, y, shard.num_nodes, seed));
+    const auto mine = part.node(shard.node);
+    rows.assign(mine.begin(), mine.end());
+  }
+  MURMUR_ASSIGN_OR_RETURN(tt.train, LoadIdxRows(images, labels, "fashion-mnist/train", 10, rows));
+  MURMUR_ASSIGN_OR_RETURN(tt.test,
+                          LoadIdxDataset(data_dir + "/t10k-images-idx3-ubyte.gz",
+                                         data_dir + "/t10k-labels-idx1-ubyte.gz", "fashion-mnist/test", 10));
+  return tt;
+}
 
 Dataset Subset(const Dataset& data, std::span<const SampleIndex> indices) {
   Dataset out;

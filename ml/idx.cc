@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <limits>
+#include <memory>
+#include <numeric>
 
 namespace murmur::ml {
 namespace {
@@ -48,12 +50,13 @@ std::uint32_t BigEndian32(const std::uint8_t* p) {
   return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | p[3];
 }
 
-}  // namespace
+// The header of an IDX file of unsigned bytes: its dimensions and their product.
+struct IdxHeader {
+  std::vector<std::int64_t> dims;
+  std::int64_t elements = 1;
+};
 
-Result<IdxArray> ReadIdx(const std::string& path, const IdxLimits& limits) {
-  if (!std::filesystem::exists(path)) return Status::NotFound(path + ": no such file");
-  GzReader in(path);
-  if (!in.is_open()) return Status::NotFound(path + ": cannot open");
+Result<IdxHeader> ReadIdxHeader(GzReader& in, const std::string& path, const IdxLimits& limits) {
   std::uint8_t header[4];
   MURMUR_ASSIGN_OR_RETURN(std::size_t got, in.Read(header, 4));
   if (got < 4) return Status::DataLoss(path + ": file ends inside the 4-byte IDX header");
@@ -72,8 +75,7 @@ Result<IdxArray> ReadIdx(const std::string& path, const IdxLimits& limits) {
   if (ndims < 1 || ndims > limits.max_dims)
     return Status::InvalidArgument(path + ": " + std::to_string(ndims) + " IDX dimensions, expected 1 to " +
                                    std::to_string(limits.max_dims));
-  IdxArray out;
-  std::int64_t elements = 1;
+  IdxHeader out;
   for (int i = 0; i < ndims; ++i) {
     std::uint8_t b[4];
     MURMUR_ASSIGN_OR_RETURN(got, in.Read(b, 4));
@@ -81,11 +83,39 @@ Result<IdxArray> ReadIdx(const std::string& path, const IdxLimits& limits) {
     std::int64_t d = BigEndian32(b);
     out.dims.push_back(d);
     // d < 2^32 and elements <= max_elements < 2^62 / 2^32 keep this exact.
-    elements *= d;
-    if (elements > limits.max_elements)
+    out.elements *= d;
+    if (out.elements > limits.max_elements)
       return Status::ResourceExhausted(path + ": IDX dimensions multiply past the limit of " +
                                        std::to_string(limits.max_elements) + " elements");
   }
+  return out;
+}
+
+Status CheckNoTrailingBytes(GzReader& in, const std::string& path, std::int64_t elements) {
+  std::uint8_t extra;
+  MURMUR_ASSIGN_OR_RETURN(std::size_t got, in.Read(&extra, 1));
+  if (got != 0)
+    return Status::DataLoss(path + ": trailing bytes after " + std::to_string(elements) + " elements");
+  return Status::Ok();
+}
+
+Result<std::unique_ptr<GzReader>> OpenIdx(const std::string& path) {
+  if (!std::filesystem::exists(path)) return Status::NotFound(path + ": no such file");
+  auto in = std::make_unique<GzReader>(path);
+  if (!in->is_open()) return Status::NotFound(path + ": cannot open");
+  return in;
+}
+
+}  // namespace
+
+Result<IdxArray> ReadIdx(const std::string& path, const IdxLimits& limits) {
+  MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<GzReader> file, OpenIdx(path));
+  GzReader& in = *file;
+  MURMUR_ASSIGN_OR_RETURN(IdxHeader header, ReadIdxHeader(in, path, limits));
+  IdxArray out;
+  out.dims = std::move(header.dims);
+  const std::int64_t elements = header.elements;
+  std::size_t got = 0;
   // Grow with the data actually read, never from the header's claim alone.
   constexpr std::size_t kStep = 1 << 22;
   std::size_t want = static_cast<std::size_t>(elements);
@@ -98,46 +128,112 @@ Result<IdxArray> ReadIdx(const std::string& path, const IdxLimits& limits) {
       return Status::DataLoss(path + ": short read: " + std::to_string(before + got) + " of " +
                               std::to_string(want) + " data bytes");
   }
-  std::uint8_t extra;
-  MURMUR_ASSIGN_OR_RETURN(got, in.Read(&extra, 1));
-  if (got != 0)
-    return Status::DataLoss(path + ": trailing bytes after " + std::to_string(want) + " elements");
+  MURMUR_RETURN_IF_ERROR(CheckNoTrailingBytes(in, path, elements));
   return out;
 }
 
-Result<Dataset> LoadIdxDataset(const std::string& images_path, const std::string& labels_path,
-                               std::string name, int num_classes) {
-  MURMUR_ASSIGN_OR_RETURN(IdxArray images, ReadIdx(images_path));
+Result<Dataset> LoadIdxLabels(const std::string& labels_path, std::string name, int num_classes) {
   MURMUR_ASSIGN_OR_RETURN(IdxArray labels, ReadIdx(labels_path));
-  if (images.dims.size() < 2)
-    return Status::InvalidArgument(images_path + ": images need at least 2 dimensions, found " +
-                                   std::to_string(images.dims.size()));
   if (labels.dims.size() != 1)
     return Status::InvalidArgument(labels_path + ": labels need 1 dimension, found " +
                                    std::to_string(labels.dims.size()));
-  std::int64_t n = images.dims[0];
-  if (labels.dims[0] != n)
-    return Status::InvalidArgument(labels_path + ": " + std::to_string(labels.dims[0]) + " labels but " +
-                                   images_path + " has " + std::to_string(n) + " images");
-  if (n == 0) return Status::InvalidArgument(images_path + ": no images");
   Dataset ds;
   ds.name = std::move(name);
-  ds.num_samples = n;
-  ds.dim = static_cast<std::int64_t>(images.data.size()) / n;
+  ds.num_samples = labels.dims[0];
   ds.num_classes = num_classes;
-  if (ds.dim == 0) return Status::InvalidArgument(images_path + ": images have no pixels");
-  ds.labels.resize(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) {
-    int y = labels.data[static_cast<std::size_t>(i)];
+  ds.labels.resize(labels.data.size());
+  for (std::size_t i = 0; i < labels.data.size(); ++i) {
+    int y = labels.data[i];
     if (y >= num_classes)
       return Status::InvalidArgument(labels_path + ": label " + std::to_string(y) + " of sample " +
                                      std::to_string(i) + " outside [0, " + std::to_string(num_classes) + ")");
-    ds.labels[static_cast<std::size_t>(i)] = y;
+    ds.labels[i] = y;
   }
-  ds.features.resize(images.data.size());
-  constexpr float kScale = 1.0f / 255.0f;
-  for (std::size_t i = 0; i < images.data.size(); ++i) ds.features[i] = images.data[i] * kScale;
   return ds;
+}
+
+namespace {
+
+// Rows `*rows` (all when null) of the images file, with their labels from
+// `labels` (LoadIdxLabels of `labels_path`).
+Result<Dataset> LoadRows(const std::string& images_path, const std::string& labels_path, Dataset labels,
+                         const std::span<const SampleIndex>* rows) {
+  MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<GzReader> file, OpenIdx(images_path));
+  MURMUR_ASSIGN_OR_RETURN(IdxHeader header, ReadIdxHeader(*file, images_path, IdxLimits{}));
+  if (header.dims.size() < 2)
+    return Status::InvalidArgument(images_path + ": images need at least 2 dimensions, found " +
+                                   std::to_string(header.dims.size()));
+  const std::int64_t n = header.dims[0];
+  if (labels.num_samples != n)
+    return Status::InvalidArgument(labels_path + ": " + std::to_string(labels.num_samples) + " labels but " +
+                                   images_path + " has " + std::to_string(n) + " images");
+  if (n == 0) return Status::InvalidArgument(images_path + ": no images");
+  const std::int64_t dim = header.elements / n;
+  if (dim == 0) return Status::InvalidArgument(images_path + ": images have no pixels");
+  const auto d = static_cast<std::size_t>(dim);
+
+  // Which rows to keep (all when `rows` is null), visited in file order.
+  std::vector<SampleIndex> all;
+  if (rows == nullptr) {
+    all = AllIndices(labels);
+  } else {
+    for (SampleIndex r : *rows) {
+      if (r >= n)
+        return Status::InvalidArgument(images_path + ": row " + std::to_string(r) +
+                                       " asked for, the file has " + std::to_string(n) + " images");
+    }
+  }
+  const std::span<const SampleIndex> want = rows == nullptr ? std::span<const SampleIndex>(all) : *rows;
+  std::vector<std::size_t> order(want.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return want[a] < want[b]; });
+
+  Dataset out;
+  out.name = std::move(labels.name);
+  out.num_samples = static_cast<std::int64_t>(want.size());
+  out.dim = dim;
+  out.num_classes = labels.num_classes;
+  out.labels.resize(want.size());
+  out.features.resize(want.size() * d);
+  // Stream the images in chunks of whole rows (about 1 MiB): memory is the
+  // chunk and the rows kept, never the whole file.
+  constexpr float kScale = 1.0f / 255.0f;
+  const std::int64_t chunk_rows = std::max<std::int64_t>(1, (std::int64_t{1} << 20) / dim);
+  std::vector<std::uint8_t> chunk(static_cast<std::size_t>(std::min(chunk_rows, n)) * d);
+  std::size_t next = 0;  // into order
+  for (std::int64_t first = 0; first < n; first += chunk_rows) {
+    const std::int64_t count = std::min(chunk_rows, n - first);
+    const std::size_t bytes = static_cast<std::size_t>(count) * d;
+    MURMUR_ASSIGN_OR_RETURN(std::size_t got, file->Read(chunk.data(), bytes));
+    if (got < bytes)
+      return Status::DataLoss(images_path +
+                              ": short read: " + std::to_string(static_cast<std::size_t>(first) * d + got) +
+                              " of " + std::to_string(header.elements) + " data bytes");
+    for (; next < order.size() && want[order[next]] < first + count; ++next) {
+      const std::size_t k = order[next];
+      const std::uint8_t* src = chunk.data() + static_cast<std::size_t>(want[k] - first) * d;
+      float* dst = out.features.data() + k * d;
+      for (std::size_t j = 0; j < d; ++j) dst[j] = src[j] * kScale;
+      out.labels[k] = labels.labels[want[k]];
+    }
+  }
+  MURMUR_RETURN_IF_ERROR(CheckNoTrailingBytes(*file, images_path, header.elements));
+  return out;
+}
+
+}  // namespace
+
+Result<Dataset> LoadIdxDataset(const std::string& images_path, const std::string& labels_path,
+                               std::string name, int num_classes) {
+  MURMUR_ASSIGN_OR_RETURN(Dataset ds, LoadIdxLabels(labels_path, std::move(name), num_classes));
+  return LoadRows(images_path, labels_path, std::move(ds), nullptr);
+}
+
+Result<Dataset> LoadIdxRows(const std::string& images_path, const std::string& labels_path, std::string name,
+                            int num_classes, std::span<const SampleIndex> rows) {
+  MURMUR_ASSIGN_OR_RETURN(Dataset labels, LoadIdxLabels(labels_path, std::move(name), num_classes));
+  return LoadRows(images_path, labels_path, std::move(labels), &rows);
 }
 
 Result<TrainTest> LoadFashionMnist(const std::string& dir) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,20 @@ Result<IdxArray> ReadIdx(const std::string& path, const IdxLimits& limits = {});
 // file (n); pixels are scaled to [0, 1] by 1/255. Labels must be < num_classes.
 Result<Dataset> LoadIdxDataset(const std::string& images_path, const std::string& labels_path,
                                std::string name, int num_classes);
+
+// The labels file alone (1 dimension) as a Dataset of num_samples labels and
+// no features (dim 0): enough to compute a partition (ml/partition.h).
+Result<Dataset> LoadIdxLabels(const std::string& labels_path, std::string name, int num_classes);
+
+// Rows `rows` (any order, repeats allowed) of the dataset LoadIdxDataset would
+// load, in that order: bit for bit Subset(LoadIdxDataset(...), rows)
+// (ml/dataset_spec.h), but the images file is streamed in chunks of about
+// 1 MiB and only the rows asked for are kept, so memory is the labels, the
+// chunk and the result. The whole file is still read and checked (a
+// truncated, corrupt or over-long file fails as in ReadIdx); a row past the
+// last image is InvalidArgument naming it.
+Result<Dataset> LoadIdxRows(const std::string& images_path, const std::string& labels_path, std::string name,
+                            int num_classes, std::span<const SampleIndex> rows);
 
 // Where the Debian package dataset-fashion-mnist installs the files.
 inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";

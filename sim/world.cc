@@ -32,33 +32,9 @@ Result<double> ParseNumber(const std::string& field, const std::string& text) {
   return Status::InvalidArgument("scenario field '" + field + "': '" + text + "' is not a number");
 }
 
+// The partition spec's partitioner (ml/dataset_spec.h), shared with murmurd's local data.
 Result<std::unique_ptr<ml::Partition>> MakePartition(const proto::Scenario& s, const ml::Dataset& train) {
-  Rng rng(s.seed(), 0, RngPurpose::kPartition);
-  const std::string& p = s.partition();
-  auto parts = SplitColons(p);
-  if (p == "iid") {
-    return std::make_unique<ml::Partition>(
-        ml::PartitionIid(static_cast<std::size_t>(train.num_samples), s.nodes(), rng));
-  }
-  if (parts.size() != 2)
-    return Status::InvalidArgument("scenario field 'partition': '" + p + "' needs one parameter");
-  MURMUR_ASSIGN_OR_RETURN(double v, ParseNumber("partition", parts[1]));
-  Result<ml::Partition> made = Status::InvalidArgument("scenario field 'partition': '" + p + "' is unknown");
-  if (parts[0] == "dirichlet") {
-    ml::DirichletOptions o;
-    o.alpha = v;
-    // Every node gets at least a little data (as FedLab and Flower's partitioners do).
-    o.min_per_node = std::min<std::size_t>(10, static_cast<std::size_t>(train.num_samples) / s.nodes());
-    made = ml::PartitionDirichlet(train, s.nodes(), o, rng);
-  } else if (parts[0] == "shards") {
-    ml::ShardOptions o;
-    o.shards_per_node = static_cast<int>(v);
-    made = ml::PartitionShards(train, s.nodes(), o, rng);
-  } else if (parts[0] == "quantity") {
-    ml::QuantitySkewOptions o;
-    o.beta = v;
-    made = ml::PartitionQuantitySkew(static_cast<std::size_t>(train.num_samples), s.nodes(), o, rng);
-  }
+  auto made = ml::PartitionBySpec(s.partition(), train, s.nodes(), s.seed());
   if (!made.ok()) return made.status().WithContext("scenario field 'partition'");
   return std::make_unique<ml::Partition>(std::move(made).value());
 }

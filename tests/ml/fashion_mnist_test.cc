@@ -3,6 +3,9 @@
 // issue requires. A missing dataset fails loudly; it is never skipped.
 #include <doctest/doctest.h>
 
+#include <cstring>
+
+#include "ml/dataset_spec.h"
 #include "ml/idx.h"
 #include "ml/model_spec.h"
 #include "ml/optimizer.h"
@@ -48,6 +51,62 @@ TEST_CASE("Fashion-MNIST has the published sizes and a balanced label histogram"
   auto [lo, hi] = std::minmax_element(d.train.features.begin(), d.train.features.end());
   CHECK(*lo == 0.0f);
   CHECK(*hi == 1.0f);
+}
+
+// What murmur sim's MakePartition built before it moved to PartitionBySpec
+// (sim/world.cc): the reference the shard loader must reproduce.
+Partition ReferencePartition(const std::string& spec, const Dataset& train, std::size_t nodes,
+                             std::uint64_t seed) {
+  Rng rng(seed, 0, RngPurpose::kPartition);
+  const auto n = static_cast<std::size_t>(train.num_samples);
+  Result<Partition> made = Status::Internal("unknown");
+  if (spec == "iid") return PartitionIid(n, nodes, rng);
+  if (spec == "dirichlet:0.5") {
+    DirichletOptions o;
+    o.alpha = 0.5;
+    o.min_per_node = std::min<std::size_t>(10, n / nodes);
+    made = PartitionDirichlet(train, nodes, o, rng);
+  } else if (spec == "shards:2") {
+    ShardOptions o;
+    o.shards_per_node = 2;
+    made = PartitionShards(train, nodes, o, rng);
+  } else if (spec == "quantity:0.5") {
+    QuantitySkewOptions o;
+    o.beta = 0.5;
+    made = PartitionQuantitySkew(n, nodes, o, rng);
+  }
+  REQUIRE(made.ok());
+  return std::move(made).value();
+}
+
+bool SameBits(const Dataset& a, const Dataset& b) {
+  return a.num_samples == b.num_samples && a.dim == b.dim && a.num_classes == b.num_classes &&
+         a.labels == b.labels && a.features.size() == b.features.size() &&
+         std::memcmp(a.features.data(), b.features.data(), a.features.size() * sizeof(float)) == 0;
+}
+
+TEST_CASE("LoadDatasetShard reads exactly a node's rows of the partition murmur sim uses") {
+  const TrainTest& d = Fmnist();
+  const std::size_t nodes = 8;
+  for (const char* spec : {"iid", "dirichlet:0.5", "shards:2", "quantity:0.5"}) {
+    const Partition ref = ReferencePartition(spec, d.train, nodes, 7);
+    for (std::size_t node : {std::size_t{0}, std::size_t{5}}) {
+      CAPTURE(spec);
+      CAPTURE(node);
+      auto got = LoadDatasetShard("fashion-mnist", kFashionMnistDir, 7, ShardSpec{spec, nodes, node, true});
+      REQUIRE(got.ok());
+      CHECK(got->train.num_samples == static_cast<std::int64_t>(ref.node(node).size()));
+      CHECK(SameBits(got->train, Subset(d.train, ref.node(node))));
+      CHECK(SameBits(got->test, d.test));
+    }
+  }
+  auto none = LoadDatasetShard("fashion-mnist", kFashionMnistDir, 7, ShardSpec{"iid", 1, 0, false});
+  REQUIRE(none.ok());
+  CHECK(none->train.num_samples == 0);
+  CHECK(none->train.dim == 784);
+  auto bad = LoadDatasetShard("fashion-mnist", kFashionMnistDir, 7, ShardSpec{"dirichlet:x", 8, 0, true});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("'x' is not a number") != std::string::npos);
 }
 
 TEST_SUITE("slow") {

@@ -3,11 +3,13 @@
 #include <zlib.h>
 
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "ml/dataset_spec.h"
 #include "ml/idx.h"
 
 namespace murmur::ml {
@@ -175,6 +177,126 @@ TEST_CASE("LoadFashionMnist names the directory and the Debian package when file
   CHECK(tt.status().code() == StatusCode::kNotFound);
   CHECK(Contains(tt.status(), "no-such-dir"));
   CHECK(Contains(tt.status(), "dataset-fashion-mnist"));
+}
+
+}  // namespace murmur::ml
+
+namespace murmur::ml {
+
+namespace {
+
+// 7 images of 3 x 2 pixels, pixel j of image i = 37 i + 5 j (mod 256), labels i mod 4.
+struct RowsFiles {
+  std::string images, labels, images_gz, labels_gz;
+  std::vector<std::uint8_t> pixels, label_bytes;
+};
+
+RowsFiles WriteRowsFiles() {
+  RowsFiles f;
+  for (int i = 0; i < 7; ++i) {
+    f.label_bytes.push_back(static_cast<std::uint8_t>(i % 4));
+    for (int j = 0; j < 6; ++j) f.pixels.push_back(static_cast<std::uint8_t>((37 * i + 5 * j) % 256));
+  }
+  f.images = WritePlain("rows_images", IdxBytes({7, 3, 2}, f.pixels));
+  f.labels = WritePlain("rows_labels", IdxBytes({7}, f.label_bytes));
+  f.images_gz = WriteGzip("rows_images.gz", IdxBytes({7, 3, 2}, f.pixels));
+  f.labels_gz = WriteGzip("rows_labels.gz", IdxBytes({7}, f.label_bytes));
+  return f;
+}
+
+bool SameBits(const Dataset& a, const Dataset& b) {
+  return a.name == b.name && a.num_samples == b.num_samples && a.dim == b.dim &&
+         a.num_classes == b.num_classes && a.labels == b.labels && a.features.size() == b.features.size() &&
+         std::memcmp(a.features.data(), b.features.data(), a.features.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("LoadIdxRows equals Subset of the full load, bit for bit, plain and gzip") {
+  const RowsFiles f = WriteRowsFiles();
+  const std::vector<std::vector<SampleIndex>> cases{
+      {}, {0}, {6}, {3, 1, 4}, {6, 5, 4, 3, 2, 1, 0}, {2, 2, 0, 2}, {0, 1, 2, 3, 4, 5, 6}};
+  for (bool gz : {false, true}) {
+    const std::string& images = gz ? f.images_gz : f.images;
+    const std::string& labels = gz ? f.labels_gz : f.labels;
+    auto full = LoadIdxDataset(images, labels, "tiny", 4);
+    REQUIRE(full.ok());
+    for (const auto& rows : cases) {
+      CAPTURE(gz);
+      CAPTURE(rows.size());
+      auto got = LoadIdxRows(images, labels, "tiny", 4, rows);
+      REQUIRE(got.ok());
+      CHECK(SameBits(*got, Subset(*full, rows)));
+      // And against the bytes written, outside the readers: pixel / 255 (as float).
+      for (std::size_t k = 0; k < rows.size(); ++k) {
+        CHECK(got->labels[k] == f.label_bytes[rows[k]]);
+        for (int j = 0; j < 6; ++j)
+          CHECK(got->row(static_cast<std::int64_t>(k))[j] == f.pixels[rows[k] * 6 + j] * (1.0f / 255.0f));
+      }
+    }
+  }
+}
+
+TEST_CASE("LoadIdxRows keeps only the rows asked for across chunk boundaries") {
+  // 300 images of 4000 pixels: a chunk holds 262 rows, so rows 261, 262 and 299 sit in two chunks.
+  std::vector<std::uint8_t> pixels(300 * 4000), label_bytes(300);
+  for (std::size_t i = 0; i < pixels.size(); ++i)
+    pixels[i] = static_cast<std::uint8_t>((i * 2654435761u) >> 24);
+  for (std::size_t i = 0; i < label_bytes.size(); ++i) label_bytes[i] = static_cast<std::uint8_t>(i % 10);
+  const std::string images = WriteGzip("big_images.gz", IdxBytes({300, 4000}, pixels));
+  const std::string labels = WritePlain("big_labels", IdxBytes({300}, label_bytes));
+  auto full = LoadIdxDataset(images, labels, "big", 10);
+  REQUIRE(full.ok());
+  const std::vector<SampleIndex> rows{299, 0, 262, 261, 100, 262};
+  auto got = LoadIdxRows(images, labels, "big", 10, rows);
+  REQUIRE(got.ok());
+  CHECK(SameBits(*got, Subset(*full, rows)));
+  CHECK(got->features.size() == rows.size() * 4000);
+}
+
+TEST_CASE("LoadIdxRows rejects bad rows and truncated, corrupt or over-long files") {
+  const RowsFiles f = WriteRowsFiles();
+  {
+    auto r = LoadIdxRows(f.images, f.labels, "x", 4, std::vector<SampleIndex>{1, 7});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == StatusCode::kInvalidArgument);
+    CHECK(Contains(r.status(), "row 7 asked for, the file has 7 images"));
+  }
+  {
+    // Cut inside image 5: the row asked for (1) was read, the rest is missing.
+    std::vector<std::uint8_t> bytes = IdxBytes({7, 3, 2}, f.pixels);
+    bytes.resize(bytes.size() - 10);
+    auto r = LoadIdxRows(WritePlain("rows_cut", bytes), f.labels, "x", 4, std::vector<SampleIndex>{1});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == StatusCode::kDataLoss);
+    CHECK(Contains(r.status(), "rows_cut: short read: 32 of 42 data bytes"));
+  }
+  {
+    std::vector<std::uint8_t> bytes = IdxBytes({7, 3, 2}, f.pixels);
+    bytes.push_back(0);
+    auto r = LoadIdxRows(WritePlain("rows_long", bytes), f.labels, "x", 4, std::vector<SampleIndex>{0});
+    REQUIRE_FALSE(r.ok());
+    CHECK(Contains(r.status(), "rows_long: trailing bytes after 42 elements"));
+  }
+  {
+    std::vector<std::uint8_t> gz = ReadAll(f.images_gz);
+    gz[gz.size() / 2] ^= 0xFF;  // the deflate stream or its CRC no longer checks out
+    auto r = LoadIdxRows(WritePlain("rows_corrupt.gz", gz), f.labels, "x", 4, std::vector<SampleIndex>{0});
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == StatusCode::kDataLoss);
+    CHECK(Contains(r.status(), "rows_corrupt.gz"));
+  }
+  {
+    auto r = LoadIdxRows(f.images, WritePlain("rows_lab6", IdxBytes({6}, {0, 1, 2, 3, 0, 1})), "x", 4,
+                         std::vector<SampleIndex>{0});
+    REQUIRE_FALSE(r.ok());
+    CHECK(Contains(r.status(), "rows_lab6: 6 labels but"));
+  }
+  {
+    auto r = LoadIdxRows(f.images, f.labels, "x", 3, std::vector<SampleIndex>{0});
+    REQUIRE_FALSE(r.ok());
+    CHECK(Contains(r.status(), "label 3 of sample 3 outside [0, 3)"));
+  }
 }
 
 }  // namespace murmur::ml
