@@ -7,6 +7,7 @@
 #include <set>
 
 #include "crypto/file_io.h"
+#include "node/job_data.h"
 
 namespace murmur::node {
 
@@ -105,6 +106,7 @@ Status ValidateNodeConfig(const proto::NodeConfig& c) {
   MURMUR_RETURN_IF_ERROR(control.status().WithContext("config field 'control_listen'"));
   if (!(c.drain_timeout() >= 0) || !(c.linger() >= 0))
     return Status::InvalidArgument("config: drain_timeout and linger must not be negative");
+  MURMUR_RETURN_IF_ERROR(CheckLocalData(c.data()));
   std::set<std::uint32_t> ids;
   for (const auto& p : c.peers()) {
     if (!p.has_id() || p.id() == c.node_id() || !ids.insert(p.id()).second)

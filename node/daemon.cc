@@ -116,7 +116,7 @@ Status DaemonImpl::Init() {
     }
     // A finished or stopped job: keep it for status until the next one.
     // (Built from its checkpoint and ended at once: status shows where it stopped.)
-    auto ended = MakeJob(job, *env_, DataPath(kCheckpointFile), nullptr);
+    auto ended = MakeJob(job, *env_, DataPath(kCheckpointFile), nullptr, {}, LocalDataOf(config_));
     if (ended.ok()) {
       job_ = std::move(ended).value();
       job_->Abandon();
@@ -134,7 +134,7 @@ Status DaemonImpl::StartJob(const proto::JobConfig& job, bool resume) {
   }
   auto created = MakeJob(
       job, *env_, DataPath(kCheckpointFile), [this](Job::End how) { OnJobEnd(how); },
-      [this](NodeId peer) { return PeerAlive(peer); });
+      [this](NodeId peer) { return PeerAlive(peer); }, LocalDataOf(config_));
   if (!created.ok()) return created.status();
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -9,13 +9,11 @@
 #include "core/log.h"
 #include "federated/client.h"
 #include "federated/server.h"
-#include "ml/dataset_spec.h"
 #include "ml/ml_learner.h"
-#include "ml/model_spec.h"
-#include "ml/partition.h"
 #include "node/checkpoint.h"
 #include "node/fed_index_env.h"
 #include "node/federated_control.h"
+#include "node/job_data.h"
 #include "node/job_env.h"
 
 namespace murmur::node {
@@ -30,8 +28,11 @@ Nanos Seconds(double s) { return Nanos(static_cast<std::int64_t>(s * 1e9)); }
 
 class FederatedJobImpl final : public MessageSink, public gossip::RoundObserver {
  public:
-  FederatedJobImpl(proto::JobConfig job, Env& env, std::string checkpoint_path, Job::OnEnd on_end)
+  FederatedJobImpl(proto::JobConfig job, Env& env, std::string checkpoint_path, Job::OnEnd on_end,
+                   std::function<bool(NodeId)> peer_alive, LocalData local)
       : job_(std::move(job)),
+        peer_alive_(std::move(peer_alive)),
+        local_(std::move(local)),
         map_{job_.aggregator(), job_.nodes() - 1},
         env_(env, job_.seed()),
         index_env_(env_, map_, job_.seed()),
@@ -50,10 +51,13 @@ class FederatedJobImpl final : public MessageSink, public gossip::RoundObserver 
   void Evaluate(const ParamVector& x);
   void WriteCheckpoint();
   void End(Job::End how);
+  void PeersChanged();
 
   bool is_server() const { return env_.self() == job_.aggregator(); }
 
   proto::JobConfig job_;
+  std::function<bool(NodeId)> peer_alive_;  // the daemon's membership view (may be empty)
+  LocalData local_;
   IdMap map_;
   JobEnv env_;
   IndexEnv index_env_;
@@ -68,7 +72,7 @@ class FederatedJobImpl final : public MessageSink, public gossip::RoundObserver 
   std::size_t joined_count_ = 0;
   bool server_started_ = false;
   // Client:
-  std::unique_ptr<ml::Partition> partition_;
+  std::vector<ml::SampleIndex> samples_;  // this client's: all of data_.train
   std::unique_ptr<ml::MlLearner> learner_;
   std::unique_ptr<federated::FedClient> client_;
   std::shared_ptr<const compression::Compressor> upload_;
@@ -86,12 +90,13 @@ class FederatedJobImpl final : public MessageSink, public gossip::RoundObserver 
 
 Status FederatedJobImpl::Init() {
   MURMUR_RETURN_IF_ERROR(ValidateFederatedJob(job_, env_.self()));
-  auto data = ml::LoadDatasetSpec(job_.dataset(), job_.dataset_dir(), job_.seed());
-  if (!data.ok()) return data.status().WithContext("job field 'dataset'");
-  data_ = std::move(data).value();
-  auto model = ml::MakeModel(job_.model(), data_.train.dim, data_.train.num_classes);
-  if (!model.ok()) return model.status().WithContext("job field 'model'");
-  model_ = std::move(model).value();
+  // The aggregator keeps only the test set; a client its own samples too.
+  MURMUR_ASSIGN_OR_RETURN(
+      JobData loaded,
+      LoadJobData(job_, local_, map_.clients, is_server() ? 0 : map_.ToIndex(env_.self()), !is_server()));
+  data_ = std::move(loaded.data);
+  samples_ = std::move(loaded.samples);
+  model_ = std::move(loaded.model);
   eval_ws_ = model_->NewWorkspace();
   if (job_.upload_compression() != "none") {
     auto made = compression::MakeCompressor(job_.upload_compression());
@@ -138,6 +143,7 @@ Status FederatedJobImpl::InitServer(ParamVector x0) {
   o.optimizer.beta1 = job_.server_beta1();
   o.optimizer.beta2 = job_.server_beta2();
   o.optimizer.tau = job_.server_tau();
+  if (peer_alive_) o.available = [this](NodeId c) { return peer_alive_(map_.ToNode(c)); };
   o.request_model = upload_ == nullptr;  // lossless uploads: clients return models, FedAvg is exact
   server_ = std::make_unique<federated::FedServer>(index_env_, std::move(x0), o, this);
   joined_.assign(n, false);
@@ -147,24 +153,12 @@ Status FederatedJobImpl::InitServer(ParamVector x0) {
 Status FederatedJobImpl::InitClient() {
   const NodeId n = map_.clients;
   const NodeId c = map_.ToIndex(env_.self());
-  const auto samples = static_cast<std::size_t>(data_.train.num_samples);
-  Rng part_rng(job_.seed(), 0, RngPurpose::kPartition);  // as sim/world.cc
-  if (job_.partition() == "iid") {
-    partition_ = std::make_unique<ml::Partition>(ml::PartitionIid(samples, n, part_rng));
-  } else {
-    ml::DirichletOptions d;
-    MURMUR_ASSIGN_OR_RETURN(d.alpha, FederatedDirichletAlpha(job_.partition()));
-    d.min_per_node = std::min<std::size_t>(10, samples / n);
-    auto made = ml::PartitionDirichlet(data_.train, n, d, part_rng);
-    if (!made.ok()) return made.status().WithContext("job field 'partition'");
-    partition_ = std::make_unique<ml::Partition>(std::move(made).value());
-  }
   ml::MlLearnerOptions lo;
   lo.batch = static_cast<int>(job_.batch());
   lo.lr = job_.lr();
   lo.momentum = job_.momentum();
   lo.weight_decay = job_.weight_decay();
-  const auto part = partition_->node(c);
+  const std::span<const ml::SampleIndex> part = samples_;
   learner_ = std::make_unique<ml::MlLearner>(*model_, data_.train, part, lo,
                                              Rng(job_.seed(), c, RngPurpose::kBatch));
   federated::ClientOptions co;
@@ -289,6 +283,13 @@ void FederatedJobImpl::WriteCheckpoint() {
   ++checkpoints_;
 }
 
+// Membership changed: a client it declares dead is offline (its pending task
+// is given up, so the round does not wait for the deadline) until it is alive again.
+void FederatedJobImpl::PeersChanged() {
+  if (!is_server() || !server_started_ || ended_ || !peer_alive_) return;
+  for (NodeId c = 0; c < map_.clients; ++c) server_->SetOnline(c, joined_[c] && peer_alive_(map_.ToNode(c)));
+}
+
 void FederatedJobImpl::End(Job::End how) {
   if (ended_) return;
   ended_ = true;
@@ -300,8 +301,11 @@ FederatedJob::FederatedJob(std::unique_ptr<FederatedJobImpl> impl) : impl_(std::
 FederatedJob::~FederatedJob() = default;
 
 Result<std::unique_ptr<Job>> FederatedJob::Create(const proto::JobConfig& job, Env& env,
-                                                  std::string checkpoint_path, OnEnd on_end) {
-  auto impl = std::make_unique<FederatedJobImpl>(job, env, std::move(checkpoint_path), std::move(on_end));
+                                                  std::string checkpoint_path, OnEnd on_end,
+                                                  std::function<bool(NodeId)> peer_alive,
+                                                  const LocalData& local) {
+  auto impl = std::make_unique<FederatedJobImpl>(job, env, std::move(checkpoint_path), std::move(on_end),
+                                                 std::move(peer_alive), local);
   MURMUR_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<Job>(new FederatedJob(std::move(impl)));
 }
@@ -316,6 +320,8 @@ std::vector<NodeId> FederatedJob::neighbours() const {
 }
 
 void FederatedJob::Start() { impl_->Start(); }
+
+void FederatedJob::PeersChanged() { impl_->PeersChanged(); }
 
 void FederatedJob::Drain() {
   // The aggregator ends after its current round; a client (stateless) at once.

@@ -54,20 +54,21 @@ bool IsFederatedJob(const std::string& algorithm);
 // Checks the fields of a federated job (after the common ones, node/job.h).
 Status ValidateFederatedJob(const proto::JobConfig& job, NodeId self);
 
-// The ALPHA of a `partition` "dirichlet:ALPHA" (> 0), or an error naming the field.
-Result<double> FederatedDirichletAlpha(const std::string& partition);
-
 class FederatedJobImpl;
 
 class FederatedJob final : public Job {
  public:
+  // `peer_alive` and `local`: see MakeJob (node/job.h).
   static Result<std::unique_ptr<Job>> Create(const proto::JobConfig& job, Env& env,
-                                             std::string checkpoint_path, OnEnd on_end);
+                                             std::string checkpoint_path, OnEnd on_end,
+                                             std::function<bool(NodeId)> peer_alive = {},
+                                             const LocalData& local = {});
   ~FederatedJob() override;
 
   MessageSink* sink() override;
   std::vector<NodeId> neighbours() const override;
   void Start() override;
+  void PeersChanged() override;
   void Drain() override;
   void Abandon() override;
 

@@ -5,6 +5,7 @@
 
 #include "compression/compressor.h"
 #include "federated/selection.h"
+#include "ml/dataset_spec.h"
 
 namespace murmur::node {
 
@@ -14,25 +15,6 @@ constexpr const char* kAlgorithms[] = {"fedavg",  "fedprox", "scaffold",   "feda
                                        "fedadam", "fedyogi", "fedadagrad", "fedbuff"};
 
 }  // namespace
-
-// "dirichlet:ALPHA" -> ALPHA (> 0), or an error naming the field.
-Result<double> FederatedDirichletAlpha(const std::string& p) {
-  const std::string prefix = "dirichlet:";
-  double alpha = 0;
-  if (p.rfind(prefix, 0) == 0) {
-    try {
-      std::size_t used = 0;
-      const std::string text = p.substr(prefix.size());
-      alpha = std::stod(text, &used);
-      if (used != text.size()) alpha = 0;
-    } catch (const std::exception&) {
-    }
-  }
-  if (!(alpha > 0) || !std::isfinite(alpha))
-    return Status::InvalidArgument("job field 'partition': '" + p +
-                                   "' is not iid or dirichlet:ALPHA (ALPHA > 0)");
-  return alpha;
-}
 
 bool IsFederatedJob(const std::string& algorithm) {
   return std::any_of(std::begin(kAlgorithms), std::end(kAlgorithms),
@@ -52,7 +34,7 @@ Status ValidateFederatedJob(const proto::JobConfig& j, NodeId self) {
     return bad("aggregator",
                std::to_string(j.aggregator()) + " is not below job.nodes " + std::to_string(j.nodes()));
   const std::uint32_t clients = j.nodes() - 1;
-  if (j.partition() != "iid") MURMUR_RETURN_IF_ERROR(FederatedDirichletAlpha(j.partition()).status());
+  MURMUR_RETURN_IF_ERROR(ml::CheckPartitionSpec(j.partition()).WithContext("job field 'partition'"));
   if (j.clients_per_round() > clients)
     return bad("clients_per_round", std::to_string(j.clients_per_round()) + " is more than the " +
                                         std::to_string(clients) + " clients (0: all)");

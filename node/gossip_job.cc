@@ -7,9 +7,8 @@
 #include "gossip/decentralized_sgd.h"
 #include "ml/dataset_spec.h"
 #include "ml/ml_learner.h"
-#include "ml/model_spec.h"
-#include "ml/partition.h"
 #include "node/checkpoint.h"
+#include "node/job_data.h"
 #include "node/job_env.h"
 #include "topology/factory.h"
 
@@ -21,7 +20,7 @@ Nanos Seconds(double s) { return Nanos(static_cast<std::int64_t>(s * 1e9)); }
 
 Status ValidateGossipJob(const proto::JobConfig& j, NodeId self) {
   (void)self;
-  if (j.partition() != "iid") return Status::InvalidArgument("job field 'partition': only iid");
+  MURMUR_RETURN_IF_ERROR(ml::CheckPartitionSpec(j.partition()).WithContext("job field 'partition'"));
   if (j.rounds() == 0 || j.batch() == 0 || j.local_steps() == 0 || j.checkpoint_every() == 0)
     return Status::InvalidArgument(
         "job fields rounds, batch, local_steps and checkpoint_every must be positive");
@@ -32,8 +31,10 @@ Status ValidateGossipJob(const proto::JobConfig& j, NodeId self) {
 
 class GossipJobImpl final : public gossip::RoundObserver {
  public:
-  GossipJobImpl(proto::JobConfig job, Env& env, std::string checkpoint_path, Job::OnEnd on_end)
+  GossipJobImpl(proto::JobConfig job, Env& env, std::string checkpoint_path, Job::OnEnd on_end,
+                LocalData local)
       : job_(std::move(job)),
+        local_(std::move(local)),
         env_(env, job_.seed()),
         checkpoint_path_(std::move(checkpoint_path)),
         on_end_(std::move(on_end)) {}
@@ -49,12 +50,13 @@ class GossipJobImpl final : public gossip::RoundObserver {
   }
 
   proto::JobConfig job_;
+  LocalData local_;
   JobEnv env_;
   std::string checkpoint_path_;
   Job::OnEnd on_end_;
   ml::TrainTest data_;
   std::unique_ptr<ml::Model> model_;
-  std::unique_ptr<ml::Partition> partition_;
+  std::vector<ml::SampleIndex> samples_;  // this node's: all of data_.train
   std::unique_ptr<ml::MlLearner> learner_;
   std::unique_ptr<gossip::RoundTopology> topology_;
   std::unique_ptr<gossip::DecentralizedSgdNode> node_;
@@ -74,19 +76,14 @@ class GossipJobImpl final : public gossip::RoundObserver {
 Status GossipJobImpl::Init() {
   const NodeId self = env_.self();
   MURMUR_RETURN_IF_ERROR(ValidateGossipJob(job_, self));
-  auto data = ml::LoadDatasetSpec(job_.dataset(), job_.dataset_dir(), job_.seed());
-  if (!data.ok()) return data.status().WithContext("job field 'dataset'");
-  data_ = std::move(data).value();
-  auto model = ml::MakeModel(job_.model(), data_.train.dim, data_.train.num_classes);
-  if (!model.ok()) return model.status().WithContext("job field 'model'");
-  model_ = std::move(model).value();
-  Rng part_rng(job_.seed(), 0, RngPurpose::kPartition);
-  partition_ = std::make_unique<ml::Partition>(
-      ml::PartitionIid(static_cast<std::size_t>(data_.train.num_samples), job_.nodes(), part_rng));
+  MURMUR_ASSIGN_OR_RETURN(JobData loaded, LoadJobData(job_, local_, job_.nodes(), self));
+  data_ = std::move(loaded.data);
+  samples_ = std::move(loaded.samples);
+  model_ = std::move(loaded.model);
   ml::MlLearnerOptions learner_options;
   learner_options.batch = static_cast<int>(job_.batch());
   learner_options.lr = job_.lr();
-  learner_ = std::make_unique<ml::MlLearner>(*model_, data_.train, partition_->node(self), learner_options,
+  learner_ = std::make_unique<ml::MlLearner>(*model_, data_.train, samples_, learner_options,
                                              Rng(job_.seed(), self, RngPurpose::kBatch));
   eval_ws_ = model_->NewWorkspace();
 
@@ -181,8 +178,9 @@ GossipJob::~GossipJob() = default;
 
 Result<std::unique_ptr<Job>> GossipJob::Create(const proto::JobConfig& job, Env& env,
                                                std::string checkpoint_path, OnEnd on_end,
-                                               std::function<bool(NodeId)> peer_alive) {
-  auto impl = std::make_unique<GossipJobImpl>(job, env, std::move(checkpoint_path), std::move(on_end));
+                                               std::function<bool(NodeId)> peer_alive,
+                                               const LocalData& local) {
+  auto impl = std::make_unique<GossipJobImpl>(job, env, std::move(checkpoint_path), std::move(on_end), local);
   impl->peer_alive_ = std::move(peer_alive);
   MURMUR_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<Job>(new GossipJob(std::move(impl)));

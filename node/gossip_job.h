@@ -40,10 +40,11 @@ class GossipJobImpl;
 
 class GossipJob final : public Job {
  public:
-  // `peer_alive`: see MakeJob (node/job.h).
+  // `peer_alive` and `local`: see MakeJob (node/job.h).
   static Result<std::unique_ptr<Job>> Create(const proto::JobConfig& job, Env& env,
                                              std::string checkpoint_path, OnEnd on_end,
-                                             std::function<bool(NodeId)> peer_alive = {});
+                                             std::function<bool(NodeId)> peer_alive = {},
+                                             const LocalData& local = {});
   ~GossipJob() override;
 
   MessageSink* sink() override;

@@ -18,6 +18,7 @@
 
 #include "core/env.h"
 #include "core/status.h"
+#include "node/job_data.h"
 #include "proto/node.pb.h"
 
 namespace murmur::node {
@@ -58,8 +59,11 @@ Status ValidateJobConfig(const proto::JobConfig& job, NodeId self);
 // Builds the job the config names (by its algorithm). `env` (the daemon's
 // AsioEnv) must outlive the job; `checkpoint_path` is read for a resume and
 // written as the job goes. `peer_alive` (may be empty) is the membership's
-// view: a gossip round does not wait for a neighbour it calls dead.
+// view: a gossip round does not wait for a neighbour it calls dead, and a
+// federated aggregator does not select a client it calls dead. `local` is the
+// daemon's local data (node/job_data.h).
 Result<std::unique_ptr<Job>> MakeJob(const proto::JobConfig& job, Env& env, std::string checkpoint_path,
-                                     Job::OnEnd on_end, std::function<bool(NodeId)> peer_alive = {});
+                                     Job::OnEnd on_end, std::function<bool(NodeId)> peer_alive = {},
+                                     const LocalData& local = {});
 
 }  // namespace murmur::node
