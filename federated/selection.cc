@@ -43,6 +43,7 @@ std::vector<NodeId> ClientSelector::Select(std::size_t count, const std::vector<
   for (NodeId i = 0; i < num_clients_; ++i) {
     if (!busy.empty() && busy[i]) continue;
     if (options_.kind != SelectionKind::kUniform && !online_[i]) continue;
+    if (available_ && !available_(i)) continue;
     pool.push_back(i);
   }
   count = std::min(count, pool.size());

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ class ClientSelector {
   ClientSelector(NodeId num_clients, SelectionOptions options, Rng rng);
 
   void SetOnline(NodeId client, bool online);
+  // A failure detector's view (empty: everyone): a client it returns false for
+  // is left out of every selection kind, uniform included.
+  void SetAvailable(std::function<bool(NodeId client)> available) { available_ = std::move(available); }
   bool online(NodeId client) const { return online_[client] != 0; }
   // What a client reported: its samples, mean training loss and the seconds from task to result.
   void Report(NodeId client, double samples, double loss, double duration_s);
@@ -63,6 +67,7 @@ class ClientSelector {
   SelectionOptions options_;
   Rng rng_;
   std::vector<std::uint8_t> online_;
+  std::function<bool(NodeId)> available_;
   std::vector<double> utility_;   // n_i * loss_i, -1 when never reported
   std::vector<double> duration_;  // last duration, seconds
 };

@@ -35,6 +35,7 @@ FedServer::FedServer(Env& env, ParamVector x0, ServerOptions options, gossip::Ro
     acc_c_.assign(x_.size(), 0.0);
   }
   if (options_.robust.rule == AggregationRule::kCenteredClipping) last_.assign(x_.size(), 0.0);
+  selector_.SetAvailable(options_.available);
 }
 
 bool FedServer::Buffered() const {

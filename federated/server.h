@@ -39,6 +39,7 @@
 // Thread-safety: one Env executor. The observer is told after each server update.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,6 +70,11 @@ struct ServerOptions {
   bool scaffold = false;
   bool request_model = false;  // ask for models instead of differences (lossless, exact FedAvg)
   SelectionOptions selection;
+  // Which clients a failure detector holds reachable (empty: all): a client
+  // it returns false for is never selected, whatever the selection kind (a
+  // daemon's membership; SetOnline still says whether a task already sent is
+  // given up).
+  std::function<bool(NodeId client)> available;
   ServerOptimizerOptions optimizer;
   RobustOptions robust;
   // Differential privacy (off when dp_clip == 0).

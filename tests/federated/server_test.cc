@@ -74,6 +74,44 @@ TEST_CASE("Sample weighting, over-commitment and late results") {
   CHECK(server.params()[0] == doctest::Approx(6.0));
 }
 
+TEST_CASE("A client the availability predicate calls dead is never selected, even by uniform selection") {
+  // 10 clients, K = 4, uniform selection; clients 3 and 7 are dead for the first
+  // 150 rounds, then 3 comes back. Among the 8 live clients each round is a
+  // uniform 4-subset, so each is chosen with probability 1/2: 75 of 150 rounds
+  // (binomial sd 6.1); 3 afterwards with probability 4/9.
+  ManualEnv env(10);
+  ServerOptions o;
+  o.num_clients = 10;
+  o.clients_per_round = 4;
+  o.rounds = 300;
+  bool three_alive = false;
+  o.available = [&](NodeId c) { return c != 7 && (c != 3 || three_alive); };
+  FedServer server(env, ParamVector(1), o, nullptr);
+  server.Start();
+  std::vector<int> before(10, 0), after(10, 0);
+  std::size_t next = 0;
+  while (!server.finished()) {
+    const std::uint64_t round = server.rounds_done();
+    if (round == 150) three_alive = true;
+    const std::size_t end = env.outbox().size();
+    REQUIRE(end - next == 4);
+    for (; next < end; ++next) {
+      const NodeId c = env.outbox()[next].to;
+      (round < 150 ? before : after)[c]++;
+      server.OnMessage(c, Result(round, 1, 1, {0}));
+    }
+  }
+  CHECK(server.rounds_done() == 300);
+  CHECK(before[3] == 0);
+  CHECK(before[7] == 0);
+  CHECK(after[7] == 0);
+  for (NodeId c : {0, 1, 2, 4, 5, 6, 8, 9}) {
+    CAPTURE(c);
+    CHECK(before[c] == doctest::Approx(75).epsilon(0.4));  // within 30 of 75: ~5 sd
+  }
+  CHECK(after[3] == doctest::Approx(150.0 * 4 / 9).epsilon(0.45));
+}
+
 TEST_CASE("A deadline closes the round with the results in hand") {
   ManualEnv env(4);
   ServerOptions o;
