@@ -3,17 +3,20 @@
 # prints each daemon's VmRSS once its session is up and its peak (VmHWM) at
 # the end. Used for docs/benchmarks.md ("murmurd memory").
 #
-#   tools/daemon_rss.sh [DATASET] [ROUNDS]
+#   tools/daemon_rss.sh [DATASET] [ROUNDS] [PARTS]
 #     DATASET: a murmur sim dataset spec (default fashion-mnist; synthetic:blobs for a tiny job)
 #     ROUNDS:  rounds of the job (default 200)
-# Needs build/release (murmur, murmurd). Everything runs on 127.0.0.1 and is
-# removed at the end.
+#     PARTS:   when set, daemon i's config has local data
+#              "fashion-mnist:iid:part=i/PARTS" (docs/daemon.md "Local data")
+# Needs build/release (murmur, murmurd), or MURMURD=path to measure another
+# murmurd. Everything runs on 127.0.0.1 and is removed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATASET=${1:-fashion-mnist}
 ROUNDS=${2:-200}
+PARTS=${3:-}
 BIN=build/release/bin
-MURMURD=$(find build/release -name murmurd -type f -perm -u+x | head -1)
+MURMURD=${MURMURD:-$(find build/release -name murmurd -type f -perm -u+x | head -1)}
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
@@ -32,6 +35,8 @@ for i in 0 1; do
 done
 for i in 0 1; do
   j=$((1 - i))
+  LOCAL=""
+  [[ -n "$PARTS" ]] && LOCAL="data: \"fashion-mnist:iid:part=$i/$PARTS\""
   cat > "$WORK/n$i.textproto" <<CFG
 node_id: $i
 listen: "127.0.0.1:$((BASE + i))"
@@ -53,6 +58,7 @@ job {
   checkpoint_every: 50
   eval_every: 0
 }
+$LOCAL
 threads: 1
 linger: 1
 log_level: "warning"
