@@ -18,6 +18,11 @@
 // are offline to the server until they join). At the end the aggregator
 // sends "done" to every client, and the clients end too.
 //
+// Liveness: the aggregator never selects a client the daemon's membership
+// declares dead or left (`peer_alive`, ServerOptions::available), and gives
+// up a task it holds when it is declared dead, so a round does not wait for
+// the deadline (PeersChanged).
+//
 // Checkpoints: the aggregator writes the global model and the rounds made
 // every checkpoint_every rounds; after a restart it resumes from them (the
 // server optimizer's state, momentum or Adam moments, starts afresh).
