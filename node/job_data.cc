@@ -71,6 +71,9 @@ Result<JobData> LoadJobData(const proto::JobConfig& job, const LocalData& local,
                                 ml::ShardSpec{named.partition, named.parts, named.part, train});
   } else if (std::filesystem::is_directory(local.data)) {
     data = ml::LoadDatasetShard("fashion-mnist", local.data, job.seed(), ml::ShardSpec{"iid", 1, 0, train});
+  } else if (local.data.rfind("csv:", 0) != 0 && local.data.size() > 4 &&
+             local.data.compare(local.data.size() - 4, 4, ".csv") == 0) {
+    data = ml::LoadDatasetShard("csv:" + local.data, dir, job.seed(), ml::ShardSpec{"iid", 1, 0, train});
   } else {
     data = ml::LoadDatasetShard(local.data, dir, job.seed(), ml::ShardSpec{"iid", 1, 0, train});
   }

@@ -15,6 +15,7 @@
 //                                      PARTITION --seed SEED` gives node I
 //   DIR                                a directory of Fashion-MNIST IDX files,
 //                                      its whole training set
+//   FILE.csv                           csv:FILE.csv (below)
 //   csv:TRAIN[:TEST], fashion-mnist,   a dataset spec (ml/dataset_spec.h), its
 //   synthetic:...                      whole training set
 //

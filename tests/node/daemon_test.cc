@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "crypto/certificate.h"
@@ -282,6 +283,32 @@ TEST_CASE("Local data specs are checked when the config is read") {
   }
   CHECK(CheckLocalData("fashion-mnist:dirichlet:0.5:part=3/8").ok());
   CHECK(CheckLocalData("csv:/data/mine.csv").ok());
+}
+
+TEST_CASE("Local data given as a CSV path is that file, whole; a missing file fails naming it") {
+  // 10 rows of label, x: the 80% kept for training are 8 of them, each x = 10 * label.
+  const fs::path csv = fs::temp_directory_path() /
+                       std::string("murmur_local_").append(std::to_string(::getpid())).append(".csv");
+  {
+    std::ofstream out(csv);
+    for (int i = 0; i < 10; ++i) out << i % 3 << "," << 10 * (i % 3) << "\n";
+  }
+  proto::JobConfig job;
+  job.set_model("softmax");
+  auto whole = LoadJobData(job, LocalData{csv.string(), ""}, 4, 2);
+  REQUIRE_MESSAGE(whole.ok(), whole.status().ToString());
+  CHECK(whole->data.train.num_samples == 8);
+  CHECK(whole->data.test.num_samples == 2);
+  for (std::int64_t i = 0; i < 8; ++i)
+    CHECK(whole->data.train.row(i)[0] == 10.0f * whole->data.train.labels[i]);
+  auto spec = LoadJobData(job, LocalData{"csv:" + csv.string(), ""}, 4, 2);
+  REQUIRE(spec.ok());
+  CHECK(spec->data.train.features == whole->data.train.features);
+  fs::remove(csv);
+  auto missing = LoadJobData(job, LocalData{csv.string(), ""}, 4, 2);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message().find("config field 'data'") != std::string::npos);
+  CHECK(missing.status().message().find(csv.filename().string()) != std::string::npos);
 }
 
 TEST_CASE("A stop request drains: the daemon returns, and its checkpoint holds the last completed round") {
