@@ -204,7 +204,7 @@ Nanos HealBound(const MembershipOptions& o, NodeId n) {
 }
 
 TEST_CASE(
-    "Two halves of a FaultyEnv partition lose each other, then converge after the heal without flapping") {
+    "Two halves of a FaultyEnv partition lose each other and converge after the heal without flapping") {
   const NodeId n = 16;
   const MembershipOptions defaults;
   // 50 s: each side holds the other dead. 150 s: past reap_after (60 s), each

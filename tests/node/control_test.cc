@@ -325,7 +325,8 @@ double MetricValue(const std::string& text, const std::string& name) {
   return -1;
 }
 
-TEST_CASE("A FaultConfig becomes one rule for every link and a partition until cleared; bad ones are named") {
+TEST_CASE(
+    "A FaultConfig becomes one rule for every link and a partition until cleared and bad ones are named") {
   proto::FaultConfig f;
   f.set_drop(0.25);
   f.set_delay(0.05);
@@ -377,7 +378,7 @@ TEST_CASE("A FaultConfig becomes one rule for every link and a partition until c
 }
 
 TEST_CASE(
-    "murmur fault set and clear: refused without fault_injection, a partition cuts sends until cleared") {
+    "murmur fault set and clear: refused without fault_injection and a partition cuts sends until cleared") {
   Fleet fleet({1, 2});
   proto::ControlRequest set;
   set.mutable_fault_set()->mutable_faults()->set_partition("0|1-2");
