@@ -179,6 +179,12 @@ void FaultPlan::ClearManualPartition() {
   manual_.reset();
 }
 
+void FaultPlan::Clear() {
+  rules_.clear();
+  cuts_.clear();
+  ClearManualPartition();
+}
+
 LinkFaults FaultPlan::FaultsFor(NodeId from, NodeId to, Nanos now) const {
   for (auto it = rules_.rbegin(); it != rules_.rend(); ++it) {
     const FaultRule& r = *it;

@@ -84,6 +84,10 @@ class FaultPlan {
   // A partition active from now until ClearManualPartition (replaces an earlier one).
   Status SetManualPartition(std::vector<std::vector<NodeId>> groups);
   void ClearManualPartition();
+  // Removes every rule, window and the manual partition. Like AddRule, only
+  // where nothing reads the plan concurrently (a daemon calls it on the
+  // thread its envs send from).
+  void Clear();
 
   // The faults of a message from `from` to `to` sent at `now` (none when no rule matches).
   LinkFaults FaultsFor(NodeId from, NodeId to, Nanos now) const;

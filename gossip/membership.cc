@@ -159,7 +159,20 @@ void Membership::OnMessage(NodeId from, MessagePtr msg) {
   }
   ++stats_.messages_received;
   joined_ = true;
-  for (const MemberUpdate& u : m->updates()) {
+  // A full state (JOIN, SYNC) may be another side's view after a partition:
+  // as memberlist's mergeState does, a member it holds dead that this node
+  // holds alive or suspect is only suspected here, so that it refutes within the
+  // suspicion timeout instead of being declared dead by the merge itself. (A
+  // member this node does not know, or forgot, stays unknown.)
+  const bool state_exchange = h.type == MembershipType::kJoin || h.type == MembershipType::kSync;
+  for (MemberUpdate u : m->updates()) {
+    if (state_exchange && u.state == MemberState::kDead) {
+      auto it = members_.find(u.member);
+      if (it != members_.end() && (it->second.member.state == MemberState::kAlive ||
+                                   it->second.member.state == MemberState::kSuspect)) {
+        u.state = MemberState::kSuspect;
+      }
+    }
     ApplyUpdate(u);
     if (!running_) return;
   }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "crypto/file_io.h"
+#include "node/fault_control.h"
 #include "node/job_data.h"
 
 namespace murmur::node {
@@ -113,6 +114,11 @@ Status ValidateNodeConfig(const proto::NodeConfig& c) {
       return Status::InvalidArgument("config field 'peers': id " + std::to_string(p.id()) +
                                      " is missing, repeated, or this node's own");
     MURMUR_RETURN_IF_ERROR(ParseHostPort(p.address()).status().WithContext("config field 'peers.address'"));
+  }
+  if (c.has_faults()) {
+    if (!c.fault_injection())
+      return Status::InvalidArgument("config field 'faults' needs 'fault_injection: true'");
+    MURMUR_RETURN_IF_ERROR(ValidateFaultConfig(c.faults()).WithContext("config field 'faults'"));
   }
   return Status::Ok();
 }

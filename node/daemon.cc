@@ -13,6 +13,7 @@
 #include "node/checkpoint.h"
 #include "node/config.h"
 #include "node/daemon_impl.h"
+#include "node/fault_control.h"
 
 namespace murmur::node {
 
@@ -69,6 +70,13 @@ Status DaemonImpl::Init() {
   });
   env_->SetTransport(transport_.get());
   env_->SetSink(this);
+  if (config_.fault_injection()) {
+    faulty_ = std::make_unique<FaultyEnv>(env_.get(), &fault_plan_);
+    MURMUR_RETURN_IF_ERROR(
+        ApplyFaultConfig(config_.faults(), fault_plan_).WithContext("config field 'faults'"));
+    faults_ = config_.faults();
+    MURMUR_LOG(kWarning) << "node " << self << ": fault injection is on; faults: " << DescribeFaults(faults_);
+  }
   MURMUR_RETURN_IF_ERROR(transport_->Start());
   // Membership (SWIM with Lifeguard, docs/membership.md): the configured
   // peers are the seeds; members learned from them are dialled.
@@ -79,7 +87,7 @@ Status DaemonImpl::Init() {
   for (const auto& p : config_.peers()) mo.seeds.push_back(p.id());
   signer_ = std::make_unique<gossip::Ed25519Signer>(identity);
   session_keys_ = std::make_unique<SessionKeys>(transport_.get());
-  auto membership = gossip::Membership::Create(*env_, mo, *signer_, *session_keys_, this);
+  auto membership = gossip::Membership::Create(net(), mo, *signer_, *session_keys_, this);
   if (!membership.ok()) return membership.status().WithContext("membership");
   membership_ = std::move(membership).value();
   membership_->Start();
@@ -116,7 +124,7 @@ Status DaemonImpl::Init() {
     }
     // A finished or stopped job: keep it for status until the next one.
     // (Built from its checkpoint and ended at once: status shows where it stopped.)
-    auto ended = MakeJob(job, *env_, DataPath(kCheckpointFile), nullptr, {}, LocalDataOf(config_));
+    auto ended = MakeJob(job, net(), DataPath(kCheckpointFile), nullptr, {}, LocalDataOf(config_));
     if (ended.ok()) {
       job_ = std::move(ended).value();
       job_->Abandon();
@@ -133,7 +141,7 @@ Status DaemonImpl::StartJob(const proto::JobConfig& job, bool resume) {
     MURMUR_RETURN_IF_ERROR(crypto::WriteFileAtomic(DataPath(kJobFile), crypto::AsBytes(text), 0644));
   }
   auto created = MakeJob(
-      job, *env_, DataPath(kCheckpointFile), [this](Job::End how) { OnJobEnd(how); },
+      job, net(), DataPath(kCheckpointFile), [this](Job::End how) { OnJobEnd(how); },
       [this](NodeId peer) { return PeerAlive(peer); }, LocalDataOf(config_));
   if (!created.ok()) return created.status();
   {

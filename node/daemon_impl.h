@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/faulty_env.h"
 #include "crypto/handshake.h"
 #include "gossip/membership.h"
 #include "gossip/membership_signer.h"
@@ -52,7 +53,8 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
     if (control_) control_->Stop();
     io_.stop();
     membership_.reset();
-    env_.reset();  // joins the worker pool before the jobs go
+    faulty_.reset();  // cancels its timers on the AsioEnv
+    env_.reset();     // joins the worker pool before the jobs go
     job_.reset();
     retired_.clear();
     control_.reset();
@@ -85,6 +87,11 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   asio::io_context io_;
   asio::signal_set signals_;
   std::unique_ptr<AsioEnv> env_;
+  // Fault injection (config field 'fault_injection', node/fault_control.h):
+  // when set, membership and jobs send through faulty_, which applies fault_plan_.
+  FaultPlan fault_plan_;
+  std::unique_ptr<FaultyEnv> faulty_;
+  proto::FaultConfig faults_;  // what fault_plan_ holds now
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<MetricsServer> metrics_;
   std::unique_ptr<ControlServer> control_;
@@ -103,6 +110,8 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   mutable std::mutex mu_;  // guards job_ pointer swaps against the accessors
 
  private:
+  // The Env that membership and jobs send through.
+  Env& net() { return faulty_ ? static_cast<Env&>(*faulty_) : static_cast<Env&>(*env_); }
   std::string DataPath(const char* name) const { return config_.data_dir() + "/" + name; }
   Status StartJob(const proto::JobConfig& job, bool resume);
   void OnJobEnd(Job::End how);
@@ -112,6 +121,7 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   void Finish(Nanos linger);
   proto::ControlResponse OnControl(const proto::ControlRequest& request, const crypto::PeerInfo& from);
   proto::ControlResponse Submit(const proto::JobConfig& job);
+  proto::ControlResponse SetFaults(const proto::FaultConfig& faults);
   proto::JobStatus JobStatus() const;
   std::string RenderMetrics() const;
 };

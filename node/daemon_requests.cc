@@ -4,6 +4,7 @@
 
 #include "core/log.h"
 #include "node/daemon_impl.h"
+#include "node/fault_control.h"
 
 namespace murmur::node {
 
@@ -71,6 +72,8 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
       r.set_ok(true);
       r.set_metrics(RenderMetrics());
       break;
+    case proto::ControlRequest::kFaultSet: r = SetFaults(request.fault_set().faults()); break;
+    case proto::ControlRequest::kFaultClear: r = SetFaults(proto::FaultConfig{}); break;
     default: return Refuse("unknown request");
   }
   r.set_node_id(config_.node_id());
@@ -99,6 +102,18 @@ proto::ControlResponse DaemonImpl::Submit(const proto::JobConfig& job) {
   }
   proto::ControlResponse r;
   r.set_ok(true);
+  return r;
+}
+
+proto::ControlResponse DaemonImpl::SetFaults(const proto::FaultConfig& faults) {
+  if (!faulty_) return Refuse("fault injection is off on this daemon (config field 'fault_injection')");
+  Status st = ApplyFaultConfig(faults, fault_plan_);
+  if (!st.ok()) return Refuse(st.ToString());
+  faults_ = faults;
+  MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": faults now " << DescribeFaults(faults_);
+  proto::ControlResponse r;
+  r.set_ok(true);
+  r.set_faults(DescribeFaults(faults_));
   return r;
 }
 
@@ -179,6 +194,25 @@ std::string DaemonImpl::RenderMetrics() const {
   out +=
       PrometheusMetric("murmur_test_accuracy", "gauge",
                        "Test accuracy at the last evaluation (-1: none yet).", job ? job_->accuracy() : -1.0);
+  out += PrometheusMetric("murmur_rounds_mixed_twice_total", "counter",
+                          "Gossip rounds this node mixed a second time (must stay 0).",
+                          static_cast<double>(job ? job_->rounds_mixed_twice() : 0));
+  out += PrometheusMetric("murmur_rounds_skipped_total", "counter",
+                          "Gossip rounds skipped by catching up with a neighbour ahead.",
+                          static_cast<double>(job ? job_->rounds_skipped() : 0));
+  if (faulty_) {
+    const FaultStats& f = faulty_->stats();
+    const std::pair<const char*, std::uint64_t> faults[] = {
+        {"sent", f.sent},           {"partitioned", f.partitioned}, {"dropped", f.dropped},
+        {"corrupted", f.corrupted}, {"duplicated", f.duplicated},   {"reordered", f.reordered},
+        {"delayed", f.delayed},
+    };
+    for (const auto& [name, value] : faults) {
+      out += PrometheusMetric(std::string("murmur_fault_") + name + "_total", "counter",
+                              "Fault injection (docs/security.md): sends " + std::string(name) + ".",
+                              static_cast<double>(value));
+    }
+  }
   out += PrometheusMetric("murmur_checkpoints_written_total", "counter",
                           "Checkpoints written by the current job.",
                           static_cast<double>(job ? job_->checkpoints() : 0));

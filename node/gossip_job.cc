@@ -66,6 +66,9 @@ class GossipJobImpl final : public gossip::RoundObserver {
   std::atomic<double> accuracy_{-1};
   std::atomic<double> loss_{0};
   std::atomic<std::uint64_t> checkpoints_{0};
+  std::uint64_t next_mix_ = 0;  // the lowest round not mixed yet
+  std::atomic<std::uint64_t> mixed_twice_{0};
+  std::atomic<std::uint64_t> skipped_{0};
   std::atomic<bool> ended_{false};
   mutable std::mutex mu_;
   std::vector<float> last_params_;  // guarded by mu_: the model after round rounds_done_
@@ -117,6 +120,7 @@ Status GossipJobImpl::Init() {
     return ckpt.status();
   }
   rounds_done_ = start_round_;
+  next_mix_ = start_round_;
   last_params_.assign(x0.span().begin(), x0.span().end());
 
   gossip::DecentralizedSgdOptions o;
@@ -138,6 +142,12 @@ Status GossipJobImpl::Init() {
 void GossipJobImpl::OnRoundDone(NodeId, std::uint64_t round, double loss) {
   // node_->round() is the next round to run: round + 1, or later after a catch-up.
   const std::uint64_t done = std::max(round + 1, node_->round());
+  // Every round is mixed at most once (docs/security.md "Fault injection"):
+  // the debug line lets a test check it from the log, the counter from /metrics.
+  MURMUR_LOG(kDebug) << "node " << env_.self() << ": job " << job_.job_id() << " mixed round " << round;
+  if (round < next_mix_) ++mixed_twice_;
+  skipped_ += done - (round + 1);
+  next_mix_ = std::max(next_mix_, done);
   {
     std::lock_guard<std::mutex> lock(mu_);
     const auto p = node_->params().span();
@@ -221,6 +231,8 @@ std::uint64_t GossipJob::rounds_done() const { return impl_->rounds_done_; }
 double GossipJob::accuracy() const { return impl_->accuracy_; }
 double GossipJob::loss() const { return impl_->loss_; }
 std::uint64_t GossipJob::checkpoints() const { return impl_->checkpoints_; }
+std::uint64_t GossipJob::rounds_mixed_twice() const { return impl_->mixed_twice_; }
+std::uint64_t GossipJob::rounds_skipped() const { return impl_->skipped_; }
 std::vector<float> GossipJob::params() const {
   std::lock_guard<std::mutex> lock(impl_->mu_);
   return impl_->last_params_;

@@ -60,6 +60,8 @@ class GossipJob final : public Job {
   double loss() const override;
   std::uint64_t checkpoints() const override;
   std::vector<float> params() const override;
+  std::uint64_t rounds_mixed_twice() const override;
+  std::uint64_t rounds_skipped() const override;
   void PeersChanged() override;
 
  private:

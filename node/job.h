@@ -48,6 +48,10 @@ class Job {
   virtual double loss() const = 0;
   virtual std::uint64_t checkpoints() const = 0;
   virtual std::vector<float> params() const = 0;  // the model after rounds_done()
+  // Gossip jobs: rounds mixed a second time (a bug if ever > 0), and rounds
+  // skipped by catching up with a neighbour that was ahead.
+  virtual std::uint64_t rounds_mixed_twice() const { return 0; }
+  virtual std::uint64_t rounds_skipped() const { return 0; }
 
   // The daemon's membership view changed (a peer died or came back).
   virtual void PeersChanged() {}

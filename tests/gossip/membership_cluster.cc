@@ -75,7 +75,8 @@ Cluster::Cluster(NodeId n, MembershipOptions options, double loss, std::uint64_t
     signers_.push_back(std::make_unique<Ed25519Signer>(KeyOf(i)));
   }
   for (NodeId i = 0; i < n; ++i) {
-    envs_.push_back(std::make_unique<FaultEnv>(sim_.env(i), blocked_, other_sends_));
+    faulty_.push_back(std::make_unique<FaultyEnv>(&sim_.env(i), &plan_));
+    envs_.push_back(std::make_unique<FaultEnv>(*faulty_[i], blocked_, other_sends_));
     recorders_.push_back(std::make_unique<Recorder>(*this, i));
     MembershipOptions o = options_;
     o.seeds = {0};

@@ -1,8 +1,9 @@
 // A group of Membership nodes on the simulator, for the membership tests:
-// real Ed25519 keys, the simulator's latency and loss, and two faults layered
+// real Ed25519 keys, the simulator's latency and loss, and faults layered
 // over each node's Env as decorators: a partition (messages between blocked
-// pairs are dropped at the sender) and a slow node (every message it receives
-// is handled `slow` later, as on an overloaded machine).
+// pairs are dropped at the sender), a slow node (every message it receives
+// is handled `slow` later, as on an overloaded machine), and the FaultyEnv
+// (core/faulty_env.h) of every node, which applies faults() (empty: nothing).
 #pragma once
 
 #include <functional>
@@ -10,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/faulty_env.h"
 #include "gossip/membership.h"
 #include "gossip/membership_signer.h"
 #include "sim/simulator.h"
@@ -51,6 +53,8 @@ class Cluster {
   void SetPartition(std::function<bool(NodeId, NodeId)> blocked) { blocked_ = std::move(blocked); }
   // Every message `node` receives is handled `delay` later.
   void SetSlow(NodeId node, Nanos delay) { slow_[node] = delay; }
+  // The plan every node's FaultyEnv applies (partitions, drops, delays).
+  FaultPlan& faults() { return plan_; }
   // `node` signs with `identity` instead of its own (an impostor).
   void SetSigningKey(NodeId node, const crypto::Identity& identity);
 
@@ -73,6 +77,8 @@ class Cluster {
 
   sim::Simulator sim_;  // first: destroyed last
   KeyDirectory keys_;
+  FaultPlan plan_;
+  std::vector<std::unique_ptr<FaultyEnv>> faulty_;  // below envs_: destroyed after them
   std::vector<std::unique_ptr<Ed25519Signer>> signers_;
   std::vector<std::unique_ptr<FaultEnv>> envs_;
   std::vector<std::unique_ptr<Recorder>> recorders_;
