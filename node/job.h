@@ -13,11 +13,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/env.h"
 #include "core/status.h"
+#include "crypto/identity.h"
 #include "proto/node.pb.h"
 
 namespace murmur::node {
@@ -50,6 +52,19 @@ class Job {
 
   // The daemon's membership view changed (a peer died or came back).
   virtual void PeersChanged() {}
+  // The last thing that went wrong in a job that carries on (a SecAgg+ round
+  // that aborted, a privacy budget that ended the job early); empty when none.
+  // Readable from any thread.
+  virtual std::string warning() const { return {}; }
+};
+
+// The daemon's keys as a job sees them (federated SecAgg+ signs and checks
+// the clients' key advertisements with them). `identity` (may be null: no
+// SecAgg+) must outlive the job; `peer_key` gives the Ed25519 key of the
+// certificate a peer presented on its current session (nullopt: none).
+struct JobKeys {
+  const crypto::Identity* identity = nullptr;
+  std::function<std::optional<crypto::SignPublicKey>(NodeId)> peer_key;
 };
 
 // Checks a job for node `self` (the fields every kind of job shares, then the kind's own).
@@ -58,8 +73,10 @@ Status ValidateJobConfig(const proto::JobConfig& job, NodeId self);
 // Builds the job the config names (by its algorithm). `env` (the daemon's
 // AsioEnv) must outlive the job; `checkpoint_path` is read for a resume and
 // written as the job goes. `peer_alive` (may be empty) is the membership's
-// view: a gossip round does not wait for a neighbour it calls dead.
+// view: a gossip round does not wait for a neighbour it calls dead. `keys`:
+// see JobKeys (a federated job with secure_aggregation needs both).
 Result<std::unique_ptr<Job>> MakeJob(const proto::JobConfig& job, Env& env, std::string checkpoint_path,
-                                     Job::OnEnd on_end, std::function<bool(NodeId)> peer_alive = {});
+                                     Job::OnEnd on_end, std::function<bool(NodeId)> peer_alive = {},
+                                     JobKeys keys = {});
 
 }  // namespace murmur::node
