@@ -23,6 +23,7 @@
 
 #include "core/status.h"
 #include "crypto/bytes.h"
+#include "crypto/handshake_state.h"
 #include "crypto/mask_stream.h"
 
 namespace murmur::crypto {
@@ -35,10 +36,8 @@ using DhSecretKey = std::array<std::uint8_t, kDhKeySize>;
 inline constexpr std::string_view kMaskSeedLabel = "murmur secagg pairwise mask v1";
 inline constexpr std::string_view kShareKeyLabel = "murmur secagg share key v1";
 
-struct DhKeyPair {
-  DhPublicKey public_key{};
-  DhSecretKey secret_key{};
-};
+// DhKeyPair: the X25519 key pair of crypto/handshake_state.h (one type for
+// both uses, so that headers including both agree on it).
 
 // 32 bytes from the system's randomness (libsodium randombytes_buf).
 MaskSeed RandomSeed();

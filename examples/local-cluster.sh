@@ -11,6 +11,7 @@
 #   MODEL=mlp:128 ROUNDS=600 examples/local-cluster.sh
 #   GOSSIP=0 FED_ROUNDS=50 FED_PARTITION=dirichlet:0.5 examples/local-cluster.sh   # the federated job only
 #   GOSSIP=0 FED_ROUNDS=60 FED_KILL_AT=15 examples/local-cluster.sh   # the aggregator dies and resumes
+#   GOSSIP=0 FED_SECAGG=1 examples/local-cluster.sh   # the federated job with SecAgg+
 #
 # Needs the murmur and murmurd binaries (./dev build puts them in build/release/bin).
 # Everything lives in a temporary directory (kept with KEEP=1); all addresses are 127.0.0.1.
@@ -26,6 +27,7 @@ FED_ROUNDS=${FED_ROUNDS:-20}        # federated job: rounds (0: skip it)
 FED_PARTITION=${FED_PARTITION:-iid} # iid, dirichlet:ALPHA, shards:K or quantity:BETA over the NODES-1 clients
 SIM=${SIM:-1}                       # 0: skip the `murmur sim` comparison
 FED_KILL_AT=${FED_KILL_AT:-0}       # > 0: kill -9 the aggregator at this round, then restart it
+FED_SECAGG=${FED_SECAGG:-0}         # 1: the federated job runs SecAgg+ (every other client a neighbour)
 BASE_PORT=${BASE_PORT:-17100}
 BIN=${BIN:-build/release/bin}
 DATA_DIR=${DATASET_DIR:-/usr/share/datasets/fashion-mnist}
@@ -109,6 +111,11 @@ eval_every: $((FED_ROUNDS / 10 > 0 ? FED_ROUNDS / 10 : 1))
 checkpoint_every: 5
 seed: 1
 JOB
+SIM_SECAGG=()
+if [ "$FED_SECAGG" != 0 ]; then
+  echo "secure_aggregation: true" >>"$WORK/federated.job"
+  SIM_SECAGG=(--secure-aggregation)
+fi
 say "submitting $WORK/federated.job"
 "$MURMUR" job submit "$WORK/federated.job" "${OP[@]}"
 start=$(date +%s)
@@ -130,12 +137,14 @@ fi
 "$MURMUR" job status --wait --interval 1 "${OP[@]}"
 say "federated job: $(( $(date +%s) - start )) s; the aggregator's global model:"
 "$MURMUR" job status --daemon "127.0.0.1:$((BASE_PORT + 100))" "${OP[@]:2}"
+say "aggregator traffic since it started (all jobs): $("$MURMUR" metrics --daemon "127.0.0.1:$((BASE_PORT + 100))" \
+  "${OP[@]:2}" | awk '/^murmur_bytes_(received|sent)_total/ { printf "%s %s  ", $1, $2 }')"
 if [ "$SIM" != 0 ]; then
   say "murmur sim of the same configuration ($((NODES - 1)) clients):"
   "$MURMUR" sim --algorithm fedavg --model "$MODEL" --dataset fashion-mnist --data-dir "$DATA_DIR" \
     --partition "$FED_PARTITION" --nodes $((NODES - 1)) --clients-per-round $((NODES - 1)) \
     --rounds "$FED_ROUNDS" --lr 0.05 --batch 32 --local-epochs 1 --eval-every "$FED_ROUNDS" --seed 1 \
-    --metrics-csv "$WORK/federated-sim.csv" >/dev/null 2>&1
+    "${SIM_SECAGG[@]}" --metrics-csv "$WORK/federated-sim.csv" >/dev/null 2>&1
   tail -n 1 "$WORK/federated-sim.csv" | awk -F, '{printf "local-cluster: murmur sim round %s: global model test accuracy %.4f\n", $1, $8}'
 fi
 fi

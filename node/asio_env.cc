@@ -4,6 +4,7 @@
 
 #include "core/log.h"
 #include "federated/messages.h"
+#include "federated/secagg_messages.h"
 #include "gossip/membership_messages.h"
 #include "gossip/messages.h"
 #include "node/federated_control.h"
@@ -31,6 +32,11 @@ AsioEnv::AsioEnv(asio::io_context& io, NodeId self, std::uint64_t seed, int offl
   RegisterDecoder(federated::kFedMessageKind,
                   [limits](std::span<const std::uint8_t> bytes) -> Result<MessagePtr> {
                     MURMUR_ASSIGN_OR_RETURN(auto msg, federated::FedMessage::Decode(bytes, limits));
+                    return MessagePtr(std::move(msg));
+                  });
+  RegisterDecoder(federated::kSecAggMessageKind,
+                  [](std::span<const std::uint8_t> bytes) -> Result<MessagePtr> {
+                    MURMUR_ASSIGN_OR_RETURN(auto msg, federated::SecAggMessage::Decode(bytes));
                     return MessagePtr(std::move(msg));
                   });
   RegisterDecoder(kFedControlMessageKind, [](std::span<const std::uint8_t> bytes) -> Result<MessagePtr> {

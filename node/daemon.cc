@@ -86,6 +86,7 @@ Status DaemonImpl::Init() {
                    : listen.host + ":" + std::to_string(transport_->port());
   for (const auto& p : config_.peers()) mo.seeds.push_back(p.id());
   signer_ = std::make_unique<gossip::Ed25519Signer>(identity);
+  identity_ = std::make_unique<crypto::Identity>(identity);
   session_keys_ = std::make_unique<SessionKeys>(transport_.get());
   auto membership = gossip::Membership::Create(net(), mo, *signer_, *session_keys_, this);
   if (!membership.ok()) return membership.status().WithContext("membership");
@@ -124,7 +125,7 @@ Status DaemonImpl::Init() {
     }
     // A finished or stopped job: keep it for status until the next one.
     // (Built from its checkpoint and ended at once: status shows where it stopped.)
-    auto ended = MakeJob(job, net(), DataPath(kCheckpointFile), nullptr, {}, LocalDataOf(config_));
+    auto ended = MakeJob(job, net(), DataPath(kCheckpointFile), nullptr, {}, LocalDataOf(config_), Keys());
     if (ended.ok()) {
       job_ = std::move(ended).value();
       job_->Abandon();
@@ -142,7 +143,7 @@ Status DaemonImpl::StartJob(const proto::JobConfig& job, bool resume) {
   }
   auto created = MakeJob(
       job, net(), DataPath(kCheckpointFile), [this](Job::End how) { OnJobEnd(how); },
-      [this](NodeId peer) { return PeerAlive(peer); }, LocalDataOf(config_));
+      [this](NodeId peer) { return PeerAlive(peer); }, LocalDataOf(config_), Keys());
   if (!created.ok()) return created.status();
   {
     std::lock_guard<std::mutex> lock(mu_);

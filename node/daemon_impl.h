@@ -96,6 +96,7 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   std::unique_ptr<MetricsServer> metrics_;
   std::unique_ptr<ControlServer> control_;
   std::unique_ptr<gossip::Ed25519Signer> signer_;
+  std::unique_ptr<crypto::Identity> identity_;  // signs SecAgg+ keys of federated jobs
   std::unique_ptr<SessionKeys> session_keys_;
   std::unique_ptr<gossip::Membership> membership_;
   MessageSink* job_sink_ = nullptr;            // the running job's
@@ -113,6 +114,10 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   // The Env that membership and jobs send through.
   Env& net() { return faulty_ ? static_cast<Env&>(*faulty_) : static_cast<Env&>(*env_); }
   std::string DataPath(const char* name) const { return config_.data_dir() + "/" + name; }
+  // The keys a job may use (JobKeys, node/job.h): this node's identity, its peers' certificate keys.
+  JobKeys Keys() const {
+    return {identity_.get(), [t = transport_.get()](NodeId peer) { return t->PeerKey(peer); }};
+  }
   Status StartJob(const proto::JobConfig& job, bool resume);
   void OnJobEnd(Job::End how);
   void SaveJobState();

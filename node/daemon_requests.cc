@@ -128,6 +128,10 @@ proto::JobStatus DaemonImpl::JobStatus() const {
   s.set_rounds_total(job_->config().rounds());
   s.set_test_accuracy(job_->accuracy());
   s.set_train_loss(job_->loss());
+  if (job_error_.empty()) {
+    const std::string warning = job_->warning();
+    if (!warning.empty()) s.set_error(warning);
+  }
   return s;
 }
 

@@ -5,12 +5,18 @@
 // other (client index c is node id c below the aggregator, c + 1 above it),
 // and IndexEnv is a JobEnv seen through it, so that the engine's ids and
 // random streams (seed, index, purpose) are the ones `murmur sim` gives the
-// same run.
+// same run. A purpose made secret (MakeSecret) is the exception: its stream is
+// seeded from the system's randomness instead (DP noise on daemons, which the
+// job's operators, who know the seed, must not be able to subtract).
 //
 // Thread-safety: as core::Env; `target` must outlive the IndexEnv.
 #pragma once
 
+#include <cstring>
+#include <set>
+
 #include "core/env.h"
+#include "crypto/key_agreement.h"
 #include "node/job_env.h"
 
 namespace murmur::node {
@@ -36,7 +42,15 @@ class IndexEnv final : public Env {
   }
   void CancelTimer(TimerId id) override { target_.CancelTimer(id); }
   void Send(NodeId to, MessagePtr msg) override { target_.Send(map_.ToNode(to), std::move(msg)); }
-  Rng MakeRng(RngPurpose purpose) const override { return Rng(seed_, self(), purpose); }
+  Rng MakeRng(RngPurpose purpose) const override {
+    if (secret_.count(purpose) == 0) return Rng(seed_, self(), purpose);
+    const crypto::MaskSeed random = crypto::RandomSeed();
+    std::uint64_t seed = 0;
+    std::memcpy(&seed, random.data(), sizeof(seed));
+    return Rng(seed, self(), purpose);
+  }
+  // Streams of `purpose` made after this call are seeded from randombytes.
+  void MakeSecret(RngPurpose purpose) { secret_.insert(purpose); }
   void Offload(double flops, std::function<void()> work, std::function<void()> done) override {
     target_.Offload(flops, std::move(work), std::move(done));
   }
@@ -45,6 +59,7 @@ class IndexEnv final : public Env {
   JobEnv& target_;
   IdMap map_;
   std::uint64_t seed_;
+  std::set<RngPurpose> secret_;
 };
 
 }  // namespace murmur::node

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <mutex>
+#include <optional>
 
 #include "compression/compressor.h"
 #include "core/log.h"
 #include "federated/client.h"
+#include "federated/secagg_messages.h"
 #include "federated/server.h"
 #include "ml/ml_learner.h"
 #include "node/checkpoint.h"
@@ -29,7 +32,7 @@ Nanos Seconds(double s) { return Nanos(static_cast<std::int64_t>(s * 1e9)); }
 class FederatedJobImpl final : public MessageSink, public gossip::RoundObserver {
  public:
   FederatedJobImpl(proto::JobConfig job, Env& env, std::string checkpoint_path, Job::OnEnd on_end,
-                   std::function<bool(NodeId)> peer_alive, LocalData local)
+                   std::function<bool(NodeId)> peer_alive, LocalData local, JobKeys keys)
       : job_(std::move(job)),
         peer_alive_(std::move(peer_alive)),
         local_(std::move(local)),
@@ -37,7 +40,8 @@ class FederatedJobImpl final : public MessageSink, public gossip::RoundObserver 
         env_(env, job_.seed()),
         index_env_(env_, map_, job_.seed()),
         checkpoint_path_(std::move(checkpoint_path)),
-        on_end_(std::move(on_end)) {}
+        on_end_(std::move(on_end)),
+        keys_(std::move(keys)) {}
 
   Status Init();
   Status InitServer(ParamVector x0);
@@ -52,6 +56,11 @@ class FederatedJobImpl final : public MessageSink, public gossip::RoundObserver 
   void WriteCheckpoint();
   void End(Job::End how);
   void PeersChanged();
+  // SecAgg+ keys, and a run the server cuts short.
+  federated::SignKeyDirectory Directory();
+  bool PeersKeyed() const;
+  void CheckServer();
+  void Warn(std::string what);
 
   bool is_server() const { return env_.self() == job_.aggregator(); }
 
@@ -63,6 +72,8 @@ class FederatedJobImpl final : public MessageSink, public gossip::RoundObserver 
   IndexEnv index_env_;
   std::string checkpoint_path_;
   Job::OnEnd on_end_;
+  JobKeys keys_;
+  std::map<NodeId, crypto::SignPublicKey> key_cache_;  // Directory's answers, by engine index
   ml::TrainTest data_;
   std::unique_ptr<ml::Model> model_;
   std::unique_ptr<ml::ModelWorkspace> eval_ws_;
@@ -71,6 +82,8 @@ class FederatedJobImpl final : public MessageSink, public gossip::RoundObserver 
   std::vector<bool> joined_;
   std::size_t joined_count_ = 0;
   bool server_started_ = false;
+  Nanos join_until_{0};               // SecAgg+ client: joins without every session after this
+  std::uint64_t secagg_aborted_ = 0;  // aborted SecAgg+ rounds already reported
   // Client:
   std::vector<ml::SampleIndex> samples_;  // this client's: all of data_.train
   std::unique_ptr<ml::MlLearner> learner_;
@@ -85,6 +98,7 @@ class FederatedJobImpl final : public MessageSink, public gossip::RoundObserver 
   std::atomic<bool> ended_{false};
   mutable std::mutex mu_;
   std::vector<float> last_params_;  // guarded by mu_: the (last received) global model
+  std::string warning_;             // guarded by mu_: Job::warning
   bool draining_ = false;
 };
 
@@ -144,7 +158,11 @@ Status FederatedJobImpl::InitServer(ParamVector x0) {
   o.optimizer.beta2 = job_.server_beta2();
   o.optimizer.tau = job_.server_tau();
   if (peer_alive_) o.available = [this](NodeId c) { return peer_alive_(map_.ToNode(c)); };
-  o.request_model = upload_ == nullptr;  // lossless uploads: clients return models, FedAvg is exact
+  MURMUR_RETURN_IF_ERROR(FillServerPrivacy(job_, &o));
+  if (job_.dp_clip() > 0) index_env_.MakeSecret(RngPurpose::kPrivacy);  // DP noise from real randomness
+  if (job_.secure_aggregation()) o.secagg.directory = Directory();
+  // Lossless uploads and no DP: clients return models, FedAvg is exact.
+  o.request_model = upload_ == nullptr && job_.dp_clip() == 0;
   server_ = std::make_unique<federated::FedServer>(index_env_, std::move(x0), o, this);
   joined_.assign(n, false);
   return Status::Ok();
@@ -169,6 +187,18 @@ Status FederatedJobImpl::InitClient() {
   co.prox_mu = job_.algorithm() == "fedprox" ? job_.prox_mu() : 0.0;
   co.scaffold = job_.algorithm() == "scaffold";
   co.upload = upload_;
+  FillClientPrivacy(job_, &co);
+  // Client-side DP noise is drawn from the client's kCompression stream (federated/client.cc).
+  if (co.dp_clip > 0 && co.dp_noise_stddev > 0) index_env_.MakeSecret(RngPurpose::kCompression);
+  if (job_.secure_aggregation()) {
+    if (keys_.identity == nullptr || !keys_.peer_key)
+      return Status::FailedPrecondition("job field 'secure_aggregation': this daemon has no identity key");
+    co.secagg.identity = keys_.identity;
+    co.secagg.directory = Directory();
+    std::size_t max_samples = 1;  // n_max: a public bound on every client's n_i (all partitions are known)
+    for (NodeId i = 0; i < n; ++i) max_samples = std::max(max_samples, partition_->node(i).size());
+    co.secagg_weight_scale = static_cast<double>(max_samples);
+  }
   client_ = std::make_unique<federated::FedClient>(index_env_, n, *learner_, model_->layout(), co);
   return Status::Ok();
 }
@@ -184,10 +214,17 @@ void FederatedJobImpl::Start() {
     env_.StartTimer(Seconds(job_.join_timeout()), [this] { StartServer(); });
     return;
   }
+  join_until_ = env_.Now() + Seconds(job_.join_timeout());
   Join();
 }
 
 void FederatedJobImpl::Join() {
+  // SecAgg+: wait (up to join_timeout) until every other daemon of the job has a
+  // session, so that the neighbours' signed keys can be checked when they come.
+  if (job_.secure_aggregation() && !PeersKeyed() && env_.Now() < join_until_) {
+    env_.StartTimer(kJoinInterval / 10, [this] { Join(); });
+    return;
+  }
   env_.Send(job_.aggregator(), std::make_shared<const FedControlMessage>(FedControlMessage::What::kJoin, 0));
   env_.StartTimer(kJoinInterval, [this] { Join(); });
 }
@@ -199,6 +236,7 @@ void FederatedJobImpl::StartServer() {
   MURMUR_LOG(kInfo) << "node " << env_.self() << ": federated job " << job_.job_id() << " starts with "
                     << joined_count_ << " of " << map_.clients << " clients";
   server_->Start();
+  CheckServer();
 }
 
 void FederatedJobImpl::OnMessage(NodeId from, MessagePtr msg) {
@@ -217,11 +255,13 @@ void FederatedJobImpl::OnMessage(NodeId from, MessagePtr msg) {
     }
     return;
   }
-  if (msg->kind() != federated::kFedMessageKind) return;
+  if (msg->kind() != federated::kFedMessageKind && msg->kind() != federated::kSecAggMessageKind) return;
   if (is_server()) return server_->OnMessage(index, std::move(msg));
   if (from != job_.aggregator()) return;  // tasks come from the aggregator only
-  const auto& m = static_cast<const federated::FedMessage&>(*msg);
-  if (m.header().kind == federated::FedKind::kTask) OnTask(m);
+  if (msg->kind() == federated::kFedMessageKind) {
+    const auto& m = static_cast<const federated::FedMessage&>(*msg);
+    if (m.header().kind == federated::FedKind::kTask) OnTask(m);
+  }
   client_->OnMessage(index, std::move(msg));
 }
 
@@ -235,6 +275,42 @@ void FederatedJobImpl::OnTask(const federated::FedMessage& task) {
   }
   rounds_done_ = round;
   if (job_.eval_every() > 0 && round % job_.eval_every() == 0) Evaluate(x);
+}
+
+federated::SignKeyDirectory FederatedJobImpl::Directory() {
+  // Engine index -> the key of the certificate that daemon presented on its session
+  // (as membership checks signatures, node/daemon_impl.h); only clients sign keys.
+  return [this](NodeId index) -> const crypto::SignPublicKey* {
+    if (index >= map_.clients) return nullptr;
+    const NodeId node = map_.ToNode(index);
+    if (node == env_.self()) return &keys_.identity->public_key();
+    auto key = keys_.peer_key ? keys_.peer_key(node) : std::nullopt;
+    if (!key) return nullptr;
+    return &(key_cache_[index] = *key);
+  };
+}
+
+bool FederatedJobImpl::PeersKeyed() const {
+  for (NodeId node = 0; node < job_.nodes(); ++node)
+    if (node != env_.self() && !(keys_.peer_key && keys_.peer_key(node))) return false;
+  return true;
+}
+
+void FederatedJobImpl::CheckServer() {
+  if (ended_ || !server_ || !server_->finished() || rounds_done_ >= job_.rounds()) return;
+  Warn("ended after " + std::to_string(rounds_done_.load()) + " of " + std::to_string(job_.rounds()) +
+       " rounds: " + server_->stop_reason());
+  for (NodeId c = 0; c < map_.clients; ++c)
+    env_.Send(map_.ToNode(c),
+              std::make_shared<const FedControlMessage>(FedControlMessage::What::kDone, rounds_done_));
+  WriteCheckpoint();
+  End(Job::End::kCompleted);
+}
+
+void FederatedJobImpl::Warn(std::string what) {
+  MURMUR_LOG(kWarning) << "node " << env_.self() << ": federated job " << job_.job_id() << ": " << what;
+  std::lock_guard<std::mutex> lock(mu_);
+  warning_ = std::move(what);
 }
 
 void FederatedJobImpl::Evaluate(const ParamVector& x) {
@@ -256,6 +332,12 @@ void FederatedJobImpl::OnRoundDone(NodeId, std::uint64_t round, double loss) {
                       << "/" << job_.rounds() << " train loss " << loss << " test accuracy "
                       << accuracy_.load();
   }
+  if (server_->secagg_rounds_aborted() > secagg_aborted_) {
+    secagg_aborted_ = server_->secagg_rounds_aborted();
+    Warn("round " + std::to_string(done) + ": SecAgg+ aborted, model unchanged (" +
+         std::to_string(secagg_aborted_) +
+         " rounds aborted so far): " + server_->secagg_last_status().ToString());
+  }
   if (done % job_.checkpoint_every() == 0 || done >= job_.rounds() || draining_) WriteCheckpoint();
   if (done >= job_.rounds()) {
     for (NodeId c = 0; c < map_.clients; ++c)
@@ -264,6 +346,9 @@ void FederatedJobImpl::OnRoundDone(NodeId, std::uint64_t round, double loss) {
     End(Job::End::kCompleted);
   } else if (draining_) {
     End(Job::End::kDrained);
+  } else {
+    // The server may decide not to run the next round (privacy budget spent).
+    env_.StartTimer(Nanos(0), [this] { CheckServer(); });
   }
 }
 
@@ -303,9 +388,9 @@ FederatedJob::~FederatedJob() = default;
 Result<std::unique_ptr<Job>> FederatedJob::Create(const proto::JobConfig& job, Env& env,
                                                   std::string checkpoint_path, OnEnd on_end,
                                                   std::function<bool(NodeId)> peer_alive,
-                                                  const LocalData& local) {
+                                                  const LocalData& local, JobKeys keys) {
   auto impl = std::make_unique<FederatedJobImpl>(job, env, std::move(checkpoint_path), std::move(on_end),
-                                                 std::move(peer_alive), local);
+                                                 std::move(peer_alive), local, std::move(keys));
   MURMUR_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<Job>(new FederatedJob(std::move(impl)));
 }
@@ -347,6 +432,10 @@ std::uint64_t FederatedJob::rounds_done() const { return impl_->rounds_done_; }
 double FederatedJob::accuracy() const { return impl_->accuracy_; }
 double FederatedJob::loss() const { return impl_->loss_; }
 std::uint64_t FederatedJob::checkpoints() const { return impl_->checkpoints_; }
+std::string FederatedJob::warning() const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  return impl_->warning_;
+}
 std::vector<float> FederatedJob::params() const {
   std::lock_guard<std::mutex> lock(impl_->mu_);
   return impl_->last_params_;

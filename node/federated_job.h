@@ -35,8 +35,17 @@
 // the aggregator's last start) and accuracy() the test accuracy of the global
 // model in that task (-1 before the first); after "done", the job's rounds.
 //
-// Not run by murmurd: secure aggregation, DP, robust rules and attacks
-// (`murmur sim` runs them).
+// Secure aggregation (SecAgg+), DP-FedAvg and the robust rules run as in
+// `murmur sim` (docs/daemon.md, "Privacy and robustness"), with two
+// differences that make them real: every SecAgg+ secret and graph seed, and
+// the DP noise, come from the system's randomness instead of the job seed;
+// and each client signs its SecAgg+ keys with its daemon's identity key, which
+// the aggregator and the other clients check against the key of the
+// certificate that daemon presented on its session (a SecAgg+ client joins
+// once it has a session with every daemon of the job, or after join_timeout).
+// An aborted SecAgg+ round leaves the model as it is, counts as a round and
+// is reported by warning(); a server that stops early (privacy budget) ends
+// the job, also with a warning. Simulated attacks are not run by murmurd.
 //
 // Thread-safety: everything on the daemon's io thread, except the atomics and
 // params(), which may be read from any thread.
@@ -48,6 +57,8 @@
 
 #include "core/env.h"
 #include "core/status.h"
+#include "federated/client.h"
+#include "federated/server.h"
 #include "node/job.h"
 #include "proto/node.pb.h"
 
@@ -58,6 +69,16 @@ bool IsFederatedJob(const std::string& algorithm);
 
 // Checks the fields of a federated job (after the common ones, node/job.h).
 Status ValidateFederatedJob(const proto::JobConfig& job, NodeId self);
+// The SecAgg+, DP and robust-rule fields: what sim::ValidateFederatedScenario
+// refuses for the scenario fields of the same names (SecAgg+ with DP, a robust
+// rule or SCAFFOLD; DP with a robust rule or FedBuff; ...).
+Status ValidateFederatedPrivacy(const proto::JobConfig& job);
+
+// ServerOptions / ClientOptions of those fields as sim/federated_run.cc sets
+// them (the SecAgg+ key directory and identity are the caller's). REQUIRES:
+// the job passed ValidateFederatedJob.
+Status FillServerPrivacy(const proto::JobConfig& job, federated::ServerOptions* options);
+void FillClientPrivacy(const proto::JobConfig& job, federated::ClientOptions* options);
 
 class FederatedJobImpl;
 
@@ -67,7 +88,7 @@ class FederatedJob final : public Job {
   static Result<std::unique_ptr<Job>> Create(const proto::JobConfig& job, Env& env,
                                              std::string checkpoint_path, OnEnd on_end,
                                              std::function<bool(NodeId)> peer_alive = {},
-                                             const LocalData& local = {});
+                                             const LocalData& local = {}, JobKeys keys = {});
   ~FederatedJob() override;
 
   MessageSink* sink() override;
@@ -84,6 +105,7 @@ class FederatedJob final : public Job {
   double loss() const override;
   std::uint64_t checkpoints() const override;
   std::vector<float> params() const override;
+  std::string warning() const override;
 
  private:
   explicit FederatedJob(std::unique_ptr<FederatedJobImpl> impl);

@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "compression/compressor.h"
+#include "federated/robust.h"
+#include "federated/secagg_quantizer.h"
 #include "federated/selection.h"
 #include "ml/dataset_spec.h"
 
@@ -66,6 +68,47 @@ Status ValidateFederatedJob(const proto::JobConfig& j, NodeId self) {
     auto c = compression::MakeCompressor(j.upload_compression());
     if (!c.ok()) return c.status().WithContext("job field 'upload_compression'");
   }
+  return ValidateFederatedPrivacy(j);
+}
+
+// The refusals of sim::ValidateFederatedScenario for the same fields.
+Status ValidateFederatedPrivacy(const proto::JobConfig& j) {
+  auto bad = [](const std::string& field, const std::string& why) {
+    return Status::InvalidArgument("job field '" + field + "' " + why);
+  };
+  auto robust = federated::ParseRobustRule(j.robust());
+  if (!robust.ok()) return robust.status().WithContext("job field 'robust'");
+  const bool mean = robust.value().rule == federated::AggregationRule::kMean;
+  if (!(j.dp_clip() >= 0) || !std::isfinite(j.dp_clip())) return bad("dp_clip", "must be >= 0");
+  if (!(j.dp_noise() >= 0) || !std::isfinite(j.dp_noise())) return bad("dp_noise", "must be >= 0");
+  if (j.dp_side() != "server" && j.dp_side() != "client") return bad("dp_side", "must be server or client");
+  if (j.dp_noise() > 0 && j.dp_clip() == 0) return bad("dp_noise", "needs dp_clip > 0");
+  if (j.dp_clip() > 0 && (!mean || j.algorithm() == "fedbuff"))
+    return bad("dp_clip", "DP-FedAvg works with robust = mean and synchronous rounds");
+  if (!(j.epsilon_budget() >= 0)) return bad("epsilon_budget", "must be >= 0");
+  if (!(j.dp_delta() > 0 && j.dp_delta() < 1)) return bad("dp_delta", "must be in (0, 1)");
+  if (!j.secure_aggregation()) return Status::Ok();
+  const std::string& a = j.algorithm();
+  const std::uint32_t clients = j.nodes() - 1;
+  const std::uint32_t k = j.clients_per_round() == 0 ? clients : j.clients_per_round();
+  if (a == "scaffold" || a == "fedbuff")
+    return bad("secure_aggregation", "works with synchronous FedAvg-family rounds, not " + a);
+  if (!mean) return bad("secure_aggregation", "needs robust = mean (the aggregator sees only the sum)");
+  if (j.dp_clip() > 0) return bad("secure_aggregation", "does not combine with DP-FedAvg here");
+  if (j.upload_compression() != "none") return bad("secure_aggregation", "needs upload_compression = none");
+  if (k < 3) return bad("clients_per_round", "must be at least 3 with secure_aggregation");
+  if (j.secagg_neighbours() % 2 != 0) return bad("secagg_neighbours", "must be even (or 0 for all)");
+  if (!(j.secagg_threshold() >= 0 && j.secagg_threshold() <= 1))
+    return bad("secagg_threshold", "must be in [0, 1]");
+  if (!(j.secagg_dropout() >= 0 && j.secagg_dropout() < 1)) return bad("secagg_dropout", "must be in [0, 1)");
+  if (!(j.round_timeout() > 0 && j.round_timeout() <= 86400))
+    return bad("round_timeout", "(the SecAgg+ key-stage timeout) must be in (0, 86400] seconds");
+  federated::QuantizerOptions q;
+  q.bits = static_cast<int>(std::min<std::uint32_t>(j.secagg_bits(), 64));
+  q.range = j.secagg_range();
+  const auto max_clients = static_cast<std::size_t>(std::ceil(j.over_commit() * k));
+  Status st = federated::SecAggQuantizer::Check(q, max_clients);
+  if (!st.ok()) return st.WithContext("job fields 'secagg_bits', 'secagg_range'");
   return Status::Ok();
 }
 

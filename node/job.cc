@@ -24,11 +24,11 @@ Status ValidateJobConfig(const proto::JobConfig& j, NodeId self) {
 
 Result<std::unique_ptr<Job>> MakeJob(const proto::JobConfig& job, Env& env, std::string checkpoint_path,
                                      Job::OnEnd on_end, std::function<bool(NodeId)> peer_alive,
-                                     const LocalData& local) {
+                                     const LocalData& local, JobKeys keys) {
   MURMUR_RETURN_IF_ERROR(ValidateJobConfig(job, env.self()));
   if (IsFederatedJob(job.algorithm()))
     return FederatedJob::Create(job, env, std::move(checkpoint_path), std::move(on_end),
-                                std::move(peer_alive), local);
+                                std::move(peer_alive), local, std::move(keys));
   return GossipJob::Create(job, env, std::move(checkpoint_path), std::move(on_end), std::move(peer_alive),
                            local);
 }

@@ -13,12 +13,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/env.h"
 #include "core/status.h"
 #include "node/job_data.h"
+#include "crypto/identity.h"
 #include "proto/node.pb.h"
 
 namespace murmur::node {
@@ -55,6 +57,19 @@ class Job {
 
   // The daemon's membership view changed (a peer died or came back).
   virtual void PeersChanged() {}
+  // The last thing that went wrong in a job that carries on (a SecAgg+ round
+  // that aborted, a privacy budget that ended the job early); empty when none.
+  // Readable from any thread.
+  virtual std::string warning() const { return {}; }
+};
+
+// The daemon's keys as a job sees them (federated SecAgg+ signs and checks
+// the clients' key advertisements with them). `identity` (may be null: no
+// SecAgg+) must outlive the job; `peer_key` gives the Ed25519 key of the
+// certificate a peer presented on its current session (nullopt: none).
+struct JobKeys {
+  const crypto::Identity* identity = nullptr;
+  std::function<std::optional<crypto::SignPublicKey>(NodeId)> peer_key;
 };
 
 // Checks a job for node `self` (the fields every kind of job shares, then the kind's own).
@@ -65,9 +80,10 @@ Status ValidateJobConfig(const proto::JobConfig& job, NodeId self);
 // written as the job goes. `peer_alive` (may be empty) is the membership's
 // view: a gossip round does not wait for a neighbour it calls dead, and a
 // federated aggregator does not select a client it calls dead. `local` is the
-// daemon's local data (node/job_data.h).
+// daemon's local data (node/job_data.h). `keys`: see JobKeys (a federated job
+// with secure_aggregation needs both).
 Result<std::unique_ptr<Job>> MakeJob(const proto::JobConfig& job, Env& env, std::string checkpoint_path,
                                      Job::OnEnd on_end, std::function<bool(NodeId)> peer_alive = {},
-                                     const LocalData& local = {});
+                                     const LocalData& local = {}, JobKeys keys = {});
 
 }  // namespace murmur::node

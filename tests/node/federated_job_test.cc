@@ -4,164 +4,20 @@
 // federated jobs are refused naming the field; the join/done messages parse.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
-#include <filesystem>
-#include <thread>
-
-#include "crypto/certificate.h"
-#include "node/control_client.h"
-#include "node/daemon.h"
 #include "node/fed_index_env.h"
 #include "node/federated_control.h"
 #include "node/federated_job.h"
 #include "sim/federated_run.h"
-#include "tests/node/loopback.h"
+#include "tests/node/fed_fleet.h"
 
 namespace murmur::node {
 namespace {
 
-namespace fs = std::filesystem;
+using testing::BlobsJob;
+using testing::FedFleet;
+using testing::ScenarioOf;
 
 constexpr NodeId kNodes = 4;
-
-// Four idle daemons (no job in their configs) and an operator.
-struct FedFleet {
-  fs::path root;
-  crypto::Identity coordinator = testing::Seeded(60);
-  std::vector<std::unique_ptr<Daemon>> daemons;
-  std::vector<std::thread> threads;
-
-  FedFleet() {
-    root = fs::temp_directory_path() / std::string("murmur_fedjob_").append(std::to_string(::getpid()));
-    fs::remove_all(root);
-    fs::create_directories(root);
-    REQUIRE(coordinator.Save(root.string(), true).ok());
-    std::vector<std::uint16_t> ports;
-    for (NodeId i = 0; i < kNodes; ++i) {
-      asio::io_context io;
-      asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
-      ports.push_back(probe.local_endpoint().port());
-    }
-    for (NodeId i = 0; i < kNodes; ++i) {
-      const fs::path dir = root / std::string("n").append(std::to_string(i));
-      fs::create_directories(dir);
-      auto creds = testing::Creds(coordinator, static_cast<std::uint8_t>(i + 1));
-      REQUIRE(creds.identity.Save(dir.string(), true).ok());
-      REQUIRE(crypto::SaveCertificateFile((dir / "node.cert").string(), creds.certificate).ok());
-      proto::NodeConfig c;
-      c.set_node_id(i);
-      c.set_listen("127.0.0.1:" + std::to_string(ports[i]));
-      c.set_data_dir(dir.string());
-      c.set_coordinator_key((root / "identity.pub").string());
-      c.set_network_id("fleet");
-      c.set_log_level("error");
-      c.set_drain_timeout(2);
-      for (NodeId j = 0; j < kNodes; ++j) {
-        if (j == i) continue;
-        auto* p = c.add_peers();
-        p->set_id(j);
-        p->set_address("127.0.0.1:" + std::to_string(ports[j]));
-      }
-      auto d = Daemon::Create(c);
-      REQUIRE_MESSAGE(d.ok(), d.status().ToString());
-      daemons.push_back(std::move(d).value());
-    }
-    for (auto& d : daemons) threads.emplace_back([&d] { CHECK(d->Run().ok()); });
-  }
-  ~FedFleet() {
-    Stop();
-    daemons.clear();
-    fs::remove_all(root);
-  }
-  void Stop() {
-    for (auto& d : daemons) d->RequestStop();
-    for (auto& t : threads)
-      if (t.joinable()) t.join();
-    threads.clear();
-  }
-
-  Result<proto::ControlResponse> Call(NodeId i, const proto::ControlRequest& r) const {
-    auto op = testing::Creds(coordinator, 77, "fleet", 3600, crypto::kRoleOperator);
-    return CallDaemon("127.0.0.1:" + std::to_string(daemons[i]->control_port()), op,
-                      testing::Policy(coordinator), r, std::chrono::seconds(10));
-  }
-  proto::JobStatus Status(NodeId i) const {
-    proto::ControlRequest r;
-    r.mutable_status();
-    auto s = Call(i, r);
-    REQUIRE_MESSAGE(s.ok(), s.status().ToString());
-    return s->job();
-  }
-  // Submits in id order, so the aggregator gets the job before some of its clients and after
-  // others: the join messages make the order irrelevant.
-  void SubmitAll(const proto::JobConfig& job) {
-    proto::ControlRequest r;
-    *r.mutable_submit()->mutable_job() = job;
-    for (NodeId i = 0; i < kNodes; ++i) {
-      auto s = Call(i, r);
-      REQUIRE_MESSAGE(s.ok(), s.status().ToString());
-      REQUIRE_MESSAGE(s->ok(), s->error());
-    }
-  }
-  // Polls every 100 ms (each poll is a handshake per daemon).
-  bool Poll(const std::function<bool()>& cond, std::chrono::seconds limit) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {
-      if (cond()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return cond();
-  }
-  bool WaitState(const std::string& state, std::chrono::seconds limit) {
-    return Poll(
-        [&] {
-          for (NodeId i = 0; i < kNodes; ++i)
-            if (Status(i).state() != state) return false;
-          return true;
-        },
-        limit);
-  }
-  bool WaitDone(std::chrono::seconds limit) { return WaitState("done", limit); }
-};
-
-proto::JobConfig BlobsJob(const std::string& id, const std::string& algorithm, NodeId aggregator) {
-  proto::JobConfig job;
-  job.set_job_id(id);
-  job.set_algorithm(algorithm);
-  job.set_dataset("synthetic:blobs");
-  job.set_model("softmax");
-  job.set_nodes(kNodes);
-  job.set_aggregator(aggregator);
-  job.set_rounds(8);
-  job.set_lr(0.05);
-  job.set_local_epochs(0);
-  job.set_local_steps(20);
-  job.set_eval_every(4);
-  job.set_checkpoint_every(4);
-  job.set_seed(7);
-  return job;
-}
-
-// The `murmur sim` run of the same configuration: nodes - 1 clients.
-proto::Scenario ScenarioOf(const proto::JobConfig& job) {
-  proto::Scenario s;
-  s.set_algorithm(job.algorithm());
-  s.set_dataset(job.dataset());
-  s.set_model(job.model());
-  s.set_partition(job.partition());
-  s.set_nodes(job.nodes() - 1);
-  s.set_clients_per_round(job.clients_per_round() == 0 ? job.nodes() - 1 : job.clients_per_round());
-  s.set_rounds(job.rounds());
-  s.set_lr(job.lr());
-  s.set_batch(job.batch());
-  s.set_local_epochs(job.local_epochs());
-  s.set_local_steps(job.local_steps());
-  s.set_eval_every(job.rounds());
-  s.set_seed(job.seed());
-  s.set_threads(1);
-  return s;
-}
 
 TEST_CASE("A federated job on four daemons trains the simulator's global model, bit for bit") {
   // FedAvg, aggregator 1 (clients 0, 2, 3 are the engine's 0, 1, 2), IID; then FedAdam
