@@ -55,24 +55,53 @@ TEST_CASE("A config with a misspelled field is refused by name, in text and in J
 }
 
 TEST_CASE("Checkpoints round-trip and every damaged file is refused") {
-  Checkpoint c{42, {1.5f, -2.0f, 3.25f}};
+  Checkpoint c;
+  c.round = 42;
+  c.params = {1.5f, -2.0f, 3.25f};
+  c.algorithm = "push-sum none";
+  c.vectors["x"] = {0.5f, 1e-30f, -7.0f};
+  c.vectors["sent/3"] = {1.0f, 2.0f, 3.0f};
+  c.scalars["w"] = 0.1;  // not exact in binary: must come back bit for bit
+  c.scalars["learner/batches"] = 12345;
   auto bytes = EncodeCheckpoint(c);
-  CHECK(bytes.size() == 24 + 12 + 4);
+  // Header 24, params 12, algorithm 4+13, vector count 4, two vectors
+  // (4+1+8+12, 4+6+8+12), scalar count 4, two scalars (4+1+8, 4+15+8), CRC 4.
+  CHECK(bytes.size() == 24 + 12 + 17 + 4 + 25 + 30 + 4 + 13 + 27 + 4);
   auto back = DecodeCheckpoint(bytes, 3);
   REQUIRE(back.ok());
   CHECK(back->round == 42);
   CHECK(back->params == c.params);
+  CHECK(back->algorithm == c.algorithm);
+  CHECK(back->vectors == c.vectors);
+  CHECK(back->scalars == c.scalars);
   CHECK(DecodeCheckpoint(bytes, 4).status().code() == StatusCode::kFailedPrecondition);
-  for (std::size_t cut : {std::size_t{0}, std::size_t{10}, bytes.size() - 1}) {
+  for (std::size_t cut : {std::size_t{0}, std::size_t{10}, std::size_t{40}, bytes.size() - 1}) {
     CHECK_FALSE(DecodeCheckpoint(std::span(bytes).first(cut), 3).ok());
   }
-  for (std::size_t i = 16; i < bytes.size();
-       ++i) {  // any flipped bit past the magic/version fails the CRC or size
+  for (std::size_t i = 8; i < bytes.size(); ++i) {  // any flipped bit past magic and version fails the CRC
     auto bad = bytes;
     bad[i] ^= 0x04;
     CAPTURE(i);
-    CHECK_FALSE(DecodeCheckpoint(bad, 3).ok());
+    CHECK(DecodeCheckpoint(bad, 3).status().code() == StatusCode::kDataLoss);
   }
+}
+
+TEST_CASE("A version 1 checkpoint and a foreign file are refused with errors that say what they are") {
+  // Version 1: magic, version, round, n, params, CRC (murmurd before state checkpoints).
+  std::vector<std::uint8_t> v1 = {'M', 'C', 'K', 'P', 1, 0, 0, 0};
+  v1.resize(24 + 4 + 4, 0);
+  v1[16] = 1;
+  auto old = DecodeCheckpoint(v1, 1);
+  CHECK(old.status().code() == StatusCode::kInvalidArgument);
+  CHECK(old.status().message().find("version 1") != std::string::npos);
+  CHECK(old.status().message().find("remove the file") != std::string::npos);
+  std::vector<std::uint8_t> future = EncodeCheckpoint(Checkpoint{});
+  future[4] = 3;
+  CHECK(DecodeCheckpoint(future, 0).status().message().find("version 3") != std::string::npos);
+  const std::string text = "job { algorithm: 'dpsgd' }";
+  auto foreign =
+      DecodeCheckpoint(std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()), 1);
+  CHECK(foreign.status().message().find("not a murmur checkpoint") != std::string::npos);
 }
 
 // (A helper, not "n" + to_string: GCC 12 warns falsely on that concatenation.)
