@@ -75,8 +75,9 @@ DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, Lo
 
 void DecentralizedSgdNode::Start() { BeginRound(); }
 
-NodeState DecentralizedSgdNode::ExportState() const {
+Result<NodeState> DecentralizedSgdNode::ExportState() const {
   NodeState s;
+  MURMUR_RETURN_IF_ERROR(codec_->ExportState(s));
   s.Put("x", *x_);
   if (choco_) {
     s.Put("x_hat", x_hat_);
@@ -89,6 +90,7 @@ NodeState DecentralizedSgdNode::ExportState() const {
 Status DecentralizedSgdNode::ImportState(const NodeState& state) {
   MURMUR_CHECK(x_.use_count() == 1);  // before Start: no message holds x
   MURMUR_RETURN_IF_ERROR(state.Get("x", *x_));
+  MURMUR_RETURN_IF_ERROR(codec_->ImportState(state));
   if (!choco_) return Status::Ok();
   MURMUR_RETURN_IF_ERROR(state.Get("x_hat", x_hat_));
   MURMUR_RETURN_IF_ERROR(state.Get("s", s_));

@@ -95,7 +95,8 @@ class DecentralizedSgdNode final : public MessageSink {
   void OnMessage(NodeId from, MessagePtr msg) override;
   // The state after the last completed round (gossip/node_state.h): call it
   // between rounds (from RoundObserver::OnRoundDone, or once finished).
-  NodeState ExportState() const;
+  // FailedPrecondition when the codec's state cannot be exported.
+  Result<NodeState> ExportState() const;
   // Restores an exported state. REQUIRES: before Start(), with
   // options.first_round the rounds the state had completed.
   Status ImportState(const NodeState& state);

@@ -28,8 +28,9 @@ GradientTrackingNode::GradientTrackingNode(Env& env, RoundTopology& topology, Lo
   if (round_ > 0) inbox_.Close(round_ - 1);  // earlier rounds are over
 }
 
-NodeState GradientTrackingNode::ExportState() const {
+Result<NodeState> GradientTrackingNode::ExportState() const {
   NodeState s;
+  MURMUR_RETURN_IF_ERROR(codec_->ExportState(s));
   s.Put("x", x_);
   s.Put("y", y_);
   s.Put("g", g_old_);
@@ -40,6 +41,7 @@ Status GradientTrackingNode::ImportState(const NodeState& state) {
   MURMUR_RETURN_IF_ERROR(state.Get("x", x_));
   MURMUR_RETURN_IF_ERROR(state.Get("y", y_));
   MURMUR_RETURN_IF_ERROR(state.Get("g", g_old_));
+  MURMUR_RETURN_IF_ERROR(codec_->ImportState(state));
   ready_ = true;
   return Status::Ok();
 }

@@ -41,7 +41,7 @@ class GradientTrackingNode final : public MessageSink {
   void OnMessage(NodeId from, MessagePtr msg) override;
   // The state after the last completed round (gossip/node_state.h): x, the
   // tracker y and the previous gradient g. Call between rounds or once finished.
-  NodeState ExportState() const;
+  Result<NodeState> ExportState() const;
   // REQUIRES: before Start(), with options.first_round set. Start() then
   // skips y_0 = g(x_0) and goes on with the restored tracker.
   Status ImportState(const NodeState& state);

@@ -12,6 +12,8 @@
 //                          the running sums "sent/j", "sent_w/j" (sigma_ij)
 //                          and "received/j", "received_w/j" (rho_ji)
 //   DSGT:                  "x", "y" (tracker), "g" (previous gradient)
+// and every node adds its codec's (gossip/codec.h): the position of its
+// random stream, scalars "codec/rng_*", and compressor memory if any.
 // Every vector has the model's size. Names are short ASCII, so that a
 // checkpoint file can list them.
 //

@@ -28,8 +28,9 @@ PushSumNode::PushSumNode(Env& env, RoundTopology& topology, LocalLearner& learne
 
 void PushSumNode::Start() { BeginRound(); }
 
-NodeState PushSumNode::ExportState() const {
+Result<NodeState> PushSumNode::ExportState() const {
   NodeState s;
+  MURMUR_RETURN_IF_ERROR(codec_->ExportState(s));
   s.Put("x", x_);
   s.scalars["w"] = w_;
   for (const auto& [j, sum] : sent_) {
@@ -45,6 +46,7 @@ NodeState PushSumNode::ExportState() const {
 
 Status PushSumNode::ImportState(const NodeState& state) {
   MURMUR_RETURN_IF_ERROR(state.Get("x", x_));
+  MURMUR_RETURN_IF_ERROR(codec_->ImportState(state));
   MURMUR_ASSIGN_OR_RETURN(w_, state.Scalar("w"));
   if (!(w_ > 0)) return Status::InvalidArgument("push-sum state: weight w must be positive");
   sent_.clear();

@@ -50,7 +50,7 @@ class PushSumNode final : public MessageSink {
   void OnMessage(NodeId from, MessagePtr msg) override;
   // The state after the last completed round (gossip/node_state.h): x, w and
   // every running sum. Call between rounds or once finished.
-  NodeState ExportState() const;
+  Result<NodeState> ExportState() const;
   // REQUIRES: before Start(), with options.first_round set.
   Status ImportState(const NodeState& state);
 
