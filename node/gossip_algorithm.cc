@@ -26,7 +26,7 @@ class Engine final : public GossipAlgorithm {
   }
   const ParamVector& params() const override { return node_.params(); }
   std::uint64_t round() const override { return node_.round(); }
-  gossip::NodeState ExportState() const override { return node_.ExportState(); }
+  Result<gossip::NodeState> ExportState() const override { return node_.ExportState(); }
   Status ImportState(const gossip::NodeState& state) override { return node_.ImportState(state); }
 
  private:
@@ -104,7 +104,9 @@ Result<std::unique_ptr<GossipAlgorithm>> MakeGossipAlgorithm(const proto::JobCon
     o.gamma = job.gamma() > 0 ? job.gamma() : (spec->full_model_safe ? 1.0 : 0.05);
     o.round_timeout = timeout;
     o.common_init = true;  // every node starts from the job seed's x0
-    o.catch_up = true;
+    // Catch-up reads "a neighbour two rounds ahead" as "I was down"; on a
+    // time-varying (one-peer, directed) graph peers drift apart legitimately.
+    o.catch_up = in.topology->is_static();
     o.peer_alive = std::move(in.peer_alive);
     return std::unique_ptr<GossipAlgorithm>(new Engine<gossip::DecentralizedSgdNode>(
         *in.env, *in.topology, *in.learner, std::move(x0), std::move(codec), o, in.observer));

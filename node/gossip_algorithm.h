@@ -60,7 +60,7 @@ class GossipAlgorithm {
   virtual const ParamVector& params() const = 0;
   // The next round the node runs.
   virtual std::uint64_t round() const = 0;
-  virtual gossip::NodeState ExportState() const = 0;
+  virtual Result<gossip::NodeState> ExportState() const = 0;
   // REQUIRES: before Start(); the engine was made with first_round set.
   virtual Status ImportState(const gossip::NodeState& state) = 0;
 };

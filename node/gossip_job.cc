@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/check.h"
 #include "core/log.h"
 #include "gossip/codec.h"
 #include "ml/dataset_spec.h"
@@ -37,6 +38,15 @@ Status ValidateGossipJob(const proto::JobConfig& j, NodeId self) {
                                    std::to_string(j.weight_decay()));
   auto codec = gossip::CodecSpec::Parse(j.compression());
   if (!codec.ok()) return codec.status().WithContext("job field 'compression'");
+  if (j.compression().rfind("powersgd", 0) == 0)
+    return Status::InvalidArgument(
+        "job field 'compression': PowerSGD's low-rank state is not checkpointed by "
+        "murmurd; use topk, randk or a value coding");
+  if (j.algorithm() == "dsgt" && j.momentum() != 0)
+    return Status::InvalidArgument(
+        "job field 'momentum': dsgt applies its gradients itself and takes no "
+        "momentum (got " +
+        std::to_string(j.momentum()) + ")");
   const bool dpsgd = j.algorithm() == "dpsgd" || j.algorithm() == "dpsgd-cta";
   if (!codec->full_model_safe && !dpsgd)
     return Status::InvalidArgument("job field 'compression': " + j.algorithm() +
@@ -170,7 +180,10 @@ void GossipJobImpl::Snapshot(std::uint64_t done) {
   const auto p = node_->params().span();
   c.params.assign(p.begin(), p.end());
   c.algorithm = GossipStateTag(job_);
-  gossip::NodeState state = node_->ExportState();
+  auto exported = node_->ExportState();
+  // ValidateGossipJob refuses the codecs whose state cannot be exported.
+  MURMUR_CHECK_MSG(exported.ok(), exported.status().ToString());
+  gossip::NodeState state = std::move(exported).value();
   c.vectors = std::move(state.vectors);
   c.scalars = std::move(state.scalars);
   ml::MlLearnerState ls = learner_->ExportState();

@@ -201,7 +201,9 @@ Run SimulatedJob(const proto::JobConfig& job, double lr, const std::vector<Check
       Checkpoint c;
       c.round = nd->round();
       c.params = r.params.back();
-      gossip::NodeState state = nd->ExportState();
+      auto exported = nd->ExportState();
+      REQUIRE(exported.ok());
+      gossip::NodeState state = std::move(exported).value();
       c.vectors = std::move(state.vectors);
       c.scalars = std::move(state.scalars);
       auto back = DecodeCheckpoint(EncodeCheckpoint(c), kDim);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include "crypto/certificate.h"
@@ -17,7 +18,9 @@
 #include "node/checkpoint.h"
 #include "node/config.h"
 #include "node/daemon.h"
+#include "node/gossip_algorithm.h"
 #include "node/gossip_job.h"
+#include "node/job.h"
 #include "sim/simulator.h"
 #include "tests/node/loopback.h"
 #include "topology/factory.h"
@@ -111,6 +114,7 @@ struct Cluster {
   static constexpr NodeId kNodes = 4;
   fs::path root;
   std::vector<std::uint16_t> ports;
+  std::function<void(proto::JobConfig&)> tweak;  // changes to every daemon's job
 
   Cluster() {
     root = fs::temp_directory_path() / std::string("murmurd_test_").append(std::to_string(::getpid()));
@@ -155,6 +159,7 @@ struct Cluster {
     job->set_lr(0.05);
     job->set_checkpoint_every(5);
     job->set_eval_every(0);
+    if (tweak) tweak(*job);
     return c;
   }
 
@@ -253,6 +258,136 @@ TEST_CASE(
     CHECK(done[i] == rounds + 10);
     CHECK(more[i] != real[i]);
   }
+}
+
+// A gossip job of four daemons on loopback with local momentum 0.9 (so the
+// learners' state matters too): the job run to 20 rounds at once, and the
+// same job run to 10, the daemons stopped, then restarted with rounds = 20
+// from their checkpoints, must give the same models bit for bit.
+void CheckResumeIsExact(const std::string& algorithm, const std::string& compression,
+                        const std::string& topology) {
+  Cluster cluster;
+  cluster.tweak = [&](proto::JobConfig& job) {
+    job.set_algorithm(algorithm);
+    job.set_compression(compression);
+    job.set_topology(topology);
+    job.set_momentum(algorithm == "dsgt" ? 0 : 0.9);  // DSGT applies gradients itself
+  };
+  auto fresh = [&] {
+    for (NodeId i = 0; i < Cluster::kNodes; ++i) fs::remove(cluster.root / NodeDir(i) / kCheckpointFile);
+  };
+  std::vector<std::uint64_t> done;
+  auto whole = cluster.RunAll(20, &done);
+  for (auto d : done) CHECK(d == 20);
+  fresh();
+  auto half = cluster.RunAll(10);
+  for (NodeId i = 0; i < Cluster::kNodes; ++i) {
+    auto ckpt = LoadCheckpoint((cluster.root / NodeDir(i) / kCheckpointFile).string(), half[i].size());
+    REQUIRE(ckpt.ok());
+    CHECK(ckpt->round == 10);
+    CHECK(ckpt->algorithm == algorithm + " " + compression);
+    CHECK(ckpt->vectors.count("learner/velocity") == (algorithm == "dsgt" ? 0u : 1u));
+  }
+  done.clear();
+  auto resumed = cluster.RunAll(20, &done);
+  for (NodeId i = 0; i < Cluster::kNodes; ++i) {
+    CAPTURE(i);
+    CHECK(done[i] == 20);
+    CHECK(half[i] != whole[i]);
+    CHECK(resumed[i] == whole[i]);
+  }
+  // A checkpoint of another algorithm's job is refused by name.
+  const std::string other_algorithm = algorithm == "push-sum" ? "dsgt" : "push-sum";
+  cluster.tweak = [&](proto::JobConfig& job) {
+    job.set_algorithm(other_algorithm);
+    job.set_compression("none");
+    job.set_topology("ring");
+  };
+  auto other = Daemon::Create(cluster.Config(0, 40));
+  Status st = other.ok() ? (*other)->Run() : other.status();
+  CHECK(st.message().find("holds the state of a '" + algorithm + " " + compression +
+                          "' job, this job runs '" + other_algorithm + " none'") != std::string::npos);
+}
+
+TEST_CASE("murmurd D-PSGD stopped after round 10 and restarted ends as a job never stopped") {
+  CheckResumeIsExact("dpsgd", "none", "ring");
+}
+TEST_CASE("murmurd CHOCO-SGD top-k with error feedback stopped and restarted ends as a job never stopped") {
+  CheckResumeIsExact("dpsgd-cta", "topk:0.1", "ring");
+}
+TEST_CASE("murmurd D-PSGD fp16 on one-peer-exponential stopped and restarted ends as a job never stopped") {
+  CheckResumeIsExact("dpsgd", "fp16", "one-peer-exponential");
+}
+TEST_CASE("murmurd push-sum on one-peer-exponential stopped and restarted ends as a job never stopped") {
+  CheckResumeIsExact("push-sum", "none", "one-peer-exponential");
+}
+TEST_CASE("murmurd DSGT stopped after round 10 and restarted ends as a job never stopped") {
+  CheckResumeIsExact("dsgt", "none", "ring");
+}
+
+TEST_CASE("Every example job in examples/jobs parses and validates for each of its nodes") {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(MURMUR_SOURCE_DIR) + "/examples/jobs")) {
+    if (entry.path().extension() != ".job") continue;
+    CAPTURE(entry.path().string());
+    ++count;
+    auto job = LoadJobConfig(entry.path().string());
+    REQUIRE(job.ok());
+    for (NodeId i = 0; i < job->nodes(); ++i) {
+      CAPTURE(i);
+      CHECK(ValidateJobConfig(*job, i).ok());
+      auto topo = MakeJobTopology(*job, i);
+      REQUIRE(topo.ok());
+      CHECK_FALSE(topo->neighbours.empty());
+    }
+  }
+  CHECK(count >= 3);
+}
+
+TEST_CASE("Gossip job fields murmurd cannot run are refused with errors naming the field") {
+  auto refused = [](auto edit, const std::string& field) {
+    proto::JobConfig job;
+    edit(job);
+    Status st = ValidateJobConfig(job, 0);
+    CAPTURE(field);
+    CAPTURE(st.ToString());
+    CHECK(st.code() == StatusCode::kInvalidArgument);
+    CHECK(st.message().find("'" + field + "'") != std::string::npos);
+  };
+  refused([](proto::JobConfig& j) { j.set_algorithm("gossip-learning"); }, "algorithm");
+  refused([](proto::JobConfig& j) { j.set_gamma(1.5); }, "gamma");
+  refused([](proto::JobConfig& j) { j.set_momentum(1); }, "momentum");
+  refused([](proto::JobConfig& j) { j.set_weight_decay(-1); }, "weight_decay");
+  refused(
+      [](proto::JobConfig& j) {
+        j.set_algorithm("dsgt");
+        j.set_momentum(0.9);
+      },
+      "momentum");
+  refused(
+      [](proto::JobConfig& j) {
+        j.set_algorithm("push-sum");
+        j.set_compression("topk:0.1");
+      },
+      "compression");
+  refused([](proto::JobConfig& j) { j.set_compression("powersgd:2"); }, "compression");
+  refused([](proto::JobConfig& j) { j.set_compression("zip:9"); }, "compression");
+  // CHOCO on a time-varying topology: refused when the job is built.
+  proto::JobConfig choco;
+  choco.set_compression("topk:0.1");
+  choco.set_topology("one-peer-exponential");
+  choco.set_dataset("synthetic:blobs");
+  choco.set_nodes(4);
+  CHECK(ValidateJobConfig(choco, 0).ok());
+  Cluster cluster;
+  cluster.tweak = [](proto::JobConfig& j) {
+    j.set_compression("topk:0.1");
+    j.set_topology("one-peer-exponential");
+  };
+  auto d = Daemon::Create(cluster.Config(0, 10));
+  Status st = d.ok() ? (*d)->Run() : d.status();
+  CHECK(st.message().find("job field 'compression'") != std::string::npos);
+  CHECK(st.message().find("static topology") != std::string::npos);
 }
 
 TEST_CASE("A stop request drains: the daemon returns, and its checkpoint holds the last completed round") {
