@@ -343,10 +343,8 @@ TEST_CASE("A resumed node refuses a state that lacks a vector or has the wrong s
   proto::JobConfig ps = QuadraticJob({"push-sum", "none", 0}, 4, 10);
   JobTopology ps_topo = MakeJobTopology(ps, 0).value();
   auto ps_node = MakeQuadraticNode(ps, simulator.env(0), *ps_topo.rounds, learner, 5);
-  gossip::NodeState ps_state;
-  ps_state.vectors["x"].assign(kDim, 0.0f);
-  ps_state.scalars["w"] = 1;
-  ps_state.vectors["sent/9"].assign(kDim, 0.0f);  // node 9 is not in a job of 4
+  gossip::NodeState ps_state = ps_node->ExportState().value();  // a valid state ...
+  ps_state.vectors["sent/9"].assign(kDim, 0.0f);                // node 9 is not in a job of 4
   CHECK(ps_node->ImportState(ps_state).message().find("'sent/9' names no node") != std::string::npos);
 }
 
