@@ -79,6 +79,19 @@ void Rng::Refill() {
   used_ = 0;
 }
 
+void Rng::Seek(const Position& p) {
+  MURMUR_CHECK(p.used >= 0 && p.used <= 4 && (p.used == 4 || p.block > 0));
+  if (p.used < 4) {
+    block_ = p.block - 1;
+    Refill();  // regenerates the partly used block; block_ is p.block again
+  } else {
+    block_ = p.block;
+  }
+  used_ = p.used;
+  has_spare_normal_ = p.has_spare_normal;
+  spare_normal_ = p.spare_normal;
+}
+
 std::uint32_t Rng::NextU32() {
   if (used_ == 4) Refill();
   return buffer_[used_++];

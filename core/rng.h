@@ -82,6 +82,19 @@ class Rng {
   // Position of the stream (number of 128-bit blocks consumed); for tests.
   std::uint64_t blocks_used() const { return block_; }
 
+  // Where a stream stands, for checkpoints: a stream built from the same
+  // (seed, node, purpose) and then Seek(position()) draws exactly what this
+  // one would draw next.
+  struct Position {
+    std::uint64_t block = 0;  // blocks generated
+    int used = 4;             // words of the last block consumed (4: none left)
+    bool has_spare_normal = false;
+    double spare_normal = 0;
+  };
+  Position position() const { return {block_, used_, has_spare_normal_, spare_normal_}; }
+  // REQUIRES: 0 <= used <= 4, and block > 0 when used < 4.
+  void Seek(const Position& p);
+
  private:
   Rng(std::array<std::uint32_t, 2> key, std::uint64_t stream_hi, std::uint64_t stream_lo);
   void Refill();

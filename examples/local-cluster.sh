@@ -8,6 +8,8 @@
 #
 #   examples/local-cluster.sh                 # 8 daemons, D-PSGD softmax on Fashion-MNIST, ring; FedAvg
 #   NODES=4 ROUNDS=100 examples/local-cluster.sh
+#   ALGORITHM=push-sum TOPOLOGY=one-peer-exponential FED_ROUNDS=0 examples/local-cluster.sh
+#   COMPRESSION=topk:0.1 GAMMA=0.5 FED_ROUNDS=0 examples/local-cluster.sh   # CHOCO-SGD
 #   MODEL=mlp:128 ROUNDS=600 examples/local-cluster.sh
 #   GOSSIP=0 FED_ROUNDS=50 FED_PARTITION=dirichlet:0.5 examples/local-cluster.sh   # the federated job only
 #   GOSSIP=0 FED_ROUNDS=60 FED_KILL_AT=15 examples/local-cluster.sh   # the aggregator dies and resumes
@@ -22,6 +24,9 @@ NODES=${NODES:-8}
 ROUNDS=${ROUNDS:-200}
 MODEL=${MODEL:-softmax}
 TOPOLOGY=${TOPOLOGY:-ring}
+ALGORITHM=${ALGORITHM:-dpsgd}       # gossip job: dpsgd, dpsgd-cta, push-sum or dsgt
+COMPRESSION=${COMPRESSION:-none}    # gossip job: none, fp16, ...; topk:F etc. make dpsgd CHOCO-SGD
+GAMMA=${GAMMA:-0}                   # CHOCO consensus step (0: the default)
 GOSSIP=${GOSSIP:-1}                 # 0: skip the gossip job
 FED_ROUNDS=${FED_ROUNDS:-20}        # federated job: rounds (0: skip it)
 FED_PARTITION=${FED_PARTITION:-iid} # iid, dirichlet:ALPHA, shards:K or quantity:BETA over the NODES-1 clients
@@ -58,7 +63,9 @@ OP=("${FLEET_OP[@]}")
 if [ "$GOSSIP" != 0 ]; then
 cat >"$WORK/gossip.job" <<JOB
 job_id: "gossip-demo"
-algorithm: "dpsgd"
+algorithm: "$ALGORITHM"
+compression: "$COMPRESSION"
+gamma: $GAMMA
 model: "$MODEL"
 dataset: "fashion-mnist"
 dataset_dir: "$DATA_DIR"
@@ -79,9 +86,9 @@ say "node 0's peers:"
 "$MURMUR" peers --daemon "127.0.0.1:$((BASE_PORT + 100))" "${OP[@]:2}"
 if [ "$SIM" != 0 ]; then
   say "murmur sim of the same configuration (mean test accuracy over all $NODES nodes, full test set):"
-  "$MURMUR" sim --algorithm dpsgd --model "$MODEL" --dataset fashion-mnist --data-dir "$DATA_DIR" \
+  "$MURMUR" sim --algorithm "$ALGORITHM" --model "$MODEL" --dataset fashion-mnist --data-dir "$DATA_DIR" \
     --partition iid --nodes "$NODES" --topology "$TOPOLOGY" --rounds "$ROUNDS" --lr 0.1 --batch 32 \
-    --compression none --eval-every "$ROUNDS" --eval-nodes "$NODES" --eval-samples 10000 --seed 1 \
+    --compression "$COMPRESSION" --gamma "$GAMMA" --eval-every "$ROUNDS" --eval-nodes "$NODES" --eval-samples 10000 --seed 1 \
     --metrics-csv "$WORK/gossip-sim.csv" >/dev/null 2>&1
   tail -n 1 "$WORK/gossip-sim.csv" | awk -F, '{printf "local-cluster: murmur sim round %s: mean node test accuracy %.4f\n", $1, $4}'
 fi

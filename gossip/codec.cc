@@ -56,4 +56,41 @@ UpdatePtr Codec::CompressDifference(std::span<const float> x, std::span<const fl
   return Compress(scratch_, round);
 }
 
+Status Codec::ExportState(NodeState& out) const {
+  if (!state_.powersgd_q.empty())
+    return Status::FailedPrecondition("compression '" + spec_.spec +
+                                      "': PowerSGD's state cannot be checkpointed");
+  const Rng::Position p = rng_.position();
+  out.scalars["codec/rng_block"] = static_cast<double>(p.block);
+  out.scalars["codec/rng_used"] = p.used;
+  out.scalars["codec/rng_spare_normal"] = p.has_spare_normal ? p.spare_normal : 0.0;
+  out.scalars["codec/rng_has_spare_normal"] = p.has_spare_normal ? 1 : 0;
+  if (!state_.residual.empty()) out.vectors["codec/residual"] = state_.residual;
+  if (!state_.momentum.empty()) out.vectors["codec/momentum"] = state_.momentum;
+  return Status::Ok();
+}
+
+Status Codec::ImportState(const NodeState& in) {
+  Rng::Position p;
+  MURMUR_ASSIGN_OR_RETURN(double block, in.Scalar("codec/rng_block"));
+  MURMUR_ASSIGN_OR_RETURN(double used, in.Scalar("codec/rng_used"));
+  MURMUR_ASSIGN_OR_RETURN(double has_spare, in.Scalar("codec/rng_has_spare_normal"));
+  MURMUR_ASSIGN_OR_RETURN(p.spare_normal, in.Scalar("codec/rng_spare_normal"));
+  if (!(block >= 0 && block < 9007199254740992.0) || !(used >= 0 && used <= 4) || (used < 4 && block < 1) ||
+      static_cast<double>(static_cast<int>(used)) != used)
+    return Status::InvalidArgument("codec state: random stream position out of range");
+  p.block = static_cast<std::uint64_t>(block);
+  p.used = static_cast<int>(used);
+  p.has_spare_normal = has_spare != 0;
+  rng_.Seek(p);
+  for (const char* name : {"codec/residual", "codec/momentum"}) {
+    auto it = in.vectors.find(name);
+    if (it == in.vectors.end()) continue;
+    if (it->second.size() != layout_.total_size())
+      return Status::InvalidArgument(std::string("codec state: '") + name + "' does not fit the model");
+    (name[6] == 'r' ? state_.residual : state_.momentum) = it->second;
+  }
+  return Status::Ok();
+}
+
 }  // namespace murmur::gossip

@@ -20,6 +20,7 @@
 #include "core/param_vector.h"
 #include "core/rng.h"
 #include "gossip/messages.h"
+#include "gossip/node_state.h"
 
 namespace murmur::gossip {
 
@@ -53,6 +54,14 @@ class Codec {
   UpdatePtr Compress(std::span<const float> v, std::uint64_t round);
   // C(x - base). REQUIRES: x.size() == base.size().
   UpdatePtr CompressDifference(std::span<const float> x, std::span<const float> base, std::uint64_t round);
+
+  // Adds the codec's state to a node's: the position of its random stream
+  // (scalars "codec/rng_*") and any compressor memory ("codec/residual",
+  // "codec/momentum"). PowerSGD's Q matrices are not model-sized: a codec
+  // holding them refuses to export (FailedPrecondition).
+  Status ExportState(NodeState& out) const;
+  // REQUIRES: a codec built as the exporting one (spec, node, seed), unused.
+  Status ImportState(const NodeState& in);
 
  private:
   CodecSpec spec_;

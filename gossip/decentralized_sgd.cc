@@ -75,6 +75,29 @@ DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, Lo
 
 void DecentralizedSgdNode::Start() { BeginRound(); }
 
+Result<NodeState> DecentralizedSgdNode::ExportState() const {
+  NodeState s;
+  MURMUR_RETURN_IF_ERROR(codec_->ExportState(s));
+  s.Put("x", *x_);
+  if (choco_) {
+    s.Put("x_hat", x_hat_);
+    s.Put("s", s_);
+    if (!codec_->error_feedback()) s.Put("last_sent", last_sent_);
+  }
+  return s;
+}
+
+Status DecentralizedSgdNode::ImportState(const NodeState& state) {
+  MURMUR_CHECK(x_.use_count() == 1);  // before Start: no message holds x
+  MURMUR_RETURN_IF_ERROR(state.Get("x", *x_));
+  MURMUR_RETURN_IF_ERROR(codec_->ImportState(state));
+  if (!choco_) return Status::Ok();
+  MURMUR_RETURN_IF_ERROR(state.Get("x_hat", x_hat_));
+  MURMUR_RETURN_IF_ERROR(state.Get("s", s_));
+  if (!codec_->error_feedback()) MURMUR_RETURN_IF_ERROR(state.Get("last_sent", last_sent_));
+  return Status::Ok();
+}
+
 UpdatePtr DecentralizedSgdNode::PrepareOutgoing() {
   if (!choco_) {
     if (!codec_->lossless_fp32()) return codec_->Compress(x_->span(), round_);

@@ -49,6 +49,7 @@
 #include "core/param_vector.h"
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
+#include "gossip/node_state.h"
 #include "gossip/observer.h"
 #include "gossip/robust_mixing.h"
 #include "gossip/round_topology.h"
@@ -92,6 +93,13 @@ class DecentralizedSgdNode final : public MessageSink {
 
   void Start();
   void OnMessage(NodeId from, MessagePtr msg) override;
+  // The state after the last completed round (gossip/node_state.h): call it
+  // between rounds (from RoundObserver::OnRoundDone, or once finished).
+  // FailedPrecondition when the codec's state cannot be exported.
+  Result<NodeState> ExportState() const;
+  // Restores an exported state. REQUIRES: before Start(), with
+  // options.first_round the rounds the state had completed.
+  Status ImportState(const NodeState& state);
   // The membership view changed: the round may now be complete.
   void PeersChanged() { MaybeCombine(); }
 

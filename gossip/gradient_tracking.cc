@@ -24,9 +24,30 @@ GradientTrackingNode::GradientTrackingNode(Env& env, RoundTopology& topology, Lo
   half_ = ParamVector(x_.layout());
   acc_x_ = ParamVector(x_.layout());
   acc_y_ = ParamVector(x_.layout());
+  round_ = options_.first_round;
+  if (round_ > 0) inbox_.Close(round_ - 1);  // earlier rounds are over
+}
+
+Result<NodeState> GradientTrackingNode::ExportState() const {
+  NodeState s;
+  MURMUR_RETURN_IF_ERROR(codec_->ExportState(s));
+  s.Put("x", x_);
+  s.Put("y", y_);
+  s.Put("g", g_old_);
+  return s;
+}
+
+Status GradientTrackingNode::ImportState(const NodeState& state) {
+  MURMUR_RETURN_IF_ERROR(state.Get("x", x_));
+  MURMUR_RETURN_IF_ERROR(state.Get("y", y_));
+  MURMUR_RETURN_IF_ERROR(state.Get("g", g_old_));
+  MURMUR_RETURN_IF_ERROR(codec_->ImportState(state));
+  ready_ = true;
+  return Status::Ok();
 }
 
 void GradientTrackingNode::Start() {
+  if (ready_) return BeginRound();  // restored: y and g are already there
   // y_0 = g(x_0).
   env_.Offload(
       learner_.FlopsPerStep(), [this] { loss_ = learner_.Gradient(x_, g_old_); },

@@ -17,6 +17,7 @@
 #include "core/learner.h"
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
+#include "gossip/node_state.h"
 #include "gossip/observer.h"
 #include "gossip/round_topology.h"
 
@@ -25,6 +26,8 @@ namespace murmur::gossip {
 struct GradientTrackingOptions {
   std::uint64_t rounds = 100;
   Nanos round_timeout = std::chrono::seconds(60);
+  // The first round this node runs (a resume after round r starts at r).
+  std::uint64_t first_round = 0;
 };
 
 class GradientTrackingNode final : public MessageSink {
@@ -36,6 +39,12 @@ class GradientTrackingNode final : public MessageSink {
 
   void Start();
   void OnMessage(NodeId from, MessagePtr msg) override;
+  // The state after the last completed round (gossip/node_state.h): x, the
+  // tracker y and the previous gradient g. Call between rounds or once finished.
+  Result<NodeState> ExportState() const;
+  // REQUIRES: before Start(), with options.first_round set. Start() then
+  // skips y_0 = g(x_0) and goes on with the restored tracker.
+  Status ImportState(const NodeState& state);
 
   const ParamVector& params() const { return x_; }
   const ParamVector& tracker() const { return y_; }

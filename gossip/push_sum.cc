@@ -1,6 +1,8 @@
 #include "gossip/push_sum.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "core/check.h"
 #include "core/log.h"
@@ -20,9 +22,52 @@ PushSumNode::PushSumNode(Env& env, RoundTopology& topology, LocalLearner& learne
                    "push-sum sends running sums whole: use none, fp16, bf16 or int8");
   z_ = x_.Clone();
   next_x_ = ParamVector(x_.layout());
+  round_ = options_.first_round;
+  if (round_ > 0) inbox_.Close(round_ - 1);  // earlier rounds are over
 }
 
 void PushSumNode::Start() { BeginRound(); }
+
+Result<NodeState> PushSumNode::ExportState() const {
+  NodeState s;
+  MURMUR_RETURN_IF_ERROR(codec_->ExportState(s));
+  s.Put("x", x_);
+  s.scalars["w"] = w_;
+  for (const auto& [j, sum] : sent_) {
+    s.Put("sent/" + std::to_string(j), sum.x);
+    s.scalars["sent_w/" + std::to_string(j)] = sum.w;
+  }
+  for (const auto& [j, sum] : received_) {
+    s.Put("received/" + std::to_string(j), sum.x);
+    s.scalars["received_w/" + std::to_string(j)] = sum.w;
+  }
+  return s;
+}
+
+Status PushSumNode::ImportState(const NodeState& state) {
+  MURMUR_RETURN_IF_ERROR(state.Get("x", x_));
+  MURMUR_RETURN_IF_ERROR(codec_->ImportState(state));
+  MURMUR_ASSIGN_OR_RETURN(w_, state.Scalar("w"));
+  if (!(w_ > 0)) return Status::InvalidArgument("push-sum state: weight w must be positive");
+  sent_.clear();
+  received_.clear();
+  for (const auto& [name, v] : state.vectors) {
+    const bool is_sent = name.rfind("sent/", 0) == 0;
+    if (!is_sent && name.rfind("received/", 0) != 0) continue;
+    const std::string id = name.substr(name.find('/') + 1);
+    char* end = nullptr;
+    const unsigned long j = std::strtoul(id.c_str(), &end, 10);
+    if (id.empty() || *end != '\0' || j >= topology_.size())
+      return Status::InvalidArgument("push-sum state: '" + name + "' names no node of the topology");
+    RunningSum sum;
+    sum.x = ParamVector(x_.layout());
+    MURMUR_RETURN_IF_ERROR(state.Get(name, sum.x));
+    MURMUR_ASSIGN_OR_RETURN(sum.w, state.Scalar(std::string(is_sent ? "sent_w/" : "received_w/") + id));
+    (is_sent ? sent_ : received_)[static_cast<NodeId>(j)] = std::move(sum);
+  }
+  z_.vec() = x_.vec() * static_cast<float>(1.0 / w_);
+  return Status::Ok();
+}
 
 void PushSumNode::BeginRound() {
   if (finished()) return;

@@ -25,6 +25,7 @@
 #include "core/learner.h"
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
+#include "gossip/node_state.h"
 #include "gossip/observer.h"
 #include "gossip/round_topology.h"
 
@@ -34,6 +35,8 @@ struct PushSumOptions {
   std::uint64_t rounds = 100;
   int local_steps = 1;
   Nanos round_timeout = std::chrono::seconds(60);
+  // The first round this node runs (a resume after round r starts at r).
+  std::uint64_t first_round = 0;
 };
 
 class PushSumNode final : public MessageSink {
@@ -45,6 +48,11 @@ class PushSumNode final : public MessageSink {
 
   void Start();
   void OnMessage(NodeId from, MessagePtr msg) override;
+  // The state after the last completed round (gossip/node_state.h): x, w and
+  // every running sum. Call between rounds or once finished.
+  Result<NodeState> ExportState() const;
+  // REQUIRES: before Start(), with options.first_round set.
+  Status ImportState(const NodeState& state);
 
   // The de-biased model z = x / w, current as of the last combine.
   const ParamVector& params() const { return z_; }

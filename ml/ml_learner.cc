@@ -52,7 +52,20 @@ std::span<const SampleIndex> MlLearner::NextBatch() {
   }
   std::span<const SampleIndex> batch(order_.data() + cursor_, b);
   cursor_ += b;
+  ++batches_;
   return batch;
+}
+
+Status MlLearner::RestoreState(const MlLearnerState& state) {
+  if (batches_ != 0) return Status::InvalidArgument("learner state: this learner has drawn batches already");
+  const std::size_t n = model_.layout().total_size();
+  if (!state.velocity.empty() && state.velocity.size() != n)
+    return Status::InvalidArgument("learner state: velocity has " + std::to_string(state.velocity.size()) +
+                                   " elements, the model has " + std::to_string(n));
+  for (std::uint64_t i = 0; i < state.batches; ++i) NextBatch();
+  steps_ = state.steps;
+  velocity_ = state.velocity;
+  return Status::Ok();
 }
 
 double MlLearner::Gradient(const ParamVector& params, ParamVector& grad) {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/learner.h"
+#include "core/status.h"
 #include "ml/dataset.h"
 #include "ml/model.h"
 #include "ml/schedule.h"
@@ -31,6 +32,15 @@ struct MlLearnerOptions {
   // Kind, horizon (total_steps, in local steps) and decay of the step size;
   // the default is a constant rate.
   ScheduleOptions schedule;
+};
+
+// What a learner carries from step to step, for a checkpoint: how many
+// mini-batches it has drawn (its shuffles follow from that and its seed),
+// its step count (the schedule's position) and its momentum buffer.
+struct MlLearnerState {
+  std::uint64_t batches = 0;
+  std::uint64_t steps = 0;
+  std::vector<float> velocity;  // empty when momentum is off or no step was taken
 };
 
 class MlLearner final : public LocalLearner {
@@ -48,6 +58,13 @@ class MlLearner final : public LocalLearner {
   double FlopsPerStep() const override;
   std::uint64_t steps() const { return steps_; }
 
+  MlLearnerState ExportState() const { return {batches_, steps_, velocity_}; }
+  // Brings a fresh learner (same model, data, samples, options and seed, no
+  // batch drawn yet) to `state` by drawing its batches again, so that it goes
+  // on exactly as the exported one would. InvalidArgument when the velocity
+  // does not fit the model or this learner has drawn batches already.
+  Status RestoreState(const MlLearnerState& state);
+
  private:
   std::span<const SampleIndex> NextBatch();
 
@@ -60,6 +77,7 @@ class MlLearner final : public LocalLearner {
   Rng rng_;
   std::vector<float> velocity_;  // heavy-ball momentum, sized on first use
   std::uint64_t steps_ = 0;
+  std::uint64_t batches_ = 0;  // mini-batches drawn
 };
 
 // This thread's scratch for `model`: a workspace and a gradient buffer,

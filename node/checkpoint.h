@@ -1,13 +1,25 @@
-// Checkpoints of a gossip job: the model after a completed round.
+// Checkpoints of a job: the model after a completed round and, for gossip
+// jobs, the whole state the algorithm and the learner need to resume
+// (gossip::NodeState, ml::MlLearnerState) as named vectors and scalars.
 //
 //   offset  size  field (little-endian)
 //   0       4     magic "MCKP"
-//   4       4     version = 1
+//   4       4     version = 2
 //   8       8     rounds completed
 //   16      8     n, the number of parameters
 //   24      4n    parameters, IEEE binary32
-//   24+4n   4     CRC-32 (zlib) of bytes [0, 24+4n)
+//   then    4+a   algorithm: u32 length a (<= 64), then a bytes (the job's
+//                 "ALGORITHM COMPRESSION", empty for a federated job)
+//           4     V, the number of state vectors (<= kMaxCheckpointVectors)
+//           V x   u32 name length L (1..64), L bytes of name, u64 m (= n),
+//                 4m bytes of IEEE binary32
+//           4     S, the number of scalars (<= kMaxCheckpointScalars)
+//           S x   u32 name length L (1..64), L bytes of name, u64 bits of
+//                 an IEEE binary64
+//   end-4   4     CRC-32 (zlib) of every byte before it
 //
+// Version 1 (model only, murmurd before state checkpoints) is refused with
+// an error that says so; a file without the magic is not a checkpoint.
 // Saved with crypto::WriteFileAtomic (temporary file, fsync, rename, fsync of
 // the directory), so a crash at any moment leaves the previous checkpoint or
 // the new one, never a torn file; the CRC catches a file damaged otherwise.
@@ -16,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,15 +38,24 @@
 namespace murmur::node {
 
 inline constexpr const char* kCheckpointFile = "checkpoint.bin";
+inline constexpr std::uint32_t kCheckpointVersion = 2;
+inline constexpr std::size_t kMaxCheckpointVectors = 1024;
+inline constexpr std::size_t kMaxCheckpointScalars = 1024;
+inline constexpr std::size_t kMaxCheckpointName = 64;
 
 struct Checkpoint {
   std::uint64_t round = 0;  // rounds completed
   std::vector<float> params;
+  std::string algorithm;                              // "" when not recorded
+  std::map<std::string, std::vector<float>> vectors;  // each of params' size
+  std::map<std::string, double> scalars;
 };
 
+// REQUIRES: names, algorithm and counts within the limits above, every vector of params' size.
 std::vector<std::uint8_t> EncodeCheckpoint(const Checkpoint& c);
-// DataLoss (truncated, bad CRC), InvalidArgument (magic, version) or
-// FailedPrecondition (n differs from `expected_size`).
+// DataLoss (truncated, bad CRC), InvalidArgument (magic, version, a name or
+// count over its limit) or FailedPrecondition (n or a vector's size differs
+// from `expected_size`).
 Result<Checkpoint> DecodeCheckpoint(std::span<const std::uint8_t> bytes, std::size_t expected_size);
 
 Status SaveCheckpoint(const std::string& path, const Checkpoint& c);

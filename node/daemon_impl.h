@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include "crypto/handshake.h"
 #include "gossip/membership.h"
 #include "gossip/membership_signer.h"
+#include "gossip/messages.h"
 #include "node/asio.h"
 #include "node/asio_env.h"
 #include "node/control_server.h"
@@ -72,6 +74,8 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
       if (membership_) membership_->OnMessage(from, std::move(msg));
     } else if (job_sink_ != nullptr) {
       job_sink_->OnMessage(from, std::move(msg));
+    } else if (msg->kind() == gossip::kGossipMessageKind) {
+      KeepEarly(from, std::move(msg));
     }
   }
   void OnMemberAlive(const gossip::Member& m) override;
@@ -99,7 +103,15 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   std::unique_ptr<crypto::Identity> identity_;  // signs SecAgg+ keys of federated jobs
   std::unique_ptr<SessionKeys> session_keys_;
   std::unique_ptr<gossip::Membership> membership_;
-  MessageSink* job_sink_ = nullptr;            // the running job's
+  MessageSink* job_sink_ = nullptr;  // the running job's
+  // Gossip messages that came while no job ran: peers that got a submitted
+  // job first may already have sent its first round (DeliverEarly).
+  struct Early {
+    NodeId from;
+    MessagePtr msg;
+    Nanos at;
+  };
+  std::deque<Early> early_;
   std::unique_ptr<Job> job_;                   // the current or last job
   std::vector<std::unique_ptr<Job>> retired_;  // ended jobs; callbacks may still name them
   std::string job_state_ = "idle";             // idle, running, draining, done, stopped, failed
@@ -120,6 +132,8 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   }
   Status StartJob(const proto::JobConfig& job, bool resume);
   void OnJobEnd(Job::End how);
+  void KeepEarly(NodeId from, MessagePtr msg);
+  void DeliverEarly(Job* started);
   void SaveJobState();
   void BeginDrain(const std::string& why);
   void Shutdown(const std::string& why);

@@ -1,31 +1,56 @@
 #include "node/gossip_job.h"
 
 #include <algorithm>
-#include <set>
 
+#include "core/check.h"
 #include "core/log.h"
-#include "gossip/decentralized_sgd.h"
+#include "gossip/codec.h"
 #include "ml/dataset_spec.h"
 #include "ml/ml_learner.h"
 #include "node/checkpoint.h"
 #include "node/job_data.h"
+#include "node/gossip_algorithm.h"
 #include "node/job_env.h"
-#include "topology/factory.h"
 
 namespace murmur::node {
 
-namespace {
-Nanos Seconds(double s) { return Nanos(static_cast<std::int64_t>(s * 1e9)); }
-}  // namespace
-
 Status ValidateGossipJob(const proto::JobConfig& j, NodeId self) {
   (void)self;
+  if (!IsGossipJob(j.algorithm()))
+    return Status::InvalidArgument("job field 'algorithm': '" + j.algorithm() +
+                                   "' is not a gossip algorithm murmurd runs (dpsgd, dpsgd-cta, push-sum, "
+                                   "dsgt; gossip-learning runs in murmur sim only)");
   MURMUR_RETURN_IF_ERROR(ml::CheckPartitionSpec(j.partition()).WithContext("job field 'partition'"));
   if (j.rounds() == 0 || j.batch() == 0 || j.local_steps() == 0 || j.checkpoint_every() == 0)
     return Status::InvalidArgument(
         "job fields rounds, batch, local_steps and checkpoint_every must be positive");
   if (!(j.lr() > 0) || !(j.round_timeout() > 0))
     return Status::InvalidArgument("job fields lr and round_timeout must be positive");
+  if (!(j.gamma() >= 0 && j.gamma() <= 1))
+    return Status::InvalidArgument("job field 'gamma': must be in [0, 1] (0 picks the default), got " +
+                                   std::to_string(j.gamma()));
+  if (!(j.momentum() >= 0 && j.momentum() < 1))
+    return Status::InvalidArgument("job field 'momentum': must be in [0, 1), got " +
+                                   std::to_string(j.momentum()));
+  if (!(j.weight_decay() >= 0))
+    return Status::InvalidArgument("job field 'weight_decay': must be >= 0, got " +
+                                   std::to_string(j.weight_decay()));
+  auto codec = gossip::CodecSpec::Parse(j.compression());
+  if (!codec.ok()) return codec.status().WithContext("job field 'compression'");
+  if (j.compression().rfind("powersgd", 0) == 0)
+    return Status::InvalidArgument(
+        "job field 'compression': PowerSGD's low-rank state is not checkpointed by "
+        "murmurd; use topk, randk or a value coding");
+  if (j.algorithm() == "dsgt" && j.momentum() != 0)
+    return Status::InvalidArgument(
+        "job field 'momentum': dsgt applies its gradients itself and takes no "
+        "momentum (got " +
+        std::to_string(j.momentum()) + ")");
+  const bool dpsgd = j.algorithm() == "dpsgd" || j.algorithm() == "dpsgd-cta";
+  if (!codec->full_model_safe && !dpsgd)
+    return Status::InvalidArgument("job field 'compression': " + j.algorithm() +
+                                   " sends whole vectors; use none, fp16, bf16 or int8 (got '" +
+                                   j.compression() + "')");
   return Status::Ok();
 }
 
@@ -40,7 +65,10 @@ class GossipJobImpl final : public gossip::RoundObserver {
         on_end_(std::move(on_end)) {}
 
   Status Init();
+  Status InitAlgorithm();
   void OnRoundDone(NodeId, std::uint64_t round, double loss) override;
+  // The state after the last completed round, kept for the next checkpoint.
+  void Snapshot(std::uint64_t done);
   void WriteCheckpoint();
   void End(Job::End how) {
     if (ended_) return;
@@ -58,8 +86,8 @@ class GossipJobImpl final : public gossip::RoundObserver {
   std::unique_ptr<ml::Model> model_;
   std::vector<ml::SampleIndex> samples_;  // this node's: all of data_.train
   std::unique_ptr<ml::MlLearner> learner_;
-  std::unique_ptr<gossip::RoundTopology> topology_;
-  std::unique_ptr<gossip::DecentralizedSgdNode> node_;
+  JobTopology topology_;
+  std::unique_ptr<GossipAlgorithm> node_;
   std::unique_ptr<ml::ModelWorkspace> eval_ws_;
   std::uint64_t start_round_ = 0;
   std::atomic<std::uint64_t> rounds_done_{0};
@@ -71,7 +99,7 @@ class GossipJobImpl final : public gossip::RoundObserver {
   std::atomic<std::uint64_t> skipped_{0};
   std::atomic<bool> ended_{false};
   mutable std::mutex mu_;
-  std::vector<float> last_params_;  // guarded by mu_: the model after round rounds_done_
+  Checkpoint last_;  // guarded by mu_: the state after round rounds_done_
   bool draining_ = false;
   std::function<bool(NodeId)> peer_alive_;
 };
@@ -86,57 +114,85 @@ Status GossipJobImpl::Init() {
   ml::MlLearnerOptions learner_options;
   learner_options.batch = static_cast<int>(job_.batch());
   learner_options.lr = job_.lr();
+  learner_options.momentum = job_.momentum();
+  learner_options.weight_decay = job_.weight_decay();
   learner_ = std::make_unique<ml::MlLearner>(*model_, data_.train, samples_, learner_options,
                                              Rng(job_.seed(), self, RngPurpose::kBatch));
   eval_ws_ = model_->NewWorkspace();
+  return InitAlgorithm();
+}
 
-  // Topology: the same spec as the simulator's (static kinds).
-  topology::TopologySpec spec;
-  spec.kind = job_.topology();
-  spec.nodes = job_.nodes();
-  spec.seed = job_.seed();
-  auto schedule = topology::MakeSchedule(spec);
-  if (!schedule.ok()) return schedule.status().WithContext("job field 'topology'");
-  if ((*schedule)->period() != 1)
-    return Status::InvalidArgument("job field 'topology': murmurd runs static topologies only");
-  topology_ = std::make_unique<gossip::RoundTopology>((*schedule)->At(0));
-  auto codec_spec = gossip::CodecSpec::Parse(job_.compression());
-  if (!codec_spec.ok()) return codec_spec.status().WithContext("job field 'compression'");
-  if (!codec_spec->full_model_safe)
-    return Status::InvalidArgument(
-        "job field 'compression': murmurd runs full-model codecs (none, fp16, bf16, int8)");
+// The topology and the engine, from the initial model or the checkpoint.
+Status GossipJobImpl::InitAlgorithm() {
+  const NodeId self = env_.self();
+  auto topology = MakeJobTopology(job_, self);
+  if (!topology.ok()) return topology.status();
+  topology_ = std::move(topology).value();
 
-  // Initial model, or the checkpoint.
   ParamVector x0(model_->layout());
   Rng init(job_.seed(), 0, RngPurpose::kInit);
   model_->InitParams(x0, init);
   auto ckpt = LoadCheckpoint(checkpoint_path_, x0.size());
-  if (ckpt.ok()) {
+  if (!ckpt.ok() && ckpt.status().code() != StatusCode::kNotFound) return ckpt.status();
+  // A checkpoint of round 0 holds the initial state: start afresh.
+  const bool resume = ckpt.ok() && ckpt->round > 0;
+  if (resume) {
+    if (ckpt->algorithm != GossipStateTag(job_))
+      return Status::FailedPrecondition("checkpoint '" + checkpoint_path_ + "' holds the state of a '" +
+                                        ckpt->algorithm + "' job, this job runs '" + GossipStateTag(job_) +
+                                        "'");
     start_round_ = std::min(ckpt->round, job_.rounds());
-    std::copy(ckpt->params.begin(), ckpt->params.end(), x0.data());
+    ml::MlLearnerState ls;
+    auto batches = ckpt->scalars.find("learner/batches");
+    auto steps = ckpt->scalars.find("learner/steps");
+    if (batches == ckpt->scalars.end() || steps == ckpt->scalars.end())
+      return Status::DataLoss("checkpoint '" + checkpoint_path_ + "' has no learner state");
+    ls.batches = static_cast<std::uint64_t>(batches->second);
+    ls.steps = static_cast<std::uint64_t>(steps->second);
+    if (auto v = ckpt->vectors.find("learner/velocity"); v != ckpt->vectors.end()) ls.velocity = v->second;
+    MURMUR_RETURN_IF_ERROR(learner_->RestoreState(ls));
+  }
+  GossipAlgorithmInputs in;
+  in.env = &env_;
+  in.topology = topology_.rounds.get();
+  in.learner = learner_.get();
+  in.observer = this;
+  in.first_round = start_round_;
+  in.peer_alive = peer_alive_;
+  MURMUR_ASSIGN_OR_RETURN(node_, MakeGossipAlgorithm(job_, std::move(x0), std::move(in)));
+  if (resume) {
+    gossip::NodeState state;
+    state.vectors = std::move(ckpt->vectors);
+    state.scalars = std::move(ckpt->scalars);
+    Status st = node_->ImportState(state);
+    if (!st.ok()) return st.WithContext("checkpoint '" + checkpoint_path_ + "'");
     MURMUR_LOG(kInfo) << "node " << self << ": job " << job_.job_id() << " resumes after round "
                       << start_round_;
-  } else if (ckpt.status().code() != StatusCode::kNotFound) {
-    return ckpt.status();
   }
   rounds_done_ = start_round_;
   next_mix_ = start_round_;
-  last_params_.assign(x0.span().begin(), x0.span().end());
-
-  gossip::DecentralizedSgdOptions o;
-  o.order = job_.algorithm() == "dpsgd-cta" ? gossip::MixOrder::kCombineThenAdapt
-                                            : gossip::MixOrder::kAdaptThenCombine;
-  o.rounds = job_.rounds();
-  o.first_round = start_round_;
-  o.catch_up = true;
-  o.peer_alive = peer_alive_;
-  o.local_steps = static_cast<int>(job_.local_steps());
-  o.round_timeout = Seconds(job_.round_timeout());
-  auto codec = std::make_unique<gossip::Codec>(*codec_spec, self, model_->layout(),
-                                               Rng(job_.seed(), self, RngPurpose::kCompression));
-  node_ = std::make_unique<gossip::DecentralizedSgdNode>(env_, *topology_, *learner_, std::move(x0),
-                                                         std::move(codec), o, this);
+  Snapshot(start_round_);
   return Status::Ok();
+}
+
+void GossipJobImpl::Snapshot(std::uint64_t done) {
+  Checkpoint c;
+  c.round = done;
+  const auto p = node_->params().span();
+  c.params.assign(p.begin(), p.end());
+  c.algorithm = GossipStateTag(job_);
+  auto exported = node_->ExportState();
+  // ValidateGossipJob refuses the codecs whose state cannot be exported.
+  MURMUR_CHECK_MSG(exported.ok(), exported.status().ToString());
+  gossip::NodeState state = std::move(exported).value();
+  c.vectors = std::move(state.vectors);
+  c.scalars = std::move(state.scalars);
+  ml::MlLearnerState ls = learner_->ExportState();
+  c.scalars["learner/batches"] = static_cast<double>(ls.batches);
+  c.scalars["learner/steps"] = static_cast<double>(ls.steps);
+  if (!ls.velocity.empty()) c.vectors["learner/velocity"] = std::move(ls.velocity);
+  std::lock_guard<std::mutex> lock(mu_);
+  last_ = std::move(c);
 }
 
 void GossipJobImpl::OnRoundDone(NodeId, std::uint64_t round, double loss) {
@@ -148,11 +204,7 @@ void GossipJobImpl::OnRoundDone(NodeId, std::uint64_t round, double loss) {
   if (round < next_mix_) ++mixed_twice_;
   skipped_ += done - (round + 1);
   next_mix_ = std::max(next_mix_, done);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const auto p = node_->params().span();
-    last_params_.assign(p.begin(), p.end());
-  }
+  Snapshot(done);
   rounds_done_ = done;
   loss_ = loss;
   if (job_.eval_every() > 0 && (done % job_.eval_every() == 0 || done == job_.rounds())) {
@@ -169,13 +221,11 @@ void GossipJobImpl::OnRoundDone(NodeId, std::uint64_t round, double loss) {
 }
 
 void GossipJobImpl::WriteCheckpoint() {
-  Checkpoint c;
+  Status st;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    c.params = last_params_;
+    st = SaveCheckpoint(checkpoint_path_, last_);
   }
-  c.round = rounds_done_;
-  Status st = SaveCheckpoint(checkpoint_path_, c);
   if (!st.ok()) {
     MURMUR_LOG(kError) << "checkpoint: " << st.ToString();
     return;
@@ -196,21 +246,13 @@ Result<std::unique_ptr<Job>> GossipJob::Create(const proto::JobConfig& job, Env&
   return std::unique_ptr<Job>(new GossipJob(std::move(impl)));
 }
 
-MessageSink* GossipJob::sink() { return impl_->node_.get(); }
+MessageSink* GossipJob::sink() { return impl_->node_->sink(); }
 
 void GossipJob::PeersChanged() {
   if (!impl_->ended_) impl_->node_->PeersChanged();
 }
 
-std::vector<NodeId> GossipJob::neighbours() const {
-  std::set<NodeId> out;
-  const NodeId self = impl_->env_.self();
-  for (const auto& e : impl_->topology_->In(0).Row(self))
-    if (e.col != self) out.insert(e.col);
-  for (const auto& e : impl_->topology_->Out(0).Row(self))
-    if (e.col != self) out.insert(e.col);
-  return {out.begin(), out.end()};
-}
+std::vector<NodeId> GossipJob::neighbours() const { return impl_->topology_.neighbours; }
 
 void GossipJob::Start() {
   if (impl_->start_round_ >= impl_->job_.rounds()) return impl_->End(End::kCompleted);
@@ -235,7 +277,7 @@ std::uint64_t GossipJob::rounds_mixed_twice() const { return impl_->mixed_twice_
 std::uint64_t GossipJob::rounds_skipped() const { return impl_->skipped_; }
 std::vector<float> GossipJob::params() const {
   std::lock_guard<std::mutex> lock(impl_->mu_);
-  return impl_->last_params_;
+  return impl_->last_.params;
 }
 
 }  // namespace murmur::node

@@ -1,6 +1,7 @@
 #include "node/job.h"
 
 #include "node/federated_job.h"
+#include "node/gossip_algorithm.h"
 #include "node/gossip_job.h"
 
 namespace murmur::node {
@@ -15,11 +16,12 @@ Status ValidateJobConfig(const proto::JobConfig& j, NodeId self) {
   if (self >= j.nodes())
     return Status::InvalidArgument("node_id " + std::to_string(self) + " is not below job.nodes " +
                                    std::to_string(j.nodes()));
-  if (j.algorithm() == "dpsgd" || j.algorithm() == "dpsgd-cta") return ValidateGossipJob(j, self);
+  if (IsGossipJob(j.algorithm())) return ValidateGossipJob(j, self);
   if (IsFederatedJob(j.algorithm())) return ValidateFederatedJob(j, self);
-  return Status::InvalidArgument("job field 'algorithm': '" + j.algorithm() +
-                                 "' (murmurd runs dpsgd, dpsgd-cta, fedavg, fedprox, scaffold, fedavgm, "
-                                 "fedadam, fedyogi, fedadagrad, fedbuff)");
+  return Status::InvalidArgument(
+      "job field 'algorithm': '" + j.algorithm() +
+      "' (murmurd runs dpsgd, dpsgd-cta, push-sum, dsgt, fedavg, fedprox, scaffold, fedavgm, "
+      "fedadam, fedyogi, fedadagrad, fedbuff)");
 }
 
 Result<std::unique_ptr<Job>> MakeJob(const proto::JobConfig& job, Env& env, std::string checkpoint_path,

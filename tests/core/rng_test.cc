@@ -119,3 +119,25 @@ TEST_CASE("Shuffle is a permutation") {
 
 }  // namespace
 }  // namespace murmur
+
+namespace murmur {
+
+TEST_CASE("A fresh stream seeked to another's position draws what that one draws next") {
+  for (int skip = 0; skip < 9; ++skip) {  // every word offset within a block, and a block boundary
+    CAPTURE(skip);
+    Rng a(11, 4, RngPurpose::kCompression);
+    for (int i = 0; i < skip; ++i) a.NextU32();
+    a.Normal();  // leaves a spare normal behind
+    Rng b(11, 4, RngPurpose::kCompression);
+    b.Seek(a.position());
+    CHECK(b.position().block == a.position().block);
+    for (int i = 0; i < 3; ++i) CHECK(b.Normal() == a.Normal());
+    for (int i = 0; i < 10; ++i) CHECK(b.NextU64() == a.NextU64());
+  }
+  Rng untouched(1, 0, RngPurpose::kGeneric);
+  Rng twin(1, 0, RngPurpose::kGeneric);
+  twin.Seek(untouched.position());
+  CHECK(twin.NextU32() == untouched.NextU32());
+}
+
+}  // namespace murmur

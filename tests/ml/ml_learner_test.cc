@@ -1,4 +1,5 @@
-// MlLearner: local SGD steps take the step size of the node's schedule.
+// MlLearner: local SGD steps take the step size of the node's schedule; a
+// learner restored from an exported state goes on as the original.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -65,6 +66,49 @@ TEST_CASE("MlLearner cosine rate: lr at step 0, the midpoint at T/2, lr_min at T
   CHECK(l.LearningRate(50) == doctest::Approx(0.11));
   CHECK(l.LearningRate(100) == doctest::Approx(0.02));
   CHECK(l.LearningRate(25) == doctest::Approx(0.02 + 0.18 * (1 + std::cos(std::numbers::pi / 4)) / 2));
+}
+
+TEST_CASE("A fresh MlLearner restored from an exported state trains on exactly as the original") {
+  BlobsOptions bo;
+  bo.num_samples = 100;
+  bo.dim = 4;
+  Dataset data = MakeGaussianBlobs(bo);
+  Mlp model(MlpOptions{bo.dim, {6}, bo.num_classes, 0, 16});
+  std::vector<SampleIndex> mine(30);  // 30 samples in batches of 8: a reshuffle every 3 batches
+  std::iota(mine.begin(), mine.end(), SampleIndex{0});
+  MlLearnerOptions o;
+  o.batch = 8;
+  o.lr = 0.05;
+  o.momentum = 0.9;
+  o.weight_decay = 1e-3;
+  MlLearner original(model, data, mine, o, Rng(5, 2, RngPurpose::kBatch));
+  ParamVector x(model.layout());
+  Rng init(5, 0, RngPurpose::kInit);
+  model.InitParams(x, init);
+  ParamVector g(model.layout());
+  original.Train(x, 7);
+  original.Gradient(x, g);  // gradients draw batches too
+  MlLearnerState state = original.ExportState();
+  CHECK(state.batches == 8);
+  CHECK(state.steps == 7);
+  CHECK(state.velocity.size() == x.size());
+  MlLearner restored(model, data, mine, o, Rng(5, 2, RngPurpose::kBatch));
+  REQUIRE(restored.RestoreState(state).ok());
+  ParamVector y = x.Clone();
+  original.Train(x, 5);
+  restored.Train(y, 5);
+  CHECK((x.vec() - y.vec()).cwiseAbs().maxCoeff() == 0.0f);
+  // Without the state, the fresh learner's batches and momentum differ.
+  MlLearner fresh(model, data, mine, o, Rng(5, 2, RngPurpose::kBatch));
+  ParamVector z = y.Clone();
+  fresh.Train(z, 1);
+  original.Train(x, 1);
+  CHECK((x.vec() - z.vec()).cwiseAbs().maxCoeff() > 0.0f);
+  // Only a fresh learner can be restored, and the velocity must fit the model.
+  CHECK(restored.RestoreState(state).code() == StatusCode::kInvalidArgument);
+  MlLearner other(model, data, mine, o, Rng(5, 2, RngPurpose::kBatch));
+  state.velocity.resize(3);
+  CHECK(other.RestoreState(state).code() == StatusCode::kInvalidArgument);
 }
 
 }  // namespace murmur::ml

@@ -2,12 +2,16 @@
 // over real loopback sessions. D-PSGD's mixing sums in sender order and the
 // quadratic learners are deterministic, so with a lossless codec and no
 // timeouts the two transports must give the same models bit for bit; the
-// models must also reach the closed-form optimum's neighbourhood.
+// models must also reach the closed-form optimum's neighbourhood. Push-sum,
+// DSGT and CHOCO-SGD (top-k with error feedback) are built as murmurd builds
+// them (node/gossip_algorithm.h) and must agree bit for bit as well.
 #include <doctest/doctest.h>
 
 #include <cmath>
 
 #include "gossip/decentralized_sgd.h"
+#include "node/checkpoint.h"
+#include "node/gossip_algorithm.h"
 #include "sim/simulator.h"
 #include "tests/gossip/quadratic.h"
 #include "tests/node/loopback.h"
@@ -132,6 +136,216 @@ TEST_CASE("D-PSGD on a ring gives the same models bit for bit on the simulated a
       for (std::size_t k = 0; k < kDim; ++k) spread = std::max(spread, std::abs(p[k] - mean[k]));
     CHECK(spread < 0.5);
   }
+}
+
+// The job murmurd would run, on the quadratic learners: every node starts at
+// x0 = 0 (CHOCO's public copies assume a common start).
+struct AlgorithmCase {
+  std::string algorithm;
+  std::string compression;
+  double gamma;
+};
+
+proto::JobConfig QuadraticJob(const AlgorithmCase& c, NodeId n, std::uint64_t rounds) {
+  proto::JobConfig job;
+  job.set_algorithm(c.algorithm);
+  job.set_compression(c.compression);
+  job.set_gamma(c.gamma);
+  job.set_nodes(n);
+  job.set_topology("ring");
+  job.set_rounds(rounds);
+  job.set_seed(7);
+  return job;
+}
+
+std::unique_ptr<GossipAlgorithm> MakeQuadraticNode(const proto::JobConfig& job, Env& env,
+                                                   gossip::RoundTopology& topo, LocalLearner& learner,
+                                                   std::uint64_t first_round = 0) {
+  GossipAlgorithmInputs in;
+  in.env = &env;
+  in.topology = &topo;
+  in.learner = &learner;
+  in.first_round = first_round;
+  auto made = MakeGossipAlgorithm(job, ParamVector(kDim), std::move(in));
+  REQUIRE_MESSAGE(made.ok(), made.status().ToString());
+  return std::move(made).value();
+}
+
+// With `from`, every node resumes from its checkpoint; with `to`, every
+// node's final state is checkpointed (through the file encoding).
+Run SimulatedJob(const proto::JobConfig& job, double lr, const std::vector<Checkpoint>* from = nullptr,
+                 std::vector<Checkpoint>* to = nullptr) {
+  const NodeId n = job.nodes();
+  sim::Simulator simulator(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(n));
+  std::vector<JobTopology> topos;
+  std::vector<std::unique_ptr<gossip::testing::QuadraticLearner>> learners;
+  std::vector<std::unique_ptr<GossipAlgorithm>> nodes;
+  for (NodeId i = 0; i < n; ++i) {
+    topos.push_back(MakeJobTopology(job, i).value());
+    learners.push_back(std::make_unique<gossip::testing::QuadraticLearner>(Target(i), lr));
+    nodes.push_back(MakeQuadraticNode(job, simulator.env(i), *topos[i].rounds, *learners[i],
+                                      from != nullptr ? (*from)[i].round : 0));
+    if (from != nullptr) {
+      gossip::NodeState state{(*from)[i].vectors, (*from)[i].scalars};
+      REQUIRE(nodes.back()->ImportState(state).ok());
+    }
+    simulator.SetSink(i, nodes.back()->sink());
+  }
+  for (auto& nd : nodes) nd->Start();
+  simulator.RunUntil(Nanos::max());
+  Run r;
+  for (auto& nd : nodes) {
+    REQUIRE(nd->round() == job.rounds());
+    r.params.emplace_back(nd->params().span().begin(), nd->params().span().end());
+    if (to != nullptr) {
+      Checkpoint c;
+      c.round = nd->round();
+      c.params = r.params.back();
+      auto exported = nd->ExportState();
+      REQUIRE(exported.ok());
+      gossip::NodeState state = std::move(exported).value();
+      c.vectors = std::move(state.vectors);
+      c.scalars = std::move(state.scalars);
+      auto back = DecodeCheckpoint(EncodeCheckpoint(c), kDim);
+      REQUIRE(back.ok());
+      to->push_back(std::move(back).value());
+    }
+  }
+  return r;
+}
+
+Run JobOverLoopback(const proto::JobConfig& job, double lr) {
+  const NodeId n = job.nodes();
+  auto coordinator = testing::Seeded(100);
+  std::vector<JobTopology> topos;
+  std::vector<std::unique_ptr<gossip::testing::QuadraticLearner>> learners;
+  std::vector<std::unique_ptr<GossipAlgorithm>> nodes(n);
+  std::vector<std::unique_ptr<testing::Endpoint>> eps;
+  for (NodeId i = 0; i < n; ++i) {
+    eps.push_back(std::make_unique<testing::Endpoint>(
+        i, testing::Creds(coordinator, static_cast<std::uint8_t>(i + 1)), testing::Policy(coordinator)));
+  }
+  for (NodeId i = 0; i < n; ++i) {
+    topos.push_back(MakeJobTopology(job, i).value());
+    learners.push_back(std::make_unique<gossip::testing::QuadraticLearner>(Target(i), lr));
+  }
+  for (NodeId i = 0; i < n; ++i) {
+    for (NodeId j : topos[i].neighbours) eps[i]->AddPeer({j, "127.0.0.1", eps[j]->port(), std::nullopt});
+  }
+  for (NodeId i = 0; i < n; ++i) {
+    eps[i]->Do([&, i] {
+      nodes[i] = MakeQuadraticNode(job, eps[i]->env(), *topos[i].rounds, *learners[i]);
+      eps[i]->env().SetSink(nodes[i]->sink());
+    });
+  }
+  for (NodeId i = 0; i < n; ++i) eps[i]->Do([&, i] { nodes[i]->Start(); });
+  auto all_finished = [&] {
+    bool all = true;
+    for (NodeId i = 0; i < n; ++i) eps[i]->Do([&, i] { all = all && nodes[i]->round() == job.rounds(); });
+    return all;
+  };
+  REQUIRE(testing::WaitFor(all_finished, std::chrono::seconds(60)));
+  Run r;
+  for (NodeId i = 0; i < n; ++i) {
+    eps[i]->Do([&, i] {
+      r.params.emplace_back(nodes[i]->params().span().begin(), nodes[i]->params().span().end());
+    });
+    CHECK(eps[i]->transport().stats().handshake_failures == 0);
+  }
+  for (auto& e : eps) e->Shutdown();
+  return r;
+}
+
+TEST_CASE(
+    "Push-sum, DSGT and CHOCO top-k with error feedback give the same models bit for bit on both Envs") {
+  const NodeId n = 6;
+  const double lr = 0.2;
+  // The network optimum of (1/n) sum_i 0.5 ||x - b_i||^2: the mean of the b_i.
+  std::vector<double> optimum(kDim, 0);
+  for (NodeId i = 0; i < n; ++i) {
+    auto b = Target(i);
+    for (std::size_t k = 0; k < kDim; ++k) optimum[k] += b[k] / n;
+  }
+  // Tolerances on |mean of the models - optimum|: D-PSGD-like updates move the
+  // mean of the x_i by exactly -lr (mean - optimum) per round when every
+  // message arrives (doubly stochastic W; for CHOCO sum_i (s_i - x^_i) = 0; for
+  // DSGT the mean tracker is the mean gradient), so after 80 rounds at lr 0.2
+  // only (0.8)^80 ~ 2e-8 of the start and float rounding remain. Push-sum's
+  // z_i = x_i / w_i average to the optimum only at consensus.
+  const AlgorithmCase cases[] = {
+      {"push-sum", "none", 0},
+      {"dsgt", "none", 0},
+      {"dpsgd", "topk:0.25", 0.2},
+  };
+  for (const AlgorithmCase& c : cases) {
+    CAPTURE(c.algorithm);
+    CAPTURE(c.compression);
+    auto job = QuadraticJob(c, n, 80);
+    Run simulated = SimulatedJob(job, lr);
+    Run real = JobOverLoopback(job, lr);
+    for (NodeId i = 0; i < n; ++i) {
+      CAPTURE(i);
+      CHECK(real.params[i] == simulated.params[i]);
+    }
+    double err = 0;
+    for (std::size_t k = 0; k < kDim; ++k) {
+      double mean = 0;
+      for (const auto& p : real.params) mean += p[k] / n;
+      err = std::max(err, std::abs(mean - optimum[k]));
+    }
+    MESSAGE(c.algorithm << " " << c.compression << ": |mean - optimum| = " << err);
+    CHECK(err < 1e-4);
+  }
+}
+
+TEST_CASE(
+    "Every gossip algorithm stopped after round 30 and resumed from its checkpoints ends as a run never "
+    "stopped") {
+  const NodeId n = 6;
+  const double lr = 0.2;
+  const AlgorithmCase cases[] = {
+      {"dpsgd", "none", 0}, {"dpsgd-cta", "fp16", 0},    {"push-sum", "none", 0},
+      {"dsgt", "none", 0},  {"dpsgd", "topk:0.25", 0.2}, {"dpsgd", "topk:0.25,no-ef", 0.2},
+  };
+  for (const AlgorithmCase& c : cases) {
+    CAPTURE(c.algorithm);
+    CAPTURE(c.compression);
+    Run whole = SimulatedJob(QuadraticJob(c, n, 60), lr);
+    std::vector<Checkpoint> saved;
+    Run first = SimulatedJob(QuadraticJob(c, n, 30), lr, nullptr, &saved);
+    Run resumed = SimulatedJob(QuadraticJob(c, n, 60), lr, &saved);
+    for (NodeId i = 0; i < n; ++i) {
+      CAPTURE(i);
+      CHECK(saved[i].round == 30);
+      CHECK(first.params[i] != whole.params[i]);  // the second half changed the models
+      CHECK(resumed.params[i] == whole.params[i]);
+    }
+  }
+}
+
+TEST_CASE("A resumed node refuses a state that lacks a vector or has the wrong size, naming it") {
+  proto::JobConfig job = QuadraticJob({"dsgt", "none", 0}, 4, 10);
+  sim::Simulator simulator(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(4));
+  JobTopology topo = MakeJobTopology(job, 0).value();
+  gossip::testing::QuadraticLearner learner(Target(0), 0.1);
+  auto node = MakeQuadraticNode(job, simulator.env(0), *topo.rounds, learner, 5);
+  gossip::NodeState state;
+  state.vectors["x"].assign(kDim, 0.0f);
+  state.vectors["y"].assign(kDim, 0.0f);
+  Status missing = node->ImportState(state);
+  CHECK(missing.code() == StatusCode::kNotFound);
+  CHECK(missing.message().find("'g'") != std::string::npos);
+  state.vectors["g"].assign(kDim + 1, 0.0f);
+  Status size = node->ImportState(state);
+  CHECK(size.code() == StatusCode::kInvalidArgument);
+  CHECK(size.message().find("'g' has 17 elements, the model has 16") != std::string::npos);
+
+  proto::JobConfig ps = QuadraticJob({"push-sum", "none", 0}, 4, 10);
+  JobTopology ps_topo = MakeJobTopology(ps, 0).value();
+  auto ps_node = MakeQuadraticNode(ps, simulator.env(0), *ps_topo.rounds, learner, 5);
+  gossip::NodeState ps_state = ps_node->ExportState().value();  // a valid state ...
+  ps_state.vectors["sent/9"].assign(kDim, 0.0f);                // node 9 is not in a job of 4
+  CHECK(ps_node->ImportState(ps_state).message().find("'sent/9' names no node") != std::string::npos);
 }
 
 }  // namespace

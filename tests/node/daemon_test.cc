@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "crypto/certificate.h"
@@ -19,8 +20,10 @@
 #include "node/checkpoint.h"
 #include "node/config.h"
 #include "node/daemon.h"
+#include "node/gossip_algorithm.h"
 #include "node/gossip_job.h"
 #include "node/job_data.h"
+#include "node/job.h"
 #include "sim/simulator.h"
 #include "sim/world.h"
 #include "tests/node/loopback.h"
@@ -59,24 +62,53 @@ TEST_CASE("A config with a misspelled field is refused by name, in text and in J
 }
 
 TEST_CASE("Checkpoints round-trip and every damaged file is refused") {
-  Checkpoint c{42, {1.5f, -2.0f, 3.25f}};
+  Checkpoint c;
+  c.round = 42;
+  c.params = {1.5f, -2.0f, 3.25f};
+  c.algorithm = "push-sum none";
+  c.vectors["x"] = {0.5f, 1e-30f, -7.0f};
+  c.vectors["sent/3"] = {1.0f, 2.0f, 3.0f};
+  c.scalars["w"] = 0.1;  // not exact in binary: must come back bit for bit
+  c.scalars["learner/batches"] = 12345;
   auto bytes = EncodeCheckpoint(c);
-  CHECK(bytes.size() == 24 + 12 + 4);
+  // Header 24, params 12, algorithm 4+13, vector count 4, two vectors
+  // (4+1+8+12, 4+6+8+12), scalar count 4, two scalars (4+1+8, 4+15+8), CRC 4.
+  CHECK(bytes.size() == 24 + 12 + 17 + 4 + 25 + 30 + 4 + 13 + 27 + 4);
   auto back = DecodeCheckpoint(bytes, 3);
   REQUIRE(back.ok());
   CHECK(back->round == 42);
   CHECK(back->params == c.params);
+  CHECK(back->algorithm == c.algorithm);
+  CHECK(back->vectors == c.vectors);
+  CHECK(back->scalars == c.scalars);
   CHECK(DecodeCheckpoint(bytes, 4).status().code() == StatusCode::kFailedPrecondition);
-  for (std::size_t cut : {std::size_t{0}, std::size_t{10}, bytes.size() - 1}) {
+  for (std::size_t cut : {std::size_t{0}, std::size_t{10}, std::size_t{40}, bytes.size() - 1}) {
     CHECK_FALSE(DecodeCheckpoint(std::span(bytes).first(cut), 3).ok());
   }
-  for (std::size_t i = 16; i < bytes.size();
-       ++i) {  // any flipped bit past the magic/version fails the CRC or size
+  for (std::size_t i = 8; i < bytes.size(); ++i) {  // any flipped bit past magic and version fails the CRC
     auto bad = bytes;
     bad[i] ^= 0x04;
     CAPTURE(i);
-    CHECK_FALSE(DecodeCheckpoint(bad, 3).ok());
+    CHECK(DecodeCheckpoint(bad, 3).status().code() == StatusCode::kDataLoss);
   }
+}
+
+TEST_CASE("A version 1 checkpoint and a foreign file are refused with errors that say what they are") {
+  // Version 1: magic, version, round, n, params, CRC (murmurd before state checkpoints).
+  std::vector<std::uint8_t> v1 = {'M', 'C', 'K', 'P', 1, 0, 0, 0};
+  v1.resize(24 + 4 + 4, 0);
+  v1[16] = 1;
+  auto old = DecodeCheckpoint(v1, 1);
+  CHECK(old.status().code() == StatusCode::kInvalidArgument);
+  CHECK(old.status().message().find("version 1") != std::string::npos);
+  CHECK(old.status().message().find("remove the file") != std::string::npos);
+  std::vector<std::uint8_t> future = EncodeCheckpoint(Checkpoint{});
+  future[4] = 3;
+  CHECK(DecodeCheckpoint(future, 0).status().message().find("version 3") != std::string::npos);
+  const std::string text = "job { algorithm: 'dpsgd' }";
+  auto foreign =
+      DecodeCheckpoint(std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()), 1);
+  CHECK(foreign.status().message().find("not a murmur checkpoint") != std::string::npos);
 }
 
 // (A helper, not "n" + to_string: GCC 12 warns falsely on that concatenation.)
@@ -86,6 +118,7 @@ struct Cluster {
   static constexpr NodeId kNodes = 4;
   fs::path root;
   std::vector<std::uint16_t> ports;
+  std::function<void(proto::JobConfig&)> job_tweak;         // changes to every daemon's job
   std::function<void(NodeId, proto::NodeConfig&)> tweak;  // applied last by Config
 
   Cluster() {
@@ -131,6 +164,7 @@ struct Cluster {
     job->set_lr(0.05);
     job->set_checkpoint_every(5);
     job->set_eval_every(0);
+    if (job_tweak) job_tweak(*job);
     if (tweak) tweak(i, c);
     return c;
   }
@@ -309,6 +343,136 @@ TEST_CASE("Local data given as a CSV path is that file, whole; a missing file fa
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().message().find("config field 'data'") != std::string::npos);
   CHECK(missing.status().message().find(csv.filename().string()) != std::string::npos);
+}
+
+// A gossip job of four daemons on loopback with local momentum 0.9 (so the
+// learners' state matters too): the job run to 20 rounds at once, and the
+// same job run to 10, the daemons stopped, then restarted with rounds = 20
+// from their checkpoints, must give the same models bit for bit.
+void CheckResumeIsExact(const std::string& algorithm, const std::string& compression,
+                        const std::string& topology) {
+  Cluster cluster;
+  cluster.job_tweak = [&](proto::JobConfig& job) {
+    job.set_algorithm(algorithm);
+    job.set_compression(compression);
+    job.set_topology(topology);
+    job.set_momentum(algorithm == "dsgt" ? 0 : 0.9);  // DSGT applies gradients itself
+  };
+  auto fresh = [&] {
+    for (NodeId i = 0; i < Cluster::kNodes; ++i) fs::remove(cluster.root / NodeDir(i) / kCheckpointFile);
+  };
+  std::vector<std::uint64_t> done;
+  auto whole = cluster.RunAll(20, &done);
+  for (auto d : done) CHECK(d == 20);
+  fresh();
+  auto half = cluster.RunAll(10);
+  for (NodeId i = 0; i < Cluster::kNodes; ++i) {
+    auto ckpt = LoadCheckpoint((cluster.root / NodeDir(i) / kCheckpointFile).string(), half[i].size());
+    REQUIRE(ckpt.ok());
+    CHECK(ckpt->round == 10);
+    CHECK(ckpt->algorithm == algorithm + " " + compression);
+    CHECK(ckpt->vectors.count("learner/velocity") == (algorithm == "dsgt" ? 0u : 1u));
+  }
+  done.clear();
+  auto resumed = cluster.RunAll(20, &done);
+  for (NodeId i = 0; i < Cluster::kNodes; ++i) {
+    CAPTURE(i);
+    CHECK(done[i] == 20);
+    CHECK(half[i] != whole[i]);
+    CHECK(resumed[i] == whole[i]);
+  }
+  // A checkpoint of another algorithm's job is refused by name.
+  const std::string other_algorithm = algorithm == "push-sum" ? "dsgt" : "push-sum";
+  cluster.job_tweak = [&](proto::JobConfig& job) {
+    job.set_algorithm(other_algorithm);
+    job.set_compression("none");
+    job.set_topology("ring");
+  };
+  auto other = Daemon::Create(cluster.Config(0, 40));
+  Status st = other.ok() ? (*other)->Run() : other.status();
+  CHECK(st.message().find("holds the state of a '" + algorithm + " " + compression +
+                          "' job, this job runs '" + other_algorithm + " none'") != std::string::npos);
+}
+
+TEST_CASE("murmurd D-PSGD stopped after round 10 and restarted ends as a job never stopped") {
+  CheckResumeIsExact("dpsgd", "none", "ring");
+}
+TEST_CASE("murmurd CHOCO-SGD top-k with error feedback stopped and restarted ends as a job never stopped") {
+  CheckResumeIsExact("dpsgd-cta", "topk:0.1", "ring");
+}
+TEST_CASE("murmurd D-PSGD fp16 on one-peer-exponential stopped and restarted ends as a job never stopped") {
+  CheckResumeIsExact("dpsgd", "fp16", "one-peer-exponential");
+}
+TEST_CASE("murmurd push-sum on one-peer-exponential stopped and restarted ends as a job never stopped") {
+  CheckResumeIsExact("push-sum", "none", "one-peer-exponential");
+}
+TEST_CASE("murmurd DSGT stopped after round 10 and restarted ends as a job never stopped") {
+  CheckResumeIsExact("dsgt", "none", "ring");
+}
+
+TEST_CASE("Every example job in examples/jobs parses and validates for each of its nodes") {
+  int count = 0;
+  for (const auto& entry : fs::directory_iterator(std::string(MURMUR_SOURCE_DIR) + "/examples/jobs")) {
+    if (entry.path().extension() != ".job") continue;
+    CAPTURE(entry.path().string());
+    ++count;
+    auto job = LoadJobConfig(entry.path().string());
+    REQUIRE(job.ok());
+    for (NodeId i = 0; i < job->nodes(); ++i) {
+      CAPTURE(i);
+      CHECK(ValidateJobConfig(*job, i).ok());
+      auto topo = MakeJobTopology(*job, i);
+      REQUIRE(topo.ok());
+      CHECK_FALSE(topo->neighbours.empty());
+    }
+  }
+  CHECK(count >= 3);
+}
+
+TEST_CASE("Gossip job fields murmurd cannot run are refused with errors naming the field") {
+  auto refused = [](auto edit, const std::string& field) {
+    proto::JobConfig job;
+    edit(job);
+    Status st = ValidateJobConfig(job, 0);
+    CAPTURE(field);
+    CAPTURE(st.ToString());
+    CHECK(st.code() == StatusCode::kInvalidArgument);
+    CHECK(st.message().find("'" + field + "'") != std::string::npos);
+  };
+  refused([](proto::JobConfig& j) { j.set_algorithm("gossip-learning"); }, "algorithm");
+  refused([](proto::JobConfig& j) { j.set_gamma(1.5); }, "gamma");
+  refused([](proto::JobConfig& j) { j.set_momentum(1); }, "momentum");
+  refused([](proto::JobConfig& j) { j.set_weight_decay(-1); }, "weight_decay");
+  refused(
+      [](proto::JobConfig& j) {
+        j.set_algorithm("dsgt");
+        j.set_momentum(0.9);
+      },
+      "momentum");
+  refused(
+      [](proto::JobConfig& j) {
+        j.set_algorithm("push-sum");
+        j.set_compression("topk:0.1");
+      },
+      "compression");
+  refused([](proto::JobConfig& j) { j.set_compression("powersgd:2"); }, "compression");
+  refused([](proto::JobConfig& j) { j.set_compression("zip:9"); }, "compression");
+  // CHOCO on a time-varying topology: refused when the job is built.
+  proto::JobConfig choco;
+  choco.set_compression("topk:0.1");
+  choco.set_topology("one-peer-exponential");
+  choco.set_dataset("synthetic:blobs");
+  choco.set_nodes(4);
+  CHECK(ValidateJobConfig(choco, 0).ok());
+  Cluster cluster;
+  cluster.job_tweak = [](proto::JobConfig& j) {
+    j.set_compression("topk:0.1");
+    j.set_topology("one-peer-exponential");
+  };
+  auto d = Daemon::Create(cluster.Config(0, 10));
+  Status st = d.ok() ? (*d)->Run() : d.status();
+  CHECK(st.message().find("job field 'compression'") != std::string::npos);
+  CHECK(st.message().find("static topology") != std::string::npos);
 }
 
 TEST_CASE("A stop request drains: the daemon returns, and its checkpoint holds the last completed round") {
