@@ -19,6 +19,7 @@
 #include "crypto/handshake.h"
 #include "node/asio.h"
 #include "node/envelope.h"
+#include "node/write_batch.h"
 
 namespace murmur::node {
 
@@ -48,7 +49,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void Read();
   Status OnFrame(std::span<std::uint8_t> frame);
   Status OnHandshakeFrame(crypto::ByteSpan frame);
-  Status OnRecord(crypto::ByteSpan plaintext);
+  Status OnRecord(const RecordSource& record);
   Status QueueHandshakeMessage();
   void ArmTick();
   void OnTick();
@@ -67,7 +68,7 @@ class Session : public std::enable_shared_from_this<Session> {
   EnvelopeReader reader_;
   std::deque<crypto::Bytes> raw_;      // framed handshake messages
   std::deque<crypto::Bytes> control_;  // plaintext records to seal ahead of data
-  crypto::Bytes write_buffer_;
+  WriteBatch write_buffer_;
   asio::steady_timer::time_point started_;
   asio::steady_timer::time_point last_receive_;
   asio::steady_timer::time_point last_send_;

@@ -19,7 +19,12 @@
 // not yet started on the wire (drop-oldest: gossip prefers fresh models); a
 // single message over the bound is refused. Every dropped message is counted
 // in stats().send_queue_drops. Only the message being written is held sealed,
-// in batches of about `write_batch_bytes`.
+// in batches of about `write_batch_bytes`. Each record is sealed straight
+// from the message's payload into the batch (crypto::AeadSlot::SealGather);
+// with `crypto_threads` > 0 the frames of a batch are sealed in parallel
+// (node/crypto_workers.h: nonces taken in order, frames written in order).
+// A received frame is verified where the socket read put it and decrypted
+// straight into the message being reassembled.
 //
 // A failed handshake, a bad frame length, a frame that fails authentication
 // (tampered, replayed) or a malformed record closes that connection only; the
@@ -59,8 +64,10 @@
 #include "core/status.h"
 #include "crypto/handshake.h"
 #include "node/asio.h"
+#include "node/crypto_workers.h"
 #include "node/envelope.h"
 #include "node/peer_scoring.h"
+#include "node/write_batch.h"
 
 namespace murmur::node {
 
@@ -89,6 +96,11 @@ struct TransportOptions {
   std::size_t max_queue_bytes = std::size_t{64} << 20;
   std::uint64_t max_message_bytes = std::uint64_t{256} << 20;
   std::size_t write_batch_bytes = std::size_t{256} << 10;
+  // Threads that seal a batch's frames beside the io thread (0: the io thread
+  // seals alone). -1 (default): DefaultCryptoThreads(hardware threads), i.e.
+  // min(2, cores - 1) on machines with 4 or more hardware threads, else 0
+  // (docs/benchmarks.md: on 2 cores a worker only competes with the peer).
+  int crypto_threads = -1;
   crypto::ChannelOptions channel;
   PeerScoringOptions scoring;  // penalties, graylisting, rate limits (defaults in node/peer_scoring.h)
 };
@@ -180,8 +192,8 @@ class Transport {
   void OnReady(const std::shared_ptr<Session>& session);
   void OnClosed(Session* session, NodeId peer, bool was_dialer);
   // Appends sealed frames of queued messages for `peer` to *out, up to about
-  // write_batch_bytes. Returns the number of messages finished.
-  Status FillBatch(NodeId peer, crypto::SecureChannel& channel, crypto::Bytes* out);
+  // write_batch_bytes.
+  Status FillBatch(NodeId peer, crypto::SecureChannel& channel, WriteBatch* out);
   bool HasQueued(NodeId peer) const;
   void Deliver(NodeId from, ReceivedMessage message);
   // A session failed with `why`: books it against the peer (node id when
@@ -202,6 +214,7 @@ class Transport {
   std::vector<std::weak_ptr<Session>> sessions_;  // every live session, for Stop
   Rng jitter_;
   PeerScores scores_;
+  std::unique_ptr<CryptoWorkers> workers_;  // null without crypto threads
   bool stopped_ = false;
   TransportStats stats_;
 };
