@@ -11,14 +11,17 @@
 // holding one listening Transport and AsioEnv.
 #include <pthread.h>
 #include <sodium.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "apps/murmur/bench.h"
@@ -97,6 +100,14 @@ class Arrivals {
   std::condition_variable cv_;
   std::uint64_t bytes_ = 0;  // guarded by mu_
 };
+
+// CPU seconds (user + system) of every thread of this process so far.
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 double ThreadCpuSeconds() {
   timespec t{};
@@ -190,10 +201,12 @@ class RawEnd {
   bool finished_ = false;
 };
 
-// Wall-clock seconds of one exchange, and the CPU seconds each side's io thread used.
+// Wall-clock seconds of one exchange, the CPU seconds each side's io thread
+// used, and those of the whole process (io threads, crypto workers, kernel).
 struct Timing {
   double seconds = 0;
   double cpu[2] = {0, 0};
+  double process = 0;
 };
 
 // Loopback TCP between two io threads: `total` bytes from A to B (and as
@@ -212,6 +225,7 @@ Timing RawTcp(const crypto::Bytes& message, std::uint64_t total, bool both_ways)
   Timing t;
   t.cpu[0] = -a.CpuSeconds();
   t.cpu[1] = -b.CpuSeconds();
+  t.process = -ProcessCpuSeconds();
   auto start = std::chrono::steady_clock::now();
   a.Do([&] { done_a = end_a.Start(); });
   b.Do([&] { done_b = end_b.Start(); });
@@ -220,6 +234,7 @@ Timing RawTcp(const crypto::Bytes& message, std::uint64_t total, bool both_ways)
   t.seconds = SecondsSince(start);
   t.cpu[0] += a.CpuSeconds();
   t.cpu[1] += b.CpuSeconds();
+  t.process += ProcessCpuSeconds();
   a.Join();
   b.Join();
   return t;
@@ -244,7 +259,7 @@ Result<crypto::Credentials> MakeCredentials(const crypto::Identity& coordinator,
 // Two Transports (nodes 1 and 2) on their own io threads, connected.
 class TransportPair {
  public:
-  static Result<std::unique_ptr<TransportPair>> Make(std::uint64_t max_queue_bytes) {
+  static Result<std::unique_ptr<TransportPair>> Make(std::uint64_t max_queue_bytes, int crypto_threads) {
     auto pair = std::unique_ptr<TransportPair>(new TransportPair());
     crypto::Identity coordinator = crypto::Identity::Generate();
     crypto::TrustPolicy policy{"bench", coordinator.public_key(), crypto::kRoleNode};
@@ -253,6 +268,7 @@ class TransportPair {
       node::TransportOptions o;
       o.self = i + 1;
       o.max_queue_bytes = max_queue_bytes;
+      o.crypto_threads = crypto_threads;
       Arrivals* arrivals = &pair->arrivals_[i];
       pair->transports_[i] = std::make_unique<node::Transport>(
           pair->io_[i].io(), std::move(creds), policy, o,
@@ -287,6 +303,7 @@ class TransportPair {
     const std::uint64_t target = count * payload->size();
     Timing t;
     for (int i = 0; i < 2; ++i) t.cpu[i] = -io_[i].CpuSeconds();
+    t.process = -ProcessCpuSeconds();
     auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < (both_ways ? 2 : 1); ++i) {
       asio::post(io_[i].io(), [this, i, payload, count] {
@@ -298,6 +315,7 @@ class TransportPair {
       return Status::DeadlineExceeded("messages did not all arrive within 120 s");
     t.seconds = SecondsSince(start);
     for (int i = 0; i < 2; ++i) t.cpu[i] += io_[i].CpuSeconds();
+    t.process += ProcessCpuSeconds();
     return t;
   }
   const node::TransportStats& stats(int i) const { return transports_[i]->stats(); }
@@ -330,6 +348,15 @@ Result<std::uint64_t> IdleRss() {
   return rss;
 }
 
+// The 1, 5 and 15 minute load averages, as /proc/loadavg gives them.
+std::string LoadAverage() {
+  double l[3] = {0, 0, 0};
+  if (getloadavg(l, 3) != 3) return "unknown";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.2f %.2f %.2f", l[0], l[1], l[2]);
+  return buf;
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -358,6 +385,8 @@ int BenchTransport(int argc, char** argv) {
     ("message-bytes", "bytes per update message", cxxopts::value<std::size_t>()->default_value("4000000"))
     ("runs", "runs of each measurement (the median is reported)", cxxopts::value<int>()->default_value("3"))
     ("seconds", "seconds per AEAD measurement", cxxopts::value<double>()->default_value("1"))
+    ("crypto-threads", "TransportOptions::crypto_threads of both transports (-1: the default for this machine)",
+     cxxopts::value<int>()->default_value("-1"))
     ("h,help", "show this help");
   // clang-format on
   cxxopts::ParseResult args;
@@ -366,6 +395,9 @@ int BenchTransport(int argc, char** argv) {
   const std::size_t message_bytes = args["message-bytes"].as<std::size_t>();
   const int runs = args["runs"].as<int>();
   const double seconds = args["seconds"].as<double>();
+  const int crypto_threads = args["crypto-threads"].as<int>();
+  if (crypto_threads < -1 || crypto_threads > 64)
+    return UsageError(kCmd, "--crypto-threads outside [-1, 64]");
   if (!(megabytes > 0 && megabytes <= 100000)) return UsageError(kCmd, "--megabytes outside (0, 100000]");
   if (message_bytes < 1 || message_bytes > (std::size_t{256} << 20))
     return UsageError(kCmd, "--message-bytes outside [1, 268435456] (the transport's message bound)");
@@ -381,7 +413,7 @@ int BenchTransport(int argc, char** argv) {
 
   auto payload = std::make_shared<crypto::Bytes>(message_bytes);
   randombytes_buf(payload->data(), payload->size());
-  auto pair = TransportPair::Make(2 * total + message_bytes);
+  auto pair = TransportPair::Make(2 * total + message_bytes, crypto_threads);
   if (!pair.ok()) return Failure(kCmd, pair.status().ToString());
   // Warm-up: the first message each way (allocator, TCP windows).
   if (auto w = (*pair)->Exchange(payload, 1, true); !w.ok()) return Failure(kCmd, w.status().ToString());
@@ -391,17 +423,23 @@ int BenchTransport(int argc, char** argv) {
       "%llu messages of %zu bytes (%.1f MB) per direction, %d runs; MB/s are 10^6 bytes of payload "
       "per second\n",
       static_cast<unsigned long long>(count), message_bytes, static_cast<double>(total) / 1e6, runs);
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::printf("crypto threads per transport: %d; hardware threads: %u; load average at start: %s\n",
+              crypto_threads >= 0 ? crypto_threads : node::DefaultCryptoThreads(cores), cores,
+              LoadAverage().c_str());
   std::printf("%-10s %12s %12s %12s %12s %7s\n", "direction", "transport", "raw TCP", "AEAD 1 core", "floor",
               "ratio");
   for (bool both : {false, true}) {
     const double moved = static_cast<double>(both ? 2 * total : total);
-    std::vector<double> tr, raw, aead, aead_cpu, tr_busy, raw_busy, tr_cpu, raw_cpu;
+    std::vector<double> tr, raw, aead, aead_cpu, tr_busy, raw_busy, tr_cpu, raw_cpu, tr_proc, raw_proc,
+        tr_side[2];
     for (int r = 0; r < runs; ++r) {
       // Interleaved, so that load from elsewhere on the machine falls on all three alike.
       const Timing rt = RawTcp(*payload, total, both);
       raw.push_back(moved / rt.seconds / 1e6);
       raw_busy.push_back(moved / std::max(rt.cpu[0], rt.cpu[1]) / 1e6);
       raw_cpu.push_back((rt.cpu[0] + rt.cpu[1]) / moved * 1e9);
+      raw_proc.push_back(rt.process / moved * 1e9);
       const AeadRate a = AeadSealRate(frame_plaintext, seconds);
       aead.push_back(a.wall);
       aead_cpu.push_back(a.cpu);
@@ -410,6 +448,8 @@ int BenchTransport(int argc, char** argv) {
       tr.push_back(moved / t->seconds / 1e6);
       tr_busy.push_back(moved / std::max(t->cpu[0], t->cpu[1]) / 1e6);
       tr_cpu.push_back((t->cpu[0] + t->cpu[1]) / moved * 1e9);
+      tr_proc.push_back(t->process / moved * 1e9);
+      for (int i = 0; i < 2; ++i) tr_side[i].push_back(t->cpu[i] / moved * 1e9);
     }
     const double floor = std::min(Median(raw), Median(aead));
     std::printf("%-10s %12.0f %12.0f %12.0f %12.0f %7.2f   (target >= 0.70)\n",
@@ -433,13 +473,34 @@ int BenchTransport(int argc, char** argv) {
         "  CPU s per GB, both threads: transport %.2f; least %.2f (raw TCP %.2f + 2 AEAD passes %.2f): "
         "%.2f of it\n",
         Median(tr_cpu), least, Median(raw_cpu), 2e3 / Median(aead_cpu), least / Median(tr_cpu));
+    // The physical bound (docs/benchmarks.md): with every core busy and no
+    // waiting, `cores` CPU-seconds per second move cores / (CPU-s per MB)
+    // MB/s; without crypto workers no io thread can go faster than one core.
+    const double proc = Median(tr_proc) / 1e3, least_proc = (2e3 / Median(aead_cpu) + Median(raw_proc)) / 1e3;
+    const double busiest = std::max(Median(tr_side[0]), Median(tr_side[1])) / 1e3;
+    const bool workers = (crypto_threads >= 0 ? crypto_threads : node::DefaultCryptoThreads(cores)) > 0;
+    const double bound = workers ? cores / proc : std::min(cores / proc, 1 / busiest);
+    std::printf(
+        "  CPU s per GB, whole process (getrusage): transport %.2f (io threads: node 1 %.2f, node 2 %.2f), "
+        "raw TCP %.2f; least %.2f\n",
+        proc * 1e3, Median(tr_side[0]), Median(tr_side[1]), Median(raw_proc), least_proc * 1e3);
+    std::printf(
+        "  bound on this machine: %u cores / %.2f CPU s per GB = %.0f MB/s%s -> %.0f MB/s = %.2f of the AEAD "
+        "floor; measured %.2f of the bound. Least-cost transport: %.0f MB/s = %.2f of the floor\n",
+        cores, proc * 1e3, cores / proc,
+        workers
+            ? ""
+            : (", busier io thread alone " + std::to_string(static_cast<int>(1 / busiest)) + " MB/s").c_str(),
+        bound, bound / Median(aead_cpu), Median(tr) / bound, cores / least_proc,
+        cores / least_proc / Median(aead_cpu));
   }
   const auto& s = (*pair)->stats(0);
   std::printf("wire overhead: %.3f%% (bytes sent by node 1 over its payload bytes)\n",
               100.0 * (static_cast<double>(s.bytes_sent) /
                            static_cast<double>(s.messages_sent.load() * message_bytes) -
                        1));
-  std::printf("peak RSS of this process: %.1f MB\n", static_cast<double>(PeakRssBytes()) / 1e6);
+  std::printf("peak RSS of this process: %.1f MB; load average at the end: %s\n",
+              static_cast<double>(PeakRssBytes()) / 1e6, LoadAverage().c_str());
   return kExitOk;
 }
 
