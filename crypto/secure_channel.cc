@@ -72,6 +72,20 @@ Result<AeadSlot> SecureChannel::VerifyNext(ByteSpan message) {
   return slot;
 }
 
+Result<AeadSlot> SecureChannel::TakeOpenSlot(std::size_t size) {
+  MURMUR_RETURN_IF_ERROR(CheckOpen(size));
+  if (size < kTagSize) {
+    receive_closed_ = true;
+    return Status::DataLoss("ciphertext of " + std::to_string(size) + " bytes is shorter than the " +
+                            std::to_string(kTagSize) + "-byte tag");
+  }
+  AeadSlot slot(receive_.key(), receive_.nonce());
+  receive_.SetNonce(receive_.nonce() + 1);
+  ++received_;
+  if (received_ % options_.rekey_interval == 0) receive_.Rekey();
+  return slot;
+}
+
 Status SecureChannel::OpenInPlace(std::span<std::uint8_t> message, std::span<std::uint8_t>* plaintext) {
   MURMUR_RETURN_IF_ERROR(CheckOpen(message.size()));
   Status s = receive_.DecryptInPlace({}, message);

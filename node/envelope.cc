@@ -79,23 +79,12 @@ void EnvelopeReader::MaybeComplete(RecordEvent* event) {
   in_message_ = false;
 }
 
-namespace {
-// A record already in memory.
-class SpanSource : public RecordSource {
- public:
-  explicit SpanSource(crypto::ByteSpan bytes) : bytes_(bytes) {}
-  std::size_t size() const override { return bytes_.size(); }
-  void Read(std::size_t offset, std::size_t n, std::uint8_t* dst) const override {
-    std::copy_n(bytes_.begin() + static_cast<std::ptrdiff_t>(offset), n, dst);
-  }
-
- private:
-  crypto::ByteSpan bytes_;
-};
-}  // namespace
+void SpanRecord::Read(std::size_t offset, std::size_t n, std::uint8_t* dst) const {
+  std::copy_n(bytes_.begin() + static_cast<std::ptrdiff_t>(offset), n, dst);
+}
 
 Status EnvelopeReader::Feed(crypto::ByteSpan record, RecordEvent* event, bool keep) {
-  return Feed(SpanSource(record), event, keep);
+  return Feed(SpanRecord(record), event, keep);
 }
 
 void EnvelopeReader::Append(const RecordSource& record, std::size_t offset, std::size_t n) {

@@ -77,6 +77,17 @@ class RecordSource {
   virtual void Read(std::size_t offset, std::size_t n, std::uint8_t* dst) const = 0;
 };
 
+// A record already in memory, in the clear.
+class SpanRecord : public RecordSource {
+ public:
+  explicit SpanRecord(crypto::ByteSpan bytes) : bytes_(bytes) {}
+  std::size_t size() const override { return bytes_.size(); }
+  void Read(std::size_t offset, std::size_t n, std::uint8_t* dst) const override;
+
+ private:
+  crypto::ByteSpan bytes_;
+};
+
 // What one record meant.
 struct RecordEvent {
   RecordType type = RecordType::kContinue;

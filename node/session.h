@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "crypto/frame_codec.h"
 #include "crypto/handshake.h"
@@ -48,6 +49,10 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   void Read();
   Status OnFrame(std::span<std::uint8_t> frame);
+  // Sealed frames of one read, opened on the Transport's crypto workers
+  // (verified and decrypted in place in parallel, then handled in order up to
+  // the first that fails).
+  Status OnSealedFrames(std::span<const std::span<std::uint8_t>> frames);
   Status OnHandshakeFrame(crypto::ByteSpan frame);
   Status OnRecord(const RecordSource& record);
   Status QueueHandshakeMessage();

@@ -140,5 +140,44 @@ TEST_CASE("Slots taken from a channel interoperate with Seal and Open, across re
   CHECK_FALSE(a.VerifyNext(sealed).ok());  // closed for good
 }
 
+TEST_CASE("Open slots taken ahead of verification open Seal's messages in order; FailOpen closes") {
+  CipherKey k;
+  k.fill(0x77);
+  CipherState send, recv, unused_send, unused_recv;
+  send.InitializeKey(k);
+  recv.InitializeKey(k);
+  unused_send.InitializeKey(k);
+  unused_recv.InitializeKey(k);
+  ChannelOptions o;
+  o.rekey_interval = 4;
+  SecureChannel tx(send, unused_recv, o), rx(unused_send, recv, o);
+  std::vector<Bytes> plain, sealed;
+  for (int i = 0; i < 11; ++i) {
+    plain.push_back(Random(50 + static_cast<std::size_t>(i)));
+    sealed.emplace_back();
+    REQUIRE(tx.Seal(plain.back(), &sealed.back()).ok());
+  }
+  std::vector<AeadSlot> slots;
+  for (const Bytes& c : sealed) {
+    auto slot = rx.TakeOpenSlot(c.size());
+    REQUIRE(slot.ok());
+    slots.push_back(*slot);
+  }
+  CHECK(rx.messages_received() == 11);
+  for (std::size_t i = sealed.size(); i-- > 0;) {  // any order: each slot stands alone
+    CAPTURE(i);
+    REQUIRE(slots[i].Verify(sealed[i]));
+    CHECK_FALSE(slots[(i + 1) % slots.size()].Verify(sealed[i]));
+    Bytes m(plain[i].size());
+    slots[i].Xor(0, sealed[i].data(), m.size(), m.data());
+    CHECK(m == plain[i]);
+  }
+  CHECK(rx.TakeOpenSlot(kTagSize - 1).status().code() == StatusCode::kDataLoss);
+  CHECK(rx.receive_closed());
+  SecureChannel rx2(unused_send, recv, o);
+  rx2.FailOpen();
+  CHECK_FALSE(rx2.TakeOpenSlot(100).ok());
+}
+
 }  // namespace
 }  // namespace murmur::crypto
