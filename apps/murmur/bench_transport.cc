@@ -259,7 +259,8 @@ Result<crypto::Credentials> MakeCredentials(const crypto::Identity& coordinator,
 // Two Transports (nodes 1 and 2) on their own io threads, connected.
 class TransportPair {
  public:
-  static Result<std::unique_ptr<TransportPair>> Make(std::uint64_t max_queue_bytes, int crypto_threads) {
+  static Result<std::unique_ptr<TransportPair>> Make(std::uint64_t max_queue_bytes, int crypto_threads,
+                                                     std::size_t write_batch_bytes) {
     auto pair = std::unique_ptr<TransportPair>(new TransportPair());
     crypto::Identity coordinator = crypto::Identity::Generate();
     crypto::TrustPolicy policy{"bench", coordinator.public_key(), crypto::kRoleNode};
@@ -269,6 +270,7 @@ class TransportPair {
       o.self = i + 1;
       o.max_queue_bytes = max_queue_bytes;
       o.crypto_threads = crypto_threads;
+      o.write_batch_bytes = write_batch_bytes;
       Arrivals* arrivals = &pair->arrivals_[i];
       pair->transports_[i] = std::make_unique<node::Transport>(
           pair->io_[i].io(), std::move(creds), policy, o,
@@ -385,6 +387,8 @@ int BenchTransport(int argc, char** argv) {
     ("message-bytes", "bytes per update message", cxxopts::value<std::size_t>()->default_value("4000000"))
     ("runs", "runs of each measurement (the median is reported)", cxxopts::value<int>()->default_value("3"))
     ("seconds", "seconds per AEAD measurement", cxxopts::value<double>()->default_value("1"))
+    ("write-batch-kib", "TransportOptions::write_batch_bytes of both transports, in KiB",
+     cxxopts::value<std::size_t>()->default_value("256"))
     ("crypto-threads", "TransportOptions::crypto_threads of both transports (-1: the default for this machine)",
      cxxopts::value<int>()->default_value("-1"))
     ("h,help", "show this help");
@@ -398,6 +402,9 @@ int BenchTransport(int argc, char** argv) {
   const int crypto_threads = args["crypto-threads"].as<int>();
   if (crypto_threads < -1 || crypto_threads > 64)
     return UsageError(kCmd, "--crypto-threads outside [-1, 64]");
+  const std::size_t write_batch_kib = args["write-batch-kib"].as<std::size_t>();
+  if (write_batch_kib < 1 || write_batch_kib > 65536)
+    return UsageError(kCmd, "--write-batch-kib outside [1, 65536]");
   if (!(megabytes > 0 && megabytes <= 100000)) return UsageError(kCmd, "--megabytes outside (0, 100000]");
   if (message_bytes < 1 || message_bytes > (std::size_t{256} << 20))
     return UsageError(kCmd, "--message-bytes outside [1, 268435456] (the transport's message bound)");
@@ -413,7 +420,7 @@ int BenchTransport(int argc, char** argv) {
 
   auto payload = std::make_shared<crypto::Bytes>(message_bytes);
   randombytes_buf(payload->data(), payload->size());
-  auto pair = TransportPair::Make(2 * total + message_bytes, crypto_threads);
+  auto pair = TransportPair::Make(2 * total + message_bytes, crypto_threads, write_batch_kib * 1024);
   if (!pair.ok()) return Failure(kCmd, pair.status().ToString());
   // Warm-up: the first message each way (allocator, TCP windows).
   if (auto w = (*pair)->Exchange(payload, 1, true); !w.ok()) return Failure(kCmd, w.status().ToString());
