@@ -140,7 +140,7 @@ TEST_CASE("Slots taken from a channel interoperate with Seal and Open, across re
   CHECK_FALSE(a.VerifyNext(sealed).ok());  // closed for good
 }
 
-TEST_CASE("Open slots taken ahead of verification open Seal's messages in order; FailOpen closes") {
+TEST_CASE("Open slots taken ahead of verification open Seal's messages in order, and FailOpen closes") {
   CipherKey k;
   k.fill(0x77);
   CipherState send, recv, unused_send, unused_recv;

@@ -56,7 +56,7 @@ std::pair<crypto::SecureChannel, crypto::SecureChannel> Pair(crypto::ChannelOpti
 }
 
 TEST_CASE(
-    "Frames sealed in parallel equal frames sealed in order; a flipped bit, a swap and a replay are "
+    "Frames sealed in parallel equal frames sealed in order, and a flipped bit, a swap and a replay are "
     "refused") {
   crypto::EnsureSodium();
   crypto::ChannelOptions o;
