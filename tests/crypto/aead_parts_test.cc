@@ -27,7 +27,7 @@ Bytes Reference(const CipherKey& key, std::uint64_t n, ByteSpan m) {
 
 Bytes Random(std::size_t n) {
   Bytes b(n);
-  randombytes_buf(b.data(), b.size());
+  if (n > 0) randombytes_buf(b.data(), b.size());
   return b;
 }
 
