@@ -170,7 +170,7 @@ Status Session::OnSealedFrames(std::span<const std::span<std::uint8_t>> frames) 
     slots.push_back(*slot);
   }
   std::vector<std::uint8_t> authentic(slots.size(), 0);
-  transport_->workers_->ParallelFor(slots.size(), [&](std::size_t i) {
+  transport_->workers_->ParallelFor(slots.size(), 1, [&](std::size_t i, std::size_t) {
     if (!slots[i].Verify(frames[i])) return;
     authentic[i] = 1;
     slots[i].Xor(0, frames[i].data(), frames[i].size() - crypto::kTagSize, frames[i].data());

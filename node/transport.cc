@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <string>
-#include <thread>
 
 #include "core/log.h"
 #include "node/session.h"
@@ -18,6 +17,8 @@ Result<asio::ip::address> ParseAddress(const std::string& host) {
 }
 }  // namespace
 
+int DefaultCryptoThreads(int hardware_threads) { return hardware_threads >= 4 ? 2 : 0; }
+
 Transport::Transport(asio::io_context& io, crypto::Credentials credentials, crypto::TrustPolicy policy,
                      TransportOptions options, MessageHandler handler)
     : io_(io),
@@ -28,10 +29,9 @@ Transport::Transport(asio::io_context& io, crypto::Credentials credentials, cryp
       jitter_(options_.seed, options_.self, RngPurpose::kNetwork),
       scores_(options_.scoring) {
   for (const PeerAddress& p : options_.peers) peers_[p.id].address = p;
-  const int workers = options_.crypto_threads >= 0
-                          ? options_.crypto_threads
-                          : DefaultCryptoThreads(std::thread::hardware_concurrency());
-  if (workers > 0) workers_ = std::make_unique<CryptoWorkers>(workers);
+  const int workers =
+      options_.crypto_threads >= 0 ? options_.crypto_threads : DefaultCryptoThreads(HardwareThreads());
+  if (workers > 0) workers_ = std::make_unique<ThreadPool>(workers + 1);  // the io thread joins in
 }
 
 Transport::~Transport() { Stop(); }
@@ -286,7 +286,7 @@ Status Transport::FillBatch(NodeId peer_id, crypto::SecureChannel& channel, Writ
     j.slot.SealGather(parts, base + j.at);
   };
   if (workers_) {
-    workers_->ParallelFor(jobs.size(), seal);
+    workers_->ParallelFor(jobs.size(), 1, [&](std::size_t b, std::size_t) { seal(b); });
   } else {
     for (std::size_t i = 0; i < jobs.size(); ++i) seal(i);
   }

@@ -4,7 +4,7 @@
 // frame is written straight into memory that is already there: a batch that
 // is cleared and refilled costs no allocation and no fill. Offsets stay valid
 // across Extend; pointers do not (the buffer may move), so code that seals
-// into the batch later (node/crypto_workers.h) keeps offsets.
+// into the batch later (crypto workers, node/transport.h) keeps offsets.
 //
 // Thread-safety: a value; one thread at a time.
 #pragma once

@@ -253,8 +253,8 @@ int BenchTransport(int argc, char** argv) {
       static_cast<unsigned long long>(count), message_bytes, static_cast<double>(total) / 1e6, runs);
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::printf("crypto threads per transport: %d; hardware threads: %u; load average at start: %s\n",
-              crypto_threads >= 0 ? crypto_threads : node::DefaultCryptoThreads(cores), cores,
-              LoadAverage().c_str());
+              crypto_threads >= 0 ? crypto_threads : node::DefaultCryptoThreads(static_cast<int>(cores)),
+              cores, LoadAverage().c_str());
   std::printf("%-10s %12s %12s %12s %12s %7s\n", "direction", "transport", "raw TCP", "AEAD 1 core", "floor",
               "ratio");
   for (bool both : {false, true}) {
@@ -293,7 +293,8 @@ int BenchTransport(int argc, char** argv) {
     // once, opened once (an AEAD pass each), and moved through loopback TCP.
     // With crypto workers the io threads' clocks miss the workers' share:
     // these two lines are then about the io threads only.
-    const bool workers = (crypto_threads >= 0 ? crypto_threads : node::DefaultCryptoThreads(cores)) > 0;
+    const bool workers =
+        (crypto_threads >= 0 ? crypto_threads : node::DefaultCryptoThreads(static_cast<int>(cores))) > 0;
     const char* io_only = workers ? " [io threads only; workers not counted]" : "";
     const double busy_floor = std::min(Median(raw_busy), Median(aead_cpu));
     std::printf(

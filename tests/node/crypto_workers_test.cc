@@ -1,16 +1,16 @@
-// Sealing on crypto workers: every index runs once, frames sealed in
-// parallel are byte for byte those sealed one by one (so nonces are unique
-// and in wire order), tampering is still caught, and two transports with
-// workers and frequent rekeys deliver many chunked messages in order.
+// Sealing on crypto workers (a core::ThreadPool in the Transport): frames
+// sealed in parallel are byte for byte those sealed one by one (so nonces
+// are unique and in wire order), tampering is still caught, and two
+// transports with workers and frequent rekeys deliver many chunked messages
+// in order.
 #include <doctest/doctest.h>
 #include <sodium.h>
 
-#include <atomic>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "crypto/secure_channel.h"
 #include "gossip/messages.h"
-#include "node/crypto_workers.h"
 #include "tests/node/loopback.h"
 
 namespace murmur::node {
@@ -22,22 +22,10 @@ using testing::Policy;
 using testing::Seeded;
 using testing::WaitFor;
 
-TEST_CASE("ParallelFor runs every index exactly once, with 0 to 3 workers and jobs of any size") {
-  for (int threads = 0; threads <= 3; ++threads) {
-    CryptoWorkers workers(threads);
-    CHECK(workers.threads() == threads);
-    for (std::size_t n : {0, 1, 2, 7, 100}) {
-      for (int job = 0; job < 50; ++job) {
-        CAPTURE(threads);
-        CAPTURE(n);
-        std::vector<std::atomic<int>> runs(n);
-        workers.ParallelFor(n, [&](std::size_t i) { runs[i].fetch_add(1); });
-        for (std::size_t i = 0; i < n; ++i) REQUIRE(runs[i].load() == 1);
-      }
-    }
-  }
+TEST_CASE("The default is 2 crypto workers with 4 or more hardware threads, none below") {
   CHECK(DefaultCryptoThreads(1) == 0);
   CHECK(DefaultCryptoThreads(2) == 0);
+  CHECK(DefaultCryptoThreads(3) == 0);
   CHECK(DefaultCryptoThreads(4) == 2);
   CHECK(DefaultCryptoThreads(16) == 2);
 }
@@ -73,7 +61,7 @@ TEST_CASE(
   for (std::size_t i = 0; i < kFrames; ++i) REQUIRE(ref.Seal(plain[i], &expected[i]).ok());
   // Parallel: slots taken in order, sealed on 3 workers + the caller, in jobs of 8.
   auto [par, par_peer] = Pair(o);
-  CryptoWorkers workers(3);
+  ThreadPool workers(4);  // 3 workers and the caller, as a Transport with crypto_threads = 3
   std::vector<crypto::Bytes> sealed(kFrames);
   for (std::size_t first = 0; first < kFrames; first += 8) {
     const std::size_t n = std::min<std::size_t>(8, kFrames - first);
@@ -84,7 +72,7 @@ TEST_CASE(
       slots.push_back(*slot);
       sealed[i].resize(plain[i].size() + crypto::kTagSize);
     }
-    workers.ParallelFor(n, [&](std::size_t k) {
+    workers.ParallelFor(n, 1, [&](std::size_t k, std::size_t) {
       const std::size_t i = first + k;
       const crypto::ByteSpan parts[] = {crypto::ByteSpan(plain[i]).first(1),
                                         crypto::ByteSpan(plain[i]).subspan(1)};
