@@ -37,6 +37,8 @@ class CipherState {
   std::uint64_t nonce() const { return n_; }
   // SetNonce(n), for tests and for peers that skip ahead; never moves n back in normal use.
   void SetNonce(std::uint64_t n) { n_ = n; }
+  // The key, for AEAD computed in pieces (crypto/aead_parts.h). REQUIRES: HasKey().
+  const CipherKey& key() const { return k_; }
 
   // EncryptWithAd: appends ENCRYPT(k, n++, ad, plaintext) (plaintext plus a
   // 16-byte tag) to *out; without a key appends the plaintext unchanged.

@@ -40,6 +40,52 @@ Status SecureChannel::SealInPlace(Bytes* buffer, std::size_t offset) {
   return Status::Ok();
 }
 
+Result<AeadSlot> SecureChannel::TakeSealSlot(std::size_t size) {
+  if (size > options_.max_plaintext)
+    return Status::InvalidArgument("message of " + std::to_string(size) + " bytes over limit " +
+                                   std::to_string(options_.max_plaintext) + "; chunk it");
+  if (sent_ >= options_.max_messages)
+    return Status::ResourceExhausted("channel sent its limit of " + std::to_string(options_.max_messages) +
+                                     " messages; start a new session");
+  // max_messages < kMaxNonce (constructor), so the nonce never reaches the Rekey value.
+  AeadSlot slot(send_.key(), send_.nonce());
+  send_.SetNonce(send_.nonce() + 1);
+  ++sent_;
+  if (sent_ % options_.rekey_interval == 0) send_.Rekey();
+  return slot;
+}
+
+Result<AeadSlot> SecureChannel::VerifyNext(ByteSpan message) {
+  MURMUR_RETURN_IF_ERROR(CheckOpen(message.size()));
+  AeadSlot slot(receive_.key(), receive_.nonce());
+  if (!slot.Verify(message)) {
+    receive_closed_ = true;
+    if (message.size() < kTagSize)
+      return Status::DataLoss("ciphertext of " + std::to_string(message.size()) +
+                              " bytes is shorter than the " + std::to_string(kTagSize) + "-byte tag");
+    return Status::Unauthenticated("authentication failed at nonce " + std::to_string(slot.nonce) +
+                                   " (tampered, replayed, reordered or wrong key)");
+  }
+  receive_.SetNonce(receive_.nonce() + 1);
+  ++received_;
+  if (received_ % options_.rekey_interval == 0) receive_.Rekey();
+  return slot;
+}
+
+Result<AeadSlot> SecureChannel::TakeOpenSlot(std::size_t size) {
+  MURMUR_RETURN_IF_ERROR(CheckOpen(size));
+  if (size < kTagSize) {
+    receive_closed_ = true;
+    return Status::DataLoss("ciphertext of " + std::to_string(size) + " bytes is shorter than the " +
+                            std::to_string(kTagSize) + "-byte tag");
+  }
+  AeadSlot slot(receive_.key(), receive_.nonce());
+  receive_.SetNonce(receive_.nonce() + 1);
+  ++received_;
+  if (received_ % options_.rekey_interval == 0) receive_.Rekey();
+  return slot;
+}
+
 Status SecureChannel::OpenInPlace(std::span<std::uint8_t> message, std::span<std::uint8_t>* plaintext) {
   MURMUR_RETURN_IF_ERROR(CheckOpen(message.size()));
   Status s = receive_.DecryptInPlace({}, message);

@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "core/status.h"
+#include "crypto/aead_parts.h"
 #include "crypto/bytes.h"
 #include "crypto/cipher_state.h"
 
@@ -56,6 +57,28 @@ class SecureChannel {
   // limits and errors as Seal and Open.
   Status SealInPlace(Bytes* buffer, std::size_t offset);
   Status OpenInPlace(std::span<std::uint8_t> message, std::span<std::uint8_t>* plaintext);
+
+  // In pieces (crypto/aead_parts.h), with no copy of the plaintext.
+  // TakeSealSlot: the key and nonce with which Seal would encrypt the next
+  // message, of `size` plaintext bytes; the message counts as sent (and the
+  // key rekeys when due), so the caller must seal it with the slot
+  // (AeadSlot::SealGather, on any thread) and put it on the wire in the
+  // order the slots were taken. Same limits and errors as Seal.
+  Result<AeadSlot> TakeSealSlot(std::size_t size);
+  // VerifyNext: checks the tag of `message` (ciphertext || tag) with the next
+  // receive nonce; on success the message counts as received and the slot
+  // returned decrypts any of its bytes (AeadSlot::Xor). Same errors as Open
+  // (Unauthenticated on a bad tag, and the receive side closes).
+  Result<AeadSlot> VerifyNext(ByteSpan message);
+  // For opening several messages on several threads: the slot of the next
+  // message, of `size` bytes (ciphertext and tag), which counts as received
+  // before it is verified. The caller verifies each with its slot
+  // (AeadSlot::Verify) and must call FailOpen at the first that fails, and
+  // use none after it. Same limits and errors as Open, besides the tag.
+  Result<AeadSlot> TakeOpenSlot(std::size_t size);
+  // Closes the receive side for good (a message taken with TakeOpenSlot
+  // failed authentication).
+  void FailOpen() { receive_closed_ = true; }
 
   std::uint64_t messages_sent() const { return sent_; }
   std::uint64_t messages_received() const { return received_; }

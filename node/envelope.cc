@@ -37,22 +37,33 @@ std::size_t RecordCount(std::size_t payload_size, std::size_t max_plaintext) {
   return 1 + (payload_size - first + per - 1) / per;
 }
 
-void AppendRecord(std::uint32_t kind, crypto::ByteSpan payload, std::size_t max_plaintext, std::size_t index,
-                  crypto::Bytes* out) {
+RecordPieces MessageRecord(std::uint32_t kind, crypto::ByteSpan payload, std::size_t max_plaintext,
+                           std::size_t index) {
   MURMUR_CHECK(index < RecordCount(payload.size(), max_plaintext));
   const std::size_t first = max_plaintext - kBeginHeaderSize;
   const std::size_t per = max_plaintext - kContinueHeaderSize;
+  RecordPieces r;
   if (index == 0) {
-    crypto::AppendU8(out, static_cast<std::uint8_t>(RecordType::kBegin));
-    crypto::AppendU32(out, kind);
-    crypto::AppendU64(out, payload.size());
-    crypto::AppendBytes(out, payload.first(std::min(first, payload.size())));
-    return;
+    r.header_bytes[0] = static_cast<std::uint8_t>(RecordType::kBegin);
+    for (int i = 0; i < 4; ++i) r.header_bytes[1 + i] = static_cast<std::uint8_t>(kind >> (8 * i));
+    const std::uint64_t total = payload.size();
+    for (int i = 0; i < 8; ++i) r.header_bytes[5 + i] = static_cast<std::uint8_t>(total >> (8 * i));
+    r.header_size = kBeginHeaderSize;
+    r.data = payload.first(std::min(first, payload.size()));
+    return r;
   }
   const std::size_t begin = first + (index - 1) * per;
-  const std::size_t len = std::min(per, payload.size() - begin);
-  crypto::AppendU8(out, static_cast<std::uint8_t>(RecordType::kContinue));
-  crypto::AppendBytes(out, payload.subspan(begin, len));
+  r.header_bytes[0] = static_cast<std::uint8_t>(RecordType::kContinue);
+  r.header_size = kContinueHeaderSize;
+  r.data = payload.subspan(begin, std::min(per, payload.size() - begin));
+  return r;
+}
+
+void AppendRecord(std::uint32_t kind, crypto::ByteSpan payload, std::size_t max_plaintext, std::size_t index,
+                  crypto::Bytes* out) {
+  const RecordPieces r = MessageRecord(kind, payload, max_plaintext, index);
+  crypto::AppendBytes(out, r.header());
+  crypto::AppendBytes(out, r.data);
 }
 
 Status EnvelopeReader::Fail(Status s) {
@@ -68,24 +79,46 @@ void EnvelopeReader::MaybeComplete(RecordEvent* event) {
   in_message_ = false;
 }
 
+void SpanRecord::Read(std::size_t offset, std::size_t n, std::uint8_t* dst) const {
+  std::copy_n(bytes_.begin() + static_cast<std::ptrdiff_t>(offset), n, dst);
+}
+
 Status EnvelopeReader::Feed(crypto::ByteSpan record, RecordEvent* event, bool keep) {
+  return Feed(SpanRecord(record), event, keep);
+}
+
+void EnvelopeReader::Append(const RecordSource& record, std::size_t offset, std::size_t n) {
+  if (payload_.size() + n > payload_.capacity())
+    payload_.reserve(
+        std::min<std::uint64_t>(total_, std::max(kGrowthFactor * payload_.capacity(), payload_.size() + n)));
+  const std::size_t at = payload_.size();
+  payload_.resize(at + n);
+  record.Read(offset, n, payload_.data() + at);
+}
+
+Status EnvelopeReader::Feed(const RecordSource& source, RecordEvent* event, bool keep) {
   *event = RecordEvent{};
   if (failed_) return Status::FailedPrecondition("envelope reader failed earlier");
+  const std::size_t size = source.size();
+  // The header: at most the 13 bytes of BEGIN's.
+  std::array<std::uint8_t, kBeginHeaderSize> head{};
+  const std::size_t head_size = std::min(size, head.size());
+  source.Read(0, head_size, head.data());
+  const crypto::ByteSpan record(head.data(), head_size);
   crypto::ByteReader r(record);
   std::uint8_t type = 0;
   if (!r.ReadU8(&type)) return Fail(Status::DataLoss("empty record"));
   switch (static_cast<RecordType>(type)) {
     case RecordType::kHello: {
       crypto::ByteSpan id;
-      if (record.size() != 5 || !r.ReadSpan(4, &id))
-        return Fail(Status::DataLoss("HELLO record must be 5 bytes"));
+      if (size != 5 || !r.ReadSpan(4, &id)) return Fail(Status::DataLoss("HELLO record must be 5 bytes"));
       event->type = RecordType::kHello;
       event->hello_node = crypto::LoadU32(id.data());
       return Status::Ok();
     }
     case RecordType::kPing:
     case RecordType::kPong: {
-      if (record.size() != 9 || !r.ReadU64(&event->token))
+      if (size != 9 || !r.ReadU64(&event->token))
         return Fail(Status::DataLoss("PING/PONG record must be 9 bytes"));
       event->type = static_cast<RecordType>(type);
       return Status::Ok();
@@ -100,7 +133,7 @@ Status EnvelopeReader::Feed(crypto::ByteSpan record, RecordEvent* event, bool ke
                                               std::to_string(max_message_bytes_)));
       }
       kind_ = crypto::LoadU32(kind.data());
-      const std::size_t data = record.size() - kBeginHeaderSize;
+      const std::size_t data = size - kBeginHeaderSize;
       if (data > total_) return Fail(Status::DataLoss("BEGIN record carries more than the message's total"));
       in_message_ = true;
       keeping_ = keep;
@@ -108,7 +141,7 @@ Status EnvelopeReader::Feed(crypto::ByteSpan record, RecordEvent* event, bool ke
       payload_.clear();
       if (keeping_) {
         payload_.reserve(std::min<std::uint64_t>(total_, kInitialReserve));
-        payload_.insert(payload_.end(), record.begin() + kBeginHeaderSize, record.end());
+        Append(source, kBeginHeaderSize, data);
       }
       event->type = RecordType::kBegin;
       MaybeComplete(event);
@@ -116,17 +149,13 @@ Status EnvelopeReader::Feed(crypto::ByteSpan record, RecordEvent* event, bool ke
     }
     case RecordType::kContinue: {
       if (!in_message_) return Fail(Status::DataLoss("CONTINUE record without a message in progress"));
-      const std::size_t data = record.size() - kContinueHeaderSize;
+      const std::size_t data = size - kContinueHeaderSize;
       if (data == 0) return Fail(Status::DataLoss("empty CONTINUE record"));
       if (received_ + data > total_)
         return Fail(Status::DataLoss("CONTINUE record runs past the message's total of " +
                                      std::to_string(total_) + " bytes"));
       received_ += data;
-      if (keeping_) {
-        if (payload_.size() + data > payload_.capacity())
-          payload_.reserve(std::min<std::uint64_t>(total_, kGrowthFactor * payload_.capacity()));
-        payload_.insert(payload_.end(), record.begin() + kContinueHeaderSize, record.end());
-      }
+      if (keeping_) Append(source, kContinueHeaderSize, data);
       event->type = RecordType::kContinue;
       MaybeComplete(event);
       return Status::Ok();

@@ -19,6 +19,7 @@
 // Thread-safety: values and single-owner readers; one thread at a time.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -45,9 +46,46 @@ std::size_t RecordCount(std::size_t payload_size, std::size_t max_plaintext);
 void AppendRecord(std::uint32_t kind, crypto::ByteSpan payload, std::size_t max_plaintext, std::size_t index,
                   crypto::Bytes* out);
 
+// The same record as two pieces, its header and its slice of the payload
+// (which stays where it is), for sealing straight into the write batch
+// (crypto::AeadSlot::SealGather). The record's bytes are header() || data.
+struct RecordPieces {
+  std::array<std::uint8_t, kBeginHeaderSize> header_bytes{};
+  std::size_t header_size = 0;
+  crypto::ByteSpan data;
+
+  crypto::ByteSpan header() const { return crypto::ByteSpan(header_bytes.data(), header_size); }
+  std::size_t size() const { return header_size + data.size(); }
+};
+// REQUIRES: index < RecordCount(payload.size(), max_plaintext).
+RecordPieces MessageRecord(std::uint32_t kind, crypto::ByteSpan payload, std::size_t max_plaintext,
+                           std::size_t index);
+
 struct ReceivedMessage {
   std::uint32_t kind = 0;
   crypto::Bytes payload;
+};
+
+// A record whose bytes are produced where the reader wants them, so that a
+// transport can decrypt a record's data straight into the message being
+// reassembled (no copy of the plaintext in between).
+class RecordSource {
+ public:
+  virtual ~RecordSource() = default;
+  virtual std::size_t size() const = 0;
+  // Writes the record's bytes [offset, offset + n) to dst. REQUIRES: offset + n <= size().
+  virtual void Read(std::size_t offset, std::size_t n, std::uint8_t* dst) const = 0;
+};
+
+// A record already in memory, in the clear.
+class SpanRecord : public RecordSource {
+ public:
+  explicit SpanRecord(crypto::ByteSpan bytes) : bytes_(bytes) {}
+  std::size_t size() const override { return bytes_.size(); }
+  void Read(std::size_t offset, std::size_t n, std::uint8_t* dst) const override;
+
+ private:
+  crypto::ByteSpan bytes_;
 };
 
 // What one record meant.
@@ -70,6 +108,9 @@ class EnvelopeReader {
   // skips that message: its records are still checked as above, but no
   // payload byte is buffered and no message is produced.
   Status Feed(crypto::ByteSpan record, RecordEvent* event, bool keep = true);
+  // The same, reading the record through `record`: its header once, and each
+  // data byte once, straight into the message (never for a skipped one).
+  Status Feed(const RecordSource& record, RecordEvent* event, bool keep = true);
 
   bool in_message() const { return in_message_; }
   std::size_t buffered_bytes() const { return payload_.size(); }
@@ -77,6 +118,9 @@ class EnvelopeReader {
  private:
   Status Fail(Status s);
   void MaybeComplete(RecordEvent* event);
+  // Appends the record's bytes [offset, offset + n) to the message, growing
+  // the buffer as the class comment says.
+  void Append(const RecordSource& record, std::size_t offset, std::size_t n);
 
   std::uint64_t max_message_bytes_;
   bool failed_ = false;

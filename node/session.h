@@ -14,11 +14,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "crypto/frame_codec.h"
 #include "crypto/handshake.h"
 #include "node/asio.h"
 #include "node/envelope.h"
+#include "node/write_batch.h"
 
 namespace murmur::node {
 
@@ -47,8 +49,12 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   void Read();
   Status OnFrame(std::span<std::uint8_t> frame);
+  // Sealed frames of one read, opened on the Transport's crypto workers
+  // (verified and decrypted in place in parallel, then handled in order up to
+  // the first that fails).
+  Status OnSealedFrames(std::span<const std::span<std::uint8_t>> frames);
   Status OnHandshakeFrame(crypto::ByteSpan frame);
-  Status OnRecord(crypto::ByteSpan plaintext);
+  Status OnRecord(const RecordSource& record);
   Status QueueHandshakeMessage();
   void ArmTick();
   void OnTick();
@@ -67,7 +73,7 @@ class Session : public std::enable_shared_from_this<Session> {
   EnvelopeReader reader_;
   std::deque<crypto::Bytes> raw_;      // framed handshake messages
   std::deque<crypto::Bytes> control_;  // plaintext records to seal ahead of data
-  crypto::Bytes write_buffer_;
+  WriteBatch write_buffer_;
   asio::steady_timer::time_point started_;
   asio::steady_timer::time_point last_receive_;
   asio::steady_timer::time_point last_send_;

@@ -17,6 +17,8 @@ Result<asio::ip::address> ParseAddress(const std::string& host) {
 }
 }  // namespace
 
+int DefaultCryptoThreads(int hardware_threads) { return hardware_threads >= 4 ? 2 : 0; }
+
 Transport::Transport(asio::io_context& io, crypto::Credentials credentials, crypto::TrustPolicy policy,
                      TransportOptions options, MessageHandler handler)
     : io_(io),
@@ -27,6 +29,9 @@ Transport::Transport(asio::io_context& io, crypto::Credentials credentials, cryp
       jitter_(options_.seed, options_.self, RngPurpose::kNetwork),
       scores_(options_.scoring) {
   for (const PeerAddress& p : options_.peers) peers_[p.id].address = p;
+  const int workers =
+      options_.crypto_threads >= 0 ? options_.crypto_threads : DefaultCryptoThreads(HardwareThreads());
+  if (workers > 0) workers_ = std::make_unique<ThreadPool>(workers + 1);  // the io thread joins in
 }
 
 Transport::~Transport() { Stop(); }
@@ -243,22 +248,47 @@ void Transport::Send(NodeId to, std::uint32_t kind, std::shared_ptr<const crypto
   if (peer.session) peer.session->Pump();
 }
 
-Status Transport::FillBatch(NodeId peer_id, crypto::SecureChannel& channel, crypto::Bytes* out) {
+Status Transport::FillBatch(NodeId peer_id, crypto::SecureChannel& channel, WriteBatch* out) {
   Peer& peer = peers_[peer_id];
   const std::size_t max_plaintext = channel.options().max_plaintext;
-  // Each record is built where its frame goes and sealed in place: one copy of the payload.
+  // Every frame of the batch gets its place and its nonce first, in order;
+  // then each is sealed straight from the payload into its place.
+  struct Job {
+    crypto::AeadSlot slot;
+    RecordPieces record;
+    std::size_t at;                                // offset of the frame's body in the batch
+    std::shared_ptr<const crypto::Bytes> payload;  // keeps record.data alive
+  };
+  std::vector<Job> jobs;
   while (!peer.queue.empty() && out->size() < options_.write_batch_bytes) {
     Outgoing& m = peer.queue.front();
     const std::size_t count = RecordCount(m.payload->size(), max_plaintext);
-    const std::size_t frame = crypto::BeginFrame(out);
-    AppendRecord(m.kind, *m.payload, max_plaintext, m.next_record, out);
-    MURMUR_RETURN_IF_ERROR(channel.SealInPlace(out, frame + crypto::kFrameHeaderSize));
-    MURMUR_RETURN_IF_ERROR(crypto::EndFrame(out, frame, crypto::kConnectionFrameLimits));
+    RecordPieces record = MessageRecord(m.kind, *m.payload, max_plaintext, m.next_record);
+    const std::size_t body = record.size() + crypto::kTagSize;
+    if (body > crypto::kConnectionFrameLimits.max_frame_size)
+      return Status::InvalidArgument("frame of " + std::to_string(body) + " bytes over limit " +
+                                     std::to_string(crypto::kConnectionFrameLimits.max_frame_size));
+    MURMUR_ASSIGN_OR_RETURN(crypto::AeadSlot slot, channel.TakeSealSlot(record.size()));
+    const std::size_t at = out->Extend(crypto::kFrameHeaderSize + body);
+    for (std::size_t i = 0; i < crypto::kFrameHeaderSize; ++i)
+      out->data()[at + i] = static_cast<std::uint8_t>(body >> (8 * i));
+    jobs.push_back(Job{slot, record, at + crypto::kFrameHeaderSize, m.payload});
     if (++m.next_record == count) {
       peer.queued_bytes -= m.payload->size();
       peer.queue.pop_front();
       ++stats_.messages_sent;
     }
+  }
+  std::uint8_t* base = out->data();
+  const std::function<void(std::size_t)> seal = [&](std::size_t i) {
+    const Job& j = jobs[i];
+    const crypto::ByteSpan parts[] = {j.record.header(), j.record.data};
+    j.slot.SealGather(parts, base + j.at);
+  };
+  if (workers_) {
+    workers_->ParallelFor(jobs.size(), 1, [&](std::size_t b, std::size_t) { seal(b); });
+  } else {
+    for (std::size_t i = 0; i < jobs.size(); ++i) seal(i);
   }
   return Status::Ok();
 }

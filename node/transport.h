@@ -19,7 +19,20 @@
 // not yet started on the wire (drop-oldest: gossip prefers fresh models); a
 // single message over the bound is refused. Every dropped message is counted
 // in stats().send_queue_drops. Only the message being written is held sealed,
-// in batches of about `write_batch_bytes`.
+// in batches of about `write_batch_bytes`. Each record is sealed straight
+// from the message's payload into the batch (crypto::AeadSlot::SealGather);
+// a received frame is verified where the socket read put it and decrypted
+// straight into the message being reassembled.
+//
+// Crypto workers (`crypto_threads` > 0, a core::ThreadPool): the io thread
+// takes every frame's key and nonce from the channel in order and gives
+// every frame its place in the batch before any is sealed; the frames are
+// then sealed on the workers and the io thread together, and the batch is
+// written when all are done. So the bytes on the wire, and the nonce of each
+// frame (one each, never repeated), are exactly those of sealing on the io
+// thread alone. Likewise the sealed frames of one read are verified and
+// decrypted in place in parallel (their nonces taken in order), then handled
+// in order up to the first that fails, which closes the session as before.
 //
 // A failed handshake, a bad frame length, a frame that fails authentication
 // (tampered, replayed) or a malformed record closes that connection only; the
@@ -57,10 +70,12 @@
 #include "core/env.h"
 #include "core/rng.h"
 #include "core/status.h"
+#include "core/thread_pool.h"
 #include "crypto/handshake.h"
 #include "node/asio.h"
 #include "node/envelope.h"
 #include "node/peer_scoring.h"
+#include "node/write_batch.h"
 
 namespace murmur::node {
 
@@ -89,6 +104,11 @@ struct TransportOptions {
   std::size_t max_queue_bytes = std::size_t{64} << 20;
   std::uint64_t max_message_bytes = std::uint64_t{256} << 20;
   std::size_t write_batch_bytes = std::size_t{256} << 10;
+  // Threads that seal and open frames beside the io thread (0: the io thread
+  // alone). -1 (default): DefaultCryptoThreads(HardwareThreads()), i.e.
+  // min(2, threads - 1) on machines with 4 or more hardware threads, else 0
+  // (docs/benchmarks.md: on 2 cores a worker only competes with the peer).
+  int crypto_threads = -1;
   crypto::ChannelOptions channel;
   PeerScoringOptions scoring;  // penalties, graylisting, rate limits (defaults in node/peer_scoring.h)
 };
@@ -113,6 +133,10 @@ struct TransportStats {
   std::atomic<std::uint64_t> messages_dropped_graylisted{0};  // skipped unread: sender graylisted
   std::atomic<std::uint64_t> messages_rate_limited{0};        // skipped unread: over the message rate
 };
+
+// The default number of crypto workers on a machine with `hardware_threads`
+// (TransportOptions::crypto_threads = -1).
+int DefaultCryptoThreads(int hardware_threads);
 
 class Transport {
  public:
@@ -180,8 +204,8 @@ class Transport {
   void OnReady(const std::shared_ptr<Session>& session);
   void OnClosed(Session* session, NodeId peer, bool was_dialer);
   // Appends sealed frames of queued messages for `peer` to *out, up to about
-  // write_batch_bytes. Returns the number of messages finished.
-  Status FillBatch(NodeId peer, crypto::SecureChannel& channel, crypto::Bytes* out);
+  // write_batch_bytes.
+  Status FillBatch(NodeId peer, crypto::SecureChannel& channel, WriteBatch* out);
   bool HasQueued(NodeId peer) const;
   void Deliver(NodeId from, ReceivedMessage message);
   // A session failed with `why`: books it against the peer (node id when
@@ -202,6 +226,7 @@ class Transport {
   std::vector<std::weak_ptr<Session>> sessions_;  // every live session, for Stop
   Rng jitter_;
   PeerScores scores_;
+  std::unique_ptr<ThreadPool> workers_;  // null without crypto threads
   bool stopped_ = false;
   TransportStats stats_;
 };

@@ -5,23 +5,27 @@
 //   - raw TCP: plain Asio sockets on loopback moving messages of the same size;
 //   - AEAD: libsodium's crypto_aead_chacha20poly1305_ietf seal on one core, at
 //     the transport's largest plaintext (65519 bytes, one frame).
-// Both ways, each side both seals and opens, so the two cores give at most
-// one core's AEAD rate in total; the aggregate rate of the two directions is
-// compared with the same floors. Also the resident memory of an idle process
-// holding one listening Transport and AsioEnv.
-#include <pthread.h>
+// (apps/murmur/bench_transport_floors.h). Both ways, each side both seals and
+// opens, so the two cores give at most one core's AEAD rate in total; the
+// aggregate rate of the two directions is compared with the same floors. Also
+// the CPU per GB of each and the bound it sets on this machine
+// (docs/benchmarks.md), and the resident memory of an idle process holding
+// one listening Transport and AsioEnv.
 #include <sodium.h>
 
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <future>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "apps/murmur/bench.h"
+#include "apps/murmur/bench_transport_floors.h"
 #include "apps/murmur/command.h"
 #include "core/sysinfo.h"
 #include "crypto/handshake.h"
@@ -33,47 +37,6 @@ namespace {
 
 constexpr const char* kCmd = "bench transport";
 constexpr std::uint32_t kKind = 0x10;  // a gossip message's kind; the payload is never decoded here
-
-// One io_context on its own thread, as a daemon runs its node.
-class IoThread {
- public:
-  IoThread() : work_(asio::make_work_guard(io_)) {}
-  ~IoThread() { Join(); }
-  void Run() {
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  void Join() {
-    if (!thread_.joinable()) return;
-    work_.reset();
-    io_.stop();
-    thread_.join();
-  }
-  // Runs `fn` on the io thread and waits for it.
-  template <typename Fn>
-  void Do(Fn fn) {
-    std::promise<void> done;
-    asio::post(io_, [&] {
-      fn();
-      done.set_value();
-    });
-    done.get_future().wait();
-  }
-  asio::io_context& io() { return io_; }
-  // CPU seconds the io thread has used (0 before Run).
-  double CpuSeconds() {
-    if (!thread_.joinable()) return 0;
-    clockid_t clock;
-    timespec t{};
-    if (pthread_getcpuclockid(thread_.native_handle(), &clock) != 0 || clock_gettime(clock, &t) != 0)
-      return 0;
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
-  }
-
- private:
-  asio::io_context io_;
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
-  std::thread thread_;
-};
 
 // Bytes that arrived, and a wait for a target.
 class Arrivals {
@@ -98,133 +61,6 @@ class Arrivals {
   std::uint64_t bytes_ = 0;  // guarded by mu_
 };
 
-double ThreadCpuSeconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
-}
-
-struct AeadRate {
-  double wall = 0;  // MB per wall-clock second
-  double cpu = 0;   // MB per second of this thread's CPU time
-};
-
-// MB/s of crypto_aead_chacha20poly1305_ietf_encrypt in place on `plaintext`-byte messages.
-AeadRate AeadSealRate(std::size_t plaintext, double seconds) {
-  crypto::EnsureSodium();
-  std::vector<std::uint8_t> buf(plaintext + crypto_aead_chacha20poly1305_ietf_ABYTES);
-  randombytes_buf(buf.data(), buf.size());
-  std::uint8_t key[crypto_aead_chacha20poly1305_ietf_KEYBYTES];
-  std::uint8_t nonce[crypto_aead_chacha20poly1305_ietf_NPUBBYTES] = {};
-  crypto_aead_chacha20poly1305_ietf_keygen(key);
-  auto start = std::chrono::steady_clock::now();
-  const double cpu_start = ThreadCpuSeconds();
-  std::uint64_t n = 0;
-  while (SecondsSince(start) < seconds) {
-    for (int i = 0; i < 64; ++i, ++n) {
-      std::memcpy(nonce + 4, &n, sizeof(n));
-      unsigned long long clen = 0;
-      crypto_aead_chacha20poly1305_ietf_encrypt(buf.data(), &clen, buf.data(), plaintext, nullptr, 0, nullptr,
-                                                nonce, key);
-    }
-  }
-  const double mb = static_cast<double>(n * plaintext) / 1e6;
-  return {mb / SecondsSince(start), mb / (ThreadCpuSeconds() - cpu_start)};
-}
-
-// One end of a raw TCP connection: writes `to_send` bytes in `message`-byte
-// writes and reads until `to_receive` bytes have arrived, then sets `done`.
-class RawEnd {
- public:
-  RawEnd(asio::ip::tcp::socket socket, const crypto::Bytes& message, std::uint64_t to_send,
-         std::uint64_t to_receive)
-      : socket_(std::move(socket)), message_(message), to_send_(to_send), to_receive_(to_receive) {}
-  std::future<void> Start() {
-    asio::error_code ec;
-    socket_.set_option(asio::ip::tcp::no_delay(true), ec);
-    Write();
-    Read();
-    MaybeDone();
-    return done_.get_future();
-  }
-
- private:
-  void Write() {
-    if (sent_ >= to_send_) return;
-    const std::size_t n = std::min<std::uint64_t>(message_.size(), to_send_ - sent_);
-    asio::async_write(socket_, asio::buffer(message_.data(), n),
-                      [this](const asio::error_code& ec, std::size_t k) {
-                        if (ec) return Fail();
-                        sent_ += k;
-                        if (sent_ >= to_send_) return MaybeDone();
-                        Write();
-                      });
-  }
-  void Read() {
-    if (received_ >= to_receive_) return;
-    socket_.async_read_some(asio::buffer(buffer_), [this](const asio::error_code& ec, std::size_t k) {
-      if (ec) return Fail();
-      received_ += k;
-      if (received_ >= to_receive_) return MaybeDone();
-      Read();
-    });
-  }
-  void MaybeDone() {
-    if (!finished_ && sent_ >= to_send_ && received_ >= to_receive_) {
-      finished_ = true;
-      done_.set_value();
-    }
-  }
-  void Fail() {
-    if (finished_) return;
-    finished_ = true;
-    done_.set_exception(std::make_exception_ptr(std::runtime_error("raw TCP connection failed")));
-  }
-
-  asio::ip::tcp::socket socket_;
-  const crypto::Bytes& message_;
-  std::uint64_t to_send_, to_receive_;
-  std::uint64_t sent_ = 0, received_ = 0;
-  std::vector<std::uint8_t> buffer_ = std::vector<std::uint8_t>(256 * 1024);
-  std::promise<void> done_;
-  bool finished_ = false;
-};
-
-// Wall-clock seconds of one exchange, and the CPU seconds each side's io thread used.
-struct Timing {
-  double seconds = 0;
-  double cpu[2] = {0, 0};
-};
-
-// Loopback TCP between two io threads: `total` bytes from A to B (and as
-// many from B to A when `both_ways`).
-Timing RawTcp(const crypto::Bytes& message, std::uint64_t total, bool both_ways) {
-  IoThread a, b;
-  asio::ip::tcp::acceptor acceptor(b.io(), {asio::ip::make_address("127.0.0.1"), 0});
-  asio::ip::tcp::socket sa(a.io()), sb(b.io());
-  sa.connect(acceptor.local_endpoint());
-  acceptor.accept(sb);
-  RawEnd end_a(std::move(sa), message, total, both_ways ? total : 0);
-  RawEnd end_b(std::move(sb), message, both_ways ? total : 0, total);
-  std::future<void> done_a, done_b;
-  a.Run();
-  b.Run();
-  Timing t;
-  t.cpu[0] = -a.CpuSeconds();
-  t.cpu[1] = -b.CpuSeconds();
-  auto start = std::chrono::steady_clock::now();
-  a.Do([&] { done_a = end_a.Start(); });
-  b.Do([&] { done_b = end_b.Start(); });
-  done_a.get();
-  done_b.get();
-  t.seconds = SecondsSince(start);
-  t.cpu[0] += a.CpuSeconds();
-  t.cpu[1] += b.CpuSeconds();
-  a.Join();
-  b.Join();
-  return t;
-}
-
 Result<crypto::Credentials> MakeCredentials(const crypto::Identity& coordinator, std::uint32_t serial) {
   crypto::Identity id = crypto::Identity::Generate();
   crypto::Certificate c;
@@ -244,7 +80,8 @@ Result<crypto::Credentials> MakeCredentials(const crypto::Identity& coordinator,
 // Two Transports (nodes 1 and 2) on their own io threads, connected.
 class TransportPair {
  public:
-  static Result<std::unique_ptr<TransportPair>> Make(std::uint64_t max_queue_bytes) {
+  static Result<std::unique_ptr<TransportPair>> Make(std::uint64_t max_queue_bytes, int crypto_threads,
+                                                     std::size_t write_batch_bytes) {
     auto pair = std::unique_ptr<TransportPair>(new TransportPair());
     crypto::Identity coordinator = crypto::Identity::Generate();
     crypto::TrustPolicy policy{"bench", coordinator.public_key(), crypto::kRoleNode};
@@ -253,6 +90,8 @@ class TransportPair {
       node::TransportOptions o;
       o.self = i + 1;
       o.max_queue_bytes = max_queue_bytes;
+      o.crypto_threads = crypto_threads;
+      o.write_batch_bytes = write_batch_bytes;
       Arrivals* arrivals = &pair->arrivals_[i];
       pair->transports_[i] = std::make_unique<node::Transport>(
           pair->io_[i].io(), std::move(creds), policy, o,
@@ -287,6 +126,7 @@ class TransportPair {
     const std::uint64_t target = count * payload->size();
     Timing t;
     for (int i = 0; i < 2; ++i) t.cpu[i] = -io_[i].CpuSeconds();
+    t.process = -ProcessCpuSeconds();
     auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < (both_ways ? 2 : 1); ++i) {
       asio::post(io_[i].io(), [this, i, payload, count] {
@@ -298,6 +138,7 @@ class TransportPair {
       return Status::DeadlineExceeded("messages did not all arrive within 120 s");
     t.seconds = SecondsSince(start);
     for (int i = 0; i < 2; ++i) t.cpu[i] += io_[i].CpuSeconds();
+    t.process += ProcessCpuSeconds();
     return t;
   }
   const node::TransportStats& stats(int i) const { return transports_[i]->stats(); }
@@ -330,6 +171,15 @@ Result<std::uint64_t> IdleRss() {
   return rss;
 }
 
+// The 1, 5 and 15 minute load averages, as /proc/loadavg gives them.
+std::string LoadAverage() {
+  double l[3] = {0, 0, 0};
+  if (getloadavg(l, 3) != 3) return "unknown";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.2f %.2f %.2f", l[0], l[1], l[2]);
+  return buf;
+}
+
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -358,6 +208,10 @@ int BenchTransport(int argc, char** argv) {
     ("message-bytes", "bytes per update message", cxxopts::value<std::size_t>()->default_value("4000000"))
     ("runs", "runs of each measurement (the median is reported)", cxxopts::value<int>()->default_value("3"))
     ("seconds", "seconds per AEAD measurement", cxxopts::value<double>()->default_value("1"))
+    ("write-batch-kib", "TransportOptions::write_batch_bytes of both transports, in KiB",
+     cxxopts::value<std::size_t>()->default_value("256"))
+    ("crypto-threads", "TransportOptions::crypto_threads of both transports (-1: the default for this machine)",
+     cxxopts::value<int>()->default_value("-1"))
     ("h,help", "show this help");
   // clang-format on
   cxxopts::ParseResult args;
@@ -366,6 +220,12 @@ int BenchTransport(int argc, char** argv) {
   const std::size_t message_bytes = args["message-bytes"].as<std::size_t>();
   const int runs = args["runs"].as<int>();
   const double seconds = args["seconds"].as<double>();
+  const int crypto_threads = args["crypto-threads"].as<int>();
+  if (crypto_threads < -1 || crypto_threads > 64)
+    return UsageError(kCmd, "--crypto-threads outside [-1, 64]");
+  const std::size_t write_batch_kib = args["write-batch-kib"].as<std::size_t>();
+  if (write_batch_kib < 1 || write_batch_kib > 65536)
+    return UsageError(kCmd, "--write-batch-kib outside [1, 65536]");
   if (!(megabytes > 0 && megabytes <= 100000)) return UsageError(kCmd, "--megabytes outside (0, 100000]");
   if (message_bytes < 1 || message_bytes > (std::size_t{256} << 20))
     return UsageError(kCmd, "--message-bytes outside [1, 268435456] (the transport's message bound)");
@@ -381,7 +241,7 @@ int BenchTransport(int argc, char** argv) {
 
   auto payload = std::make_shared<crypto::Bytes>(message_bytes);
   randombytes_buf(payload->data(), payload->size());
-  auto pair = TransportPair::Make(2 * total + message_bytes);
+  auto pair = TransportPair::Make(2 * total + message_bytes, crypto_threads, write_batch_kib * 1024);
   if (!pair.ok()) return Failure(kCmd, pair.status().ToString());
   // Warm-up: the first message each way (allocator, TCP windows).
   if (auto w = (*pair)->Exchange(payload, 1, true); !w.ok()) return Failure(kCmd, w.status().ToString());
@@ -391,17 +251,23 @@ int BenchTransport(int argc, char** argv) {
       "%llu messages of %zu bytes (%.1f MB) per direction, %d runs; MB/s are 10^6 bytes of payload "
       "per second\n",
       static_cast<unsigned long long>(count), message_bytes, static_cast<double>(total) / 1e6, runs);
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  std::printf("crypto threads per transport: %d; hardware threads: %u; load average at start: %s\n",
+              crypto_threads >= 0 ? crypto_threads : node::DefaultCryptoThreads(static_cast<int>(cores)),
+              cores, LoadAverage().c_str());
   std::printf("%-10s %12s %12s %12s %12s %7s\n", "direction", "transport", "raw TCP", "AEAD 1 core", "floor",
               "ratio");
   for (bool both : {false, true}) {
     const double moved = static_cast<double>(both ? 2 * total : total);
-    std::vector<double> tr, raw, aead, aead_cpu, tr_busy, raw_busy, tr_cpu, raw_cpu;
+    std::vector<double> tr, raw, aead, aead_cpu, tr_busy, raw_busy, tr_cpu, raw_cpu, tr_proc, raw_proc,
+        tr_side[2];
     for (int r = 0; r < runs; ++r) {
       // Interleaved, so that load from elsewhere on the machine falls on all three alike.
       const Timing rt = RawTcp(*payload, total, both);
       raw.push_back(moved / rt.seconds / 1e6);
       raw_busy.push_back(moved / std::max(rt.cpu[0], rt.cpu[1]) / 1e6);
       raw_cpu.push_back((rt.cpu[0] + rt.cpu[1]) / moved * 1e9);
+      raw_proc.push_back(rt.process / moved * 1e9);
       const AeadRate a = AeadSealRate(frame_plaintext, seconds);
       aead.push_back(a.wall);
       aead_cpu.push_back(a.cpu);
@@ -410,6 +276,8 @@ int BenchTransport(int argc, char** argv) {
       tr.push_back(moved / t->seconds / 1e6);
       tr_busy.push_back(moved / std::max(t->cpu[0], t->cpu[1]) / 1e6);
       tr_cpu.push_back((t->cpu[0] + t->cpu[1]) / moved * 1e9);
+      tr_proc.push_back(t->process / moved * 1e9);
+      for (int i = 0; i < 2; ++i) tr_side[i].push_back(t->cpu[i] / moved * 1e9);
     }
     const double floor = std::min(Median(raw), Median(aead));
     std::printf("%-10s %12.0f %12.0f %12.0f %12.0f %7.2f   (target >= 0.70)\n",
@@ -423,23 +291,48 @@ int BenchTransport(int argc, char** argv) {
     // rate each would reach with a core to itself (AEAD: per CPU-second of
     // its thread). And CPU per GB against the least a byte can cost: sealed
     // once, opened once (an AEAD pass each), and moved through loopback TCP.
+    // With crypto workers the io threads' clocks miss the workers' share:
+    // these two lines are then about the io threads only.
+    const bool workers =
+        (crypto_threads >= 0 ? crypto_threads : node::DefaultCryptoThreads(static_cast<int>(cores))) > 0;
+    const char* io_only = workers ? " [io threads only; workers not counted]" : "";
     const double busy_floor = std::min(Median(raw_busy), Median(aead_cpu));
     std::printf(
         "  per CPU-second of the busier thread: transport %.0f, raw TCP %.0f, AEAD %.0f MB/s; "
-        "ratio %.2f\n",
-        Median(tr_busy), Median(raw_busy), Median(aead_cpu), Median(tr_busy) / busy_floor);
+        "ratio %.2f%s\n",
+        Median(tr_busy), Median(raw_busy), Median(aead_cpu), Median(tr_busy) / busy_floor, io_only);
     const double least = 2e3 / Median(aead_cpu) + Median(raw_cpu);
     std::printf(
         "  CPU s per GB, both threads: transport %.2f; least %.2f (raw TCP %.2f + 2 AEAD passes %.2f): "
-        "%.2f of it\n",
-        Median(tr_cpu), least, Median(raw_cpu), 2e3 / Median(aead_cpu), least / Median(tr_cpu));
+        "%.2f of it%s\n",
+        Median(tr_cpu), least, Median(raw_cpu), 2e3 / Median(aead_cpu), least / Median(tr_cpu), io_only);
+    // The physical bound (docs/benchmarks.md): with every core busy and no
+    // waiting, `cores` CPU-seconds per second move cores / (CPU-s per MB)
+    // MB/s; without crypto workers no io thread can go faster than one core.
+    const double proc = Median(tr_proc) / 1e3, least_proc = (2e3 / Median(aead_cpu) + Median(raw_proc)) / 1e3;
+    const double busiest = std::max(Median(tr_side[0]), Median(tr_side[1])) / 1e3;
+    const double bound = workers ? cores / proc : std::min(cores / proc, 1 / busiest);
+    std::printf(
+        "  CPU s per GB, whole process (getrusage): transport %.2f (io threads: node 1 %.2f, node 2 %.2f), "
+        "raw TCP %.2f; least %.2f\n",
+        proc * 1e3, Median(tr_side[0]), Median(tr_side[1]), Median(raw_proc), least_proc * 1e3);
+    std::printf(
+        "  bound on this machine: %u cores / %.2f CPU s per GB = %.0f MB/s%s -> %.0f MB/s = %.2f of the AEAD "
+        "floor; measured %.2f of the bound. Least-cost transport: %.0f MB/s = %.2f of the floor\n",
+        cores, proc * 1e3, cores / proc,
+        workers
+            ? ""
+            : (", busier io thread alone " + std::to_string(static_cast<int>(1 / busiest)) + " MB/s").c_str(),
+        bound, bound / Median(aead_cpu), Median(tr) / bound, cores / least_proc,
+        cores / least_proc / Median(aead_cpu));
   }
   const auto& s = (*pair)->stats(0);
   std::printf("wire overhead: %.3f%% (bytes sent by node 1 over its payload bytes)\n",
               100.0 * (static_cast<double>(s.bytes_sent) /
                            static_cast<double>(s.messages_sent.load() * message_bytes) -
                        1));
-  std::printf("peak RSS of this process: %.1f MB\n", static_cast<double>(PeakRssBytes()) / 1e6);
+  std::printf("peak RSS of this process: %.1f MB; load average at the end: %s\n",
+              static_cast<double>(PeakRssBytes()) / 1e6, LoadAverage().c_str());
   return kExitOk;
 }
 

@@ -274,5 +274,31 @@ TEST_CASE("Hostile peers are each cut off and counted while an honest session ke
   CHECK(honest_still_works());
 }
 
+TEST_CASE(
+    "With crypto workers, the frames of one read before a flipped bit are delivered, then the session "
+    "closes") {
+  auto coordinator = Seeded(100);
+  TransportOptions o;
+  o.crypto_threads = 2;
+  Endpoint hub(9, Creds(coordinator, 9), Policy(coordinator), o);
+  const auto& stats = hub.transport().stats();
+  RawPeer p(hub.port());
+  REQUIRE(p.Handshake(Creds(coordinator, 3), Policy(coordinator)).ok());
+  p.WriteFrame(p.Seal(HelloRecord(3)));
+  REQUIRE(WaitFor([&] { return hub.Connected(3); }));
+  // One write: 5 one-record messages (BEGIN, kind 0x10, total 3), a tampered one, a good one.
+  crypto::Bytes burst;
+  for (int i = 0; i < 7; ++i) {
+    crypto::Bytes body =
+        p.Seal({2, 0x10, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 7, 7, static_cast<std::uint8_t>(i)});
+    if (i == 5) body[4] ^= 0x01;
+    REQUIRE(crypto::AppendFrame(body, crypto::kConnectionFrameLimits, &burst).ok());
+  }
+  p.Write(burst);
+  CHECK(p.ClosedByPeer());
+  CHECK(stats.messages_received == 5);
+  CHECK(stats.frames_rejected == 1);
+}
+
 }  // namespace
 }  // namespace murmur::node

@@ -1,0 +1,183 @@
+// AeadSlot (ChaCha20-Poly1305 in pieces) against libsodium's one-shot
+// crypto_aead_chacha20poly1305_ietf with the Noise nonce, and the
+// SecureChannel slot forms against Seal / Open.
+#include <doctest/doctest.h>
+#include <sodium.h>
+
+#include <array>
+#include <vector>
+
+#include "crypto/aead_parts.h"
+#include "crypto/secure_channel.h"
+
+namespace murmur::crypto {
+namespace {
+
+// libsodium's encryption of `m` with the Noise nonce 0^32 || le64(n) and no associated data.
+Bytes Reference(const CipherKey& key, std::uint64_t n, ByteSpan m) {
+  std::array<std::uint8_t, 12> nonce{};
+  for (int i = 0; i < 8; ++i)
+    nonce[4 + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(n >> (8 * i));
+  Bytes c(m.size() + kTagSize);
+  unsigned long long clen = 0;
+  crypto_aead_chacha20poly1305_ietf_encrypt(c.data(), &clen, m.data(), m.size(), nullptr, 0, nullptr,
+                                            nonce.data(), key.data());
+  return c;
+}
+
+Bytes Random(std::size_t n) {
+  Bytes b(n);
+  if (n > 0) randombytes_buf(b.data(), b.size());
+  return b;
+}
+
+TEST_CASE("SealGather equals libsodium's AEAD for every way of cutting the plaintext") {
+  EnsureSodium();
+  CipherKey key;
+  randombytes_buf(key.data(), key.size());
+  const std::vector<std::size_t> sizes = {0, 1, 13, 15, 16, 17, 63, 64, 65, 127, 128, 1000, 65519};
+  const std::vector<std::uint64_t> nonces = {
+      0, 1, 255, 256, (std::uint64_t{1} << 32) + 5, ~std::uint64_t{0} - 1};
+  for (std::size_t size : sizes) {
+    for (std::uint64_t n : nonces) {
+      const Bytes m = Random(size);
+      const Bytes expected = Reference(key, n, m);
+      // Cut points: none, a record header (1 and 13 bytes), a block edge, and three pieces.
+      const std::vector<std::vector<std::size_t>> cuts = {{}, {1}, {13}, {64}, {13, 77}, {5, 64, 200}};
+      for (const auto& cut : cuts) {
+        CAPTURE(size);
+        CAPTURE(n);
+        CAPTURE(cut.size());
+        std::vector<ByteSpan> parts;
+        std::size_t at = 0;
+        for (std::size_t c : cut) {
+          if (c > size || c < at) continue;
+          parts.push_back(ByteSpan(m).subspan(at, c - at));
+          at = c;
+        }
+        parts.push_back(ByteSpan(m).subspan(at));
+        Bytes out(size + kTagSize, 0xEE);
+        AeadSlot(key, n).SealGather(parts, out.data());
+        CHECK(out == expected);
+      }
+    }
+  }
+}
+
+TEST_CASE("Verify accepts libsodium's ciphertexts, refuses every flipped bit, and Xor decrypts any range") {
+  EnsureSodium();
+  CipherKey key;
+  randombytes_buf(key.data(), key.size());
+  const std::uint64_t n = 77;
+  const Bytes m = Random(1000);
+  Bytes c = Reference(key, n, m);
+  const AeadSlot slot(key, n);
+  CHECK(slot.Verify(c));
+  CHECK_FALSE(AeadSlot(key, n + 1).Verify(c));  // another nonce
+  CHECK_FALSE(slot.Verify(ByteSpan(c).first(kTagSize - 1)));
+  for (std::size_t bit = 0; bit < c.size() * 8; bit += 37) {
+    CAPTURE(bit);
+    c[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
+    CHECK_FALSE(slot.Verify(c));
+    c[bit / 8] ^= static_cast<std::uint8_t>(1u << (bit % 8));
+  }
+  const std::vector<std::pair<std::size_t, std::size_t>> ranges = {{0, 1000}, {0, 13},  {13, 987}, {63, 2},
+                                                                   {64, 64},  {100, 0}, {999, 1},  {1, 999}};
+  for (auto [offset, len] : ranges) {
+    CAPTURE(offset);
+    CAPTURE(len);
+    Bytes out(len);
+    slot.Xor(offset, c.data() + offset, len, out.data());
+    CHECK(out == Bytes(m.begin() + static_cast<std::ptrdiff_t>(offset),
+                       m.begin() + static_cast<std::ptrdiff_t>(offset + len)));
+  }
+  Bytes in_place(c.begin(), c.end() - kTagSize);  // dst == src
+  slot.Xor(0, in_place.data(), in_place.size(), in_place.data());
+  CHECK(in_place == m);
+}
+
+TEST_CASE("Slots taken from a channel interoperate with Seal and Open, across rekeys, and a bad tag closes") {
+  CipherKey k1, k2;
+  k1.fill(0x31);
+  k2.fill(0x42);
+  CipherState a_send, a_recv, b_send, b_recv;
+  a_send.InitializeKey(k1);
+  b_recv.InitializeKey(k1);
+  b_send.InitializeKey(k2);
+  a_recv.InitializeKey(k2);
+  ChannelOptions o;
+  o.rekey_interval = 3;
+  SecureChannel a(a_send, a_recv, o), b(b_send, b_recv, o);
+  for (std::uint8_t i = 0; i < 10; ++i) {
+    CAPTURE(i);
+    const Bytes m = Random(100 + i);
+    // a seals with a slot; b opens with Open.
+    auto slot = a.TakeSealSlot(m.size());
+    REQUIRE(slot.ok());
+    CHECK(slot->nonce == i);
+    Bytes sealed(m.size() + kTagSize);
+    const ByteSpan parts[] = {ByteSpan(m).first(1), ByteSpan(m).subspan(1)};
+    slot->SealGather(parts, sealed.data());
+    Bytes opened;
+    REQUIRE(b.Open(sealed, &opened).ok());
+    CHECK(opened == m);
+    // b seals with Seal; a opens with VerifyNext and Xor.
+    Bytes back;
+    REQUIRE(b.Seal(m, &back).ok());
+    auto rslot = a.VerifyNext(back);
+    REQUIRE(rslot.ok());
+    Bytes plain(m.size());
+    rslot->Xor(0, back.data(), m.size(), plain.data());
+    CHECK(plain == m);
+  }
+  CHECK(a.TakeSealSlot(o.max_plaintext + 1).status().code() == StatusCode::kInvalidArgument);
+  Bytes sealed;
+  REQUIRE(b.Seal(Random(10), &sealed).ok());
+  sealed[3] ^= 1;
+  CHECK(a.VerifyNext(sealed).status().code() == StatusCode::kUnauthenticated);
+  CHECK(a.receive_closed());
+  sealed[3] ^= 1;
+  CHECK_FALSE(a.VerifyNext(sealed).ok());  // closed for good
+}
+
+TEST_CASE("Open slots taken ahead of verification open Seal's messages in order, and FailOpen closes") {
+  CipherKey k;
+  k.fill(0x77);
+  CipherState send, recv, unused_send, unused_recv;
+  send.InitializeKey(k);
+  recv.InitializeKey(k);
+  unused_send.InitializeKey(k);
+  unused_recv.InitializeKey(k);
+  ChannelOptions o;
+  o.rekey_interval = 4;
+  SecureChannel tx(send, unused_recv, o), rx(unused_send, recv, o);
+  std::vector<Bytes> plain, sealed;
+  for (int i = 0; i < 11; ++i) {
+    plain.push_back(Random(50 + static_cast<std::size_t>(i)));
+    sealed.emplace_back();
+    REQUIRE(tx.Seal(plain.back(), &sealed.back()).ok());
+  }
+  std::vector<AeadSlot> slots;
+  for (const Bytes& c : sealed) {
+    auto slot = rx.TakeOpenSlot(c.size());
+    REQUIRE(slot.ok());
+    slots.push_back(*slot);
+  }
+  CHECK(rx.messages_received() == 11);
+  for (std::size_t i = sealed.size(); i-- > 0;) {  // any order: each slot stands alone
+    CAPTURE(i);
+    REQUIRE(slots[i].Verify(sealed[i]));
+    CHECK_FALSE(slots[(i + 1) % slots.size()].Verify(sealed[i]));
+    Bytes m(plain[i].size());
+    slots[i].Xor(0, sealed[i].data(), m.size(), m.data());
+    CHECK(m == plain[i]);
+  }
+  CHECK(rx.TakeOpenSlot(kTagSize - 1).status().code() == StatusCode::kDataLoss);
+  CHECK(rx.receive_closed());
+  SecureChannel rx2(unused_send, recv, o);
+  rx2.FailOpen();
+  CHECK_FALSE(rx2.TakeOpenSlot(100).ok());
+}
+
+}  // namespace
+}  // namespace murmur::crypto
