@@ -98,9 +98,14 @@ double WeightedClipRadius(std::span<const double> distances, std::span<const flo
 double ClipRadius(const MixingOptions& options, std::span<const double> distances,
                   std::span<const float> weights) {
   if (options.clip_radius > 0) return options.clip_radius;
-  if (options.radius == RadiusRule::kWeighted)
-    return WeightedClipRadius(distances, weights, options.suspects);
-  return OrderClipRadius(distances, options.suspects);
+  std::size_t suspects = options.suspects;
+  if (options.honest_majority) {
+    const auto k = static_cast<std::size_t>(
+        std::count_if(distances.begin(), distances.end(), [](double d) { return std::isfinite(d); }));
+    suspects = std::min(suspects, k == 0 ? 0 : (k - 1) / 2);
+  }
+  if (options.radius == RadiusRule::kWeighted) return WeightedClipRadius(distances, weights, suspects);
+  return OrderClipRadius(distances, suspects);
 }
 
 void ClipWeights(std::span<const double> distances, double tau, std::span<float> weights) {

@@ -64,7 +64,11 @@ struct MixingOptions {
   double clip_radius = 0;                  // clipped: fixed tau; 0 for the adaptive radius
   std::size_t suspects = 1;                // adaptive clipped: farthest in-neighbours assumed Byzantine
   RadiusRule radius = RadiusRule::kOrder;  // adaptive clipped: which rule
-  std::size_t trim = 1;                    // trimmed-mean: values dropped at each end
+  // Adaptive clipped: suspect at most a minority of the in-neighbours,
+  // min(suspects, floor((k - 1) / 2)) of k. For nodes that know they have an
+  // honest majority of neighbours: a node with 2 neighbours then clips nobody.
+  bool honest_majority = false;
+  std::size_t trim = 1;  // trimmed-mean: values dropped at each end
 };
 
 // Parses "mean", "clipped", "clipped-weighted", "clipped:TAU", "median",
@@ -83,7 +87,8 @@ double OrderClipRadius(std::span<const double> distances, std::size_t suspects);
 double WeightedClipRadius(std::span<const double> distances, std::span<const float> weights,
                           std::size_t suspects);
 
-// The radius `options` gives for these neighbours: fixed, or adaptive by its rule.
+// The radius `options` gives for these neighbours: fixed, or adaptive by its
+// rule, with the suspects capped when `honest_majority` is set.
 double ClipRadius(const MixingOptions& options, std::span<const double> distances,
                   std::span<const float> weights);
 

@@ -119,6 +119,7 @@ Status ScenarioRun::BuildByzantine(gossip::MixingOptions* mixing) {
   auto rule = gossip::ParseMixingRule(s_.gossip_aggregation(), s_.clip_suspects());
   if (!rule.ok()) return rule.status().WithContext("scenario field 'gossip_aggregation'");
   *mixing = rule.value();
+  mixing->honest_majority = s_.clip_honest_majority();
   if (mixing->rule != gossip::MixingRule::kMean && !codec_spec_.full_model_safe) {
     return Status::InvalidArgument("scenario field 'gossip_aggregation': '" + s_.gossip_aggregation() +
                                    "' mixes whole models; use compression none, fp16, bf16 or int8 (got '" +

@@ -73,6 +73,24 @@ TEST_CASE("The adaptive radius is the (b+1)-th largest neighbour distance") {
   CHECK(ClipRadius(o, clique, w) == 0.5);
 }
 
+TEST_CASE("With an honest majority a node suspects at most floor((k - 1) / 2) of its k neighbours") {
+  MixingOptions o;
+  o.rule = MixingRule::kClipped;
+  o.suspects = 2;
+  o.honest_majority = true;
+  const std::vector<float> w(9, 0.1f);
+  // k = 2 (a ring node): nobody suspected, the radius is infinite and nothing is clipped.
+  CHECK(ClipRadius(o, std::vector<double>{1, 5}, {w.data(), 2}) == std::numeric_limits<double>::infinity());
+  // k = 3 (a ring node with an attached attacker): one suspect, the second-largest distance.
+  CHECK(ClipRadius(o, std::vector<double>{1, 5, 2}, {w.data(), 3}) == 2.0);
+  // k = 5: both suspects, the third-largest distance; a NaN model does not count towards k.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  CHECK(ClipRadius(o, std::vector<double>{1, 5, 2, 4, 3}, {w.data(), 5}) == 3.0);
+  CHECK(ClipRadius(o, std::vector<double>{1, 5, nan, 4}, {w.data(), 4}) == 4.0);
+  o.honest_majority = false;
+  CHECK(ClipRadius(o, std::vector<double>{1, 5}, {w.data(), 2}) == 1.0);
+}
+
 TEST_CASE("The weighted radius is sqrt(sum over the unsuspected of W d^2 / the suspected weight)") {
   // d = (1, 2, 10), W = (0.2, 0.3, 0.25).
   const std::vector<double> d = {1, 2, 10};
