@@ -17,8 +17,8 @@
 //                     tau = sorted(distances)[-2], i.e. b = 1): every trusted
 //                     neighbour passes unclipped and each suspect moves x_i by at
 //                     most W_ib tau, a bound set by an honest neighbour's distance.
-//   clipped-weighted  the same with the radius of the paper's analysis (Sec. 4,
-//                     Thm. I: tau_i^2 = (1/delta_i) sum over the good neighbours
+//   clipped-weighted  the same with the radius of the paper's analysis (Sec. 4:
+//                     tau_i^2 = (1/delta_i) sum over the good neighbours
 //                     of W_ij ||x_j - x_i||^2), the nearer neighbours standing in
 //                     for the good set:
 //                       tau_i = sqrt( (1/delta_i) sum_{j not suspected} W_ij d_j^2 ),

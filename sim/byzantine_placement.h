@@ -5,7 +5,7 @@
 //             and weights: an attacked node may lose half of its honest
 //             neighbours (on a ring, its gossip with one side).
 //   attached  the setting of He, Karimireddy and Jaggi (2022, arXiv
-//             2202.01545, Sec. 6 and the authors' code, codes/graph_utils.py
+//             2202.01545, experiments, and the authors' code, codes/graph_utils.py
 //             Dumbbell, honest_majority.py MaliciousRing): the `nodes` graph
 //             stays whole and honest, and f extra Byzantine nodes, ids nodes ..
 //             nodes + f - 1, are each joined by one edge to an honest node.
