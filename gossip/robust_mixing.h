@@ -24,7 +24,7 @@
 //                       tau_i = sqrt( (1/delta_i) sum_{j not suspected} W_ij d_j^2 ),
 //                     delta_i the suspects' total weight. On a ring with b = 1 the
 //                     two rules agree; in a clique of k equally weighted
-//                     neighbours this radius is about sqrt(k - b) times the typical
+//                     neighbours this radius is about sqrt((k - b)/b) times the typical
 //                     distance, so a suspect's pull is that much larger.
 //   median            coordinate-wise median of {x_i} and the x_j (unweighted)
 //   trimmed-mean[:B]  per coordinate, drop the B (default 1) largest and smallest
