@@ -27,6 +27,9 @@ Result<MixingOptions> ParseMixingRule(const std::string& spec, std::size_t suspe
     o.rule = MixingRule::kMean;
   } else if (name == "median" && colon == std::string::npos) {
     o.rule = MixingRule::kMedian;
+  } else if (name == "clipped-weighted" && colon == std::string::npos) {
+    o.rule = MixingRule::kClipped;
+    o.radius = RadiusRule::kWeighted;
   } else if (name == "clipped") {
     o.rule = MixingRule::kClipped;
     if (colon != std::string::npos) {
@@ -44,25 +47,40 @@ Result<MixingOptions> ParseMixingRule(const std::string& spec, std::size_t suspe
       o.trim = static_cast<std::size_t>(value);
     }
   } else {
-    return Status::InvalidArgument("gossip aggregation '" + spec +
-                                   "' is not one of mean, clipped, clipped:TAU, median, trimmed-mean[:B]");
+    return Status::InvalidArgument(
+        "gossip aggregation '" + spec +
+        "' is not one of mean, clipped, clipped-weighted, clipped:TAU, median, trimmed-mean[:B]");
   }
   return o;
 }
 
-double AdaptiveClipRadius(std::span<const double> distances, std::span<const float> weights,
-                          std::size_t suspects) {
-  MURMUR_CHECK(distances.size() == weights.size());
-  if (suspects == 0 || distances.empty()) return std::numeric_limits<double>::infinity();
-  // A model with a non-finite coordinate is dropped by ClipWeights; it is
-  // neither suspected nor good here. The rest: farthest first, ties by
-  // position, so the result does not depend on the sort.
+namespace {
+
+// The finite distances' positions, farthest first; ties by position, so the
+// result does not depend on the sort. A model with a non-finite coordinate is
+// dropped by ClipWeights: it is neither suspected nor trusted.
+std::vector<std::size_t> FarthestFirst(std::span<const double> distances) {
   std::vector<std::size_t> order;
   for (std::size_t j = 0; j < distances.size(); ++j) {
     if (std::isfinite(distances[j])) order.push_back(j);
   }
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t x, std::size_t y) { return distances[x] > distances[y]; });
+  return order;
+}
+
+}  // namespace
+
+double OrderClipRadius(std::span<const double> distances, std::size_t suspects) {
+  const std::vector<std::size_t> order = FarthestFirst(distances);
+  if (suspects == 0 || order.empty()) return std::numeric_limits<double>::infinity();
+  return distances[order[std::min(suspects, order.size() - 1)]];
+}
+
+double WeightedClipRadius(std::span<const double> distances, std::span<const float> weights,
+                          std::size_t suspects) {
+  MURMUR_CHECK(distances.size() == weights.size());
+  const std::vector<std::size_t> order = FarthestFirst(distances);
   const std::size_t b = std::min(suspects, order.size());
   if (b == 0) return std::numeric_limits<double>::infinity();
   double delta = 0, good = 0;
@@ -80,7 +98,14 @@ double AdaptiveClipRadius(std::span<const double> distances, std::span<const flo
 double ClipRadius(const MixingOptions& options, std::span<const double> distances,
                   std::span<const float> weights) {
   if (options.clip_radius > 0) return options.clip_radius;
-  return AdaptiveClipRadius(distances, weights, options.suspects);
+  std::size_t suspects = options.suspects;
+  if (options.honest_majority) {
+    const auto k = static_cast<std::size_t>(
+        std::count_if(distances.begin(), distances.end(), [](double d) { return std::isfinite(d); }));
+    suspects = std::min(suspects, k == 0 ? 0 : (k - 1) / 2);
+  }
+  if (options.radius == RadiusRule::kWeighted) return WeightedClipRadius(distances, weights, suspects);
+  return OrderClipRadius(distances, suspects);
 }
 
 void ClipWeights(std::span<const double> distances, double tau, std::span<float> weights) {

@@ -56,7 +56,11 @@ class NodeAdapter final : public NodeRef {
 class ScenarioRun final : public gossip::RoundObserver {
  public:
   ScenarioRun(const proto::Scenario& s, std::unique_ptr<World> world, const ProgressFn& progress)
-      : s_(s), world_(std::move(world)), progress_(progress), start_(Clock::now()) {}
+      : s_(s),
+        world_(std::move(world)),
+        n_(static_cast<NodeId>(s.nodes() + world_->attached_to.size())),
+        progress_(progress),
+        start_(Clock::now()) {}
 
   Status Build();
   RunSummary Run();
@@ -73,6 +77,7 @@ class ScenarioRun final : public gossip::RoundObserver {
 
   const proto::Scenario& s_;
   std::unique_ptr<World> world_;
+  NodeId n_;  // simulated nodes: the scenario's, and Byzantine ones attached to them
   ProgressFn progress_;
   Clock::time_point start_;
   double WallSeconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
@@ -109,11 +114,12 @@ class ScenarioRun final : public gossip::RoundObserver {
 // Byzantine-robust gossip (docs/security.md): the mixing rule, and the
 // Byzantine nodes with their attack.
 Status ScenarioRun::BuildByzantine(gossip::MixingOptions* mixing) {
-  const NodeId n = s_.nodes();
+  const NodeId n = n_;
   honest_ = n;
   auto rule = gossip::ParseMixingRule(s_.gossip_aggregation(), s_.clip_suspects());
   if (!rule.ok()) return rule.status().WithContext("scenario field 'gossip_aggregation'");
   *mixing = rule.value();
+  mixing->honest_majority = s_.clip_honest_majority();
   if (mixing->rule != gossip::MixingRule::kMean && !codec_spec_.full_model_safe) {
     return Status::InvalidArgument("scenario field 'gossip_aggregation': '" + s_.gossip_aggregation() +
                                    "' mixes whole models; use compression none, fp16, bf16 or int8 (got '" +
@@ -123,7 +129,13 @@ Status ScenarioRun::BuildByzantine(gossip::MixingOptions* mixing) {
   auto attack = ParseGossipAttack(s_.attack());
   if (!attack.ok()) return attack.status().WithContext("scenario field 'attack'");
   params.kind = attack.value();
-  std::vector<bool> byzantine = ChooseByzantine(n, s_.attack_fraction(), s_.seed());
+  // Placement (sim/byzantine_placement.h): extra nodes after the scenario's, or members chosen by the seed.
+  std::vector<bool> byzantine(n, false);
+  if (!world_->attached_to.empty()) {
+    for (NodeId i = s_.nodes(); i < n; ++i) byzantine[i] = true;
+  } else {
+    byzantine = ChooseByzantine(n, s_.attack_fraction(), s_.seed());
+  }
   std::size_t f = 0;
   for (bool b : byzantine) f += b;
   if (params.kind == GossipAttack::kNone || f == 0) return Status::Ok();
@@ -144,7 +156,7 @@ Status ScenarioRun::BuildByzantine(gossip::MixingOptions* mixing) {
 }
 
 Status ScenarioRun::Build() {
-  const NodeId n = s_.nodes();
+  const NodeId n = n_;
   auto codec = gossip::CodecSpec::Parse(s_.compression());
   if (!codec.ok()) return codec.status().WithContext("scenario field 'compression'");
   codec_spec_ = std::move(codec).value();
@@ -183,7 +195,7 @@ Status ScenarioRun::Build() {
   lo.weight_decay = s_.weight_decay();
   MURMUR_ASSIGN_OR_RETURN(lo.schedule, ScenarioSchedule(s_));
   last_loss_.assign(n, 0.0);
-  for (NodeId i = 0; i < n; ++i) {
+  for (NodeId i = 0; i < s_.nodes(); ++i) {  // attached Byzantine nodes do not learn
     learners_.push_back(std::make_unique<ml::MlLearner>(*world_->model, world_->data.train,
                                                         world_->partition->node(i), lo,
                                                         Rng(s_.seed(), i, RngPurpose::kBatch)));
@@ -294,8 +306,8 @@ void ScenarioRun::OnRoundDone(NodeId node, std::uint64_t round, double loss) {
   if (done % s_.eval_every() == 0 && done < s_.rounds()) {
     Snapshot& snap = snapshots_[done];
     if (snap.params.empty()) {
-      snap.params.resize(s_.nodes());
-      snap.loss.resize(s_.nodes());
+      snap.params.resize(n_);
+      snap.loss.resize(n_);
     }
     snap.params[node] = nodes_[node]->params().Clone();
     snap.loss[node] = loss;
@@ -319,7 +331,7 @@ void ScenarioRun::Evaluate(std::uint64_t round) {
     params.push_back(snap != snapshots_.end() ? &snap->second.params[i] : &nodes_[i]->params());
   }
   EvalPoint p = evaluator_->Evaluate(params);
-  StampPoint(*sim_, s_.nodes(), round, WallSeconds(), &p);
+  StampPoint(*sim_, n_, round, WallSeconds(), &p);
   const std::vector<double>& losses = snap != snapshots_.end() ? snap->second.loss : last_loss_;
   double loss = 0;
   for (double l : losses) loss += l;  // Byzantine nodes report none: 0

@@ -88,6 +88,8 @@ Status ValidateScenario(const proto::Scenario& s) {
     }
     if (s.attack_fraction() < 0 || s.attack_fraction() >= 1)
       return bad("attack_fraction", "must be in [0, 1)");
+    if (s.attack_placement() != "members" && s.attack_placement() != "attached")
+      return bad("attack_placement", "'" + s.attack_placement() + "' is not one of members, attached");
   }
   const std::string& p = s.partition();
   if (!(p == "iid" || HasPrefix(p, "dirichlet:") || HasPrefix(p, "shards:") || HasPrefix(p, "quantity:"))) {

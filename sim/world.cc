@@ -5,6 +5,7 @@
 
 #include "ml/dataset_spec.h"
 #include "ml/model_spec.h"
+#include "sim/byzantine_placement.h"
 #include "topology/factory.h"
 #include "topology/spectral.h"
 #include "topology/weights.h"
@@ -136,6 +137,38 @@ Status BuildVehicleTopology(const proto::Scenario& s, World& w) {
   return Status::Ok();
 }
 
+// attack_placement attached: the honest graph plus the Byzantine nodes joined to it.
+Status AttachByzantineNodes(const proto::Scenario& s, World& w) {
+  auto placement = ParseAttackPlacement(s.attack_placement());
+  if (!placement.ok()) return placement.status().WithContext("scenario field 'attack_placement'");
+  const auto f = static_cast<std::size_t>(std::llround(s.attack_fraction() * s.nodes()));
+  if (placement.value() != AttackPlacement::kAttached || s.attack() == "none" || f == 0) return Status::Ok();
+  if (w.schedule == nullptr || w.schedule->period() != 1 || w.schedule->At(0).SupportGraph().directed()) {
+    return Status::InvalidArgument(
+        "scenario field 'attack_placement': attached needs a static undirected graph (got '" + s.topology() +
+        "')");
+  }
+  const bool dumbbell = SplitColons(s.topology())[0] == "dumbbell";
+  if (dumbbell && s.nodes() < 2)
+    return Status::InvalidArgument("scenario field 'attack_placement': a dumbbell of 1 node has no bridge");
+  AttachedGraph a = AttachByzantine(w.schedule->At(0).SupportGraph(), f, dumbbell, s.seed());
+  bool given = false;
+  MURMUR_ASSIGN_OR_RETURN(topology::WeightOptions weights, WeightsFor(s, &given));
+  if (!given) weights = AttachedWeights(dumbbell);
+  auto m = topology::MakeWeights(a.graph, weights);
+  if (!m.ok()) return m.status().WithContext("scenario field 'attack_placement'");
+  std::ostringstream desc;
+  desc << w.topology_description << ", " << f << " Byzantine nodes attached to";
+  for (std::size_t k = 0; k < f && k < 8; ++k) desc << (k == 0 ? " " : ", ") << a.targets[k];
+  if (f > 8) desc << ", ...";
+  desc << " (" << topology::WeightOptionsName(weights) << " weights)";
+  w.topology_description = desc.str();
+  w.topology = std::make_unique<gossip::RoundTopology>(std::move(m).value());
+  for (NodeId t : a.targets) w.devices.push_back(w.devices[t]);
+  w.attached_to = std::move(a.targets);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s) {
@@ -165,6 +198,7 @@ Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s) {
   } else {
     MURMUR_RETURN_IF_ERROR(BuildGraphTopology(s, *w));
   }
+  MURMUR_RETURN_IF_ERROR(AttachByzantineNodes(s, *w));
   return w;
 }
 

@@ -35,6 +35,10 @@ struct World {
   std::unique_ptr<gossip::RoundTopology> topology;  // what the nodes read
   std::string topology_description;
   std::vector<ChurnEvent> churn_trace;  // from the scenario's churn_trace file, if any
+  // attack_placement attached (sim/byzantine_placement.h): Byzantine nodes
+  // nodes .. nodes + attached_to.size() - 1 joined to these honest nodes. The
+  // topology and devices then count them; the partition does not.
+  std::vector<NodeId> attached_to;
 };
 
 // Builds the world for `s`. Errors name the scenario field at fault.

@@ -46,35 +46,82 @@ TEST_CASE("One ClippedGossip step equals x_i + sum_j W_ij CLIP(x_j - x_i, tau) w
   }
 }
 
-TEST_CASE("The adaptive radius is sqrt(sum over the unsuspected of W d^2 / the suspected weight)") {
+TEST_CASE("The adaptive radius is the (b+1)-th largest neighbour distance") {
+  // d = (1, 2, 10, 4): farthest first 10, 4, 2, 1.
+  const std::vector<double> d = {1, 2, 10, 4};
+  CHECK(OrderClipRadius(d, 1) == 4.0);
+  CHECK(OrderClipRadius(d, 2) == 2.0);
+  CHECK(OrderClipRadius(d, 3) == 1.0);
+  CHECK(OrderClipRadius(d, 0) == std::numeric_limits<double>::infinity());
+  // Every neighbour suspected: the smallest distance (reference code: one neighbour mixes unclipped).
+  CHECK(OrderClipRadius(d, 4) == 1.0);
+  CHECK(OrderClipRadius(d, 9) == 1.0);
+  CHECK(OrderClipRadius(std::vector<double>{3.5}, 1) == 3.5);
+  CHECK(OrderClipRadius(std::vector<double>{}, 1) == std::numeric_limits<double>::infinity());
+  // In a clique of k equally weighted neighbours the suspect's pull is W tau with tau an honest
+  // neighbour's distance, while the analysis radius would be sqrt(sum of the k - 1 others' d^2).
+  const std::vector<double> clique = {1, 1, 1, 1, 1, 1, 1, 9};
+  const std::vector<float> w(8, 0.1f);
+  CHECK(OrderClipRadius(clique, 1) == 1.0);
+  CHECK(WeightedClipRadius(clique, w, 1) == doctest::Approx(std::sqrt(7.0)).epsilon(1e-6));
+  MixingOptions o;
+  o.rule = MixingRule::kClipped;
+  CHECK(ClipRadius(o, clique, w) == 1.0);
+  o.radius = RadiusRule::kWeighted;
+  CHECK(ClipRadius(o, clique, w) == doctest::Approx(std::sqrt(7.0)).epsilon(1e-6));
+  o.clip_radius = 0.5;
+  CHECK(ClipRadius(o, clique, w) == 0.5);
+}
+
+TEST_CASE("With an honest majority a node suspects at most floor((k - 1) / 2) of its k neighbours") {
+  MixingOptions o;
+  o.rule = MixingRule::kClipped;
+  o.suspects = 2;
+  o.honest_majority = true;
+  const std::vector<float> w(9, 0.1f);
+  // k = 2 (a ring node): nobody suspected, the radius is infinite and nothing is clipped.
+  CHECK(ClipRadius(o, std::vector<double>{1, 5}, {w.data(), 2}) == std::numeric_limits<double>::infinity());
+  // k = 3 (a ring node with an attached attacker): one suspect, the second-largest distance.
+  CHECK(ClipRadius(o, std::vector<double>{1, 5, 2}, {w.data(), 3}) == 2.0);
+  // k = 5: both suspects, the third-largest distance; a NaN model does not count towards k.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  CHECK(ClipRadius(o, std::vector<double>{1, 5, 2, 4, 3}, {w.data(), 5}) == 3.0);
+  CHECK(ClipRadius(o, std::vector<double>{1, 5, nan, 4}, {w.data(), 4}) == 4.0);
+  o.honest_majority = false;
+  CHECK(ClipRadius(o, std::vector<double>{1, 5}, {w.data(), 2}) == 1.0);
+}
+
+TEST_CASE("The weighted radius is sqrt(sum over the unsuspected of W d^2 / the suspected weight)") {
   // d = (1, 2, 10), W = (0.2, 0.3, 0.25).
   const std::vector<double> d = {1, 2, 10};
   const std::vector<float> w = {0.2f, 0.3f, 0.25f};
   // One suspect, the farthest (W 0.25): tau^2 = (0.2 * 1 + 0.3 * 4) / 0.25 = 5.6.
-  CHECK(AdaptiveClipRadius(d, w, 1) == doctest::Approx(std::sqrt(5.6)).epsilon(1e-6));
+  CHECK(WeightedClipRadius(d, w, 1) == doctest::Approx(std::sqrt(5.6)).epsilon(1e-6));
   // Two suspects (W 0.25 + 0.3): tau^2 = 0.2 / 0.55.
-  CHECK(AdaptiveClipRadius(d, w, 2) == doctest::Approx(std::sqrt(0.2 / 0.55)).epsilon(1e-6));
-  CHECK(AdaptiveClipRadius(d, w, 0) == std::numeric_limits<double>::infinity());
-  CHECK(AdaptiveClipRadius(d, w, 3) == 0.0);
-  CHECK(AdaptiveClipRadius(d, w, 9) == 0.0);
+  CHECK(WeightedClipRadius(d, w, 2) == doctest::Approx(std::sqrt(0.2 / 0.55)).epsilon(1e-6));
+  CHECK(WeightedClipRadius(d, w, 0) == std::numeric_limits<double>::infinity());
+  CHECK(WeightedClipRadius(d, w, 3) == 0.0);
+  CHECK(WeightedClipRadius(d, w, 9) == 0.0);
   // The suspected neighbour then moves x_i by W_ib tau = sqrt(delta sum_good W d^2), whatever it sent.
   std::vector<float> clipped = w;
-  const double tau = AdaptiveClipRadius(d, w, 1);
+  const double tau = WeightedClipRadius(d, w, 1);
   ClipWeights(d, tau, clipped);
   CHECK(clipped[2] * d[2] == doctest::Approx(std::sqrt(0.25 * 1.4)).epsilon(1e-6));
   CHECK(clipped[0] == w[0]);
   CHECK(clipped[1] == w[1]);
 }
 
-TEST_CASE("On a ring with one suspect the adaptive radius is the second-largest distance") {
+TEST_CASE("On a ring with one suspect both radii are the second-largest distance") {
   // The rule of the authors' reference code (SelfCenteredClipping: tau = sorted(distances)[-2]).
   const std::vector<float> w = {1.0f / 3, 1.0f / 3};
   for (double near : {0.1, 1.0, 3.0}) {
     for (double far : {3.0, 7.5}) {
       CAPTURE(near);
       CAPTURE(far);
-      CHECK(AdaptiveClipRadius(std::vector<double>{near, far}, w, 1) == doctest::Approx(near).epsilon(1e-6));
-      CHECK(AdaptiveClipRadius(std::vector<double>{far, near}, w, 1) == doctest::Approx(near).epsilon(1e-6));
+      for (const auto& d : {std::vector<double>{near, far}, std::vector<double>{far, near}}) {
+        CHECK(OrderClipRadius(d, 1) == near);
+        CHECK(WeightedClipRadius(d, w, 1) == doctest::Approx(near).epsilon(1e-6));
+      }
     }
   }
 }
@@ -107,8 +154,9 @@ TEST_CASE("A neighbour's model with NaN or infinity is left out by every robust 
   // Distances of such models are not finite: zero weight, and no part in the adaptive radius.
   std::vector<double> d = {1, static_cast<double>(inf), static_cast<double>(nan), 2};
   std::vector<float> w = {0.2f, 0.2f, 0.2f, 0.2f};
-  const double tau = AdaptiveClipRadius(d, w, 1);
-  CHECK(tau == doctest::Approx(1.0));  // the farthest finite one (2) suspected, the other (1) good
+  const double tau = OrderClipRadius(d, 1);
+  CHECK(tau == 1.0);  // the farthest finite one (2) suspected, the other (1) good
+  CHECK(WeightedClipRadius(d, w, 1) == doctest::Approx(1.0));
   ClipWeights(d, tau, w);
   CHECK(w == std::vector<float>{0.2f, 0.0f, 0.0f, 0.1f});
   const std::vector<float> self = {0}, a = {1}, b = {nan}, c = {inf}, e = {3};
@@ -126,12 +174,17 @@ TEST_CASE("Mixing rules parse, bad specs are named") {
   CHECK(adaptive.rule == MixingRule::kClipped);
   CHECK(adaptive.clip_radius == 0);
   CHECK(adaptive.suspects == 2);
+  CHECK(adaptive.radius == RadiusRule::kOrder);
+  auto weighted = ParseMixingRule("clipped-weighted", 3).value();
+  CHECK(weighted.rule == MixingRule::kClipped);
+  CHECK(weighted.radius == RadiusRule::kWeighted);
+  CHECK(weighted.suspects == 3);
   CHECK(ParseMixingRule("clipped:0.5").value().clip_radius == 0.5);
   CHECK(ParseMixingRule("median").value().rule == MixingRule::kMedian);
   CHECK(ParseMixingRule("trimmed-mean").value().trim == 1);
   CHECK(ParseMixingRule("trimmed-mean:2").value().trim == 2);
   for (const char* bad : {"clipped:0", "clipped:-1", "clipped:x", "clipped:", "trimmed-mean:0.5", "median:1",
-                          "krum", "mean:2"}) {
+                          "krum", "mean:2", "clipped-weighted:1"}) {
     CAPTURE(bad);
     auto r = ParseMixingRule(bad);
     REQUIRE(!r.ok());

@@ -5,9 +5,12 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "gossip/decentralized_sgd.h"
+#include "sim/byzantine_placement.h"
 #include "sim/gossip_attack.h"
 #include "sim/runner.h"
 #include "sim/simulator.h"
@@ -66,6 +69,90 @@ TEST_CASE("Byzantine nodes are llround(fraction n) of them, chosen by the seed")
   CHECK(ChooseByzantine(16, 0.25, 1) != ChooseByzantine(16, 0.25, 2));
   CHECK(ParseGossipAttack("dissensus").value() == GossipAttack::kDissensus);
   CHECK(ParseGossipAttack("gaussian").status().message().find("'gaussian'") != std::string::npos);
+}
+
+TEST_CASE("Attached Byzantine nodes on a ring: one edge each, Metropolis-Hastings weights by hand") {
+  // Ring of 8 and f = 2 extra nodes 8 and 9, joined to the seed's first two
+  // nodes (the nodes members placement would make Byzantine).
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    CAPTURE(seed);
+    const AttachedGraph a = AttachByzantine(topology::Ring(8), 2, false, seed);
+    REQUIRE(a.targets.size() == 2);
+    CHECK(a.targets[0] != a.targets[1]);
+    const auto members = ChooseByzantine(8, 0.25, seed);
+    CHECK(members[a.targets[0]]);
+    CHECK(members[a.targets[1]]);
+    CHECK(a.graph.num_nodes() == 10);
+    CHECK(a.graph.num_edges() == 10);
+    for (NodeId k = 0; k < 2; ++k) {
+      CHECK(a.graph.Degree(8 + k) == 1);
+      CHECK(a.graph.HasEdge(8 + k, a.targets[k]));
+    }
+    const topology::MixingMatrix w = topology::MakeWeights(a.graph, AttachedWeights(false)).value();
+    const NodeId t = a.targets[0];
+    // W_ij = 1/(1 + max(d_i, d_j)): the target has degree 3, its ring neighbours 2 (or 3 if also a target).
+    CHECK(w.At(t, 8) == doctest::Approx(0.25));
+    CHECK(w.At(8, t) == doctest::Approx(0.25));
+    CHECK(w.At(8, 8) == doctest::Approx(0.75));
+    CHECK(w.At(t, (t + 1) % 8) == doctest::Approx(0.25));
+    CHECK(w.At(t, (t + 7) % 8) == doctest::Approx(0.25));
+    CHECK(w.At(t, t) == doctest::Approx(0.25));
+    // A node with no attacker and no target neighbour keeps the ring's 1/3.
+    for (NodeId i = 0; i < 8; ++i) {
+      const bool near = members[i] || members[(i + 1) % 8] || members[(i + 7) % 8];
+      if (!near) CHECK(w.At(i, (i + 1) % 8) == doctest::Approx(1.0 / 3));
+    }
+  }
+  CHECK(ParseAttackPlacement("attached").value() == AttackPlacement::kAttached);
+  CHECK(ParseAttackPlacement("members").value() == AttackPlacement::kMembers);
+  CHECK(ParseAttackPlacement("inside").status().message().find("'inside'") != std::string::npos);
+}
+
+TEST_CASE(
+    "Attached Byzantine nodes on a dumbbell sit on the bridge ends with the paper's weights 1/(q + qb + 1)") {
+  // Dumbbell of 16: cliques 0-7 and 8-15, bridge (7, 8). He et al.'s Dumbbell(q = 8, qb = 1): one
+  // attacker on each bridge end, every edge weight 1/(q + qb + 1) = 1/10.
+  const AttachedGraph a = AttachByzantine(topology::Dumbbell(16), 2, true, 1);
+  CHECK(a.targets == std::vector<NodeId>{7, 8});
+  CHECK(a.graph.num_nodes() == 18);
+  CHECK(a.graph.num_edges() == 2 * 28 + 1 + 2);
+  CHECK(a.graph.HasEdge(7, 16));
+  CHECK(a.graph.HasEdge(8, 17));
+  const topology::MixingMatrix w = topology::MakeWeights(a.graph, AttachedWeights(true)).value();
+  CHECK(w.At(7, 16) == doctest::Approx(0.1));
+  CHECK(w.At(8, 17) == doctest::Approx(0.1));
+  CHECK(w.At(7, 8) == doctest::Approx(0.1));
+  CHECK(w.At(0, 1) == doctest::Approx(0.1));
+  CHECK(w.At(7, 7) == doctest::Approx(0.1));  // 1 - 9/10: 7 clique mates, the bridge, the attacker
+  CHECK(w.At(0, 0) == doctest::Approx(0.3));  // 1 - 7/10
+  CHECK(w.At(16, 16) == doctest::Approx(0.9));
+  // Three attackers: two on node 7, one on node 8.
+  CHECK(AttachByzantine(topology::Dumbbell(16), 3, true, 1).targets == std::vector<NodeId>{7, 8, 7});
+}
+
+TEST_CASE("A scenario with attached attackers keeps every scenario node honest and adds the attackers") {
+  proto::Scenario s;
+  s.set_dataset("synthetic:blobs");
+  s.set_model("softmax");
+  s.set_nodes(8);
+  s.set_rounds(4);
+  s.set_eval_every(4);
+  s.set_compression("none");
+  s.set_topology("ring");
+  s.set_gossip_aggregation("clipped");
+  s.set_attack("dissensus");
+  s.set_attack_fraction(0.25);
+  s.set_attack_placement("attached");
+  auto r = RunScenario(s);
+  REQUIRE(r.ok());
+  CHECK(r.value().learning_nodes == 8);
+  CHECK(r.value().description.find("10 nodes") != std::string::npos);
+  CHECK(r.value().description.find("2 Byzantine nodes (dissensus): 8, 9") != std::string::npos);
+  s.set_attack_placement("inside");
+  CHECK(RunScenario(s).status().message().find("'attack_placement'") != std::string::npos);
+  s.set_attack_placement("attached");
+  s.set_topology("random-matching");
+  CHECK(RunScenario(s).status().message().find("'attack_placement'") != std::string::npos);
 }
 
 // Ring of 12 quadratics f_i(x) = 0.5 ||x - b_i||^2, b_i = c + N(0, 1) with
