@@ -195,8 +195,13 @@ Status FederatedJobImpl::InitClient() {
       return Status::FailedPrecondition("job field 'secure_aggregation': this daemon has no identity key");
     co.secagg.identity = keys_.identity;
     co.secagg.directory = Directory();
-    std::size_t max_samples = 1;  // n_max: a public bound on every client's n_i (all partitions are known)
-    for (NodeId i = 0; i < n; ++i) max_samples = std::max(max_samples, partition_->node(i).size());
+    // n_max: a public bound on every client's n_i, alike at every client: the
+    // largest share of the job's partition. Local data has no such bound.
+    if (!local_.data.empty())
+      return Status::FailedPrecondition(
+          "job field 'secure_aggregation': needs the job's partition (a public bound on every client's "
+          "sample count); this daemon's config field 'data' gives it local data");
+    MURMUR_ASSIGN_OR_RETURN(std::size_t max_samples, LargestShard(job_, n));
     co.secagg_weight_scale = static_cast<double>(max_samples);
   }
   client_ = std::make_unique<federated::FedClient>(index_env_, n, *learner_, model_->layout(), co);

@@ -1,5 +1,6 @@
 #include "node/job_data.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "ml/dataset_spec.h"
@@ -88,6 +89,16 @@ Result<JobData> LoadJobData(const proto::JobConfig& job, const LocalData& local,
   if (!model.ok()) return model.status().WithContext("job field 'model'");
   out.model = std::move(model).value();
   return out;
+}
+
+Result<std::size_t> LargestShard(const proto::JobConfig& job, std::size_t num_nodes) {
+  auto data = ml::LoadDatasetSpec(job.dataset(), job.dataset_dir(), job.seed());
+  if (!data.ok()) return data.status().WithContext("job field 'dataset'");
+  auto partition = ml::PartitionBySpec(job.partition(), data->train, num_nodes, job.seed());
+  if (!partition.ok()) return partition.status().WithContext("job field 'partition'");
+  std::size_t largest = 1;
+  for (std::size_t i = 0; i < num_nodes; ++i) largest = std::max(largest, partition->node(i).size());
+  return largest;
 }
 
 }  // namespace murmur::node
