@@ -319,7 +319,7 @@ TEST_CASE("Local data specs are checked when the config is read") {
   CHECK(CheckLocalData("csv:/data/mine.csv").ok());
 }
 
-TEST_CASE("Local data given as a CSV path is that file, whole; a missing file fails naming it") {
+TEST_CASE("Local data given as a CSV path is that file whole and a missing file fails naming it") {
   // 10 rows of label, x: the 80% kept for training are 8 of them, each x = 10 * label.
   const fs::path csv = fs::temp_directory_path() /
                        std::string("murmur_local_").append(std::to_string(::getpid())).append(".csv");
