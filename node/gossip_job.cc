@@ -8,8 +8,8 @@
 #include "ml/dataset_spec.h"
 #include "ml/ml_learner.h"
 #include "node/checkpoint.h"
-#include "node/job_data.h"
 #include "node/gossip_algorithm.h"
+#include "node/job_data.h"
 #include "node/job_env.h"
 
 namespace murmur::node {

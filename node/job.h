@@ -19,8 +19,8 @@
 
 #include "core/env.h"
 #include "core/status.h"
-#include "node/job_data.h"
 #include "crypto/identity.h"
+#include "node/job_data.h"
 #include "proto/node.pb.h"
 
 namespace murmur::node {

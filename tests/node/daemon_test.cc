@@ -22,8 +22,8 @@
 #include "node/daemon.h"
 #include "node/gossip_algorithm.h"
 #include "node/gossip_job.h"
-#include "node/job_data.h"
 #include "node/job.h"
+#include "node/job_data.h"
 #include "sim/simulator.h"
 #include "sim/world.h"
 #include "tests/node/loopback.h"
@@ -118,7 +118,7 @@ struct Cluster {
   static constexpr NodeId kNodes = 4;
   fs::path root;
   std::vector<std::uint16_t> ports;
-  std::function<void(proto::JobConfig&)> job_tweak;         // changes to every daemon's job
+  std::function<void(proto::JobConfig&)> job_tweak;       // changes to every daemon's job
   std::function<void(NodeId, proto::NodeConfig&)> tweak;  // applied last by Config
 
   Cluster() {
