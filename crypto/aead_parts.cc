@@ -11,13 +11,6 @@ namespace {
 
 constexpr std::size_t kBlock = 64;  // ChaCha20 block
 
-std::array<std::uint8_t, 12> NoiseNonce(std::uint64_t n) {
-  std::array<std::uint8_t, 12> nonce{};
-  for (int i = 0; i < 8; ++i)
-    nonce[4 + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(n >> (8 * i));
-  return nonce;
-}
-
 }  // namespace
 
 AeadSlot::~AeadSlot() { sodium_memzero(key.data(), key.size()); }

@@ -3,7 +3,6 @@
 #include <sodium.h>
 
 namespace murmur::crypto {
-namespace {
 
 std::array<std::uint8_t, 12> NoiseNonce(std::uint64_t n) {
   std::array<std::uint8_t, 12> nonce{};
@@ -11,8 +10,6 @@ std::array<std::uint8_t, 12> NoiseNonce(std::uint64_t n) {
     nonce[4 + static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(n >> (8 * i));
   return nonce;
 }
-
-}  // namespace
 
 CipherState::~CipherState() { sodium_memzero(k_.data(), k_.size()); }
 

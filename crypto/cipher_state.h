@@ -24,6 +24,10 @@ inline constexpr std::uint64_t kMaxNonce = ~std::uint64_t{0};  // reserved for R
 
 using CipherKey = std::array<std::uint8_t, kCipherKeySize>;
 
+// The 96-bit ChaCha20-Poly1305 nonce of Noise's 64-bit counter n: four zero
+// bytes, then n little-endian (Noise specification section 12.3).
+std::array<std::uint8_t, 12> NoiseNonce(std::uint64_t n);
+
 class CipherState {
  public:
   CipherState() = default;

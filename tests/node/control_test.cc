@@ -17,6 +17,7 @@
 #include "node/control_codec.h"
 #include "node/daemon.h"
 #include "node/fault_control.h"
+#include "tests/node/fed_fleet.h"
 #include "tests/node/loopback.h"
 
 namespace murmur::node {
@@ -80,74 +81,14 @@ TEST_CASE("Control messages cross frames intact, and a length over the limit is 
 }
 
 // Three idle daemons (no job in their configs) and an operator.
-struct Fleet {
+struct Fleet : testing::FedFleet {
   static constexpr NodeId kNodes = 3;
-  fs::path root;
-  crypto::Identity coordinator = testing::Seeded(50);
-  std::vector<std::unique_ptr<Daemon>> daemons;
-  std::vector<std::thread> threads;
-  std::vector<std::uint16_t> ports;
 
   // `fault_injection`: the daemons whose configs enable `murmur fault`.
-  explicit Fleet(std::set<NodeId> fault_injection = {}) {
-    root = fs::temp_directory_path() / std::string("murmur_control_").append(std::to_string(::getpid()));
-    fs::remove_all(root);
-    fs::create_directories(root);
-    REQUIRE(coordinator.Save(root.string(), true).ok());
-    for (NodeId i = 0; i < kNodes; ++i) {
-      asio::io_context io;
-      asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
-      ports.push_back(probe.local_endpoint().port());
-    }
-    for (NodeId i = 0; i < kNodes; ++i) {
-      const fs::path dir = root / std::string("n").append(std::to_string(i));
-      fs::create_directories(dir);
-      auto creds = testing::Creds(coordinator, static_cast<std::uint8_t>(i + 1));
-      REQUIRE(creds.identity.Save(dir.string(), true).ok());
-      REQUIRE(crypto::SaveCertificateFile((dir / "node.cert").string(), creds.certificate).ok());
-      proto::NodeConfig c;
-      c.set_node_id(i);
-      c.set_listen("127.0.0.1:" + std::to_string(ports[i]));
-      c.set_data_dir(dir.string());
-      c.set_coordinator_key((root / "identity.pub").string());
-      c.set_network_id("fleet");
-      c.set_log_level("error");
-      c.set_drain_timeout(2);
-      c.set_fault_injection(fault_injection.count(i) != 0);
-      for (NodeId j = 0; j < kNodes; ++j) {
-        if (j == i) continue;
-        auto* p = c.add_peers();
-        p->set_id(j);
-        p->set_address("127.0.0.1:" + std::to_string(ports[j]));
-      }
-      auto d = Daemon::Create(c);
-      REQUIRE_MESSAGE(d.ok(), d.status().ToString());
-      daemons.push_back(std::move(d).value());
-    }
-    for (auto& d : daemons) threads.emplace_back([&d] { CHECK(d->Run().ok()); });
-  }
-  ~Fleet() {
-    for (auto& d : daemons) d->RequestStop();
-    for (auto& t : threads) t.join();
-    daemons.clear();
-    fs::remove_all(root);
-  }
-
-  std::string Control(NodeId i) const { return "127.0.0.1:" + std::to_string(daemons[i]->control_port()); }
-
-  Result<proto::ControlResponse> Call(NodeId i, const proto::ControlRequest& r,
-                                      std::uint8_t roles = crypto::kRoleOperator) const {
-    auto op = testing::Creds(coordinator, 77, "fleet", 3600, roles);
-    return CallDaemon(Control(i), op, testing::Policy(coordinator), r, std::chrono::seconds(10));
-  }
-
-  proto::ControlResponse Status(NodeId i) const {
-    proto::ControlRequest r;
-    r.mutable_status();
-    auto s = Call(i, r);
-    REQUIRE_MESSAGE(s.ok(), s.status().ToString());
-    return *s;
-  }
+  explicit Fleet(std::set<NodeId> fault_injection = {})
+      : FedFleet(kNodes, [fault_injection](NodeId i, proto::NodeConfig& c) {
+          c.set_fault_injection(fault_injection.count(i) != 0);
+        }) {}
 
   static proto::JobConfig Job(const std::string& id, std::uint64_t rounds) {
     proto::JobConfig job;
@@ -163,42 +104,13 @@ struct Fleet {
     job.set_round_timeout(2);
     return job;
   }
-
-  void SubmitAll(const proto::JobConfig& job) {
-    proto::ControlRequest r;
-    *r.mutable_submit()->mutable_job() = job;
-    for (NodeId i = 0; i < kNodes; ++i) {
-      auto s = Call(i, r);
-      REQUIRE_MESSAGE(s.ok(), s.status().ToString());
-      REQUIRE_MESSAGE(s->ok(), s->error());
-    }
-  }
-
-  // Polls every 100 ms (each poll is a handshake per daemon).
-  bool Poll(const std::function<bool()>& cond, std::chrono::seconds limit = std::chrono::seconds(60)) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {
-      if (cond()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return cond();
-  }
-  bool WaitState(const std::string& state, std::chrono::seconds limit = std::chrono::seconds(60)) {
-    return Poll(
-        [&] {
-          for (NodeId i = 0; i < kNodes; ++i)
-            if (Status(i).job().state() != state) return false;
-          return true;
-        },
-        limit);
-  }
 };
 
 TEST_CASE(
     "Only operator certificates get answers on the control port, bad clients and hostile protobufs are cut "
     "off and counted") {
   Fleet fleet;
-  proto::ControlResponse idle = fleet.Status(0);
+  proto::ControlResponse idle = fleet.Response(0);
   CHECK(idle.ok());
   CHECK(idle.node_id() == 0);
   CHECK(idle.job().state() == "idle");
@@ -265,7 +177,7 @@ TEST_CASE(
   auto m = fleet.Call(1, r);
   REQUIRE(m.ok());
   CHECK(m->metrics().find("murmur_control_failures_total 3") != std::string::npos);
-  CHECK(fleet.Status(1).job().state() == "idle");
+  CHECK(fleet.Response(1).job().state() == "idle");
 }
 
 TEST_CASE("A submitted job runs on idle daemons, status, stop, resubmission and refusals behave") {
@@ -282,7 +194,7 @@ TEST_CASE("A submitted job runs on idle daemons, status, stop, resubmission and 
   // A long job, stopped mid-way, then submitted again: it continues from its checkpoint.
   const proto::JobConfig endless = Fleet::Job("long", 1000000);
   fleet.SubmitAll(endless);
-  REQUIRE(fleet.Poll([&] { return fleet.Status(0).job().rounds_done() >= 20; }));
+  REQUIRE(fleet.Poll([&] { return fleet.Response(0).job().rounds_done() >= 20; }));
   proto::ControlRequest other;
   *other.mutable_submit()->mutable_job() = Fleet::Job("short", 150);
   auto busy = fleet.Call(0, other);
@@ -293,11 +205,11 @@ TEST_CASE("A submitted job runs on idle daemons, status, stop, resubmission and 
   stop.mutable_stop();
   for (NodeId i = 0; i < Fleet::kNodes; ++i) REQUIRE(fleet.Call(i, stop).ok());
   REQUIRE(fleet.WaitState("stopped"));
-  const std::uint64_t stopped_at = fleet.Status(0).job().rounds_done();
+  const std::uint64_t stopped_at = fleet.Response(0).job().rounds_done();
   CHECK(stopped_at >= 20);
   fleet.SubmitAll(endless);
-  CHECK(fleet.Status(0).job().rounds_done() >= stopped_at);  // from the checkpoint, not from 0
-  REQUIRE(fleet.Poll([&] { return fleet.Status(0).job().rounds_done() >= stopped_at + 20; }));
+  CHECK(fleet.Response(0).job().rounds_done() >= stopped_at);  // from the checkpoint, not from 0
+  REQUIRE(fleet.Poll([&] { return fleet.Response(0).job().rounds_done() >= stopped_at + 20; }));
   for (NodeId i = 0; i < Fleet::kNodes; ++i) REQUIRE(fleet.Call(i, stop).ok());
   REQUIRE(fleet.WaitState("stopped"));
 
@@ -305,7 +217,7 @@ TEST_CASE("A submitted job runs on idle daemons, status, stop, resubmission and 
   fleet.SubmitAll(Fleet::Job("short", 150));
   REQUIRE(fleet.WaitState("done"));
   for (NodeId i = 0; i < Fleet::kNodes; ++i) {
-    proto::ControlResponse s = fleet.Status(i);
+    proto::ControlResponse s = fleet.Response(i);
     CHECK(s.job().job_id() == "short");
     CHECK(s.job().rounds_done() == 150);
     CHECK(s.job().test_accuracy() > 0.9);  // synthetic blobs are separable

@@ -17,6 +17,8 @@
 #include "crypto/certificate.h"
 #include "node/control_client.h"
 #include "node/daemon.h"
+#include "node/job.h"
+#include "proto/scenario.pb.h"
 #include "tests/node/loopback.h"
 
 namespace murmur::node::testing {
@@ -31,7 +33,9 @@ struct FedFleet {
   std::vector<std::unique_ptr<Daemon>> daemons;
   std::vector<std::thread> threads;
 
-  explicit FedFleet(NodeId n = 4) : nodes(n) {
+  // `tweak` changes daemon i's config last (e.g. enables fault injection).
+  explicit FedFleet(NodeId n = 4, const std::function<void(NodeId, proto::NodeConfig&)>& tweak = {})
+      : nodes(n) {
     root = fs::temp_directory_path() / std::string("murmur_fedjob_").append(std::to_string(::getpid()));
     fs::remove_all(root);
     fs::create_directories(root);
@@ -62,6 +66,7 @@ struct FedFleet {
         p->set_id(j);
         p->set_address("127.0.0.1:" + std::to_string(ports[j]));
       }
+      if (tweak) tweak(i, c);
       auto d = Daemon::Create(c);
       REQUIRE_MESSAGE(d.ok(), d.status().ToString());
       daemons.push_back(std::move(d).value());
@@ -80,18 +85,21 @@ struct FedFleet {
     threads.clear();
   }
 
-  Result<proto::ControlResponse> Call(NodeId i, const proto::ControlRequest& r) const {
-    auto op = Creds(coordinator, 77, "fleet", 3600, crypto::kRoleOperator);
-    return CallDaemon("127.0.0.1:" + std::to_string(daemons[i]->control_port()), op, Policy(coordinator), r,
-                      std::chrono::seconds(10));
+  std::string Control(NodeId i) const { return "127.0.0.1:" + std::to_string(daemons[i]->control_port()); }
+  // A control request from an operator certificate with `roles`.
+  Result<proto::ControlResponse> Call(NodeId i, const proto::ControlRequest& r,
+                                      std::uint8_t roles = crypto::kRoleOperator) const {
+    auto op = Creds(coordinator, 77, "fleet", 3600, roles);
+    return CallDaemon(Control(i), op, Policy(coordinator), r, std::chrono::seconds(10));
   }
-  proto::JobStatus Status(NodeId i) const {
+  proto::ControlResponse Response(NodeId i) const {
     proto::ControlRequest r;
     r.mutable_status();
     auto s = Call(i, r);
     REQUIRE_MESSAGE(s.ok(), s.status().ToString());
-    return s->job();
+    return *s;
   }
+  proto::JobStatus Status(NodeId i) const { return Response(i).job(); }
   // Submits in id order, so the aggregator gets the job before some of its clients and after
   // others: the join messages make the order irrelevant.
   void SubmitAll(const proto::JobConfig& job) {
@@ -104,7 +112,7 @@ struct FedFleet {
     }
   }
   // Polls every 100 ms (each poll is a handshake per daemon).
-  bool Poll(const std::function<bool()>& cond, std::chrono::seconds limit) {
+  bool Poll(const std::function<bool()>& cond, std::chrono::seconds limit = std::chrono::seconds(60)) {
     const auto end = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < end) {
       if (cond()) return true;
@@ -112,7 +120,7 @@ struct FedFleet {
     }
     return cond();
   }
-  bool WaitState(const std::string& state, std::chrono::seconds limit) {
+  bool WaitState(const std::string& state, std::chrono::seconds limit = std::chrono::seconds(60)) {
     return Poll(
         [&] {
           for (NodeId i = 0; i < nodes; ++i)
@@ -161,6 +169,24 @@ inline proto::Scenario ScenarioOf(const proto::JobConfig& job) {
   s.set_seed(job.seed());
   s.set_threads(1);
   return s;
+}
+
+// A job field and a change that spoils it: ValidateJobConfig must refuse the
+// spoilt job with InvalidArgument naming the field.
+struct Refusal {
+  const char* field;
+  std::function<void(proto::JobConfig&)> spoil;
+};
+
+inline void CheckRefusals(const proto::JobConfig& ok, std::initializer_list<Refusal> cases) {
+  for (const Refusal& c : cases) {
+    CAPTURE(c.field);
+    proto::JobConfig j = ok;
+    c.spoil(j);
+    Status st = ValidateJobConfig(j, 1);
+    CHECK(st.code() == StatusCode::kInvalidArgument);
+    CHECK(st.message().find(c.field) != std::string::npos);
+  }
 }
 
 }  // namespace murmur::node::testing
