@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <sstream>
 #include <string>
 
 namespace murmur::ml {
@@ -37,6 +38,41 @@ Result<ScheduleKind> ParseScheduleKind(std::string_view name) {
   if (name == "cosine") return ScheduleKind::kCosine;
   return Status::InvalidArgument("schedule '" + std::string(name) +
                                  "' unknown (expected constant, step or cosine)");
+}
+
+Result<ScheduleOptions> ParseRoundSchedule(const std::string& spec, double lr, double lr_min,
+                                           std::uint64_t rounds, std::uint64_t local_steps,
+                                           const std::string& owner) {
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument(owner + " field 'lr_schedule' '" + spec + "' " + why);
+  };
+  ScheduleOptions o;
+  o.lr = lr;
+  o.total_steps = static_cast<std::int64_t>(rounds * local_steps);
+  if (spec == "constant") return o;
+  if (spec == "cosine") {
+    if (!(lr_min >= 0) || !(lr_min <= lr))
+      return Status::InvalidArgument(owner + " field 'lr_min' must be in [0, lr], got " +
+                                     std::to_string(lr_min));
+    o.kind = ScheduleKind::kCosine;
+    o.min_lr = lr_min;
+    return o;
+  }
+  if (spec.rfind("step:", 0) == 0) {
+    std::istringstream in(spec.substr(5));
+    std::uint64_t every = 0;
+    char colon = 0;
+    double factor = -1;
+    if (!(in >> every >> colon >> factor) || colon != ':' || !in.eof())
+      return bad("is not step:ROUNDS:FACTOR");
+    if (every < 1) return bad("needs ROUNDS >= 1");
+    if (!(factor > 0 && factor <= 1)) return bad("needs FACTOR in (0, 1]");
+    o.kind = ScheduleKind::kStep;
+    o.step_size = static_cast<std::int64_t>(every * local_steps);
+    o.gamma = factor;
+    return o;
+  }
+  return bad("is not constant, cosine or step:ROUNDS:FACTOR");
 }
 
 }  // namespace murmur::ml

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "core/status.h"
@@ -45,5 +46,14 @@ class LrSchedule {
 
 // "constant", "step" or "cosine".
 Result<ScheduleKind> ParseScheduleKind(std::string_view name);
+
+// A gossip node's schedule from the fields lr_schedule ("constant", "cosine"
+// from lr down to lr_min, or "step:ROUNDS:FACTOR": times FACTOR every ROUNDS
+// rounds) and lr_min, with the horizon in local steps (rounds x local_steps).
+// Errors name the field as `owner` field 'lr_schedule' / 'lr_min', owner
+// being "scenario" or "job".
+Result<ScheduleOptions> ParseRoundSchedule(const std::string& spec, double lr, double lr_min,
+                                           std::uint64_t rounds, std::uint64_t local_steps,
+                                           const std::string& owner);
 
 }  // namespace murmur::ml

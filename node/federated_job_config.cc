@@ -32,6 +32,8 @@ Status ValidateFederatedJob(const proto::JobConfig& j, NodeId self) {
     return bad("algorithm", "'" + j.algorithm() +
                                 "' is not one of fedavg, fedprox, scaffold, fedavgm, fedadam, fedyogi, "
                                 "fedadagrad, fedbuff");
+  if (j.lr_schedule() != "constant")
+    return bad("lr_schedule", "applies to gossip jobs only (got '" + j.lr_schedule() + "')");
   if (j.aggregator() >= j.nodes())
     return bad("aggregator",
                std::to_string(j.aggregator()) + " is not below job.nodes " + std::to_string(j.nodes()));

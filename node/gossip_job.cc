@@ -7,6 +7,7 @@
 #include "gossip/codec.h"
 #include "ml/dataset_spec.h"
 #include "ml/ml_learner.h"
+#include "ml/schedule.h"
 #include "node/checkpoint.h"
 #include "node/gossip_algorithm.h"
 #include "node/job_data.h"
@@ -26,6 +27,9 @@ Status ValidateGossipJob(const proto::JobConfig& j, NodeId self) {
         "job fields rounds, batch, local_steps and checkpoint_every must be positive");
   if (!(j.lr() > 0) || !(j.round_timeout() > 0))
     return Status::InvalidArgument("job fields lr and round_timeout must be positive");
+  MURMUR_RETURN_IF_ERROR(
+      ml::ParseRoundSchedule(j.lr_schedule(), j.lr(), j.lr_min(), j.rounds(), j.local_steps(), "job")
+          .status());
   if (!(j.gamma() >= 0 && j.gamma() <= 1))
     return Status::InvalidArgument("job field 'gamma': must be in [0, 1] (0 picks the default), got " +
                                    std::to_string(j.gamma()));
@@ -116,6 +120,9 @@ Status GossipJobImpl::Init() {
   learner_options.lr = job_.lr();
   learner_options.momentum = job_.momentum();
   learner_options.weight_decay = job_.weight_decay();
+  MURMUR_ASSIGN_OR_RETURN(learner_options.schedule,
+                          ml::ParseRoundSchedule(job_.lr_schedule(), job_.lr(), job_.lr_min(), job_.rounds(),
+                                                 job_.local_steps(), "job"));
   learner_ = std::make_unique<ml::MlLearner>(*model_, data_.train, samples_, learner_options,
                                              Rng(job_.seed(), self, RngPurpose::kBatch));
   eval_ws_ = model_->NewWorkspace();

@@ -131,38 +131,7 @@ Status ValidateScenario(const proto::Scenario& s) {
 }
 
 Result<ml::ScheduleOptions> ScenarioSchedule(const proto::Scenario& s) {
-  auto bad = [&s](const std::string& why) {
-    return Status::InvalidArgument("scenario field 'lr_schedule' '" + s.lr_schedule() + "' " + why);
-  };
-  ml::ScheduleOptions o;
-  o.lr = s.lr();
-  o.total_steps = static_cast<std::int64_t>(s.rounds() * s.local_steps());
-  const std::string& spec = s.lr_schedule();
-  if (spec == "constant") return o;
-  if (spec == "cosine") {
-    if (!(s.lr_min() >= 0) || !(s.lr_min() <= s.lr()))
-      return Status::InvalidArgument("scenario field 'lr_min' must be in [0, lr], got " +
-                                     std::to_string(s.lr_min()));
-    o.kind = ml::ScheduleKind::kCosine;
-    o.min_lr = s.lr_min();
-    return o;
-  }
-  if (HasPrefix(spec, "step:")) {
-    // step:ROUNDS:FACTOR
-    std::istringstream in(spec.substr(5));
-    std::uint64_t rounds = 0;
-    char colon = 0;
-    double factor = -1;
-    if (!(in >> rounds >> colon >> factor) || colon != ':' || !in.eof())
-      return bad("is not step:ROUNDS:FACTOR");
-    if (rounds < 1) return bad("needs ROUNDS >= 1");
-    if (!(factor > 0 && factor <= 1)) return bad("needs FACTOR in (0, 1]");
-    o.kind = ml::ScheduleKind::kStep;
-    o.step_size = static_cast<std::int64_t>(rounds * s.local_steps());
-    o.gamma = factor;
-    return o;
-  }
-  return bad("is not constant, cosine or step:ROUNDS:FACTOR");
+  return ml::ParseRoundSchedule(s.lr_schedule(), s.lr(), s.lr_min(), s.rounds(), s.local_steps(), "scenario");
 }
 
 std::string ScenarioToText(const proto::Scenario& s) {

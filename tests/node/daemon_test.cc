@@ -24,6 +24,7 @@
 #include "node/gossip_job.h"
 #include "node/job.h"
 #include "node/job_data.h"
+#include "sim/scenario.h"
 #include "sim/simulator.h"
 #include "sim/world.h"
 #include "tests/node/loopback.h"
@@ -201,6 +202,13 @@ std::vector<std::vector<float>> Simulate(const proto::NodeConfig& config, std::s
   scenario.set_partition(partition.empty() ? job.partition() : partition);
   scenario.set_nodes(job.nodes());
   scenario.set_seed(job.seed());
+  scenario.set_lr(job.lr());
+  scenario.set_lr_schedule(job.lr_schedule());
+  scenario.set_lr_min(job.lr_min());
+  scenario.set_rounds(job.rounds());
+  scenario.set_local_steps(job.local_steps());
+  auto lr_schedule = sim::ScenarioSchedule(scenario);
+  REQUIRE_MESSAGE(lr_schedule.ok(), lr_schedule.status().ToString());
   auto world = sim::BuildWorld(scenario);
   REQUIRE_MESSAGE(world.ok(), world.status().ToString());
   const ml::TrainTest& data = (*world)->data;
@@ -220,6 +228,7 @@ std::vector<std::vector<float>> Simulate(const proto::NodeConfig& config, std::s
     ml::MlLearnerOptions lo;
     lo.batch = static_cast<int>(job.batch());
     lo.lr = job.lr();
+    lo.schedule = *lr_schedule;
     learners.push_back(std::make_unique<ml::MlLearner>(*model, data.train, part.node(i), lo,
                                                        Rng(job.seed(), i, RngPurpose::kBatch)));
     ParamVector x0(model->layout());
@@ -239,6 +248,38 @@ std::vector<std::vector<float>> Simulate(const proto::NodeConfig& config, std::s
   for (auto& n : nodes) out.emplace_back(n->params().span().begin(), n->params().span().end());
   // Accuracy of the averaged model, for the log.
   return out;
+}
+
+TEST_CASE("Gossip jobs with a learning-rate schedule train the models murmur sim trains with it") {
+  const std::uint64_t rounds = 12;
+  Cluster constant;
+  auto flat = constant.RunAll(rounds);
+  for (const char* spec : {"cosine", "step:4:0.5"}) {
+    CAPTURE(spec);
+    Cluster cluster;
+    cluster.job_tweak = [spec](proto::JobConfig& job) {
+      job.set_lr_schedule(spec);
+      job.set_lr_min(0.005);
+    };
+    std::vector<std::uint64_t> done;
+    auto real = cluster.RunAll(rounds, &done);
+    auto simulated = Simulate(cluster.Config(0, rounds));
+    for (NodeId i = 0; i < Cluster::kNodes; ++i) {
+      CAPTURE(i);
+      CHECK(done[i] == rounds);
+      CHECK(real[i] == simulated[i]);
+      CHECK(real[i] != flat[i]);  // the schedule took effect
+    }
+  }
+  proto::JobConfig bad;
+  bad.set_lr_schedule("step:0:0.5");
+  CHECK(ValidateJobConfig(bad, 0).message().find("job field 'lr_schedule'") != std::string::npos);
+  bad.set_lr_schedule("cosine");
+  bad.set_lr_min(1);
+  CHECK(ValidateJobConfig(bad, 0).message().find("job field 'lr_min'") != std::string::npos);
+  bad.set_lr_min(0);
+  bad.set_algorithm("fedavg");
+  CHECK(ValidateJobConfig(bad, 1).message().find("job field 'lr_schedule'") != std::string::npos);
 }
 
 TEST_CASE(
