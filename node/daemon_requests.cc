@@ -153,6 +153,9 @@ std::string DaemonImpl::RenderMetrics() const {
   out +=
       PrometheusMetric("murmur_handshake_failures_total", "counter", "Handshakes that failed or timed out.",
                        static_cast<double>(s.handshake_failures.load()));
+  out += PrometheusMetric("murmur_sessions_expired_total", "counter",
+                          "Sessions closed because the peer's or this node's certificate expired.",
+                          static_cast<double>(s.sessions_expired.load()));
   out += PrometheusMetric("murmur_frames_rejected_total", "counter",
                           "Frames refused: bad length, failed authentication or malformed record.",
                           static_cast<double>(s.frames_rejected.load()));

@@ -305,6 +305,19 @@ void Session::OnTick() {
   }
   if (now - last_receive_ > o.idle_timeout)
     return Close(Status::DeadlineExceeded("peer silent past the idle timeout"));
+  // A certificate is valid up to not_after (exclusive): a session does not
+  // outlive the peer's or our own. The redial that follows handshakes afresh,
+  // and the handshake refuses an expired certificate.
+  if (peer_info_.has_value()) {
+    const std::int64_t unix_now = UnixNow();
+    const char* whose = unix_now >= peer_info_->certificate.not_after                ? "the peer's"
+                        : unix_now >= transport_->credentials_.certificate.not_after ? "this node's"
+                                                                                     : nullptr;
+    if (whose != nullptr) {
+      ++transport_->stats_.sessions_expired;
+      return Close(Status::Unauthenticated(std::string(whose) + " certificate expired during the session"));
+    }
+  }
   if (ready_ && now - last_send_ >= o.keepalive_interval) {
     control_.push_back(
         PingRecord(RecordType::kPing, static_cast<std::uint64_t>(now.time_since_epoch().count())));

@@ -124,6 +124,7 @@ struct TransportStats {
   std::atomic<std::uint64_t> connect_failures{0};
   std::atomic<std::uint64_t> send_queue_drops{0};
   std::atomic<std::uint64_t> peers_connected{0};
+  std::atomic<std::uint64_t> sessions_expired{0};  // closed when a certificate expired mid-session
   // Misbehaving peers.
   std::atomic<std::uint64_t> offences{0};                 // offences booked (node ids and addresses)
   std::atomic<std::uint64_t> graylistings{0};             // times a node id or address went on the graylist

@@ -123,6 +123,47 @@ TEST_CASE("A dialer retries with backoff until the peer comes up, and again afte
   CHECK(a.transport().stats().sessions_opened == 2);
 }
 
+TEST_CASE("A session ends when a certificate expires during it, and the redial is refused") {
+  // Node 1's certificate expires 2 s from now (certificates count whole Unix
+  // seconds, so the session may last up to 3 s): both sides close the session
+  // at their next tick after not_after, count it, and every redial fails its
+  // handshake on the expired certificate, while node 3's session goes on (node 5
+  // listens: the lower id dials).
+  auto coordinator = Seeded(100);
+  TransportOptions ob;
+  Endpoint b(5, Creds(coordinator, 5), Policy(coordinator), ob);
+  REQUIRE(b.start_status().ok());
+  TransportOptions o;
+  o.reconnect_initial = std::chrono::milliseconds(300);
+  o.reconnect_max = std::chrono::milliseconds(1000);
+  o.peers = {{5, "127.0.0.1", b.port(), std::nullopt}};
+  TransportOptions oc;
+  oc.peers = {{5, "127.0.0.1", b.port(), std::nullopt}};
+  Endpoint c(3, Creds(coordinator, 3), Policy(coordinator), oc);
+  REQUIRE(WaitFor([&] { return c.Connected(5); }));
+  const auto start = std::chrono::steady_clock::now();
+  Endpoint a(1, Creds(coordinator, 1, "fleet", 2), Policy(coordinator), o);
+  REQUIRE(WaitFor([&] { return a.Connected(5); }));
+  a.Send(5, Model(0, 10));
+  REQUIRE(WaitFor([&] { return b.sink().Count() == 1; }));
+  // Whichever side ticks first closes it (b: the peer's certificate, a: its own).
+  auto expired = [&] {
+    return a.transport().stats().sessions_expired + b.transport().stats().sessions_expired;
+  };
+  REQUIRE(WaitFor([&] { return expired() >= 1; }, std::chrono::seconds(6)));
+  const double lived = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  CHECK(lived >= 1.0);
+  CHECK(lived < 4.5);
+  CHECK(WaitFor([&] { return !a.Connected(5); }));
+  CHECK(expired() <= 2);
+  const auto failures = b.transport().stats().handshake_failures.load();
+  CHECK(WaitFor([&] { return b.transport().stats().handshake_failures >= failures + 2; }));
+  CHECK_FALSE(a.Connected(5));
+  // Node 3's session, opened before the expiry, carries on.
+  c.Send(5, Model(1, 10));
+  CHECK(WaitFor([&] { return b.sink().Count() == 2; }));
+}
+
 // A peer that speaks the protocol by hand over a blocking socket, so that it can misbehave.
 class RawPeer {
  public:
