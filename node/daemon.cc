@@ -54,6 +54,8 @@ Status DaemonImpl::Init() {
   to.listen_host = listen.host;
   to.listen_port = listen.port;
   to.seed = config_.has_job() ? config_.job().seed() : self + 1;
+  to.scoring.messages_per_second = config_.message_rate_per_address();
+  to.scoring.message_burst = config_.message_burst_per_address();
   for (const auto& p : config_.peers()) {
     MURMUR_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(p.address()));
     PeerAddress pa{p.id(), hp.host, hp.port, std::nullopt};

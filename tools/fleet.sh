@@ -34,6 +34,9 @@ fleet_make() {
       echo "coordinator_key: \"$FLEET/coordinator/identity.pub\""
       echo "log_level: \"${FLEET_LOG_LEVEL:-info}\""
       echo "drain_timeout: 2"
+      # Every daemon here sends from 127.0.0.1: the per-address message budget is n daemons' worth.
+      echo "message_rate_per_address: $((1000 * n))"
+      echo "message_burst_per_address: $((2000 * n))"
       for j in $(seq 0 $((n - 1))); do
         [ "$j" -eq "$i" ] || echo "peers { id: $j address: \"127.0.0.1:$((BASE_PORT + j))\" }"
       done

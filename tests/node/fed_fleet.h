@@ -60,6 +60,9 @@ struct FedFleet {
       c.set_network_id("fleet");
       c.set_log_level("error");
       c.set_drain_timeout(2);
+      // Every daemon sends from 127.0.0.1: the per-address message budget is n daemons' worth.
+      c.set_message_rate_per_address(1000.0 * nodes);
+      c.set_message_burst_per_address(2000.0 * nodes);
       for (NodeId j = 0; j < nodes; ++j) {
         if (j == i) continue;
         auto* p = c.add_peers();
