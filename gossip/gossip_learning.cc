@@ -52,6 +52,7 @@ NodeId GossipLearningNode::PickPeer() {
 
 void GossipLearningNode::Wake() {
   if (env_.Now() > options_.horizon) return;
+  if (options_.max_wakeups > 0 && wakeups_ >= options_.max_wakeups) return;
   auto msg = std::make_shared<const GossipMessage>(Channel::kGossipModel, wakeups_, age_,
                                                    codec_->Compress(x_.span(), wakeups_));
   for (int k = 0; k < options_.fanout; ++k) {
@@ -63,10 +64,32 @@ void GossipLearningNode::Wake() {
       [this] { loss_ = learner_.Train(x_, options_.local_steps); },
       [this] {
         age_ += options_.local_steps;
-        if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), wakeups_, loss_);
-        ++wakeups_;
+        // Counted before the observer runs, so that a state it exports is complete.
+        const std::uint64_t done = wakeups_++;
+        if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), done, loss_);
         env_.StartTimer(options_.period, [this] { Wake(); });
       });
+}
+
+Result<NodeState> GossipLearningNode::ExportState() const {
+  NodeState s;
+  MURMUR_RETURN_IF_ERROR(codec_->ExportState(s));
+  s.Put("x", x_);
+  s.scalars["age"] = age_;
+  s.scalars["wakeups"] = static_cast<double>(wakeups_);
+  return s;
+}
+
+Status GossipLearningNode::ImportState(const NodeState& state) {
+  MURMUR_RETURN_IF_ERROR(state.Get("x", x_));
+  MURMUR_ASSIGN_OR_RETURN(double age, state.Scalar("age"));
+  MURMUR_ASSIGN_OR_RETURN(double wakeups, state.Scalar("wakeups"));
+  if (!(age >= 0) || !(wakeups >= 0))
+    return Status::InvalidArgument("gossip learning state: age and wakeups must be >= 0");
+  MURMUR_RETURN_IF_ERROR(codec_->ImportState(state));
+  age_ = age;
+  wakeups_ = static_cast<std::uint64_t>(wakeups);
+  return Status::Ok();
 }
 
 void GossipLearningNode::OnMessage(NodeId from, MessagePtr msg) {

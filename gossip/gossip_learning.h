@@ -13,6 +13,11 @@
 // or, once SetPeerSampler is called, from a PeerSampler (gossip/peer_sampling.h:
 // the alive members of a Membership view), which overrides both.
 //
+// murmurd bounds a node by its wake-ups (`max_wakeups`) rather than by a
+// virtual-time horizon, and checkpoints the node's model, age and wake-ups
+// done (ExportState: vector "x", scalars "age" and "wakeups", and the
+// codec's state, gossip/node_state.h); ImportState before Start() resumes it.
+//
 // Thread-safety: as every gossip node, one Env executor.
 #pragma once
 
@@ -21,6 +26,7 @@
 
 #include "core/learner.h"
 #include "gossip/codec.h"
+#include "gossip/node_state.h"
 #include "gossip/observer.h"
 #include "gossip/peer_sampling.h"
 #include "gossip/round_topology.h"
@@ -34,6 +40,7 @@ struct GossipLearningOptions {
   int fanout = 1;
   bool age_weighted = true;
   bool uniform_peers = false;
+  std::uint64_t max_wakeups = 0;  // no wake-up after this many (0: the horizon alone bounds them)
 };
 
 class GossipLearningNode final : public MessageSink {
@@ -53,6 +60,9 @@ class GossipLearningNode final : public MessageSink {
   const ParamVector& params() const { return x_; }
   double age() const { return age_; }
   std::uint64_t wakeups() const { return wakeups_; }
+  Result<NodeState> ExportState() const;
+  // REQUIRES: before Start().
+  Status ImportState(const NodeState& state);
 
  private:
   void Wake();
