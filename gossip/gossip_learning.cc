@@ -1,5 +1,7 @@
 #include "gossip/gossip_learning.h"
 
+#include <cmath>
+
 #include "core/check.h"
 
 namespace murmur::gossip {
@@ -98,7 +100,8 @@ void GossipLearningNode::OnMessage(NodeId from, MessagePtr msg) {
   auto m = std::static_pointer_cast<const GossipMessage>(msg);
   if (m->channel() != Channel::kGossipModel || m->update().size() != x_.size()) return;
   const double a_j = m->scalar();
-  if (!(a_j >= 0)) return;
+  // From the network on a daemon: an infinite age would make the weights NaN.
+  if (!(a_j >= 0) || !std::isfinite(a_j)) return;
   double wi = 0.5, wj = 0.5;
   if (options_.age_weighted && age_ + a_j > 0) {
     wi = age_ / (age_ + a_j);
