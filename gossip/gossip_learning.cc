@@ -61,10 +61,17 @@ void GossipLearningNode::Wake() {
     NodeId peer = PickPeer();
     if (peer != env_.self()) env_.Send(peer, msg);
   }
+  training_ = true;
   env_.Offload(
       options_.local_steps * learner_.FlopsPerStep(),
       [this] { loss_ = learner_.Train(x_, options_.local_steps); },
       [this] {
+        training_ = false;
+        // The simulator runs the training when it is offloaded and delivers
+        // what arrives meanwhile after it, before the age grows: the same order.
+        std::vector<std::shared_ptr<const GossipMessage>> deferred;
+        deferred.swap(deferred_);
+        for (const auto& m : deferred) Merge(*m);
         age_ += options_.local_steps;
         // Counted before the observer runs, so that a state it exports is complete.
         const std::uint64_t done = wakeups_++;
@@ -99,7 +106,15 @@ void GossipLearningNode::OnMessage(NodeId from, MessagePtr msg) {
   if (msg->kind() != kGossipMessageKind) return;
   auto m = std::static_pointer_cast<const GossipMessage>(msg);
   if (m->channel() != Channel::kGossipModel || m->update().size() != x_.size()) return;
-  const double a_j = m->scalar();
+  if (options_.defer_merges && training_) {
+    if (deferred_.size() < kMaxDeferred) deferred_.push_back(std::move(m));
+    return;
+  }
+  Merge(*m);
+}
+
+void GossipLearningNode::Merge(const GossipMessage& m) {
+  const double a_j = m.scalar();
   // From the network on a daemon: an infinite age would make the weights NaN.
   if (!(a_j >= 0) || !std::isfinite(a_j)) return;
   double wi = 0.5, wj = 0.5;
@@ -108,7 +123,7 @@ void GossipLearningNode::OnMessage(NodeId from, MessagePtr msg) {
     wj = a_j / (age_ + a_j);
   }
   x_.vec() *= static_cast<float>(wi);
-  Status st = m->update().AddTo(x_.span(), static_cast<float>(wj));
+  Status st = m.update().AddTo(x_.span(), static_cast<float>(wj));
   MURMUR_CHECK_MSG(st.ok(), st.ToString());
   age_ = std::max(age_, a_j);
 }

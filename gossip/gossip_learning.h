@@ -23,9 +23,11 @@
 
 #include <chrono>
 #include <memory>
+#include <vector>
 
 #include "core/learner.h"
 #include "gossip/codec.h"
+#include "gossip/messages.h"
 #include "gossip/node_state.h"
 #include "gossip/observer.h"
 #include "gossip/peer_sampling.h"
@@ -41,6 +43,13 @@ struct GossipLearningOptions {
   bool age_weighted = true;
   bool uniform_peers = false;
   std::uint64_t max_wakeups = 0;  // no wake-up after this many (0: the horizon alone bounds them)
+  // Hold the models received while the node trains and merge them when the
+  // training is done, in arrival order (up to kMaxDeferred; more are
+  // dropped). Needed where Env::Offload trains on another thread (murmurd's
+  // AsioEnv), which must not race with a merge into the same model; the
+  // simulator trains when the work is offloaded, so its merges meanwhile
+  // already come after the training.
+  bool defer_merges = false;
 };
 
 class GossipLearningNode final : public MessageSink {
@@ -65,8 +74,11 @@ class GossipLearningNode final : public MessageSink {
   Status ImportState(const NodeState& state);
 
  private:
+  static constexpr std::size_t kMaxDeferred = 256;
+
   void Wake();
   NodeId PickPeer();
+  void Merge(const GossipMessage& m);
 
   Env& env_;
   RoundTopology* topology_;
@@ -81,6 +93,8 @@ class GossipLearningNode final : public MessageSink {
   double age_ = 0;
   std::uint64_t wakeups_ = 0;
   double loss_ = 0;
+  bool training_ = false;
+  std::vector<std::shared_ptr<const GossipMessage>> deferred_;
 };
 
 }  // namespace murmur::gossip

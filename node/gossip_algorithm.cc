@@ -176,6 +176,7 @@ Result<std::unique_ptr<GossipAlgorithm>> MakeGossipAlgorithm(const proto::JobCon
     o.fanout = static_cast<int>(job.fanout());
     o.age_weighted = job.age_weighted();
     o.uniform_peers = true;  // overridden by the sampler
+    o.defer_merges = true;   // AsioEnv trains on a worker thread
     auto sampler = std::make_unique<JobPeerSampler>(*in.env, job.nodes(), std::move(in.peer_alive));
     auto node = std::make_unique<gossip::GossipLearningNode>(*in.env, nullptr, job.nodes(), *in.learner,
                                                              std::move(x0), std::move(codec), o, in.observer);
