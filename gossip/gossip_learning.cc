@@ -1,5 +1,7 @@
 #include "gossip/gossip_learning.h"
 
+#include <cmath>
+
 #include "core/check.h"
 
 namespace murmur::gossip {
@@ -52,21 +54,51 @@ NodeId GossipLearningNode::PickPeer() {
 
 void GossipLearningNode::Wake() {
   if (env_.Now() > options_.horizon) return;
+  if (options_.max_wakeups > 0 && wakeups_ >= options_.max_wakeups) return;
   auto msg = std::make_shared<const GossipMessage>(Channel::kGossipModel, wakeups_, age_,
                                                    codec_->Compress(x_.span(), wakeups_));
   for (int k = 0; k < options_.fanout; ++k) {
     NodeId peer = PickPeer();
     if (peer != env_.self()) env_.Send(peer, msg);
   }
+  training_ = true;
   env_.Offload(
       options_.local_steps * learner_.FlopsPerStep(),
       [this] { loss_ = learner_.Train(x_, options_.local_steps); },
       [this] {
+        training_ = false;
+        // The simulator runs the training when it is offloaded and delivers
+        // what arrives meanwhile after it, before the age grows: the same order.
+        std::vector<std::shared_ptr<const GossipMessage>> deferred;
+        deferred.swap(deferred_);
+        for (const auto& m : deferred) Merge(*m);
         age_ += options_.local_steps;
-        if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), wakeups_, loss_);
-        ++wakeups_;
+        // Counted before the observer runs, so that a state it exports is complete.
+        const std::uint64_t done = wakeups_++;
+        if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), done, loss_);
         env_.StartTimer(options_.period, [this] { Wake(); });
       });
+}
+
+Result<NodeState> GossipLearningNode::ExportState() const {
+  NodeState s;
+  MURMUR_RETURN_IF_ERROR(codec_->ExportState(s));
+  s.Put("x", x_);
+  s.scalars["age"] = age_;
+  s.scalars["wakeups"] = static_cast<double>(wakeups_);
+  return s;
+}
+
+Status GossipLearningNode::ImportState(const NodeState& state) {
+  MURMUR_RETURN_IF_ERROR(state.Get("x", x_));
+  MURMUR_ASSIGN_OR_RETURN(double age, state.Scalar("age"));
+  MURMUR_ASSIGN_OR_RETURN(double wakeups, state.Scalar("wakeups"));
+  if (!(age >= 0) || !(wakeups >= 0))
+    return Status::InvalidArgument("gossip learning state: age and wakeups must be >= 0");
+  MURMUR_RETURN_IF_ERROR(codec_->ImportState(state));
+  age_ = age;
+  wakeups_ = static_cast<std::uint64_t>(wakeups);
+  return Status::Ok();
 }
 
 void GossipLearningNode::OnMessage(NodeId from, MessagePtr msg) {
@@ -74,15 +106,24 @@ void GossipLearningNode::OnMessage(NodeId from, MessagePtr msg) {
   if (msg->kind() != kGossipMessageKind) return;
   auto m = std::static_pointer_cast<const GossipMessage>(msg);
   if (m->channel() != Channel::kGossipModel || m->update().size() != x_.size()) return;
-  const double a_j = m->scalar();
-  if (!(a_j >= 0)) return;
+  if (options_.defer_merges && training_) {
+    if (deferred_.size() < kMaxDeferred) deferred_.push_back(std::move(m));
+    return;
+  }
+  Merge(*m);
+}
+
+void GossipLearningNode::Merge(const GossipMessage& m) {
+  const double a_j = m.scalar();
+  // From the network on a daemon: an infinite age would make the weights NaN.
+  if (!(a_j >= 0) || !std::isfinite(a_j)) return;
   double wi = 0.5, wj = 0.5;
   if (options_.age_weighted && age_ + a_j > 0) {
     wi = age_ / (age_ + a_j);
     wj = a_j / (age_ + a_j);
   }
   x_.vec() *= static_cast<float>(wi);
-  Status st = m->update().AddTo(x_.span(), static_cast<float>(wj));
+  Status st = m.update().AddTo(x_.span(), static_cast<float>(wj));
   MURMUR_CHECK_MSG(st.ok(), st.ToString());
   age_ = std::max(age_, a_j);
 }

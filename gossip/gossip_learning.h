@@ -13,14 +13,22 @@
 // or, once SetPeerSampler is called, from a PeerSampler (gossip/peer_sampling.h:
 // the alive members of a Membership view), which overrides both.
 //
+// murmurd bounds a node by its wake-ups (`max_wakeups`) rather than by a
+// virtual-time horizon, and checkpoints the node's model, age and wake-ups
+// done (ExportState: vector "x", scalars "age" and "wakeups", and the
+// codec's state, gossip/node_state.h); ImportState before Start() resumes it.
+//
 // Thread-safety: as every gossip node, one Env executor.
 #pragma once
 
 #include <chrono>
 #include <memory>
+#include <vector>
 
 #include "core/learner.h"
 #include "gossip/codec.h"
+#include "gossip/messages.h"
+#include "gossip/node_state.h"
 #include "gossip/observer.h"
 #include "gossip/peer_sampling.h"
 #include "gossip/round_topology.h"
@@ -34,6 +42,14 @@ struct GossipLearningOptions {
   int fanout = 1;
   bool age_weighted = true;
   bool uniform_peers = false;
+  std::uint64_t max_wakeups = 0;  // no wake-up after this many (0: the horizon alone bounds them)
+  // Hold the models received while the node trains and merge them when the
+  // training is done, in arrival order (up to kMaxDeferred; more are
+  // dropped). Needed where Env::Offload trains on another thread (murmurd's
+  // AsioEnv), which must not race with a merge into the same model; the
+  // simulator trains when the work is offloaded, so its merges meanwhile
+  // already come after the training.
+  bool defer_merges = false;
 };
 
 class GossipLearningNode final : public MessageSink {
@@ -53,10 +69,16 @@ class GossipLearningNode final : public MessageSink {
   const ParamVector& params() const { return x_; }
   double age() const { return age_; }
   std::uint64_t wakeups() const { return wakeups_; }
+  Result<NodeState> ExportState() const;
+  // REQUIRES: before Start().
+  Status ImportState(const NodeState& state);
 
  private:
+  static constexpr std::size_t kMaxDeferred = 256;
+
   void Wake();
   NodeId PickPeer();
+  void Merge(const GossipMessage& m);
 
   Env& env_;
   RoundTopology* topology_;
@@ -71,6 +93,8 @@ class GossipLearningNode final : public MessageSink {
   double age_ = 0;
   std::uint64_t wakeups_ = 0;
   double loss_ = 0;
+  bool training_ = false;
+  std::vector<std::shared_ptr<const GossipMessage>> deferred_;
 };
 
 }  // namespace murmur::gossip

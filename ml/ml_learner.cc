@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 
 #include "core/check.h"
 
@@ -15,13 +16,26 @@ ScheduleOptions WithBaseRate(ScheduleOptions s, double lr) {
 }  // namespace
 
 ThreadScratch& ScratchFor(const Model& model) {
-  thread_local std::map<const Model*, ThreadScratch> scratch;
-  ThreadScratch& s = scratch[&model];
-  if (!s.workspace) {
-    s.workspace = model.NewWorkspace();
-    s.grad = ParamVector(model.layout());
+  // Keyed by address, so a model freed and another built at the same address
+  // (one test after another on one thread) must not get the old one's
+  // buffers: the entry remembers the architecture it was made for.
+  struct Entry {
+    ThreadScratch scratch;
+    std::string spec;
+    std::int64_t input_dim = 0;
+    int num_classes = 0;
+  };
+  thread_local std::map<const Model*, Entry> entries;
+  Entry& e = entries[&model];
+  if (!e.scratch.workspace || e.spec != model.spec() || e.input_dim != model.input_dim() ||
+      e.num_classes != model.num_classes()) {
+    e.scratch.workspace = model.NewWorkspace();
+    e.scratch.grad = ParamVector(model.layout());
+    e.spec = model.spec();
+    e.input_dim = model.input_dim();
+    e.num_classes = model.num_classes();
   }
-  return s;
+  return e.scratch;
 }
 
 MlLearner::MlLearner(const Model& model, const Dataset& train, std::span<const SampleIndex> samples,

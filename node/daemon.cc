@@ -322,6 +322,10 @@ double Daemon::last_accuracy() const {
   std::lock_guard<std::mutex> lock(impl_->mu_);
   return impl_->job_ ? impl_->job_->accuracy() : -1;
 }
+std::vector<std::uint64_t> Daemon::peer_draws() const {
+  std::lock_guard<std::mutex> lock(impl_->mu_);
+  return impl_->job_ ? impl_->job_->peer_draws() : std::vector<std::uint64_t>{};
+}
 std::vector<float> Daemon::params() const {
   std::lock_guard<std::mutex> lock(impl_->mu_);
   return impl_->job_ ? impl_->job_->params() : std::vector<float>{};

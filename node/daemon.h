@@ -50,6 +50,8 @@ class Daemon {
   // The model after the last completed round (valid once Run returned).
   std::vector<float> params() const;
   double last_accuracy() const;  // test accuracy of the last evaluation (-1: none yet)
+  // gossip-learning: how often the job drew each node id as a peer (empty: another job or none).
+  std::vector<std::uint64_t> peer_draws() const;
 
  private:
   explicit Daemon(std::unique_ptr<DaemonImpl> impl);

@@ -4,6 +4,7 @@
 
 #include "gossip/codec.h"
 #include "gossip/decentralized_sgd.h"
+#include "gossip/gossip_learning.h"
 #include "gossip/gradient_tracking.h"
 #include "gossip/push_sum.h"
 #include "topology/factory.h"
@@ -32,15 +33,70 @@ class Engine final : public GossipAlgorithm {
  private:
   NodeT node_;
 };
+
+// Gossip learning: the node owns no topology; its peers come from the sampler.
+class GossipLearningEngine final : public GossipAlgorithm {
+ public:
+  GossipLearningEngine(std::unique_ptr<JobPeerSampler> sampler,
+                       std::unique_ptr<gossip::GossipLearningNode> node)
+      : sampler_(std::move(sampler)), node_(std::move(node)) {
+    node_->SetPeerSampler(sampler_.get());
+  }
+  MessageSink* sink() override { return node_.get(); }
+  void Start() override { node_->Start(); }
+  const ParamVector& params() const override { return node_->params(); }
+  std::uint64_t round() const override { return node_->wakeups(); }
+  Result<gossip::NodeState> ExportState() const override { return node_->ExportState(); }
+  Status ImportState(const gossip::NodeState& state) override { return node_->ImportState(state); }
+  std::vector<std::uint64_t> peer_draws() const override { return sampler_->draws(); }
+
+ private:
+  std::unique_ptr<JobPeerSampler> sampler_;
+  std::unique_ptr<gossip::GossipLearningNode> node_;
+};
 }  // namespace
 
+JobPeerSampler::JobPeerSampler(Env& env, NodeId nodes, std::function<bool(NodeId)> peer_alive)
+    : self_(env.self()),
+      nodes_(nodes),
+      peer_alive_(std::move(peer_alive)),
+      rng_(env.MakeRng(RngPurpose::kPeerSampling)),
+      draws_(std::make_unique<std::atomic<std::uint64_t>[]>(nodes)) {}
+
+std::vector<NodeId> JobPeerSampler::Sample(std::size_t k) {
+  std::vector<NodeId> alive;
+  for (NodeId j = 0; j < nodes_; ++j) {
+    if (j != self_ && (!peer_alive_ || peer_alive_(j))) alive.push_back(j);
+  }
+  const std::size_t m = std::min(k, alive.size());
+  for (std::size_t i = 0; i < m; ++i) {
+    std::swap(alive[i], alive[i + rng_.UniformInt(alive.size() - i)]);
+    draws_[alive[i]].fetch_add(1, std::memory_order_relaxed);
+  }
+  alive.resize(m);
+  return alive;
+}
+
+std::vector<std::uint64_t> JobPeerSampler::draws() const {
+  std::vector<std::uint64_t> out(nodes_);
+  for (NodeId j = 0; j < nodes_; ++j) out[j] = draws_[j].load(std::memory_order_relaxed);
+  return out;
+}
+
 bool IsGossipJob(const std::string& a) {
-  return a == "dpsgd" || a == "dpsgd-cta" || a == "push-sum" || a == "dsgt";
+  return a == "dpsgd" || a == "dpsgd-cta" || a == "push-sum" || a == "dsgt" || a == "gossip-learning";
 }
 
 std::string GossipStateTag(const proto::JobConfig& job) { return job.algorithm() + " " + job.compression(); }
 
 Result<JobTopology> MakeJobTopology(const proto::JobConfig& job, NodeId self) {
+  if (job.algorithm() == "gossip-learning") {  // peers from membership: anyone of the job
+    JobTopology t;
+    for (NodeId j = 0; j < job.nodes(); ++j) {
+      if (j != self) t.neighbours.push_back(j);
+    }
+    return t;
+  }
   topology::TopologySpec spec;
   spec.kind = job.topology();
   spec.nodes = job.nodes();
@@ -110,6 +166,21 @@ Result<std::unique_ptr<GossipAlgorithm>> MakeGossipAlgorithm(const proto::JobCon
     o.peer_alive = std::move(in.peer_alive);
     return std::unique_ptr<GossipAlgorithm>(new Engine<gossip::DecentralizedSgdNode>(
         *in.env, *in.topology, *in.learner, std::move(x0), std::move(codec), o, in.observer));
+  }
+  if (a == "gossip-learning") {  // as sim/runner.cc, bounded by wake-ups instead of a horizon
+    gossip::GossipLearningOptions o;
+    o.period = Seconds(job.period());
+    o.horizon = Nanos::max();
+    o.max_wakeups = job.rounds();
+    o.local_steps = static_cast<int>(job.local_steps());
+    o.fanout = static_cast<int>(job.fanout());
+    o.age_weighted = job.age_weighted();
+    o.uniform_peers = true;  // overridden by the sampler
+    o.defer_merges = true;   // AsioEnv trains on a worker thread
+    auto sampler = std::make_unique<JobPeerSampler>(*in.env, job.nodes(), std::move(in.peer_alive));
+    auto node = std::make_unique<gossip::GossipLearningNode>(*in.env, nullptr, job.nodes(), *in.learner,
+                                                             std::move(x0), std::move(codec), o, in.observer);
+    return std::unique_ptr<GossipAlgorithm>(new GossipLearningEngine(std::move(sampler), std::move(node)));
   }
   if (a == "push-sum") {
     gossip::PushSumOptions o;

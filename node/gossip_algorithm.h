@@ -9,7 +9,12 @@
 //                      feedback unless the spec says ",no-ef"
 //   push-sum           gossip::PushSumNode on push-sum (column-stochastic) weights
 //   dsgt               gossip::GradientTrackingNode
-// on the topology::MakeSchedule kind `topology`, static or time-varying (a
+//   gossip-learning    gossip::GossipLearningNode (asynchronous: each node
+//                      wakes every `period` s, sends its model and age to
+//                      `fanout` peers, merges what it receives); its peers
+//                      come from a JobPeerSampler over membership's view,
+//                      not from `topology`, and `rounds` counts wake-ups
+// the synchronous ones on the topology::MakeSchedule kind `topology`, static or time-varying (a
 // time-varying one, e.g. one-peer-exponential, gives each round its graph;
 // CHOCO needs a static one). The engine exports and imports its whole state
 // (gossip/node_state.h) for checkpoints.
@@ -17,6 +22,7 @@
 // Thread-safety: as the gossip nodes, on the job's Env executor.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -28,6 +34,7 @@
 #include "core/status.h"
 #include "gossip/node_state.h"
 #include "gossip/observer.h"
+#include "gossip/peer_sampling.h"
 #include "gossip/round_topology.h"
 #include "proto/node.pb.h"
 #include "topology/schedule.h"
@@ -63,15 +70,40 @@ class GossipAlgorithm {
   virtual Result<gossip::NodeState> ExportState() const = 0;
   // REQUIRES: before Start(); the engine was made with first_round set.
   virtual Status ImportState(const gossip::NodeState& state) = 0;
+  // gossip-learning: how often each node id was drawn as a peer (indexed by id); else empty.
+  // Readable from any thread.
+  virtual std::vector<std::uint64_t> peer_draws() const { return {}; }
+};
+
+// The peer-sampling service of a gossip-learning job on a daemon: Sample(k)
+// draws min(k, alive) distinct peers uniformly (a partial Fisher-Yates
+// shuffle, as gossip::MembershipPeerSampler) from the job's members that the
+// daemon's membership does not call dead or left (`peer_alive`; empty: all),
+// ids 0 .. nodes-1 other than this node. Suspect members are still drawn:
+// Lifeguard's suspicion may be refuted, and a message to a member that is
+// really gone is only lost. Counts the draws per peer.
+class JobPeerSampler final : public gossip::PeerSampler {
+ public:
+  JobPeerSampler(Env& env, NodeId nodes, std::function<bool(NodeId)> peer_alive);
+  std::vector<NodeId> Sample(std::size_t k) override;
+  std::vector<std::uint64_t> draws() const;
+
+ private:
+  NodeId self_;
+  NodeId nodes_;
+  std::function<bool(NodeId)> peer_alive_;
+  Rng rng_;
+  std::unique_ptr<std::atomic<std::uint64_t>[]> draws_;
 };
 
 struct GossipAlgorithmInputs {
   Env* env = nullptr;
-  gossip::RoundTopology* topology = nullptr;  // outlives the engine
+  gossip::RoundTopology* topology = nullptr;  // outlives the engine (unused by gossip-learning)
   LocalLearner* learner = nullptr;            // outlives the engine
   gossip::RoundObserver* observer = nullptr;  // outlives the engine
   std::uint64_t first_round = 0;
-  // Membership's view (D-PSGD only: a round does not wait for a dead neighbour).
+  // Membership's view (D-PSGD: a round does not wait for a dead neighbour;
+  // gossip-learning: a dead peer is not drawn).
   std::function<bool(NodeId)> peer_alive;
 };
 

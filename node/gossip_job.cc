@@ -20,7 +20,7 @@ Status ValidateGossipJob(const proto::JobConfig& j, NodeId self) {
   if (!IsGossipJob(j.algorithm()))
     return Status::InvalidArgument("job field 'algorithm': '" + j.algorithm() +
                                    "' is not a gossip algorithm murmurd runs (dpsgd, dpsgd-cta, push-sum, "
-                                   "dsgt; gossip-learning runs in murmur sim only)");
+                                   "dsgt, gossip-learning)");
   MURMUR_RETURN_IF_ERROR(ml::CheckPartitionSpec(j.partition()).WithContext("job field 'partition'"));
   if (j.rounds() == 0 || j.batch() == 0 || j.local_steps() == 0 || j.checkpoint_every() == 0)
     return Status::InvalidArgument(
@@ -50,6 +50,14 @@ Status ValidateGossipJob(const proto::JobConfig& j, NodeId self) {
         "job field 'momentum': dsgt applies its gradients itself and takes no "
         "momentum (got " +
         std::to_string(j.momentum()) + ")");
+  if (j.algorithm() == "gossip-learning") {
+    if (!(j.period() > 0 && j.period() <= 86400))
+      return Status::InvalidArgument("job field 'period': must be in (0, 86400] seconds, got " +
+                                     std::to_string(j.period()));
+    if (j.fanout() < 1 || j.fanout() >= j.nodes())
+      return Status::InvalidArgument("job field 'fanout': must be in [1, nodes - 1], got " +
+                                     std::to_string(j.fanout()));
+  }
   const bool dpsgd = j.algorithm() == "dpsgd" || j.algorithm() == "dpsgd-cta";
   if (!codec->full_model_safe && !dpsgd)
     return Status::InvalidArgument("job field 'compression': " + j.algorithm() +
@@ -282,6 +290,7 @@ double GossipJob::loss() const { return impl_->loss_; }
 std::uint64_t GossipJob::checkpoints() const { return impl_->checkpoints_; }
 std::uint64_t GossipJob::rounds_mixed_twice() const { return impl_->mixed_twice_; }
 std::uint64_t GossipJob::rounds_skipped() const { return impl_->skipped_; }
+std::vector<std::uint64_t> GossipJob::peer_draws() const { return impl_->node_->peer_draws(); }
 std::vector<float> GossipJob::params() const {
   std::lock_guard<std::mutex> lock(impl_->mu_);
   return impl_->last_.params;

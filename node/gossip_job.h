@@ -1,7 +1,7 @@
 // GossipJob: one gossip job inside a daemon. It builds what the job config
 // names, exactly as the simulator derives it from the same seed (model and
 // initial parameters, this node's IID shard, the topology, the codec), and
-// runs gossip::DecentralizedSgdNode on a JobEnv over the daemon's AsioEnv,
+// runs its gossip engine (node/gossip_algorithm.h) on a JobEnv over the daemon's AsioEnv,
 // writing a checkpoint every `checkpoint_every` rounds.
 //
 // Resume: when the checkpoint file holds a model of the right size, the job
@@ -62,6 +62,7 @@ class GossipJob final : public Job {
   std::vector<float> params() const override;
   std::uint64_t rounds_mixed_twice() const override;
   std::uint64_t rounds_skipped() const override;
+  std::vector<std::uint64_t> peer_draws() const override;
   void PeersChanged() override;
 
  private:

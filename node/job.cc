@@ -18,10 +18,9 @@ Status ValidateJobConfig(const proto::JobConfig& j, NodeId self) {
                                    std::to_string(j.nodes()));
   if (IsGossipJob(j.algorithm())) return ValidateGossipJob(j, self);
   if (IsFederatedJob(j.algorithm())) return ValidateFederatedJob(j, self);
-  return Status::InvalidArgument(
-      "job field 'algorithm': '" + j.algorithm() +
-      "' (murmurd runs dpsgd, dpsgd-cta, push-sum, dsgt, fedavg, fedprox, scaffold, fedavgm, "
-      "fedadam, fedyogi, fedadagrad, fedbuff)");
+  return Status::InvalidArgument("job field 'algorithm': '" + j.algorithm() +
+                                 "' (murmurd runs dpsgd, dpsgd-cta, push-sum, dsgt, gossip-learning, fedavg, "
+                                 "fedprox, scaffold, fedavgm, fedadam, fedyogi, fedadagrad, fedbuff)");
 }
 
 Result<std::unique_ptr<Job>> MakeJob(const proto::JobConfig& job, Env& env, std::string checkpoint_path,

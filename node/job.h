@@ -54,6 +54,8 @@ class Job {
   // skipped by catching up with a neighbour that was ahead.
   virtual std::uint64_t rounds_mixed_twice() const { return 0; }
   virtual std::uint64_t rounds_skipped() const { return 0; }
+  // gossip-learning jobs: how often each node id was drawn as a peer; else empty.
+  virtual std::vector<std::uint64_t> peer_draws() const { return {}; }
 
   // The daemon's membership view changed (a peer died or came back).
   virtual void PeersChanged() {}
