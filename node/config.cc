@@ -109,7 +109,8 @@ Status ValidateNodeConfig(const proto::NodeConfig& c) {
     return Status::InvalidArgument("config: drain_timeout and linger must not be negative");
   if (!(c.message_rate_per_address() > 0) || !(c.message_burst_per_address() >= 1))
     return Status::InvalidArgument(
-        "config fields 'message_rate_per_address' and 'message_burst_per_address' must be positive (burst >= 1)");
+        "config fields 'message_rate_per_address' and 'message_burst_per_address' must be positive (burst >= "
+        "1)");
   MURMUR_RETURN_IF_ERROR(CheckLocalData(c.data()));
   std::set<std::uint32_t> ids;
   for (const auto& p : c.peers()) {

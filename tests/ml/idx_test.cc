@@ -207,7 +207,8 @@ RowsFiles WriteRowsFiles() {
 bool SameBits(const Dataset& a, const Dataset& b) {
   return a.name == b.name && a.num_samples == b.num_samples && a.dim == b.dim &&
          a.num_classes == b.num_classes && a.labels == b.labels && a.features.size() == b.features.size() &&
-         std::memcmp(a.features.data(), b.features.data(), a.features.size() * sizeof(float)) == 0;
+         (a.features.empty() ||
+          std::memcmp(a.features.data(), b.features.data(), a.features.size() * sizeof(float)) == 0);
 }
 
 }  // namespace
