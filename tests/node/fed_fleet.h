@@ -40,39 +40,49 @@ struct FedFleet {
     fs::remove_all(root);
     fs::create_directories(root);
     REQUIRE(coordinator.Save(root.string(), true).ok());
-    std::vector<std::uint16_t> ports;
-    for (NodeId i = 0; i < nodes; ++i) {
-      asio::io_context io;
-      asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
-      ports.push_back(probe.local_endpoint().port());
-    }
-    for (NodeId i = 0; i < nodes; ++i) {
-      const fs::path dir = root / std::string("n").append(std::to_string(i));
-      fs::create_directories(dir);
-      auto creds = Creds(coordinator, static_cast<std::uint8_t>(i + 1));
-      REQUIRE(creds.identity.Save(dir.string(), true).ok());
-      REQUIRE(crypto::SaveCertificateFile((dir / "node.cert").string(), creds.certificate).ok());
-      proto::NodeConfig c;
-      c.set_node_id(i);
-      c.set_listen("127.0.0.1:" + std::to_string(ports[i]));
-      c.set_data_dir(dir.string());
-      c.set_coordinator_key((root / "identity.pub").string());
-      c.set_network_id("fleet");
-      c.set_log_level("error");
-      c.set_drain_timeout(2);
-      // Every daemon sends from 127.0.0.1: the per-address message budget is n daemons' worth.
-      c.set_message_rate_per_address(1000.0 * nodes);
-      c.set_message_burst_per_address(2000.0 * nodes);
-      for (NodeId j = 0; j < nodes; ++j) {
-        if (j == i) continue;
-        auto* p = c.add_peers();
-        p->set_id(j);
-        p->set_address("127.0.0.1:" + std::to_string(ports[j]));
+    // Ports are probed (bound to 0 and released) before the daemons take them.
+    constexpr int kAttempts = 5;
+    for (int attempt = 0; attempt < kAttempts; ++attempt) {
+      std::vector<std::uint16_t> ports;
+      for (NodeId i = 0; i < nodes; ++i) {
+        asio::io_context io;
+        asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
+        ports.push_back(probe.local_endpoint().port());
       }
-      if (tweak) tweak(i, c);
-      auto d = Daemon::Create(c);
-      REQUIRE_MESSAGE(d.ok(), d.status().ToString());
-      daemons.push_back(std::move(d).value());
+      for (NodeId i = 0; i < nodes; ++i) {
+        const fs::path dir = root / std::string("n").append(std::to_string(i));
+        fs::create_directories(dir);
+        auto creds = Creds(coordinator, static_cast<std::uint8_t>(i + 1));
+        REQUIRE(creds.identity.Save(dir.string(), true).ok());
+        REQUIRE(crypto::SaveCertificateFile((dir / "node.cert").string(), creds.certificate).ok());
+        proto::NodeConfig c;
+        c.set_node_id(i);
+        c.set_listen("127.0.0.1:" + std::to_string(ports[i]));
+        c.set_data_dir(dir.string());
+        c.set_coordinator_key((root / "identity.pub").string());
+        c.set_network_id("fleet");
+        c.set_log_level("error");
+        c.set_drain_timeout(2);
+        // Every daemon sends from 127.0.0.1: the per-address message budget is n daemons' worth.
+        c.set_message_rate_per_address(1000.0 * nodes);
+        c.set_message_burst_per_address(2000.0 * nodes);
+        for (NodeId j = 0; j < nodes; ++j) {
+          if (j == i) continue;
+          auto* p = c.add_peers();
+          p->set_id(j);
+          p->set_address("127.0.0.1:" + std::to_string(ports[j]));
+        }
+        if (tweak) tweak(i, c);
+        auto d = Daemon::Create(c);
+        // A probed port another process took in between: probe afresh and start over.
+        if (!d.ok() && attempt + 1 < kAttempts && d.status().message().find("in use") != std::string::npos) {
+          daemons.clear();
+          break;
+        }
+        REQUIRE_MESSAGE(d.ok(), d.status().ToString());
+        daemons.push_back(std::move(d).value());
+      }
+      if (daemons.size() == nodes) break;
     }
     for (auto& d : daemons) threads.emplace_back([&d] { CHECK(d->Run().ok()); });
   }
