@@ -11,47 +11,49 @@ SecureChannel::SecureChannel(CipherState send, CipherState receive, ChannelOptio
   MURMUR_CHECK(options_.max_messages < kMaxNonce);
 }
 
-Status SecureChannel::Seal(ByteSpan plaintext, Bytes* out) {
-  if (plaintext.size() > options_.max_plaintext)
-    return Status::InvalidArgument("message of " + std::to_string(plaintext.size()) + " bytes over limit " +
+Status SecureChannel::CheckSeal(std::size_t size) const {
+  if (size > options_.max_plaintext)
+    return Status::InvalidArgument("message of " + std::to_string(size) + " bytes over limit " +
                                    std::to_string(options_.max_plaintext) + "; chunk it");
   if (sent_ >= options_.max_messages)
     return Status::ResourceExhausted("channel sent its limit of " + std::to_string(options_.max_messages) +
                                      " messages; start a new session");
-  MURMUR_RETURN_IF_ERROR(send_.EncryptWithAd({}, plaintext, out));
+  return Status::Ok();
+}
+
+void SecureChannel::CountSent() {
   ++sent_;
   if (sent_ % options_.rekey_interval == 0) send_.Rekey();
+}
+
+void SecureChannel::CountReceived() {
+  ++received_;
+  if (received_ % options_.rekey_interval == 0) receive_.Rekey();
+}
+
+Status SecureChannel::Seal(ByteSpan plaintext, Bytes* out) {
+  MURMUR_RETURN_IF_ERROR(CheckSeal(plaintext.size()));
+  MURMUR_RETURN_IF_ERROR(send_.EncryptWithAd({}, plaintext, out));
+  CountSent();
   return Status::Ok();
 }
 
 Status SecureChannel::SealInPlace(Bytes* buffer, std::size_t offset) {
   MURMUR_CHECK(offset <= buffer->size());
   const std::size_t size = buffer->size() - offset;
-  if (size > options_.max_plaintext)
-    return Status::InvalidArgument("message of " + std::to_string(size) + " bytes over limit " +
-                                   std::to_string(options_.max_plaintext) + "; chunk it");
-  if (sent_ >= options_.max_messages)
-    return Status::ResourceExhausted("channel sent its limit of " + std::to_string(options_.max_messages) +
-                                     " messages; start a new session");
+  MURMUR_RETURN_IF_ERROR(CheckSeal(size));
   buffer->resize(buffer->size() + kTagSize);
   MURMUR_RETURN_IF_ERROR(send_.EncryptInPlace({}, std::span<std::uint8_t>(*buffer).subspan(offset)));
-  ++sent_;
-  if (sent_ % options_.rekey_interval == 0) send_.Rekey();
+  CountSent();
   return Status::Ok();
 }
 
 Result<AeadSlot> SecureChannel::TakeSealSlot(std::size_t size) {
-  if (size > options_.max_plaintext)
-    return Status::InvalidArgument("message of " + std::to_string(size) + " bytes over limit " +
-                                   std::to_string(options_.max_plaintext) + "; chunk it");
-  if (sent_ >= options_.max_messages)
-    return Status::ResourceExhausted("channel sent its limit of " + std::to_string(options_.max_messages) +
-                                     " messages; start a new session");
+  MURMUR_RETURN_IF_ERROR(CheckSeal(size));
   // max_messages < kMaxNonce (constructor), so the nonce never reaches the Rekey value.
   AeadSlot slot(send_.key(), send_.nonce());
   send_.SetNonce(send_.nonce() + 1);
-  ++sent_;
-  if (sent_ % options_.rekey_interval == 0) send_.Rekey();
+  CountSent();
   return slot;
 }
 
@@ -67,8 +69,7 @@ Result<AeadSlot> SecureChannel::VerifyNext(ByteSpan message) {
                                    " (tampered, replayed, reordered or wrong key)");
   }
   receive_.SetNonce(receive_.nonce() + 1);
-  ++received_;
-  if (received_ % options_.rekey_interval == 0) receive_.Rekey();
+  CountReceived();
   return slot;
 }
 
@@ -81,8 +82,7 @@ Result<AeadSlot> SecureChannel::TakeOpenSlot(std::size_t size) {
   }
   AeadSlot slot(receive_.key(), receive_.nonce());
   receive_.SetNonce(receive_.nonce() + 1);
-  ++received_;
-  if (received_ % options_.rekey_interval == 0) receive_.Rekey();
+  CountReceived();
   return slot;
 }
 
@@ -94,8 +94,7 @@ Status SecureChannel::OpenInPlace(std::span<std::uint8_t> message, std::span<std
     return s;
   }
   *plaintext = message.first(message.size() - kTagSize);
-  ++received_;
-  if (received_ % options_.rekey_interval == 0) receive_.Rekey();
+  CountReceived();
   return Status::Ok();
 }
 
@@ -122,8 +121,7 @@ Status SecureChannel::Open(ByteSpan ciphertext, Bytes* out) {
     receive_closed_ = true;
     return s;
   }
-  ++received_;
-  if (received_ % options_.rekey_interval == 0) receive_.Rekey();
+  CountReceived();
   return Status::Ok();
 }
 

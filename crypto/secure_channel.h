@@ -88,6 +88,9 @@ class SecureChannel {
 
  private:
   // The checks shared by Open and OpenInPlace; closes the receive side on failure.
+  Status CheckSeal(std::size_t size) const;  // the send-side limits of Seal and its variants
+  void CountSent();                          // one more message sent; rekeys every rekey_interval
+  void CountReceived();                      // the same on the receive side
   Status CheckOpen(std::size_t size);
 
   CipherState send_;
