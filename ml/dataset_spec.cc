@@ -70,6 +70,29 @@ Result<Partition> PartitionBySpec(const std::string& partition, const Dataset& t
   return PartitionQuantitySkew(n, num_nodes, o, rng);
 }
 
+namespace {
+
+Status CheckFashionMnistDir(const std::string& data_dir) {
+  if (std::filesystem::is_directory(data_dir)) return Status::Ok();
+  return Status::NotFound("Fashion-MNIST directory " + data_dir +
+                          " not found (install the Debian package dataset-fashion-mnist, or pass "
+                          "the directory holding train-images-idx3-ubyte.gz)");
+}
+
+}  // namespace
+
+Result<Partition> PartitionOfSpec(const std::string& spec, const std::string& data_dir, std::uint64_t seed,
+                                  const std::string& partition, std::size_t num_nodes) {
+  if (spec != "fashion-mnist") {
+    MURMUR_ASSIGN_OR_RETURN(TrainTest tt, LoadDatasetSpec(spec, data_dir, seed));
+    return PartitionBySpec(partition, tt.train, num_nodes, seed);
+  }
+  MURMUR_RETURN_IF_ERROR(CheckFashionMnistDir(data_dir));
+  MURMUR_ASSIGN_OR_RETURN(Dataset y,
+                          LoadIdxLabels(data_dir + "/train-labels-idx1-ubyte.gz", "fashion-mnist/train", 10));
+  return PartitionBySpec(partition, y, num_nodes, seed);
+}
+
 Result<TrainTest> LoadDatasetShard(const std::string& spec, const std::string& data_dir, std::uint64_t seed,
                                    const ShardSpec& shard) {
   if (shard.train && shard.node >= shard.num_nodes)
@@ -87,16 +110,13 @@ Result<TrainTest> LoadDatasetShard(const std::string& spec, const std::string& d
     tt.train = Subset(tt.train, rows);
     return tt;
   }
-  if (!std::filesystem::is_directory(data_dir))
-    return Status::NotFound("Fashion-MNIST directory " + data_dir +
-                            " not found (install the Debian package dataset-fashion-mnist, or pass "
-                            "the directory holding train-images-idx3-ubyte.gz)");
+  MURMUR_RETURN_IF_ERROR(CheckFashionMnistDir(data_dir));
   const std::string images = data_dir + "/train-images-idx3-ubyte.gz";
   const std::string labels = data_dir + "/train-labels-idx1-ubyte.gz";
   TrainTest tt;
   if (shard.train) {
-    MURMUR_ASSIGN_OR_RETURN(Dataset y, LoadIdxLabels(labels, "fashion-mnist/train", 10));
-    MURMUR_ASSIGN_OR_RETURN(Partition part, PartitionBySpec(shard.partition, y, shard.num_nodes, seed));
+    MURMUR_ASSIGN_OR_RETURN(Partition part,
+                            PartitionOfSpec(spec, data_dir, seed, shard.partition, shard.num_nodes));
     const auto mine = part.node(shard.node);
     rows.assign(mine.begin(), mine.end());
   }

@@ -45,6 +45,12 @@ Status CheckPartitionSpec(const std::string& partition);
 Result<Partition> PartitionBySpec(const std::string& partition, const Dataset& train, std::size_t num_nodes,
                                   std::uint64_t seed);
 
+// The partition `partition` names of `spec`'s training set over `num_nodes`
+// nodes, as LoadDatasetShard computes it; Fashion-MNIST reads only its labels
+// file, other specs are loaded whole.
+Result<Partition> PartitionOfSpec(const std::string& spec, const std::string& data_dir, std::uint64_t seed,
+                                  const std::string& partition, std::size_t num_nodes);
+
 // One node's share of a dataset: node `node` of `num_nodes` under `partition`.
 struct ShardSpec {
   std::string partition = "iid";

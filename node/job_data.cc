@@ -92,10 +92,9 @@ Result<JobData> LoadJobData(const proto::JobConfig& job, const LocalData& local,
 }
 
 Result<std::size_t> LargestShard(const proto::JobConfig& job, std::size_t num_nodes) {
-  auto data = ml::LoadDatasetSpec(job.dataset(), job.dataset_dir(), job.seed());
-  if (!data.ok()) return data.status().WithContext("job field 'dataset'");
-  auto partition = ml::PartitionBySpec(job.partition(), data->train, num_nodes, job.seed());
-  if (!partition.ok()) return partition.status().WithContext("job field 'partition'");
+  auto partition =
+      ml::PartitionOfSpec(job.dataset(), job.dataset_dir(), job.seed(), job.partition(), num_nodes);
+  if (!partition.ok()) return partition.status().WithContext("job fields 'dataset' and 'partition'");
   std::size_t largest = 1;
   for (std::size_t i = 0; i < num_nodes; ++i) largest = std::max(largest, partition->node(i).size());
   return largest;

@@ -68,7 +68,7 @@ Result<JobData> LoadJobData(const proto::JobConfig& job, const LocalData& local,
 
 // The most training samples any of `num_nodes` nodes gets under the job's
 // dataset and partition (no local data): a public bound every client of a
-// SecAgg+ job derives alike. Loads the dataset's labels and partitions them.
+// SecAgg+ job derives alike. Reads only the labels of Fashion-MNIST.
 Result<std::size_t> LargestShard(const proto::JobConfig& job, std::size_t num_nodes);
 
 }  // namespace murmur::node
