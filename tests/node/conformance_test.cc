@@ -67,6 +67,30 @@ Run Simulated(NodeId n, const std::string& codec, gossip::DecentralizedSgdOption
   return r;
 }
 
+// Starts every node on its endpoint's thread (every sink is in place before
+// any node sends), waits until `done` holds for each, and collects the models.
+template <class Node, class Done>
+Run StartAndCollect(std::vector<std::unique_ptr<testing::Endpoint>>& eps,
+                    std::vector<std::unique_ptr<Node>>& nodes, Done done) {
+  const NodeId n = static_cast<NodeId>(nodes.size());
+  for (NodeId i = 0; i < n; ++i) eps[i]->Do([&, i] { nodes[i]->Start(); });
+  auto all_finished = [&] {
+    bool all = true;
+    for (NodeId i = 0; i < n; ++i) eps[i]->Do([&, i] { all = all && done(*nodes[i]); });
+    return all;
+  };
+  REQUIRE(testing::WaitFor(all_finished, std::chrono::seconds(60)));
+  Run r;
+  for (NodeId i = 0; i < n; ++i) {
+    eps[i]->Do([&, i] {
+      r.params.emplace_back(nodes[i]->params().span().begin(), nodes[i]->params().span().end());
+    });
+    CHECK(eps[i]->transport().stats().handshake_failures == 0);
+  }
+  for (auto& e : eps) e->Shutdown();
+  return r;
+}
+
 Run OverLoopback(NodeId n, const std::string& codec, gossip::DecentralizedSgdOptions o, double lr) {
   auto coordinator = testing::Seeded(100);
   // Declared before the endpoints, so destroyed after their threads stop.
@@ -94,23 +118,7 @@ Run OverLoopback(NodeId n, const std::string& codec, gossip::DecentralizedSgdOpt
       eps[i]->env().SetSink(nodes[i].get());
     });
   }
-  // Every sink is in place before any node sends.
-  for (NodeId i = 0; i < n; ++i) eps[i]->Do([&, i] { nodes[i]->Start(); });
-  auto all_finished = [&] {
-    bool all = true;
-    for (NodeId i = 0; i < n; ++i) eps[i]->Do([&, i] { all = all && nodes[i]->finished(); });
-    return all;
-  };
-  REQUIRE(testing::WaitFor(all_finished, std::chrono::seconds(60)));
-  Run r;
-  for (NodeId i = 0; i < n; ++i) {
-    eps[i]->Do([&, i] {
-      r.params.emplace_back(nodes[i]->params().span().begin(), nodes[i]->params().span().end());
-    });
-    CHECK(eps[i]->transport().stats().handshake_failures == 0);
-  }
-  for (auto& e : eps) e->Shutdown();
-  return r;
+  return StartAndCollect(eps, nodes, [&](const auto& node) { return node.finished(); });
 }
 
 TEST_CASE("D-PSGD on a ring gives the same models bit for bit on the simulated and the Asio Env") {
@@ -238,22 +246,7 @@ Run JobOverLoopback(const proto::JobConfig& job, double lr) {
       eps[i]->env().SetSink(nodes[i]->sink());
     });
   }
-  for (NodeId i = 0; i < n; ++i) eps[i]->Do([&, i] { nodes[i]->Start(); });
-  auto all_finished = [&] {
-    bool all = true;
-    for (NodeId i = 0; i < n; ++i) eps[i]->Do([&, i] { all = all && nodes[i]->round() == job.rounds(); });
-    return all;
-  };
-  REQUIRE(testing::WaitFor(all_finished, std::chrono::seconds(60)));
-  Run r;
-  for (NodeId i = 0; i < n; ++i) {
-    eps[i]->Do([&, i] {
-      r.params.emplace_back(nodes[i]->params().span().begin(), nodes[i]->params().span().end());
-    });
-    CHECK(eps[i]->transport().stats().handshake_failures == 0);
-  }
-  for (auto& e : eps) e->Shutdown();
-  return r;
+  return StartAndCollect(eps, nodes, [&](const auto& node) { return node.round() == job.rounds(); });
 }
 
 TEST_CASE(
