@@ -77,7 +77,7 @@ TEST_CASE("The job tag hashes the canonical JobConfig byte for byte as docs/prot
 }
 
 TEST_CASE(
-    "A job message is kind, tag and the inner bytes; short, nested, membership and unknown ones are "
+    "A job message is kind, tag and the inner bytes, and short, nested, membership and unknown ones are "
     "refused") {
   const std::uint64_t tag = 0x0807060504030201ULL;
   const JobMessage m(tag, std::make_shared<const FedControlMessage>(FedControlMessage::What::kDone, 7));
@@ -232,8 +232,8 @@ std::vector<std::vector<float>> Simulated(const proto::JobConfig& job) {
 }
 
 TEST_CASE(
-    "Consecutive jobs on the same daemons each train the simulator's models; another job's messages are "
-    "dropped") {
+    "Consecutive jobs on the same daemons each train the simulator's models and drop another job's "
+    "messages") {
   testing::FedFleet fleet(3);
   // Job A to the end on all three daemons.
   const proto::JobConfig a = RingJob("a", 0.05, 1);
