@@ -41,7 +41,6 @@ class JobRouter {
     sink_ = sink;
   }
   void Idle() { sink_ = nullptr; }
-  bool running() const { return sink_ != nullptr; }
 
   // Hands the running job the kept messages of its tag, gossip rounds
   // first_round and first_round + 1, at most kMaxEarlyAge old, and forgets
