@@ -14,6 +14,7 @@
 #include "node/config.h"
 #include "node/daemon_impl.h"
 #include "node/fault_control.h"
+#include "node/job_message.h"
 
 namespace murmur::node {
 
@@ -164,39 +165,14 @@ Status DaemonImpl::StartJob(const proto::JobConfig& job, bool resume) {
   job_state_ = "running";
   job_error_.clear();
   if (!exit_after_job_) SaveJobState();
-  job_sink_ = job_->sink();
+  router_.Run(JobTag(job), job_->sink());
   Job* started = job_.get();
   asio::post(io_, [this, started] {
     started->Start();
-    DeliverEarly(started);
+    // The gossip messages of its first two rounds that came before it started.
+    if (job_.get() == started && !started->ended()) router_.DeliverEarly(started->rounds_done());
   });
   return Status::Ok();
-}
-
-namespace {
-constexpr std::size_t kMaxEarlyMessages = 256;
-constexpr Nanos kMaxEarlyAge = std::chrono::seconds(10);
-}  // namespace
-
-void DaemonImpl::KeepEarly(NodeId from, MessagePtr msg) {
-  if (early_.size() == kMaxEarlyMessages) early_.pop_front();
-  early_.push_back({from, std::move(msg), env_->Now()});
-}
-
-// Hands the job the gossip messages of its first two rounds that came at
-// most kMaxEarlyAge before it; older ones, or later rounds (a previous job's
-// last messages), are dropped.
-void DaemonImpl::DeliverEarly(Job* started) {
-  std::deque<Early> early;
-  early.swap(early_);
-  if (job_.get() != started || job_sink_ == nullptr || started->ended()) return;
-  const std::uint64_t first = started->rounds_done();
-  const Nanos now = env_->Now();
-  for (Early& e : early) {
-    const auto& m = static_cast<const gossip::GossipMessage&>(*e.msg);
-    if (now - e.at > kMaxEarlyAge || m.round() < first || m.round() > first + 1) continue;
-    job_sink_->OnMessage(e.from, std::move(e.msg));
-  }
 }
 
 void DaemonImpl::SaveJobState() {
@@ -206,7 +182,7 @@ void DaemonImpl::SaveJobState() {
 
 void DaemonImpl::OnJobEnd(Job::End how) {
   drain_timer_.cancel();
-  job_sink_ = nullptr;
+  router_.Idle();
   const char* what = how == Job::End::kCompleted ? "completed"
                      : how == Job::End::kDrained ? "drained"
                                                  : "abandoned";

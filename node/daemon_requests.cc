@@ -144,6 +144,9 @@ std::string DaemonImpl::RenderMetrics() const {
                           static_cast<double>(job ? job_->rounds_done() : 0));
   out += PrometheusMetric("murmur_job_running", "gauge", "1 while a job runs (or drains), else 0.",
                           job && !job_->ended() ? 1.0 : 0.0);
+  out += PrometheusMetric("murmur_messages_other_job_total", "counter",
+                          "Job messages dropped because their job tag was not the running job's (or absent).",
+                          static_cast<double>(router_.other_job()));
   out += PrometheusMetric("murmur_bytes_sent_total", "counter", "Bytes written to peer connections.",
                           static_cast<double>(s.bytes_sent.load()));
   out += PrometheusMetric("murmur_bytes_received_total", "counter", "Bytes read from peer connections.",
