@@ -383,9 +383,12 @@ Status Transport::SetCredentials(crypto::Credentials credentials) {
     return Status::InvalidArgument("new credentials are for another identity key");
   credentials_ = std::move(credentials);
   if (stopped_) return Status::Ok();
+  // A session that fails to send closes, which edits sessions_: walk a copy.
+  std::vector<std::shared_ptr<Session>> open;
   for (const auto& w : sessions_) {
-    if (auto s = w.lock()) s->PresentCurrentCertificate();
+    if (auto s = w.lock()) open.push_back(std::move(s));
   }
+  for (const auto& s : open) s->PresentCurrentCertificate();
   return Status::Ok();
 }
 
