@@ -146,14 +146,14 @@ TEST_CASE(
 
 TEST_CASE("A renewed certificate carries a session past the old not_after, in either direction") {
   // Node 1 dials node 5. Either the dialer's or the listener's certificate
-  // expires 1-2 s from now and is renewed once the session is up: the session
+  // expires 2-3 s from now and is renewed once the session is up: the session
   // (the first and only one on both sides) goes on past the old not_after,
   // messages flow both ways, and the peer holds the new certificate.
   const auto coordinator = Seeded(100);
   for (const bool dialer_renews : {true, false}) {
     CAPTURE(dialer_renews);
-    const crypto::Credentials short_lived1 = Creds(coordinator, 1, "fleet", dialer_renews ? 2 : 3600);
-    const crypto::Credentials short_lived5 = Creds(coordinator, 5, "fleet", dialer_renews ? 3600 : 2);
+    const crypto::Credentials short_lived1 = Creds(coordinator, 1, "fleet", dialer_renews ? 3 : 3600);
+    const crypto::Credentials short_lived5 = Creds(coordinator, 5, "fleet", dialer_renews ? 3600 : 3);
     Endpoint b(5, short_lived5, Policy(coordinator));
     REQUIRE(b.start_status().ok());
     TransportOptions o;
