@@ -47,7 +47,8 @@ class SessionKeys final : public gossip::MembershipVerifier {
 
 class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
  public:
-  explicit DaemonImpl(proto::NodeConfig config) : config_(std::move(config)), signals_(io_) {}
+  explicit DaemonImpl(proto::NodeConfig config)
+      : config_(std::move(config)), signals_(io_), reload_signals_(io_) {}
   ~DaemonImpl() override {
     if (membership_) membership_->Stop();
     if (transport_) transport_->Stop();
@@ -68,6 +69,10 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   void RequestStop() {
     asio::post(io_, [this] { Shutdown("stop requested"); });
   }
+  // Reads the certificate file again and, when it passes the renewal checks
+  // (node/certificate_reload.h), presents it from now on; else keeps the
+  // current one, logs why and counts it. `why` names the trigger in the log.
+  Status ReloadCertificate(const std::string& why);
   // Membership messages to the membership, the rest to the router, which
   // hands the running job those with its tag.
   void OnMessage(NodeId from, MessagePtr msg) override {
@@ -89,6 +94,11 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   proto::NodeConfig config_;
   asio::io_context io_;
   asio::signal_set signals_;
+  asio::signal_set reload_signals_;  // SIGHUP: reload the certificate
+  std::string cert_path_;
+  crypto::TrustPolicy node_policy_;             // what peers' certificates must satisfy; also checks renewals
+  std::atomic<std::uint64_t> cert_reloads_{0};  // renewed certificates taken
+  std::atomic<std::uint64_t> cert_reload_failures_{0};  // reloads refused (the old certificate stays)
   std::unique_ptr<AsioEnv> env_;
   // Fault injection (config field 'fault_injection', node/fault_control.h):
   // when set, membership and jobs send through faulty_, which applies fault_plan_.
@@ -131,6 +141,8 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   proto::ControlResponse OnControl(const proto::ControlRequest& request, const crypto::PeerInfo& from);
   proto::ControlResponse Submit(const proto::JobConfig& job);
   proto::ControlResponse SetFaults(const proto::FaultConfig& faults);
+  proto::ControlResponse ReloadCertificateRequest();
+  void WaitReloadSignal();
   proto::JobStatus JobStatus() const;
   std::string RenderMetrics() const;
 };
