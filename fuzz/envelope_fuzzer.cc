@@ -1,0 +1,86 @@
+// Fuzzes node::EnvelopeReader, the parser of the records a secure channel's
+// plaintexts carry (docs/protocol.md, section 7): any sequence of records must
+// give events or a Status, never a crash, and
+//   - a failed reader stays failed;
+//   - no more payload is buffered than the message bound and than the data
+//     bytes fed since its BEGIN (memory grows only with what arrives);
+//   - a completed message has exactly the total its BEGIN declared, and its
+//     bytes are the data of its records, in order;
+//   - a CERTIFICATE record's payload is the record after its type byte, and
+//     the handshake-payload decoder the session then runs on it does not crash.
+// Input: byte 0 picks the message bound (1 B .. 512 KiB); then records, each
+// a u16 little-endian length, a keep flag byte and the record's bytes.
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <vector>
+
+#include "crypto/bytes.h"
+#include "crypto/handshake.h"
+#include "node/envelope.h"
+
+using murmur::crypto::Bytes;
+using murmur::crypto::ByteSpan;
+using murmur::node::EnvelopeReader;
+using murmur::node::RecordEvent;
+using murmur::node::RecordType;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 1) return 0;
+  const std::uint64_t bound = std::uint64_t{1} << (data[0] % 20);
+  EnvelopeReader reader(bound);
+  bool failed = false;
+  Bytes expected;              // the data bytes of the message in progress
+  std::uint64_t declared = 0;  // its BEGIN's total
+  bool keeping = false;
+  std::size_t pos = 1;
+  while (pos + 3 <= size) {
+    const std::size_t len = data[pos] | (std::size_t{data[pos + 1]} << 8);
+    const bool keep = data[pos + 2] % 2 == 0;
+    pos += 3;
+    const ByteSpan record(data + pos, std::min(len, size - pos));
+    pos += record.size();
+    const bool was_in_message = reader.in_message();
+    RecordEvent event;
+    const murmur::Status st = reader.Feed(record, &event, keep);
+    if (failed && st.ok()) std::abort();  // a failed reader stays failed
+    if (!st.ok()) {
+      failed = true;
+      continue;
+    }
+    if (reader.buffered_bytes() > bound) std::abort();
+    switch (event.type) {
+      case RecordType::kBegin:
+        if (was_in_message || record.size() < murmur::node::kBeginHeaderSize) std::abort();
+        declared = 0;
+        for (int i = 0; i < 8; ++i) declared |= std::uint64_t{record[5 + i]} << (8 * i);
+        if (declared > bound) std::abort();
+        keeping = keep;
+        expected.assign(record.begin() + murmur::node::kBeginHeaderSize, record.end());
+        break;
+      case RecordType::kContinue:
+        if (!was_in_message || record.size() < 2) std::abort();
+        expected.insert(expected.end(), record.begin() + 1, record.end());
+        break;
+      case RecordType::kCertificate: {
+        if (event.certificate != Bytes(record.begin() + 1, record.end())) std::abort();
+        (void)murmur::crypto::DecodeHandshakePayload(event.certificate);
+        break;
+      }
+      default: break;
+    }
+    if (event.type == RecordType::kBegin || event.type == RecordType::kContinue) {
+      if (expected.size() > declared) std::abort();
+      if (keeping && reader.in_message() && reader.buffered_bytes() > expected.size()) std::abort();
+      if (event.message.has_value()) {
+        if (!keeping || expected.size() != declared || event.message->payload != expected) std::abort();
+      } else if (expected.size() == declared && keeping) {
+        std::abort();  // complete, but no message
+      }
+    } else if (event.message.has_value()) {
+      std::abort();
+    }
+  }
+  return 0;
+}
