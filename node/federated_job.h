@@ -104,6 +104,7 @@ class FederatedJob final : public Job {
   double accuracy() const override;
   double loss() const override;
   std::uint64_t checkpoints() const override;
+  double epsilon() const override;
   std::vector<float> params() const override;
   std::string warning() const override;
 
