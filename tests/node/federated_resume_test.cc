@@ -41,16 +41,18 @@ constexpr std::size_t kDim = 6;
 
 federated::UpdatePtr Dense(const std::vector<float>& v) { return compression::DenseF32Update(v); }
 
-// What client i returns for a task: delta_j = 0.3 (t_ij - x_j) + 0.01 sin(round + i + j),
-// t_ij = (i + 1) (j - 2.5); its SCAFFOLD difference is half its delta.
+// What client i returns for a task: delta_j = 0.3 (t_ij - x_j) + 0.01 sin(round + i + j)
+// - 0.2 c_j, t_ij = (i + 1) (j - 2.5), c the server's SCAFFOLD control variate
+// (0 without); its SCAFFOLD difference is half its delta.
 MessagePtr Answer(NodeId client, const federated::FedMessage& task) {
-  std::vector<float> x(kDim, 0.0f), delta(kDim);
+  std::vector<float> x(kDim, 0.0f), c(kDim, 0.0f), delta(kDim);
   REQUIRE(task.updates()[0]->AddTo(x).ok());
+  if (task.updates().size() == 2) REQUIRE(task.updates()[1]->AddTo(c).ok());
   const std::uint64_t round = task.header().round;
   for (std::size_t j = 0; j < kDim; ++j) {
     const double t = (client + 1.0) * (static_cast<double>(j) - 2.5);
-    delta[j] =
-        static_cast<float>(0.3 * (t - x[j]) + 0.01 * std::sin(static_cast<double>(round + client + j)));
+    delta[j] = static_cast<float>(0.3 * (t - x[j]) +
+                                  0.01 * std::sin(static_cast<double>(round + client + j)) - 0.2 * c[j]);
   }
   federated::FedHeader h;
   h.kind = federated::FedKind::kResult;
@@ -158,6 +160,7 @@ TEST_CASE("A resumed FedServer makes every update of the never-stopped one, bit 
     const Trace first = Run(o, x0, nullptr, k);
     REQUIRE(first.state.has_value());
     const Trace resumed = Run(o, first.state_params, &*first.state);
+    MESSAGE(name << ": " << whole.params.size() << " rounds");
     REQUIRE(whole.params.size() > k + 5);
     if (o.epsilon_budget > 0) REQUIRE(whole.params.size() < o.rounds);  // the budget stops it
     REQUIRE(resumed.params.size() == whole.params.size() - k);          // the same stop round (budget or all)
