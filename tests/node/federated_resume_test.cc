@@ -350,7 +350,7 @@ TEST_CASE("Adaptive clipping's norm continues from the checkpoint after a restar
   // After R rounds log(C_R / 1000) = -0.1 R within 0.01 sqrt(R) per standard
   // deviation if C continued through the restart, -0.1 (R - k) if it was reset.
   proto::JobConfig job = BlobsJob("clip", "fedavg", 1);
-  job.set_rounds(20);
+  job.set_rounds(30);
   job.set_local_steps(5);
   job.set_checkpoint_every(1);
   job.set_eval_every(0);
@@ -370,7 +370,7 @@ TEST_CASE("Adaptive clipping's norm continues from the checkpoint after a restar
   REQUIRE(ckpt->round == job.rounds());
   const double log_ratio = std::log(ckpt->scalars.at("server/clip") / 1000);
   const double r = static_cast<double>(job.rounds());
-  MESSAGE("log(C_20 / C_0) = " << log_ratio << " (continued: " << -0.1 * r << ", reset after round " << k
+  MESSAGE("log(C_R / C_0) = " << log_ratio << " (continued: " << -0.1 * r << ", reset after round " << k
                                << ": " << -0.1 * (r - k) << ")");
   CHECK(std::abs(log_ratio + 0.1 * r) < 6 * 0.01 * std::sqrt(r));
   CHECK(ckpt->scalars.count("server/noise/rng_block") == 0);  // the secret noise stream stays off the disk
