@@ -151,9 +151,9 @@ class FedServer final : public MessageSink {
   ServerState ExportState() const;
   // Takes a state ExportState returned (the "noise/" and "attack/" stream
   // positions may be left out: those streams then start afresh). REQUIRES:
-  // before Start(). InvalidArgument naming the entry that is missing, of the
-  // wrong size or out of range; the server is then unchanged only in part and
-  // must not be started.
+  // before Start(), with the options the state was exported under.
+  // InvalidArgument naming the entry that is missing, of the wrong size or
+  // out of range; a server that refused a state must not be started.
   Status ImportState(const ServerState& state);
 
  private:
