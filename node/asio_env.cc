@@ -8,6 +8,7 @@
 #include "gossip/membership_messages.h"
 #include "gossip/messages.h"
 #include "node/federated_control.h"
+#include "node/job_message.h"
 
 namespace murmur::node {
 
@@ -41,6 +42,14 @@ AsioEnv::AsioEnv(asio::io_context& io, NodeId self, std::uint64_t seed, int offl
                   });
   RegisterDecoder(kFedControlMessageKind, [](std::span<const std::uint8_t> bytes) -> Result<MessagePtr> {
     MURMUR_ASSIGN_OR_RETURN(auto msg, FedControlMessage::Decode(bytes));
+    return MessagePtr(std::move(msg));
+  });
+  // A daemon's job messages: the tag, then a message of a kind above.
+  RegisterDecoder(kJobMessageKind, [this](std::span<const std::uint8_t> bytes) -> Result<MessagePtr> {
+    MURMUR_ASSIGN_OR_RETURN(auto msg, DecodeJobMessage(bytes, [this](std::uint32_t kind) -> const Decoder* {
+                              auto it = decoders_.find(kind);
+                              return it == decoders_.end() ? nullptr : &it->second;
+                            }));
     return MessagePtr(std::move(msg));
   });
 }

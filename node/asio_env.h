@@ -10,8 +10,10 @@
 // the Transport with the message's kind; on the other side the payload is
 // decoded by the decoder registered for its kind (by default GossipMessage,
 // federated::FedMessage with compression::DecodeLimits, FedControlMessage,
-// and gossip::MembershipMessage with its default limits; gossip::Membership
-// checks its signature) and handed to the sink. A payload of an unknown kind
+// gossip::MembershipMessage with its default limits (gossip::Membership
+// checks its signature), and a daemon job's JobMessage, node/job_message.h,
+// whose inner message is decoded by its own kind's decoder) and handed to the
+// sink. A payload of an unknown kind
 // or one that fails to decode is counted, dropped, and reported to the
 // Transport as an invalid update from its sender
 // (Transport::ReportMisbehaviour), which graylists a persistent offender.

@@ -46,6 +46,8 @@ class ControlServer {
   // Listens on host:port (0: any free port). Unavailable on failure.
   Status Start(const std::string& host, std::uint16_t port);
   void Stop();
+  // The credentials presented to operators from the next connection on (a renewed certificate).
+  void SetCredentials(crypto::Credentials credentials) { credentials_ = std::move(credentials); }
   std::uint16_t port() const { return port_; }
   // Connections closed for a failed handshake or a bad request.
   std::uint64_t failures() const { return failures_; }

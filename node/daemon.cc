@@ -1,7 +1,9 @@
 #include "node/daemon.h"
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <future>
 #include <sstream>
 
 #include <google/protobuf/text_format.h>
@@ -10,10 +12,12 @@
 #include "crypto/certificate.h"
 #include "crypto/file_io.h"
 #include "crypto/identity.h"
+#include "node/certificate_reload.h"
 #include "node/checkpoint.h"
 #include "node/config.h"
 #include "node/daemon_impl.h"
 #include "node/fault_control.h"
+#include "node/job_message.h"
 
 namespace murmur::node {
 
@@ -36,7 +40,7 @@ Status DaemonImpl::Init() {
   // Keys and admission.
   const std::string key_path =
       config_.has_identity() ? config_.identity() : config_.data_dir() + "/identity.key";
-  const std::string cert_path =
+  const std::string& cert_path = cert_path_ =
       config_.has_certificate() ? config_.certificate() : config_.data_dir() + "/node.cert";
   MURMUR_ASSIGN_OR_RETURN(crypto::Identity identity, crypto::Identity::LoadKeyFile(key_path));
   MURMUR_ASSIGN_OR_RETURN(crypto::Certificate cert, crypto::LoadCertificateFile(cert_path));
@@ -65,6 +69,7 @@ Status DaemonImpl::Init() {
     to.peers.push_back(pa);
   }
   crypto::TrustPolicy policy{config_.network_id(), coordinator, crypto::kRoleNode};
+  node_policy_ = policy;
   crypto::TrustPolicy operators{config_.network_id(), coordinator, crypto::kRoleOperator};
   env_ = std::make_unique<AsioEnv>(io_, self, to.seed, static_cast<int>(std::max(1u, config_.threads())));
   transport_ = std::make_unique<Transport>(io_, *creds, policy, to, [this](NodeId from, ReceivedMessage m) {
@@ -164,39 +169,14 @@ Status DaemonImpl::StartJob(const proto::JobConfig& job, bool resume) {
   job_state_ = "running";
   job_error_.clear();
   if (!exit_after_job_) SaveJobState();
-  job_sink_ = job_->sink();
+  router_.Run(JobTag(job), job_->sink());
   Job* started = job_.get();
   asio::post(io_, [this, started] {
     started->Start();
-    DeliverEarly(started);
+    // The gossip messages of its first two rounds that came before it started.
+    if (job_.get() == started && !started->ended()) router_.DeliverEarly(started->rounds_done());
   });
   return Status::Ok();
-}
-
-namespace {
-constexpr std::size_t kMaxEarlyMessages = 256;
-constexpr Nanos kMaxEarlyAge = std::chrono::seconds(10);
-}  // namespace
-
-void DaemonImpl::KeepEarly(NodeId from, MessagePtr msg) {
-  if (early_.size() == kMaxEarlyMessages) early_.pop_front();
-  early_.push_back({from, std::move(msg), env_->Now()});
-}
-
-// Hands the job the gossip messages of its first two rounds that came at
-// most kMaxEarlyAge before it; older ones, or later rounds (a previous job's
-// last messages), are dropped.
-void DaemonImpl::DeliverEarly(Job* started) {
-  std::deque<Early> early;
-  early.swap(early_);
-  if (job_.get() != started || job_sink_ == nullptr || started->ended()) return;
-  const std::uint64_t first = started->rounds_done();
-  const Nanos now = env_->Now();
-  for (Early& e : early) {
-    const auto& m = static_cast<const gossip::GossipMessage&>(*e.msg);
-    if (now - e.at > kMaxEarlyAge || m.round() < first || m.round() > first + 1) continue;
-    job_sink_->OnMessage(e.from, std::move(e.msg));
-  }
 }
 
 void DaemonImpl::SaveJobState() {
@@ -206,7 +186,7 @@ void DaemonImpl::SaveJobState() {
 
 void DaemonImpl::OnJobEnd(Job::End how) {
   drain_timer_.cancel();
-  job_sink_ = nullptr;
+  router_.Idle();
   const char* what = how == Job::End::kCompleted ? "completed"
                      : how == Job::End::kDrained ? "drained"
                                                  : "abandoned";
@@ -259,7 +239,42 @@ void DaemonImpl::Finish(Nanos linger) {
     control_->Stop();
     asio::error_code ignored;
     signals_.cancel(ignored);
+    reload_signals_.cancel(ignored);
     io_.stop();
+  });
+}
+
+Status DaemonImpl::ReloadCertificate(const std::string& why) {
+  const std::int64_t now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  auto renewed = LoadRenewedCredentials(cert_path_, transport_->credentials(), node_policy_, now);
+  if (!renewed.ok()) {
+    ++cert_reload_failures_;
+    MURMUR_LOG(kError) << "node " << config_.node_id() << ": " << why << ": certificate reload refused, "
+                       << "keeping " << DescribeCertificate(transport_->credentials().certificate) << ": "
+                       << renewed.status().ToString();
+    return renewed.status();
+  }
+  if (renewed->certificate == transport_->credentials().certificate) {
+    MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": " << why << ": certificate unchanged ("
+                      << DescribeCertificate(renewed->certificate) << ")";
+    return Status::Ok();
+  }
+  const std::string before = DescribeCertificate(transport_->credentials().certificate);
+  MURMUR_RETURN_IF_ERROR(transport_->SetCredentials(*renewed));  // same identity: cannot fail
+  control_->SetCredentials(*renewed);
+  ++cert_reloads_;
+  MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": " << why << ": certificate renewed, now "
+                       << DescribeCertificate(renewed->certificate) << " (was " << before << ")";
+  return Status::Ok();
+}
+
+void DaemonImpl::WaitReloadSignal() {
+  reload_signals_.async_wait([this](const asio::error_code& ec, int) {
+    if (ec || done_) return;
+    (void)ReloadCertificate("SIGHUP");  // logged and counted there
+    WaitReloadSignal();
   });
 }
 
@@ -270,6 +285,8 @@ Status DaemonImpl::Run(bool handle_signals) {
     signals_.async_wait([this](const asio::error_code& ec, int sig) {
       if (!ec) Shutdown(sig == SIGTERM ? "SIGTERM" : "SIGINT");
     });
+    reload_signals_.add(SIGHUP);
+    WaitReloadSignal();
   }
   MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": listening on port " << transport_->port()
                     << ", metrics on " << metrics_->port() << ", control on " << control_->port() << ", job "
@@ -311,6 +328,11 @@ Result<std::unique_ptr<Daemon>> Daemon::Create(const proto::NodeConfig& config) 
 
 Status Daemon::Run(bool handle_signals) { return impl_->Run(handle_signals); }
 void Daemon::RequestStop() { impl_->RequestStop(); }
+Status Daemon::ReloadCertificate() {
+  std::promise<Status> result;
+  asio::post(impl_->io_, [&] { result.set_value(impl_->ReloadCertificate("reload requested")); });
+  return result.get_future().get();
+}
 std::uint16_t Daemon::port() const { return impl_->transport_->port(); }
 std::uint16_t Daemon::metrics_port() const { return impl_->metrics_->port(); }
 std::uint16_t Daemon::control_port() const { return impl_->control_->port(); }

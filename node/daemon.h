@@ -15,6 +15,12 @@
 // resumes at the next start. `murmur job stop` does the same to the job only
 // and marks it stopped.
 //
+// Certificate renewal: SIGHUP (with `handle_signals`), ReloadCertificate()
+// or `murmur cert reload` read the certificate file again; a renewal that
+// passes node/certificate_reload.h's checks is presented on new handshakes
+// and sent on open sessions (node/transport.h), so that they outlive the old
+// certificate; docs/daemon.md "Certificate renewal".
+//
 // Thread-safety: Run() on one thread (it runs the io_context); RequestStop()
 // and the accessors from any thread.
 #pragma once
@@ -42,6 +48,11 @@ class Daemon {
   // on SIGTERM and SIGINT when `handle_signals`.
   Status Run(bool handle_signals = false);
   void RequestStop();
+  // Reloads the certificate file (as SIGHUP and `murmur cert reload` do):
+  // OK when the renewal was taken, else the reason it was refused (the old
+  // certificate stays in use). Waits for the io thread: REQUIRES Run() is
+  // running on another thread.
+  Status ReloadCertificate();
 
   std::uint16_t port() const;
   std::uint16_t metrics_port() const;

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <atomic>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +23,7 @@
 #include "node/control_server.h"
 #include "node/daemon.h"
 #include "node/job.h"
+#include "node/job_router.h"
 #include "node/metrics_server.h"
 #include "node/transport.h"
 #include "proto/control.pb.h"
@@ -47,7 +47,8 @@ class SessionKeys final : public gossip::MembershipVerifier {
 
 class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
  public:
-  explicit DaemonImpl(proto::NodeConfig config) : config_(std::move(config)), signals_(io_) {}
+  explicit DaemonImpl(proto::NodeConfig config)
+      : config_(std::move(config)), signals_(io_), reload_signals_(io_) {}
   ~DaemonImpl() override {
     if (membership_) membership_->Stop();
     if (transport_) transport_->Stop();
@@ -68,14 +69,17 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   void RequestStop() {
     asio::post(io_, [this] { Shutdown("stop requested"); });
   }
-  // Membership messages to the membership, the rest to the running job.
+  // Reads the certificate file again and, when it passes the renewal checks
+  // (node/certificate_reload.h), presents it from now on; else keeps the
+  // current one, logs why and counts it. `why` names the trigger in the log.
+  Status ReloadCertificate(const std::string& why);
+  // Membership messages to the membership, the rest to the router, which
+  // hands the running job those with its tag.
   void OnMessage(NodeId from, MessagePtr msg) override {
     if (msg->kind() == gossip::kMembershipMessageKind) {
       if (membership_) membership_->OnMessage(from, std::move(msg));
-    } else if (job_sink_ != nullptr) {
-      job_sink_->OnMessage(from, std::move(msg));
-    } else if (msg->kind() == gossip::kGossipMessageKind) {
-      KeepEarly(from, std::move(msg));
+    } else {
+      router_.OnMessage(from, std::move(msg));
     }
   }
   void OnMemberAlive(const gossip::Member& m) override;
@@ -90,6 +94,11 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   proto::NodeConfig config_;
   asio::io_context io_;
   asio::signal_set signals_;
+  asio::signal_set reload_signals_;  // SIGHUP: reload the certificate
+  std::string cert_path_;
+  crypto::TrustPolicy node_policy_;             // what peers' certificates must satisfy; also checks renewals
+  std::atomic<std::uint64_t> cert_reloads_{0};  // renewed certificates taken
+  std::atomic<std::uint64_t> cert_reload_failures_{0};  // reloads refused (the old certificate stays)
   std::unique_ptr<AsioEnv> env_;
   // Fault injection (config field 'fault_injection', node/fault_control.h):
   // when set, membership and jobs send through faulty_, which applies fault_plan_.
@@ -103,15 +112,8 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   std::unique_ptr<crypto::Identity> identity_;  // signs SecAgg+ keys of federated jobs
   std::unique_ptr<SessionKeys> session_keys_;
   std::unique_ptr<gossip::Membership> membership_;
-  MessageSink* job_sink_ = nullptr;  // the running job's
-  // Gossip messages that came while no job ran: peers that got a submitted
-  // job first may already have sent its first round (DeliverEarly).
-  struct Early {
-    NodeId from;
-    MessagePtr msg;
-    Nanos at;
-  };
-  std::deque<Early> early_;
+  // Job messages to the running job when their tag is its own (node/job_router.h).
+  JobRouter router_{config_.node_id(), [this] { return env_ ? env_->Now() : Nanos(0); }};
   std::unique_ptr<Job> job_;                   // the current or last job
   std::vector<std::unique_ptr<Job>> retired_;  // ended jobs; callbacks may still name them
   std::string job_state_ = "idle";             // idle, running, draining, done, stopped, failed
@@ -132,8 +134,6 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   }
   Status StartJob(const proto::JobConfig& job, bool resume);
   void OnJobEnd(Job::End how);
-  void KeepEarly(NodeId from, MessagePtr msg);
-  void DeliverEarly(Job* started);
   void SaveJobState();
   void BeginDrain(const std::string& why);
   void Shutdown(const std::string& why);
@@ -141,6 +141,8 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   proto::ControlResponse OnControl(const proto::ControlRequest& request, const crypto::PeerInfo& from);
   proto::ControlResponse Submit(const proto::JobConfig& job);
   proto::ControlResponse SetFaults(const proto::FaultConfig& faults);
+  proto::ControlResponse ReloadCertificateRequest();
+  void WaitReloadSignal();
   proto::JobStatus JobStatus() const;
   std::string RenderMetrics() const;
 };

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "core/log.h"
+#include "node/certificate_reload.h"
 #include "node/daemon_impl.h"
 #include "node/fault_control.h"
 
@@ -74,6 +75,7 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
       break;
     case proto::ControlRequest::kFaultSet: r = SetFaults(request.fault_set().faults()); break;
     case proto::ControlRequest::kFaultClear: r = SetFaults(proto::FaultConfig{}); break;
+    case proto::ControlRequest::kCertReload: r = ReloadCertificateRequest(); break;
     default: return Refuse("unknown request");
   }
   r.set_node_id(config_.node_id());
@@ -117,6 +119,14 @@ proto::ControlResponse DaemonImpl::SetFaults(const proto::FaultConfig& faults) {
   return r;
 }
 
+proto::ControlResponse DaemonImpl::ReloadCertificateRequest() {
+  Status st = ReloadCertificate("operator reload");
+  proto::ControlResponse r = st.ok() ? proto::ControlResponse{} : Refuse(st.ToString());
+  r.set_ok(st.ok());
+  r.set_certificate(DescribeCertificate(transport_->credentials().certificate));
+  return r;
+}
+
 proto::JobStatus DaemonImpl::JobStatus() const {
   proto::JobStatus s;
   s.set_state(job_state_);
@@ -145,6 +155,9 @@ std::string DaemonImpl::RenderMetrics() const {
                           static_cast<double>(job ? job_->rounds_done() : 0));
   out += PrometheusMetric("murmur_job_running", "gauge", "1 while a job runs (or drains), else 0.",
                           job && !job_->ended() ? 1.0 : 0.0);
+  out += PrometheusMetric("murmur_messages_other_job_total", "counter",
+                          "Job messages dropped because their job tag was not the running job's (or absent).",
+                          static_cast<double>(router_.other_job()));
   out += PrometheusMetric("murmur_bytes_sent_total", "counter", "Bytes written to peer connections.",
                           static_cast<double>(s.bytes_sent.load()));
   out += PrometheusMetric("murmur_bytes_received_total", "counter", "Bytes read from peer connections.",
@@ -157,6 +170,24 @@ std::string DaemonImpl::RenderMetrics() const {
   out += PrometheusMetric("murmur_sessions_expired_total", "counter",
                           "Sessions closed because the peer's or this node's certificate expired.",
                           static_cast<double>(s.sessions_expired.load()));
+  out += PrometheusMetric("murmur_certificate_not_after_seconds", "gauge",
+                          "Unix time at which the certificate this node presents expires.",
+                          static_cast<double>(transport_->credentials().certificate.not_after));
+  out += PrometheusMetric("murmur_certificate_reloads_total", "counter",
+                          "Renewed certificates taken without a restart (SIGHUP, murmur cert reload).",
+                          static_cast<double>(cert_reloads_.load()));
+  out += PrometheusMetric("murmur_certificate_reload_failures_total", "counter",
+                          "Certificate reloads refused; the certificate in use stayed.",
+                          static_cast<double>(cert_reload_failures_.load()));
+  out += PrometheusMetric("murmur_certificates_presented_total", "counter",
+                          "Renewed certificates sent to peers on open sessions.",
+                          static_cast<double>(s.certificates_presented.load()));
+  out += PrometheusMetric("murmur_peer_certificate_updates_total", "counter",
+                          "Peers' renewed certificates taken on open sessions.",
+                          static_cast<double>(s.certificate_updates.load()));
+  out += PrometheusMetric("murmur_peer_certificate_updates_refused_total", "counter",
+                          "Peers' renewed certificates refused (the session keeps the old one).",
+                          static_cast<double>(s.certificate_updates_refused.load()));
   out += PrometheusMetric("murmur_frames_rejected_total", "counter",
                           "Frames refused: bad length, failed authentication or malformed record.",
                           static_cast<double>(s.frames_rejected.load()));

@@ -29,6 +29,13 @@ crypto::Bytes PingRecord(RecordType type, std::uint64_t token) {
   return out;
 }
 
+crypto::Bytes CertificateRecord(const crypto::HandshakePayload& payload) {
+  crypto::Bytes out;
+  crypto::AppendU8(&out, static_cast<std::uint8_t>(RecordType::kCertificate));
+  crypto::AppendBytes(&out, crypto::EncodeHandshakePayload(payload));
+  return out;
+}
+
 std::size_t RecordCount(std::size_t payload_size, std::size_t max_plaintext) {
   MURMUR_CHECK(max_plaintext > kBeginHeaderSize);
   const std::size_t first = max_plaintext - kBeginHeaderSize;
@@ -121,6 +128,15 @@ Status EnvelopeReader::Feed(const RecordSource& source, RecordEvent* event, bool
       if (size != 9 || !r.ReadU64(&event->token))
         return Fail(Status::DataLoss("PING/PONG record must be 9 bytes"));
       event->type = static_cast<RecordType>(type);
+      return Status::Ok();
+    }
+    case RecordType::kCertificate: {
+      if (size < 2 || size - 1 > kMaxCertificateRecordPayload)
+        return Fail(Status::DataLoss("CERTIFICATE record of " + std::to_string(size) + " bytes, limit " +
+                                     std::to_string(1 + kMaxCertificateRecordPayload)));
+      event->type = RecordType::kCertificate;
+      event->certificate.resize(size - 1);
+      source.Read(1, size - 1, event->certificate.data());
       return Status::Ok();
     }
     case RecordType::kBegin: {

@@ -8,6 +8,12 @@
 //   3 CONTINUE  data                                    the next payload bytes of that message
 //   4 PING      u64 token                               keepalive; answered with PONG
 //   5 PONG      u64 token
+//   6 CERTIFICATE handshake credentials payload        the sender's renewed certificate (below)
+//
+// CERTIFICATE carries crypto::EncodeHandshakePayload of the sender's new
+// certificate and its signature of the session's Noise static key: a daemon
+// that reloads its certificate sends it on every open session, so that the
+// session outlives the old certificate (docs/protocol.md section 7).
 //
 // A message (core::Message kind + EncodeTo bytes) larger than one plaintext
 // is cut into a BEGIN and CONTINUE records; records of one message are never
@@ -27,16 +33,28 @@
 #include "core/env.h"
 #include "core/status.h"
 #include "crypto/bytes.h"
+#include "crypto/handshake.h"
 
 namespace murmur::node {
 
-enum class RecordType : std::uint8_t { kHello = 1, kBegin = 2, kContinue = 3, kPing = 4, kPong = 5 };
+enum class RecordType : std::uint8_t {
+  kHello = 1,
+  kBegin = 2,
+  kContinue = 3,
+  kPing = 4,
+  kPong = 5,
+  kCertificate = 6
+};
 
 inline constexpr std::size_t kBeginHeaderSize = 1 + 4 + 8;
 inline constexpr std::size_t kContinueHeaderSize = 1;
+// A CERTIFICATE record's payload: u8 version, u16 length, certificate, signature.
+inline constexpr std::size_t kMaxCertificateRecordPayload =
+    1 + 2 + crypto::kMaxCertificateSize + crypto::kSignatureSize;
 
 crypto::Bytes HelloRecord(NodeId self);
 crypto::Bytes PingRecord(RecordType type, std::uint64_t token);  // kPing or kPong
+crypto::Bytes CertificateRecord(const crypto::HandshakePayload& payload);
 
 // Number of records a message of `payload_size` bytes takes with plaintexts of
 // at most `max_plaintext` bytes. REQUIRES: max_plaintext > kBeginHeaderSize.
@@ -93,6 +111,7 @@ struct RecordEvent {
   RecordType type = RecordType::kContinue;
   NodeId hello_node = kNoNode;             // kHello
   std::uint64_t token = 0;                 // kPing, kPong
+  crypto::Bytes certificate;               // kCertificate: the handshake payload, not yet decoded
   std::optional<ReceivedMessage> message;  // set when a BEGIN/CONTINUE completed a message
 };
 

@@ -60,7 +60,7 @@ class FederatedJobImpl final : public MessageSink, public gossip::RoundObserver 
         peer_alive_(std::move(peer_alive)),
         local_(std::move(local)),
         map_{job_.aggregator(), job_.nodes() - 1},
-        env_(env, job_.seed()),
+        env_(env, job_.seed(), JobTag(job_)),
         index_env_(env_, map_, job_.seed()),
         checkpoint_path_(std::move(checkpoint_path)),
         on_end_(std::move(on_end)),

@@ -72,7 +72,7 @@ class GossipJobImpl final : public gossip::RoundObserver {
                 LocalData local)
       : job_(std::move(job)),
         local_(std::move(local)),
-        env_(env, job_.seed()),
+        env_(env, job_.seed(), JobTag(job_)),
         checkpoint_path_(std::move(checkpoint_path)),
         on_end_(std::move(on_end)) {}
 

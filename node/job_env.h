@@ -1,7 +1,8 @@
 // JobEnv: the Env one job of a daemon runs on. It forwards to the daemon's
-// AsioEnv (clock, timers, transport, worker pool) with two differences:
+// AsioEnv (clock, timers, transport, worker pool) with three differences:
 // MakeRng draws from the job's seed (so a job's random streams are the ones
-// the simulator gives the same job, whatever ran before it), and Halt() cuts
+// the simulator gives the same job, whatever ran before it), Send wraps each
+// message in a JobMessage with the job's tag (node/job_message.h), and Halt() cuts
 // the job off: afterwards its timers and offloaded completions are dropped
 // and its sends go nowhere, so a stopped job's node can stay alive (pending
 // callbacks may still reference it) without acting.
@@ -13,12 +14,14 @@
 #include <memory>
 
 #include "core/env.h"
+#include "node/job_message.h"
 
 namespace murmur::node {
 
 class JobEnv final : public Env {
  public:
-  JobEnv(Env& target, std::uint64_t seed) : target_(target), seed_(seed) {}
+  // `tag`: the job's JobTag, carried by every message the job sends.
+  JobEnv(Env& target, std::uint64_t seed, std::uint64_t tag) : target_(target), seed_(seed), tag_(tag) {}
 
   void Halt() { *halted_ = true; }
   bool halted() const { return *halted_; }
@@ -32,7 +35,7 @@ class JobEnv final : public Env {
   }
   void CancelTimer(TimerId id) override { target_.CancelTimer(id); }
   void Send(NodeId to, MessagePtr msg) override {
-    if (!*halted_) target_.Send(to, std::move(msg));
+    if (!*halted_) target_.Send(to, std::make_shared<const JobMessage>(tag_, std::move(msg)));
   }
   Rng MakeRng(RngPurpose purpose) const override { return Rng(seed_, target_.self(), purpose); }
   void Offload(double flops, std::function<void()> work, std::function<void()> done) override {
@@ -44,6 +47,7 @@ class JobEnv final : public Env {
  private:
   Env& target_;
   std::uint64_t seed_;
+  std::uint64_t tag_;
   std::shared_ptr<bool> halted_ = std::make_shared<bool>(false);
 };
 

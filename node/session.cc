@@ -51,6 +51,7 @@ void Session::Start() {
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
   address_ = socket_.remote_endpoint(ec).address().to_string();
   handshake_.emplace(role_, transport_->credentials_, transport_->policy_, UnixNow());
+  presented_ = transport_->credentials_.certificate;
   if (role_ == crypto::HandshakeRole::kInitiator) {
     Status st = QueueHandshakeMessage();
     if (!st.ok()) return Close(st);
@@ -195,6 +196,46 @@ Status Session::OnHandshakeFrame(crypto::ByteSpan frame) {
   peer_info_ = handshake_->peer();
   channel_.emplace(handshake_->MakeChannel(transport_->options_.channel));
   control_.push_back(HelloRecord(transport_->options_.self));
+  PresentCurrentCertificate();  // reloaded during the handshake
+  return Status::Ok();
+}
+
+void Session::PresentCurrentCertificate() {
+  if (closed_ || transport_ == nullptr || !channel_.has_value()) return;
+  const crypto::Credentials& now = transport_->credentials_;
+  if (presented_ == now.certificate) return;
+  control_.push_back(CertificateRecord({now.certificate, now.static_key_signature}));
+  presented_ = now.certificate;
+  ++transport_->stats_.certificates_presented;
+  Pump();
+}
+
+Status Session::OnPeerCertificate(crypto::ByteSpan bytes) {
+  auto payload = crypto::DecodeHandshakePayload(bytes);
+  if (!payload.ok()) return Status::DataLoss("CERTIFICATE record: " + payload.status().ToString());
+  const crypto::Certificate& cert = payload->certificate;
+  const crypto::TrustPolicy& policy = transport_->policy_;
+  Status st = crypto::VerifyCertificate(cert, policy.coordinator_key, policy.network_id, UnixNow());
+  if (st.ok() && !cert.HasRoles(policy.required_roles))
+    st = Status::PermissionDenied("certificate has roles " + crypto::RolesToString(cert.roles) + ", needs " +
+                                  crypto::RolesToString(policy.required_roles));
+  if (st.ok() && cert.node_key != peer_info_->certificate.node_key)
+    st = Status::PermissionDenied("certificate is for another node key than the session's");
+  if (st.ok() && !crypto::VerifySignature(
+                     cert.node_key, crypto::StaticKeyBindingBytes(policy.network_id, peer_info_->static_key),
+                     payload->static_key_signature))
+    st =
+        Status::Unauthenticated("the session's Noise static key is not signed by the certificate's node key");
+  if (!st.ok()) {
+    ++transport_->stats_.certificate_updates_refused;
+    MURMUR_LOG(kWarning) << "node " << transport_->options_.self << ": renewed certificate of node " << peer_
+                         << " refused, the session keeps the old one: " << st.ToString();
+    return Status::Ok();
+  }
+  ++transport_->stats_.certificate_updates;
+  MURMUR_LOG(kInfo) << "node " << transport_->options_.self << ": node " << peer_
+                    << " renewed its certificate: serial " << cert.serial << ", not_after " << cert.not_after;
+  peer_info_->certificate = cert;
   return Status::Ok();
 }
 
@@ -238,6 +279,9 @@ Status Session::OnRecord(const RecordSource& record) {
       control_.push_back(PingRecord(RecordType::kPong, event.token));
       return Status::Ok();
     case RecordType::kPong: return Status::Ok();
+    case RecordType::kCertificate:
+      if (!ready_) return Status::DataLoss("CERTIFICATE record before HELLO");
+      return OnPeerCertificate(event.certificate);
     case RecordType::kBegin:
     case RecordType::kContinue:
       if (!ready_) return Status::DataLoss("message before HELLO");
@@ -306,13 +350,14 @@ void Session::OnTick() {
   if (now - last_receive_ > o.idle_timeout)
     return Close(Status::DeadlineExceeded("peer silent past the idle timeout"));
   // A certificate is valid up to not_after (exclusive): a session does not
-  // outlive the peer's or our own. The redial that follows handshakes afresh,
-  // and the handshake refuses an expired certificate.
+  // outlive the peer's or our own (the last one sent on it: a renewed
+  // certificate extends the session). The redial that follows handshakes
+  // afresh, and the handshake refuses an expired certificate.
   if (peer_info_.has_value()) {
     const std::int64_t unix_now = UnixNow();
-    const char* whose = unix_now >= peer_info_->certificate.not_after                ? "the peer's"
-                        : unix_now >= transport_->credentials_.certificate.not_after ? "this node's"
-                                                                                     : nullptr;
+    const char* whose = unix_now >= peer_info_->certificate.not_after ? "the peer's"
+                        : unix_now >= presented_.not_after            ? "this node's"
+                                                                      : nullptr;
     if (whose != nullptr) {
       ++transport_->stats_.sessions_expired;
       return Close(Status::Unauthenticated(std::string(whose) + " certificate expired during the session"));

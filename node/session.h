@@ -39,6 +39,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void Pump();
   // Detaches from the Transport (it is going away); closes the socket.
   void Detach();
+  // Once the channel is open: when the Transport's certificate is not the one
+  // this session presented (it was reloaded), sends it in a CERTIFICATE record.
+  void PresentCurrentCertificate();
 
   NodeId peer() const { return peer_; }
   // The authenticated peer (certificate, static key), once the handshake completed.
@@ -55,6 +58,11 @@ class Session : public std::enable_shared_from_this<Session> {
   Status OnSealedFrames(std::span<const std::span<std::uint8_t>> frames);
   Status OnHandshakeFrame(crypto::ByteSpan frame);
   Status OnRecord(const RecordSource& record);
+  // A CERTIFICATE record: the peer's renewed certificate replaces the one in
+  // peer_info_ when it passes the handshake's checks for the same node key
+  // and Noise static key; otherwise it is refused (logged, counted) and the
+  // session carries on with the old one. DataLoss when malformed.
+  Status OnPeerCertificate(crypto::ByteSpan payload);
   Status QueueHandshakeMessage();
   void ArmTick();
   void OnTick();
@@ -69,6 +77,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<crypto::SecureHandshake> handshake_;
   std::optional<crypto::SecureChannel> channel_;
   std::optional<crypto::PeerInfo> peer_info_;
+  crypto::Certificate presented_;  // the certificate the peer has from this side
   crypto::FrameReader frames_;
   EnvelopeReader reader_;
   std::deque<crypto::Bytes> raw_;      // framed handshake messages

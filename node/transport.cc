@@ -370,6 +370,28 @@ std::optional<crypto::SignPublicKey> Transport::PeerKey(NodeId peer) const {
   return it->second.session->peer_info()->certificate.node_key;
 }
 
+std::optional<crypto::Certificate> Transport::PeerCertificate(NodeId peer) const {
+  auto it = peers_.find(peer);
+  if (it == peers_.end() || it->second.session == nullptr || !it->second.session->peer_info())
+    return std::nullopt;
+  return it->second.session->peer_info()->certificate;
+}
+
+Status Transport::SetCredentials(crypto::Credentials credentials) {
+  if (credentials.identity.public_key() != credentials_.identity.public_key() ||
+      credentials.certificate.node_key != credentials_.identity.public_key())
+    return Status::InvalidArgument("new credentials are for another identity key");
+  credentials_ = std::move(credentials);
+  if (stopped_) return Status::Ok();
+  // A session that fails to send closes, which edits sessions_: walk a copy.
+  std::vector<std::shared_ptr<Session>> open;
+  for (const auto& w : sessions_) {
+    if (auto s = w.lock()) open.push_back(std::move(s));
+  }
+  for (const auto& s : open) s->PresentCurrentCertificate();
+  return Status::Ok();
+}
+
 std::vector<NodeId> Transport::ConnectedPeers() const {
   std::vector<NodeId> out;
   for (const auto& [id, peer] : peers_)

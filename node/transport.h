@@ -50,8 +50,15 @@
 // skipped unread: its records are authenticated and counted, but the payload
 // is neither buffered nor handed on).
 //
+// Certificate renewal: SetCredentials swaps the certificate this node
+// presents; open sessions carry it to their peers in a CERTIFICATE record
+// (node/envelope.h), which the peer checks as the handshake would (same node
+// key, same Noise static key) and then holds instead of the old one. A
+// session then lasts until the newer not_after. A peer that does not know the
+// record closes the session, and the redial presents the new certificate.
+//
 // Thread-safety: everything runs on the io_context's thread (one executor per
-// node); call Start, Send, AddPeer and Stop there (or before it runs). stats()
+// node); call Start, Send, AddPeer, SetCredentials and Stop there (or before it runs). stats()
 // may be read from any thread. Destroy the Transport after Stop() and after
 // the io_context has stopped running its handlers, or on its thread.
 #pragma once
@@ -125,6 +132,10 @@ struct TransportStats {
   std::atomic<std::uint64_t> send_queue_drops{0};
   std::atomic<std::uint64_t> peers_connected{0};
   std::atomic<std::uint64_t> sessions_expired{0};  // closed when a certificate expired mid-session
+  // Certificate renewal (SetCredentials, CERTIFICATE records).
+  std::atomic<std::uint64_t> certificates_presented{0};       // renewed certificates sent on open sessions
+  std::atomic<std::uint64_t> certificate_updates{0};          // peers' renewed certificates taken
+  std::atomic<std::uint64_t> certificate_updates_refused{0};  // peers' renewed certificates refused
   // Misbehaving peers.
   std::atomic<std::uint64_t> offences{0};                 // offences booked (node ids and addresses)
   std::atomic<std::uint64_t> graylistings{0};             // times a node id or address went on the graylist
@@ -167,6 +178,14 @@ class Transport {
   // graylist, its session is closed at once (before any later message of it
   // is read) and it is refused until its term ends.
   void ReportMisbehaviour(NodeId peer, Offence offence);
+
+  // Replaces the credentials this node presents (a renewed certificate; the
+  // caller has checked it, node/certificate_reload.h): new handshakes present
+  // them, and every open session sends the new certificate in a CERTIFICATE
+  // record, so that the peer keeps the session past the old not_after.
+  // InvalidArgument, changing nothing, when the identity key differs.
+  Status SetCredentials(crypto::Credentials credentials);
+  const crypto::Credentials& credentials() const { return credentials_; }
   bool IsGraylisted(NodeId peer) const;
 
   std::uint16_t port() const { return port_; }
@@ -174,6 +193,9 @@ class Transport {
   // The Ed25519 key of the certificate `peer` presented on its current
   // session; nullopt without one. (Membership verifies signatures with it.)
   std::optional<crypto::SignPublicKey> PeerKey(NodeId peer) const;
+  // The certificate `peer` holds on its current session: the handshake's, or
+  // the last renewed one it sent there. nullopt without a session.
+  std::optional<crypto::Certificate> PeerCertificate(NodeId peer) const;
   std::vector<NodeId> ConnectedPeers() const;
   const TransportStats& stats() const { return stats_; }
   NodeId self() const { return options_.self; }

@@ -1,5 +1,7 @@
-// murmur cert issue|show|verify: node certificates signed by a network's
-// coordinator key (format in docs/protocol.md, "Certificates").
+// murmur cert issue|show|verify|reload: node certificates signed by a
+// network's coordinator key (format in docs/protocol.md, "Certificates"), and
+// telling running daemons to take a renewed one (docs/daemon.md "Certificate
+// renewal").
 #include <sodium.h>
 
 #include <cstdio>
@@ -9,6 +11,7 @@
 #include <cxxopts.hpp>
 
 #include "apps/murmur/command.h"
+#include "apps/murmur/operator.h"
 #include "crypto/certificate.h"
 #include "crypto/identity.h"
 
@@ -23,7 +26,8 @@ const char* kUsage =
     "actions:\n"
     "  issue    sign a node certificate with the coordinator key\n"
     "  show     print a certificate's fields\n"
-    "  verify   check a certificate against a coordinator key, network and the clock\n";
+    "  verify   check a certificate against a coordinator key, network and the clock\n"
+    "  reload   make running daemons read their certificate file again (as SIGHUP)\n";
 
 // Parses argv with `options`; returns -1 to continue, else the exit code.
 int Parse(cxxopts::Options& options, int argc, char** argv, cxxopts::ParseResult* args) {
@@ -160,13 +164,50 @@ int Verify(int argc, char** argv) {
   return kExitOk;
 }
 
+int Reload(int argc, char** argv) {
+  cxxopts::Options options("murmur cert reload",
+                           "Make each daemon read its certificate file again and present the renewed\n"
+                           "certificate from now on (as SIGHUP does). A daemon refuses a renewal that is\n"
+                           "not the coordinator's, for another network, key or roles, or not valid now,\n"
+                           "and keeps the certificate it has. Exit 0 when every daemon took it.");
+  AddOperatorOptions(options);
+  options.add_options()("h,help", "show this help");
+  cxxopts::ParseResult args;
+  if (auto rc = ParseFlags(options, argc, argv, kName, &args)) return *rc;
+  auto ctx = LoadOperatorContext(args);
+  if (!ctx.ok()) return UsageError(kName, ctx.status().ToString());
+  proto::ControlRequest request;
+  request.mutable_cert_reload();
+  int bad = 0;
+  for (const DaemonReply& r : CallAll(*ctx, request)) {
+    if (!r.response.ok()) {
+      std::printf("%-22s failed: %s\n", r.address.c_str(), r.response.status().ToString().c_str());
+      ++bad;
+      continue;
+    }
+    if (!r.response->ok()) {
+      std::printf("%-22s node %-4u refused: %s; still presenting %s\n", r.address.c_str(),
+                  r.response->node_id(), r.response->error().c_str(), r.response->certificate().c_str());
+      ++bad;
+      continue;
+    }
+    std::printf("%-22s node %-4u presenting %s\n", r.address.c_str(), r.response->node_id(),
+                r.response->certificate().c_str());
+  }
+  if (bad > 0)
+    return Failure(kName, std::to_string(bad) + " of " + std::to_string(ctx->daemons.size()) +
+                              " daemons did not take a renewed certificate");
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunCert(int argc, char** argv) {
-  return DispatchAction(kName, kUsage, "issue, show or verify",
-                        {{"issue", Issue}, {"show", Show}, {"verify", Verify}}, argc, argv);
+  return DispatchAction(kName, kUsage, "issue, show, verify or reload",
+                        {{"issue", Issue}, {"show", Show}, {"verify", Verify}, {"reload", Reload}}, argc,
+                        argv);
 }
 
-MURMUR_COMMAND("cert", "issue, show and verify node certificates", RunCert);
+MURMUR_COMMAND("cert", "issue, show and verify node certificates; reload them in daemons", RunCert);
 
 }  // namespace murmur::cli

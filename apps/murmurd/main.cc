@@ -1,6 +1,7 @@
 // murmurd: the murmur daemon. `murmurd --config FILE` runs the node and job
 // that FILE (proto/node.proto's NodeConfig, text or JSON) describes; SIGTERM
-// drains and exits 0. See docs/daemon.md.
+// drains and exits 0; SIGHUP reloads the certificate file (a renewal). See
+// docs/daemon.md.
 #include <cxxopts.hpp>
 
 #include <iostream>

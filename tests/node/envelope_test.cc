@@ -54,6 +54,39 @@ TEST_CASE("BEGIN's header is u8 2, u32 kind, u64 total, little-endian") {
   CHECK(PingRecord(RecordType::kPong, 1) == crypto::Bytes{5, 1, 0, 0, 0, 0, 0, 0, 0});
 }
 
+TEST_CASE("A CERTIFICATE record is u8 6 and the handshake payload, read whole between a message's records") {
+  // The payload's bound: u8 version, u16 length, a certificate with a 64-byte
+  // network id (63 + 64 + 64 bytes, docs/protocol.md section 1), a signature.
+  CHECK(kMaxCertificateRecordPayload == 1 + 2 + (63 + 64 + 64) + 64);
+  crypto::HandshakePayload p;
+  p.certificate.network_id = "fleet";
+  p.certificate.roles = crypto::kRoleNode;
+  p.certificate.serial = 7;
+  p.certificate.not_after = 1;
+  p.static_key_signature.fill(0xAB);
+  const crypto::Bytes rec = CertificateRecord(p);
+  REQUIRE(rec.size() == 1 + 1 + 2 + (63 + 5 + 64) + 64);
+  CHECK(rec[0] == 6);
+  EnvelopeReader reader(1 << 20);
+  RecordEvent ev;
+  crypto::Bytes begin;
+  AppendRecord(0x10, Pattern(200), 100, 0, &begin);  // a message of 3 records is in progress
+  REQUIRE(reader.Feed(begin, &ev).ok());
+  REQUIRE(reader.Feed(rec, &ev).ok());
+  CHECK(ev.type == RecordType::kCertificate);
+  CHECK(ev.certificate == crypto::Bytes(rec.begin() + 1, rec.end()));
+  auto decoded = crypto::DecodeHandshakePayload(ev.certificate);
+  REQUIRE(decoded.ok());
+  CHECK(decoded->certificate == p.certificate);
+  for (std::size_t i = 1; i < 3; ++i) {
+    crypto::Bytes next;
+    AppendRecord(0x10, Pattern(200), 100, i, &next);
+    REQUIRE(reader.Feed(next, &ev).ok());
+  }
+  REQUIRE(ev.message.has_value());
+  CHECK(ev.message->payload == Pattern(200));
+}
+
 TEST_CASE("Malformed records are refused and the reader stays failed") {
   struct Case {
     const char* name;
@@ -73,6 +106,10 @@ TEST_CASE("Malformed records are refused and the reader stays failed") {
       {"begin inside a message", {begin10, begin10}, StatusCode::kDataLoss},
       {"continue past total", {begin10, crypto::Bytes(10, 3)}, StatusCode::kDataLoss},
       {"begin data past total", {{2, 0x10, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 2}}, StatusCode::kDataLoss},
+      {"empty certificate", {{6}}, StatusCode::kDataLoss},
+      {"certificate over its bound",
+       {crypto::Bytes(2 + kMaxCertificateRecordPayload, 6)},
+       StatusCode::kDataLoss},
   };
   for (const Case& c : cases) {
     CAPTURE(c.name);
