@@ -371,7 +371,7 @@ TEST_CASE("Adaptive clipping's norm continues from the checkpoint after a restar
   const double log_ratio = std::log(ckpt->scalars.at("server/clip") / 1000);
   const double r = static_cast<double>(job.rounds());
   MESSAGE("log(C_R / C_0) = " << log_ratio << " (continued: " << -0.1 * r << ", reset after round " << k
-                               << ": " << -0.1 * (r - k) << ")");
+                              << ": " << -0.1 * (r - k) << ")");
   CHECK(std::abs(log_ratio + 0.1 * r) < 6 * 0.01 * std::sqrt(r));
   CHECK(ckpt->scalars.count("server/noise/rng_block") == 0);  // the secret noise stream stays off the disk
 }
