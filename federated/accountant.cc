@@ -70,6 +70,18 @@ double RdpAccountant::EpsilonFromRdp(const std::vector<int>& orders, const std::
   return std::max(0.0, best);
 }
 
+Status RdpAccountant::Restore(std::vector<double> rdp) {
+  if (rdp.size() != orders_.size())
+    return Status::InvalidArgument("privacy accountant state of " + std::to_string(rdp.size()) +
+                                   " RDP values (one per order: " + std::to_string(orders_.size()) + ")");
+  for (double x : rdp)
+    if (!std::isfinite(x) || x < 0)
+      return Status::InvalidArgument(
+          "privacy accountant state holds an RDP value that is not finite and >= 0");
+  rdp_ = std::move(rdp);
+  return Status::Ok();
+}
+
 void RdpAccountant::Compose(double q, double noise_multiplier, std::uint64_t steps) {
   for (std::size_t k = 0; k < orders_.size(); ++k) {
     rdp_[k] += static_cast<double>(steps) * SubsampledGaussianRdp(q, noise_multiplier, orders_[k]);

@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/status.h"
+
 namespace murmur::federated {
 
 class RdpAccountant {
@@ -41,6 +43,9 @@ class RdpAccountant {
 
   const std::vector<int>& orders() const { return orders_; }
   const std::vector<double>& rdp() const { return rdp_; }
+  // Restores the RDP spent (what rdp() returned, for checkpoints):
+  // InvalidArgument unless one finite value >= 0 per order.
+  Status Restore(std::vector<double> rdp);
 
  private:
   std::vector<int> orders_;

@@ -43,6 +43,8 @@ class AdaptiveClip {
   AdaptiveClip(double initial_clip, AdaptiveClipOptions options) : clip_(initial_clip), options_(options) {}
 
   double clip() const { return clip_; }
+  // Resumes from a clip norm clip() returned (checkpoints). REQUIRES: clip > 0.
+  void set_clip(double clip) { clip_ = clip; }
   // Updates C from one round: `unclipped` of `count` clients had norm <= C.
   // REQUIRES: count > 0.
   void Update(std::size_t unclipped, std::size_t count, Rng& rng);

@@ -25,6 +25,18 @@ void ClientSelector::SetOnline(NodeId client, bool online) {
   if (client < num_clients_) online_[client] = online ? 1 : 0;
 }
 
+Status ClientSelector::Restore(const Rng::Position& position, std::vector<double> utilities,
+                               std::vector<double> durations) {
+  if (utilities.size() != num_clients_ || durations.size() != num_clients_)
+    return Status::InvalidArgument("selection state of " + std::to_string(utilities.size()) +
+                                   " utilities and " + std::to_string(durations.size()) + " durations for " +
+                                   std::to_string(num_clients_) + " clients");
+  rng_.Seek(position);
+  utility_ = std::move(utilities);
+  duration_ = std::move(durations);
+  return Status::Ok();
+}
+
 void ClientSelector::Report(NodeId client, double samples, double loss, double duration_s) {
   if (client >= num_clients_) return;
   utility_[client] = samples * std::max(loss, 0.0);

@@ -60,6 +60,14 @@ class ClientSelector {
   std::vector<NodeId> SelectAvoiding(std::size_t count, const std::vector<std::uint8_t>& avoid,
                                      const std::vector<std::uint8_t>& exclude);
 
+  // What selection learned and where its stream stands, for checkpoints
+  // (online_ and the failure detector are the runtime's, not saved).
+  Rng::Position rng_position() const { return rng_.position(); }
+  const std::vector<double>& utilities() const { return utility_; }
+  const std::vector<double>& durations() const { return duration_; }
+  // InvalidArgument when a vector is not one value per client.
+  Status Restore(const Rng::Position& position, std::vector<double> utilities, std::vector<double> durations);
+
  private:
   double Utility(NodeId client, double preferred) const;
 

@@ -36,10 +36,23 @@
 // takes Delta = sum(w Delta) / sum(w) and applies it. An aborted session
 // leaves the model as it is (the round counts, stop_reason is unchanged).
 //
+// Resuming (ExportState / ImportState, federated/server_state.cc): between
+// rounds the server's whole state besides the global model is a ServerState
+// of named double vectors and scalars: the round count, the optimizer's
+// moments, SCAFFOLD's c, the RDP accountant's spent privacy, the adaptive
+// clip norm, the selection stream's position and what Oort learned of each
+// client, the stragglers still avoided, the clients that contributed, centered
+// clipping's last aggregate and the noise and attack streams' positions. A
+// server built with the same options and x0 = the model at export, given that
+// state before Start(), makes the same updates as one never stopped. What
+// lives only inside an open round (tasks out, results in, a SecAgg+ session)
+// is not state: a resumed round starts afresh, as do FedBuff's tasks in flight.
+//
 // Thread-safety: one Env executor. The observer is told after each server update.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -101,6 +114,11 @@ struct ServerOptions {
   SecAggServerOptions secagg;
 };
 
+struct ServerState {
+  std::map<std::string, std::vector<double>> vectors;
+  std::map<std::string, double> scalars;
+};
+
 class FedServer final : public MessageSink {
  public:
   // `observer` (may be null) must outlive the server.
@@ -126,6 +144,17 @@ class FedServer final : public MessageSink {
   std::uint64_t secagg_rounds_aborted() const { return secagg_aborted_; }
   std::uint64_t secagg_clients_dropped() const { return secagg_dropped_; }
   const Status& secagg_last_status() const { return secagg_status_; }
+
+  // The state to resume from (see above): call between rounds, i.e. from the
+  // observer's OnRoundDone or before Start(). Doubles hold every value exactly
+  // (counters below 2^53).
+  ServerState ExportState() const;
+  // Takes a state ExportState returned (the "noise/" and "attack/" stream
+  // positions may be left out: those streams then start afresh). REQUIRES:
+  // before Start(), with the options the state was exported under.
+  // InvalidArgument naming the entry that is missing, of the wrong size or
+  // out of range; a server that refused a state must not be started.
+  Status ImportState(const ServerState& state);
 
  private:
   bool Buffered() const;

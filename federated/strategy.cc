@@ -39,6 +39,26 @@ ServerOptimizer::ServerOptimizer(ServerOptimizerOptions options, std::size_t siz
   }
 }
 
+Status ServerOptimizer::Restore(std::vector<double> m, std::vector<double> v) {
+  const std::pair<const char*, const std::vector<double>*> parts[] = {{"first moment", &m},
+                                                                      {"second moment", &v}};
+  const std::vector<double>* own[] = {&m_, &v_};
+  for (int k = 0; k < 2; ++k) {
+    const auto& [what, got] = parts[k];
+    if (got->size() != own[k]->size())
+      return Status::InvalidArgument(std::string("server optimizer ") + what + " of " +
+                                     std::to_string(got->size()) + " values (" +
+                                     ServerOptimizerName(options_.kind) + " of this model keeps " +
+                                     std::to_string(own[k]->size()) + ")");
+    for (double x : *got)
+      if (!std::isfinite(x))
+        return Status::InvalidArgument(std::string("server optimizer ") + what + " holds a non-finite value");
+  }
+  m_ = std::move(m);
+  v_ = std::move(v);
+  return Status::Ok();
+}
+
 void ServerOptimizer::Apply(std::span<float> x, std::span<const double> delta) {
   MURMUR_CHECK(x.size() == size_ && delta.size() == size_);
   const double lr = options_.lr;

@@ -53,6 +53,13 @@ class ServerOptimizer {
   const ServerOptimizerOptions& options() const { return options_; }
   // Floats of state (for memory accounting): 0, 1 or 2 vectors, in doubles.
   std::size_t state_doubles() const { return m_.size() + v_.size(); }
+  // The state, for checkpoints: the velocity or first moment (empty for
+  // FedAvg) and the second moment (empty unless adaptive).
+  const std::vector<double>& first_moment() const { return m_; }
+  const std::vector<double>& second_moment() const { return v_; }
+  // Restores what first_moment() and second_moment() returned: InvalidArgument
+  // when a size differs from this optimizer's or a value is not finite.
+  Status Restore(std::vector<double> m, std::vector<double> v);
 
  private:
   ServerOptimizerOptions options_;

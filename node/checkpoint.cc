@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -34,11 +35,13 @@ void AppendName(crypto::Bytes* out, const std::string& name) {
   crypto::AppendBytes(out, crypto::AsBytes(name));
 }
 
+std::size_t MaxWide(std::size_t n) { return std::max(n, kMaxCheckpointWide); }
+
 // The largest file a checkpoint of n parameters can be.
 std::size_t MaxBytes(std::size_t n) {
   const std::size_t name = 4 + kMaxCheckpointName;
   return kHeader + 4 * n + name + 4 + kMaxCheckpointVectors * (name + 8 + 4 * n) + 4 +
-         kMaxCheckpointScalars * (name + 8) + 4;
+         kMaxCheckpointScalars * (name + 8) + 4 + kMaxCheckpointVectors * (name + 8 + 8 * MaxWide(n)) + 4;
 }
 
 class Reader {
@@ -70,6 +73,16 @@ class Reader {
     std::memcpy(out->data(), s.data(), 4 * n);
     return Status::Ok();
   }
+  Status Doubles(std::size_t n, std::vector<double>* out) {
+    if (n > r_.remaining() / 8) return Truncated();
+    out->resize(n);
+    for (double& x : *out) {
+      std::uint64_t bits = 0;
+      if (!r_.ReadU64(&bits)) return Truncated();
+      x = std::bit_cast<double>(bits);
+    }
+    return Status::Ok();
+  }
   static Status Truncated() { return Status::DataLoss("checkpoint truncated"); }
   std::size_t remaining() const { return r_.remaining(); }
 
@@ -80,7 +93,7 @@ class Reader {
 
 std::vector<std::uint8_t> EncodeCheckpoint(const Checkpoint& c) {
   MURMUR_CHECK(c.algorithm.size() <= kMaxCheckpointName && c.vectors.size() <= kMaxCheckpointVectors &&
-               c.scalars.size() <= kMaxCheckpointScalars);
+               c.scalars.size() <= kMaxCheckpointScalars && c.wide.size() <= kMaxCheckpointVectors);
   crypto::Bytes out;
   out.reserve(kHeader + 4 * c.params.size() * (1 + c.vectors.size()) + 64 * (c.vectors.size() + 2) + 4);
   crypto::AppendBytes(&out, crypto::AsBytes("MCKP"));
@@ -102,6 +115,13 @@ std::vector<std::uint8_t> EncodeCheckpoint(const Checkpoint& c) {
     AppendName(&out, name);
     crypto::AppendU64(&out, std::bit_cast<std::uint64_t>(x));
   }
+  crypto::AppendU32(&out, static_cast<std::uint32_t>(c.wide.size()));
+  for (const auto& [name, v] : c.wide) {
+    MURMUR_CHECK(!name.empty() && name.size() <= kMaxCheckpointName && v.size() <= MaxWide(c.params.size()));
+    AppendName(&out, name);
+    crypto::AppendU64(&out, v.size());
+    for (double x : v) crypto::AppendU64(&out, std::bit_cast<std::uint64_t>(x));
+  }
   crypto::AppendU32(&out, Crc(out));
   return out;
 }
@@ -115,9 +135,9 @@ Result<Checkpoint> DecodeCheckpoint(std::span<const std::uint8_t> bytes, std::si
   if (version == 1)
     return Status::InvalidArgument(
         "checkpoint version 1 holds only a model (murmurd before state checkpoints); this murmurd reads "
-        "version 2: remove the file to restart the job from round 0");
-  if (version != kCheckpointVersion)
-    return Status::InvalidArgument("checkpoint version " + std::to_string(version) + " is not " +
+        "versions 2 and 3: remove the file to restart the job from round 0");
+  if (version != 2 && version != kCheckpointVersion)
+    return Status::InvalidArgument("checkpoint version " + std::to_string(version) + " is not 2 or " +
                                    std::to_string(kCheckpointVersion));
   if (bytes.size() < kHeader + 4)
     return Status::DataLoss("checkpoint of " + std::to_string(bytes.size()) + " bytes is truncated");
@@ -159,6 +179,22 @@ Result<Checkpoint> DecodeCheckpoint(std::span<const std::uint8_t> bytes, std::si
     MURMUR_RETURN_IF_ERROR(r.Name("scalar", false, &name));
     if (!r.U64(&bits)) return Reader::Truncated();
     c.scalars[name] = std::bit_cast<double>(bits);
+  }
+  if (version >= 3) {
+    if (!r.U32(&count)) return Reader::Truncated();
+    if (count > kMaxCheckpointVectors)
+      return Status::InvalidArgument("checkpoint lists " + std::to_string(count) + " wide vectors (at most " +
+                                     std::to_string(kMaxCheckpointVectors) + ")");
+    for (std::uint32_t k = 0; k < count; ++k) {
+      std::string name;
+      std::uint64_t m = 0;
+      MURMUR_RETURN_IF_ERROR(r.Name("wide vector", false, &name));
+      if (!r.U64(&m)) return Reader::Truncated();
+      if (m > MaxWide(n))
+        return Status::InvalidArgument("checkpoint wide vector '" + name + "' has " + std::to_string(m) +
+                                       " elements (at most " + std::to_string(MaxWide(n)) + ")");
+      MURMUR_RETURN_IF_ERROR(r.Doubles(m, &c.wide[name]));
+    }
   }
   if (r.remaining() != 0)
     return Status::DataLoss("checkpoint has " + std::to_string(r.remaining()) +

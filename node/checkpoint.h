@@ -1,10 +1,12 @@
-// Checkpoints of a job: the model after a completed round and, for gossip
-// jobs, the whole state the algorithm and the learner need to resume
-// (gossip::NodeState, ml::MlLearnerState) as named vectors and scalars.
+// Checkpoints of a job: the model after a completed round and the whole
+// state the job needs to resume, as named vectors and scalars: for gossip
+// jobs gossip::NodeState and ml::MlLearnerState, for a federated aggregator
+// federated::ServerState (its binary64 vectors, some not of the model's size,
+// go to the wide vectors).
 //
 //   offset  size  field (little-endian)
 //   0       4     magic "MCKP"
-//   4       4     version = 2
+//   4       4     version = 3
 //   8       8     rounds completed
 //   16      8     n, the number of parameters
 //   24      4n    parameters, IEEE binary32
@@ -16,10 +18,15 @@
 //           4     S, the number of scalars (<= kMaxCheckpointScalars)
 //           S x   u32 name length L (1..64), L bytes of name, u64 bits of
 //                 an IEEE binary64
+//           4     W, the number of wide vectors (<= kMaxCheckpointVectors)
+//           W x   u32 name length L (1..64), L bytes of name, u64 m
+//                 (<= max(n, kMaxCheckpointWide)), 8m bytes of IEEE binary64
 //   end-4   4     CRC-32 (zlib) of every byte before it
 //
-// Version 1 (model only, murmurd before state checkpoints) is refused with
-// an error that says so; a file without the magic is not a checkpoint.
+// Version 2 (murmurd before federated server state) is version 3 without
+// the wide vectors and is read as such. Version 1 (model only, murmurd
+// before state checkpoints) is refused with an error that says so; a file
+// without the magic is not a checkpoint.
 // Saved with crypto::WriteFileAtomic (temporary file, fsync, rename, fsync of
 // the directory), so a crash at any moment leaves the previous checkpoint or
 // the new one, never a torn file; the CRC catches a file damaged otherwise.
@@ -38,8 +45,9 @@
 namespace murmur::node {
 
 inline constexpr const char* kCheckpointFile = "checkpoint.bin";
-inline constexpr std::uint32_t kCheckpointVersion = 2;
+inline constexpr std::uint32_t kCheckpointVersion = 3;
 inline constexpr std::size_t kMaxCheckpointVectors = 1024;
+inline constexpr std::size_t kMaxCheckpointWide = std::size_t{1} << 20;  // a wide vector's size, if > n
 inline constexpr std::size_t kMaxCheckpointScalars = 1024;
 inline constexpr std::size_t kMaxCheckpointName = 64;
 
@@ -49,13 +57,15 @@ struct Checkpoint {
   std::string algorithm;                              // "" when not recorded
   std::map<std::string, std::vector<float>> vectors;  // each of params' size
   std::map<std::string, double> scalars;
+  std::map<std::string, std::vector<double>> wide;  // binary64, of any size up to the limit above
 };
 
-// REQUIRES: names, algorithm and counts within the limits above, every vector of params' size.
+// REQUIRES: names, algorithm, counts and sizes within the limits above, every
+// vector of params' size. Always writes version 3.
 std::vector<std::uint8_t> EncodeCheckpoint(const Checkpoint& c);
-// DataLoss (truncated, bad CRC), InvalidArgument (magic, version, a name or
-// count over its limit) or FailedPrecondition (n or a vector's size differs
-// from `expected_size`).
+// DataLoss (truncated, bad CRC), InvalidArgument (magic, version, a name,
+// count or wide vector's size over its limit) or FailedPrecondition (n or a
+// vector's size differs from `expected_size`).
 Result<Checkpoint> DecodeCheckpoint(std::span<const std::uint8_t> bytes, std::size_t expected_size);
 
 Status SaveCheckpoint(const std::string& path, const Checkpoint& c);

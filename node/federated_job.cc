@@ -24,6 +24,29 @@ namespace murmur::node {
 namespace {
 
 constexpr Nanos kJoinInterval = std::chrono::seconds(1);
+// The server's state in a checkpoint: its scalars and (wide) vectors under this prefix.
+constexpr std::string_view kServerPrefix = "server/";
+
+// The DP noise stream is secret (system randomness, drawn afresh after a
+// restart): its position, and the Gaussian it has cached, stay off the disk.
+bool Secret(const std::string& name) { return name.starts_with("noise/"); }
+
+void PutServerState(const federated::ServerState& s, Checkpoint* c) {
+  for (const auto& [name, x] : s.scalars)
+    if (!Secret(name)) c->scalars[std::string(kServerPrefix) + name] = x;
+  for (const auto& [name, v] : s.vectors) c->wide[std::string(kServerPrefix) + name] = v;
+}
+
+// NotFound when `c` holds no server state (a checkpoint of murmurd before version 3).
+Result<federated::ServerState> GetServerState(const Checkpoint& c) {
+  federated::ServerState s;
+  for (const auto& [name, x] : c.scalars)
+    if (name.starts_with(kServerPrefix)) s.scalars[name.substr(kServerPrefix.size())] = x;
+  for (const auto& [name, v] : c.wide)
+    if (name.starts_with(kServerPrefix)) s.vectors[name.substr(kServerPrefix.size())] = v;
+  if (s.scalars.count("round") == 0) return Status::NotFound("no federated server state");
+  return s;
+}
 
 Nanos Seconds(double s) { return Nanos(static_cast<std::int64_t>(s * 1e9)); }
 
@@ -45,6 +68,7 @@ class FederatedJobImpl final : public MessageSink, public gossip::RoundObserver 
 
   Status Init();
   Status InitServer(ParamVector x0);
+  Status Resume(const Checkpoint& ckpt);
   Status InitClient();
   void Start();
   void OnMessage(NodeId from, MessagePtr msg) override;
@@ -94,6 +118,7 @@ class FederatedJobImpl final : public MessageSink, public gossip::RoundObserver 
   std::atomic<std::uint64_t> rounds_done_{0};
   std::atomic<double> accuracy_{-1};
   std::atomic<double> loss_{0};
+  std::atomic<double> epsilon_{0};
   std::atomic<std::uint64_t> checkpoints_{0};
   std::atomic<bool> ended_{false};
   mutable std::mutex mu_;
@@ -127,20 +152,16 @@ Status FederatedJobImpl::Init() {
 Status FederatedJobImpl::InitServer(ParamVector x0) {
   auto ckpt = LoadCheckpoint(checkpoint_path_, x0.size());
   if (ckpt.ok()) {
-    start_round_ = std::min(ckpt->round, job_.rounds());
     std::copy(ckpt->params.begin(), ckpt->params.end(), x0.data());
     last_params_ = ckpt->params;
-    MURMUR_LOG(kInfo) << "node " << env_.self() << ": federated job " << job_.job_id()
-                      << " resumes after round " << start_round_;
   } else if (ckpt.status().code() != StatusCode::kNotFound) {
     return ckpt.status();
   }
-  rounds_done_ = start_round_;
   const std::string& a = job_.algorithm();
   const NodeId n = map_.clients;
   federated::ServerOptions o;  // as sim/federated_run.cc builds it
   o.num_clients = n;
-  o.rounds = job_.rounds() - start_round_;
+  o.rounds = job_.rounds();
   o.clients_per_round = job_.clients_per_round() == 0 ? n : job_.clients_per_round();
   o.over_commit = job_.over_commit();
   o.deadline = Seconds(job_.deadline());
@@ -165,6 +186,33 @@ Status FederatedJobImpl::InitServer(ParamVector x0) {
   o.request_model = upload_ == nullptr && job_.dp_clip() == 0;
   server_ = std::make_unique<federated::FedServer>(index_env_, std::move(x0), o, this);
   joined_.assign(n, false);
+  if (ckpt.ok()) MURMUR_RETURN_IF_ERROR(Resume(*ckpt));
+  epsilon_ = server_->epsilon();
+  rounds_done_ = start_round_;
+  return Status::Ok();
+}
+
+// The server goes on from its checkpointed state: the round count, the
+// optimizer, the accountant, the clip norm, selection (federated/server.h,
+// "Resuming"). Without that state (a checkpoint of an older murmurd) the job
+// does not resume: a fresh accountant would let it spend its privacy budget again.
+Status FederatedJobImpl::Resume(const Checkpoint& ckpt) {
+  auto state = GetServerState(ckpt);
+  if (!state.ok())
+    return Status::FailedPrecondition("checkpoint '" + checkpoint_path_ + "' of federated job " +
+                                      job_.job_id() +
+                                      " holds the model but not the server's state (optimizer, privacy "
+                                      "accountant, clip, selection; murmurd before checkpoint version 3): "
+                                      "remove the file to restart the job from round 0");
+  Status st = server_->ImportState(*state);
+  if (!st.ok()) return st.WithContext("checkpoint '" + checkpoint_path_ + "'");
+  start_round_ = std::min(server_->rounds_done(), job_.rounds());
+  if (ckpt.round != server_->rounds_done())
+    return Status::InvalidArgument("checkpoint '" + checkpoint_path_ + "': round " +
+                                   std::to_string(ckpt.round) + " but server state of round " +
+                                   std::to_string(server_->rounds_done()));
+  MURMUR_LOG(kInfo) << "node " << env_.self() << ": federated job " << job_.job_id()
+                    << " resumes after round " << start_round_;
   return Status::Ok();
 }
 
@@ -323,12 +371,13 @@ void FederatedJobImpl::Evaluate(const ParamVector& x) {
 }
 
 void FederatedJobImpl::OnRoundDone(NodeId, std::uint64_t round, double loss) {
-  const std::uint64_t done = start_round_ + round + 1;
+  const std::uint64_t done = round + 1;  // the server counts from round 0, also after a resume
   {
     std::lock_guard<std::mutex> lock(mu_);
     const auto p = server_->params().span();
     last_params_.assign(p.begin(), p.end());
   }
+  epsilon_ = server_->epsilon();  // charged for rounds 0 .. round (the next one is charged when it starts)
   rounds_done_ = done;
   loss_ = loss;
   if (job_.eval_every() > 0 && (done % job_.eval_every() == 0 || done == job_.rounds())) {
@@ -365,6 +414,10 @@ void FederatedJobImpl::WriteCheckpoint() {
     c.params = last_params_;
   }
   c.round = rounds_done_;
+  // The server's state as of its last update (between rounds). Abandon() may
+  // come mid-round: the open round is then already charged to the accountant,
+  // which errs on the side of privacy, and is run again after a resume.
+  if (server_) PutServerState(server_->ExportState(), &c);
   Status st = SaveCheckpoint(checkpoint_path_, c);
   if (!st.ok()) {
     MURMUR_LOG(kError) << "checkpoint: " << st.ToString();
@@ -434,6 +487,7 @@ void FederatedJob::Abandon() {
 const proto::JobConfig& FederatedJob::config() const { return impl_->job_; }
 bool FederatedJob::ended() const { return impl_->ended_; }
 std::uint64_t FederatedJob::rounds_done() const { return impl_->rounds_done_; }
+double FederatedJob::epsilon() const { return impl_->epsilon_; }
 double FederatedJob::accuracy() const { return impl_->accuracy_; }
 double FederatedJob::loss() const { return impl_->loss_; }
 std::uint64_t FederatedJob::checkpoints() const { return impl_->checkpoints_; }

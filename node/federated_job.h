@@ -23,16 +23,22 @@
 // up a task it holds when it is declared dead, so a round does not wait for
 // the deadline (PeersChanged).
 //
-// Checkpoints: the aggregator writes the global model and the rounds made
-// every checkpoint_every rounds; after a restart it resumes from them (the
-// server optimizer's state, momentum or Adam moments, starts afresh).
-// Clients are stateless: a restarted client joins again, and its SCAFFOLD
-// control variate starts again from zero.
+// Checkpoints: every checkpoint_every rounds the aggregator writes the global
+// model and its server's whole state between rounds (federated/server.h,
+// "Resuming": round count, optimizer moments, SCAFFOLD's c, the privacy
+// accountant, the adaptive clip norm, selection's stream and per-client
+// state) as "server/..." entries; after a restart it imports them, so that
+// with its clients running on it makes the updates of a job never stopped,
+// and a DP job goes on with the privacy already spent. A checkpoint without
+// that state (an older murmurd) is refused. The secret DP noise stream's
+// position is not written. Clients are stateless: a restarted client joins
+// again, with its batch stream from the start and its SCAFFOLD control
+// variate from zero.
 //
-// Status: on the aggregator, rounds_done() is the server updates made and
-// accuracy() the global model's test accuracy (every eval_every rounds); on a
-// client, rounds_done() is the round of the last task received (counted from
-// the aggregator's last start) and accuracy() the test accuracy of the global
+// Status: on the aggregator, rounds_done() is the server updates made,
+// accuracy() the global model's test accuracy (every eval_every rounds) and
+// epsilon() the privacy spent (DP); on a client, rounds_done() is the round
+// of the last task received and accuracy() the test accuracy of the global
 // model in that task (-1 before the first); after "done", the job's rounds.
 //
 // Secure aggregation (SecAgg+), DP-FedAvg and the robust rules run as in
@@ -104,6 +110,7 @@ class FederatedJob final : public Job {
   double accuracy() const override;
   double loss() const override;
   std::uint64_t checkpoints() const override;
+  double epsilon() const override;
   std::vector<float> params() const override;
   std::string warning() const override;
 

@@ -3,9 +3,11 @@
 // after a restart of the job, local data, and a drain on a stop request. The
 // other gossip algorithms: daemon_algorithms_test.cc.
 #include <doctest/doctest.h>
+#include <zlib.h>
 
 #include <unistd.h>
 
+#include <bit>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -77,10 +79,12 @@ TEST_CASE("Checkpoints round-trip and every damaged file is refused") {
   c.vectors["sent/3"] = {1.0f, 2.0f, 3.0f};
   c.scalars["w"] = 0.1;  // not exact in binary: must come back bit for bit
   c.scalars["learner/batches"] = 12345;
+  c.wide["server/rdp"] = {0.1, 1e-300, 2.0 / 3, 5e9, -0.0};  // not the model's size, not floats
   auto bytes = EncodeCheckpoint(c);
   // Header 24, params 12, algorithm 4+13, vector count 4, two vectors
-  // (4+1+8+12, 4+6+8+12), scalar count 4, two scalars (4+1+8, 4+15+8), CRC 4.
-  CHECK(bytes.size() == 24 + 12 + 17 + 4 + 25 + 30 + 4 + 13 + 27 + 4);
+  // (4+1+8+12, 4+6+8+12), scalar count 4, two scalars (4+1+8, 4+15+8),
+  // wide count 4, one wide vector (4+10+8+40), CRC 4.
+  CHECK(bytes.size() == 24 + 12 + 17 + 4 + 25 + 30 + 4 + 13 + 27 + 4 + 62 + 4);
   auto back = DecodeCheckpoint(bytes, 3);
   REQUIRE(back.ok());
   CHECK(back->round == 42);
@@ -88,7 +92,35 @@ TEST_CASE("Checkpoints round-trip and every damaged file is refused") {
   CHECK(back->algorithm == c.algorithm);
   CHECK(back->vectors == c.vectors);
   CHECK(back->scalars == c.scalars);
+  REQUIRE(back->wide.count("server/rdp") == 1);
+  for (std::size_t k = 0; k < 5; ++k)
+    CHECK(std::bit_cast<std::uint64_t>(back->wide["server/rdp"][k]) ==
+          std::bit_cast<std::uint64_t>(c.wide["server/rdp"][k]));
   CHECK(DecodeCheckpoint(bytes, 4).status().code() == StatusCode::kFailedPrecondition);
+  // Version 2 is version 3 without the wide vectors, and is read as before.
+  Checkpoint narrow = c;
+  narrow.wide.clear();
+  std::vector<std::uint8_t> v2 = EncodeCheckpoint(narrow);
+  v2.resize(v2.size() - 8);  // the wide count and the CRC
+  v2[4] = 2;
+  const auto crc =
+      static_cast<std::uint32_t>(crc32(crc32(0L, Z_NULL, 0), v2.data(), static_cast<uInt>(v2.size())));
+  for (int k = 0; k < 4; ++k) v2.push_back(static_cast<std::uint8_t>(crc >> (8 * k)));
+  auto old = DecodeCheckpoint(v2, 3);
+  REQUIRE_MESSAGE(old.ok(), old.status().ToString());
+  CHECK(old->vectors == c.vectors);
+  CHECK(old->scalars == c.scalars);
+  CHECK(old->wide.empty());
+  // A wide vector longer than max(n, kMaxCheckpointWide) is refused before it is read.
+  std::vector<std::uint8_t> huge = EncodeCheckpoint(narrow);
+  huge.resize(huge.size() - 8);
+  for (int b : {1, 0, 0, 0, 1, 0, 0, 0, int{'w'}}) huge.push_back(static_cast<std::uint8_t>(b));
+  for (int k = 0; k < 8; ++k) huge.push_back(k == 2 ? 0x20 : 0);  // 2^21 elements
+  const auto crc2 =
+      static_cast<std::uint32_t>(crc32(crc32(0L, Z_NULL, 0), huge.data(), static_cast<uInt>(huge.size())));
+  for (int k = 0; k < 4; ++k) huge.push_back(static_cast<std::uint8_t>(crc2 >> (8 * k)));
+  CHECK(DecodeCheckpoint(huge, 3).status().message().find("wide vector 'w' has 2097152 elements") !=
+        std::string::npos);
   for (std::size_t cut : {std::size_t{0}, std::size_t{10}, std::size_t{40}, bytes.size() - 1}) {
     CHECK_FALSE(DecodeCheckpoint(std::span(bytes).first(cut), 3).ok());
   }
@@ -110,8 +142,8 @@ TEST_CASE("A version 1 checkpoint and a foreign file are refused with errors tha
   CHECK(old.status().message().find("version 1") != std::string::npos);
   CHECK(old.status().message().find("remove the file") != std::string::npos);
   std::vector<std::uint8_t> future = EncodeCheckpoint(Checkpoint{});
-  future[4] = 3;
-  CHECK(DecodeCheckpoint(future, 0).status().message().find("version 3") != std::string::npos);
+  future[4] = 4;
+  CHECK(DecodeCheckpoint(future, 0).status().message().find("version 4") != std::string::npos);
   const std::string text = "job { algorithm: 'dpsgd' }";
   auto foreign =
       DecodeCheckpoint(std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()), 1);
