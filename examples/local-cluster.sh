@@ -14,6 +14,7 @@
 #   GOSSIP=0 FED_ROUNDS=50 FED_PARTITION=dirichlet:0.5 examples/local-cluster.sh   # the federated job only
 #   GOSSIP=0 FED_ROUNDS=60 FED_KILL_AT=15 examples/local-cluster.sh   # the aggregator dies and resumes
 #   GOSSIP=0 FED_SECAGG=1 examples/local-cluster.sh   # the federated job with SecAgg+
+#   GOSSIP=0 FED_DP=1:1 FED_KILL_AT=8 examples/local-cluster.sh   # DP-FedAvg; the resumed aggregator keeps its epsilon
 #
 # Needs the murmur and murmurd binaries (./dev build puts them in build/release/bin).
 # Everything lives in a temporary directory (kept with KEEP=1); all addresses are 127.0.0.1.
@@ -33,6 +34,7 @@ FED_PARTITION=${FED_PARTITION:-iid} # iid, dirichlet:ALPHA, shards:K or quantity
 SIM=${SIM:-1}                       # 0: skip the `murmur sim` comparison
 FED_KILL_AT=${FED_KILL_AT:-0}       # > 0: kill -9 the aggregator at this round, then restart it
 FED_SECAGG=${FED_SECAGG:-0}         # 1: the federated job runs SecAgg+ (every other client a neighbour)
+FED_DP=${FED_DP:-}                  # CLIP:NOISE: DP-FedAvg with clip norm CLIP and noise multiplier NOISE
 BASE_PORT=${BASE_PORT:-17100}
 BIN=${BIN:-build/release/bin}
 DATA_DIR=${DATASET_DIR:-/usr/share/datasets/fashion-mnist}
@@ -118,10 +120,14 @@ eval_every: $((FED_ROUNDS / 10 > 0 ? FED_ROUNDS / 10 : 1))
 checkpoint_every: 5
 seed: 1
 JOB
-SIM_SECAGG=()
+SIM_FED_FLAGS=()
 if [ "$FED_SECAGG" != 0 ]; then
   echo "secure_aggregation: true" >>"$WORK/federated.job"
-  SIM_SECAGG=(--secure-aggregation)
+  SIM_FED_FLAGS=(--secure-aggregation)
+fi
+if [ -n "$FED_DP" ]; then
+  printf 'dp_clip: %s\ndp_noise: %s\n' "${FED_DP%%:*}" "${FED_DP#*:}" >>"$WORK/federated.job"
+  SIM_FED_FLAGS+=(--dp-clip "${FED_DP%%:*}" --dp-noise "${FED_DP#*:}")
 fi
 say "submitting $WORK/federated.job"
 "$MURMUR" job submit "$WORK/federated.job" "${OP[@]}"
@@ -151,7 +157,7 @@ if [ "$SIM" != 0 ]; then
   "$MURMUR" sim --algorithm fedavg --model "$MODEL" --dataset fashion-mnist --data-dir "$DATA_DIR" \
     --partition "$FED_PARTITION" --nodes $((NODES - 1)) --clients-per-round $((NODES - 1)) \
     --rounds "$FED_ROUNDS" --lr 0.05 --batch 32 --local-epochs 1 --eval-every "$FED_ROUNDS" --seed 1 \
-    "${SIM_SECAGG[@]}" --metrics-csv "$WORK/federated-sim.csv" >/dev/null 2>&1
+    "${SIM_FED_FLAGS[@]}" --metrics-csv "$WORK/federated-sim.csv" >/dev/null 2>&1
   tail -n 1 "$WORK/federated-sim.csv" | awk -F, '{printf "local-cluster: murmur sim round %s: global model test accuracy %.4f\n", $1, $8}'
 fi
 fi

@@ -44,10 +44,17 @@ int PrintReplies(const std::vector<DaemonReply>& replies, bool header) {
     const proto::ControlResponse& resp = *r.response;
     const proto::JobStatus& j = resp.job();
     std::string round = std::to_string(j.rounds_done()) + "/" + std::to_string(j.rounds_total());
+    // A DP job's aggregator also reports the privacy spent so far.
+    std::string privacy;
+    if (j.epsilon() > 0) {
+      char buf[48];
+      std::snprintf(buf, sizeof(buf), "  epsilon %.4g", j.epsilon());
+      privacy = buf;
+    }
     // The job's error (why it failed, or what last went wrong in it) ends the line.
-    std::printf("%-22s %-5u %-12s %-9s %-13s %-9s %.4f%s%s%s%s\n", r.address.c_str(), resp.node_id(),
+    std::printf("%-22s %-5u %-12s %-9s %-13s %-9s %.4f%s%s%s%s%s\n", r.address.c_str(), resp.node_id(),
                 j.job_id().empty() ? "-" : j.job_id().c_str(), j.state().c_str(), round.c_str(),
-                Accuracy(j.test_accuracy()).c_str(), j.train_loss(),
+                Accuracy(j.test_accuracy()).c_str(), j.train_loss(), privacy.c_str(),
                 resp.ok() ? "" : "  refused: ", resp.ok() ? "" : resp.error().c_str(),
                 j.error().empty() ? "" : "  error: ", j.error().c_str());
     if (!resp.ok()) ++bad;
