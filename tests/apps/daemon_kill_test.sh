@@ -10,7 +10,7 @@
 set -euo pipefail
 MURMUR=$1 MURMURD=$2 SRC=$3
 FLEET=$(mktemp -d /tmp/murmur-kill.XXXXXX)
-BASE_PORT=$((20000 + ($$ % 60) * 200))  # below the ephemeral range (32768+)
+BASE_PORT=$((20000 + ($$ % 60) * 200))  # below the ephemeral range; offsets 0, 10, 20 keep the daemon tests apart
 source "$SRC/tools/fleet.sh"
 trap 'fleet_stop_all; [ -n "${KEEP:-}" ] || rm -rf "$FLEET"' EXIT
 fail() { echo "FAIL: $*"; for i in 0 2 5 6; do echo "--- node $i"; tail -n 8 "$FLEET/node$i/log" 2>/dev/null; done; exit 1; }
