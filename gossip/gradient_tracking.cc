@@ -134,8 +134,8 @@ void GradientTrackingNode::OnAck(NodeId j, std::uint64_t round, double mask) {
   for (auto r = by_round.begin(); r != by_round.end() && r->first < round;) {
     const std::uint64_t b = round - 1 - r->first;
     if (b < kAckRounds && ((bits >> b) & 1) == 0) {
-      MURMUR_LOG(kInfo) << "node " << env_.self() << ": neighbour " << j << " did not mix round " << r->first
-                        << "; taking its vectors out of the tracker";
+      MURMUR_LOG(kDebug) << "node " << env_.self() << ": neighbour " << j << " did not mix round " << r->first
+                         << "; taking its vectors out of the tracker";
       fix_.vec() -= r->second.vec();
       if (!combining_ && (finished() || !sent_)) {  // no round in progress: now
         y_.vec() += fix_.vec();
