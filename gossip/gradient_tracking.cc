@@ -97,7 +97,8 @@ Status GradientTrackingNode::ImportState(const NodeState& state) {
       std::uint64_t r = 0;
       if (name.rfind("unmatched/", 0) != 0) continue;
       if (!ParseIds(name, "unmatched/", topology_.size(), j, &r) || r >= round_)
-        return Status::InvalidArgument("DSGT state: '" + name + "' names no neighbour and past round");
+        return Status::InvalidArgument(
+            "DSGT state: '" + name + "' does not name a node of the topology and a round before the state's");
       ParamVector c(x_.layout());
       MURMUR_RETURN_IF_ERROR(state.Get(name, c));
       unmatched_[j][r] = std::move(c);

@@ -396,5 +396,36 @@ TEST_CASE("Catch-up is off by default, and on without faults changes no push-sum
   CHECK(on == off);
 }
 
+TEST_CASE("A DSGT state with a damaged acknowledgement record is refused naming the entry") {
+  Fixture f(4, 0.1);
+  RoundTopology topo(topology::UniformWeights(topology::Ring(4)));
+  GradientTrackingOptions o;
+  o.catch_up = true;
+  o.first_round = 10;
+  auto make = [&] {
+    return std::make_unique<GradientTrackingNode>(f.sim->env(0), topo, *f.learners[0], ParamVector(kDim),
+                                                  f.MakeCodec("none", 0), o, nullptr);
+  };
+  auto exported = make()->ExportState();
+  REQUIRE(exported.ok());
+  const NodeState good = *exported;
+  auto import = [&](const NodeState& st) { return make()->ImportState(st); };
+  Status ok = import(good);
+  CHECK_MESSAGE(ok.ok(), ok.ToString());
+  NodeState half = good;
+  half.scalars["mixed/1"] = 0.5;  // a mask is an integer below 2^52
+  Status st = import(half);
+  CHECK(st.code() == StatusCode::kInvalidArgument);
+  CHECK(st.message().find("'mixed/1' is not a round mask") != std::string::npos);
+  NodeState stranger = good;
+  stranger.Put("unmatched/9/3", ParamVector(kDim));  // no node 9 in a ring of 4
+  st = import(stranger);
+  CHECK(st.code() == StatusCode::kInvalidArgument);
+  CHECK(st.message().find("'unmatched/9/3'") != std::string::npos);
+  NodeState future = good;
+  future.Put("unmatched/1/10", ParamVector(kDim));  // round 10 is not before the state's
+  CHECK(import(future).code() == StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace murmur::gossip
