@@ -1,8 +1,12 @@
 #include "gossip/gradient_tracking.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "core/check.h"
+#include "core/log.h"
 
 namespace murmur::gossip {
 
@@ -24,7 +28,8 @@ GradientTrackingNode::GradientTrackingNode(Env& env, RoundTopology& topology, Lo
   half_ = ParamVector(x_.layout());
   acc_x_ = ParamVector(x_.layout());
   acc_y_ = ParamVector(x_.layout());
-  round_ = options_.first_round;
+  if (options_.catch_up) fix_ = ParamVector(x_.layout());
+  round_ = ahead_ = options_.first_round;
   if (round_ > 0) inbox_.Close(round_ - 1);  // earlier rounds are over
 }
 
@@ -34,16 +39,113 @@ Result<NodeState> GradientTrackingNode::ExportState() const {
   s.Put("x", x_);
   s.Put("y", y_);
   s.Put("g", g_old_);
+  if (options_.catch_up) {
+    s.Put("fix", fix_);
+    for (const auto& [j, rounds] : mixed_) s.scalars["mixed/" + std::to_string(j)] = AckMask(j);
+    for (const auto& [j, by_round] : unmatched_) {
+      for (const auto& [r, c] : by_round)
+        s.Put("unmatched/" + std::to_string(j) + "/" + std::to_string(r), c);
+    }
+  }
   return s;
 }
+
+namespace {
+// "<prefix><j>" or "<prefix><j>/<r>": j (< n) and r; false when the name is not of that form.
+bool ParseIds(const std::string& name, const std::string& prefix, std::size_t n, NodeId& j,
+              std::uint64_t* r) {
+  if (name.rfind(prefix, 0) != 0) return false;
+  const char* p = name.c_str() + prefix.size();
+  char* end = nullptr;
+  const unsigned long long id = std::strtoull(p, &end, 10);
+  if (end == p || id >= n) return false;
+  j = static_cast<NodeId>(id);
+  if (r == nullptr) return *end == '\0';
+  if (*end != '/') return false;
+  p = end + 1;
+  *r = std::strtoull(p, &end, 10);
+  return end != p && *end == '\0';
+}
+
+// An acknowledgement mask: an integer in [0, 2^kAckRounds).
+bool ValidMask(double mask) {
+  return mask >= 0 && mask < std::ldexp(1.0, GradientTrackingNode::kAckRounds) && mask == std::floor(mask);
+}
+}  // namespace
 
 Status GradientTrackingNode::ImportState(const NodeState& state) {
   MURMUR_RETURN_IF_ERROR(state.Get("x", x_));
   MURMUR_RETURN_IF_ERROR(state.Get("y", y_));
   MURMUR_RETURN_IF_ERROR(state.Get("g", g_old_));
   MURMUR_RETURN_IF_ERROR(codec_->ImportState(state));
+  if (options_.catch_up) {
+    // A state without them (saved with catch_up off) starts with none.
+    if (state.vectors.count("fix") != 0) MURMUR_RETURN_IF_ERROR(state.Get("fix", fix_));
+    mixed_.clear();
+    unmatched_.clear();
+    for (const auto& [name, mask] : state.scalars) {
+      NodeId j = 0;
+      if (!ParseIds(name, "mixed/", topology_.size(), j, nullptr)) continue;
+      if (!ValidMask(mask)) return Status::InvalidArgument("DSGT state: '" + name + "' is not a round mask");
+      const auto bits = static_cast<std::uint64_t>(mask);
+      for (std::uint64_t b = 0; b < kAckRounds && b < round_; ++b) {
+        if ((bits >> b) & 1) mixed_[j].insert(round_ - 1 - b);
+      }
+    }
+    for (const auto& [name, v] : state.vectors) {
+      NodeId j = 0;
+      std::uint64_t r = 0;
+      if (name.rfind("unmatched/", 0) != 0) continue;
+      if (!ParseIds(name, "unmatched/", topology_.size(), j, &r) || r >= round_)
+        return Status::InvalidArgument(
+            "DSGT state: '" + name + "' does not name a node of the topology and a round before the state's");
+      ParamVector c(x_.layout());
+      MURMUR_RETURN_IF_ERROR(state.Get(name, c));
+      unmatched_[j][r] = std::move(c);
+    }
+  }
   ready_ = true;
   return Status::Ok();
+}
+
+// Bit b: this node mixed j's vectors of round round_ - 1 - b.
+double GradientTrackingNode::AckMask(NodeId j) const {
+  auto it = mixed_.find(j);
+  if (it == mixed_.end()) return 0;
+  std::uint64_t bits = 0;
+  for (std::uint64_t r : it->second) {
+    if (r < round_ && round_ - 1 - r < kAckRounds) bits |= std::uint64_t{1} << (round_ - 1 - r);
+  }
+  return static_cast<double>(bits);
+}
+
+// j's tracker message of `round` says which of its rounds before `round`
+// mixed this node's vectors: a mix of j's vectors in a round j did not mix
+// ours comes out of y again (at the end of the round in progress).
+void GradientTrackingNode::OnAck(NodeId j, std::uint64_t round, double mask) {
+  auto it = unmatched_.find(j);
+  if (it == unmatched_.end()) return;
+  if (!ValidMask(mask)) {
+    MURMUR_LOG(kWarning) << "node " << env_.self() << ": tracker message from " << j
+                         << " carries no round mask (scalar " << mask << ")";
+    return;
+  }
+  const auto bits = static_cast<std::uint64_t>(mask);
+  auto& by_round = it->second;
+  for (auto r = by_round.begin(); r != by_round.end() && r->first < round;) {
+    const std::uint64_t b = round - 1 - r->first;
+    if (b < kAckRounds && ((bits >> b) & 1) == 0) {
+      MURMUR_LOG(kDebug) << "node " << env_.self() << ": neighbour " << j << " did not mix round " << r->first
+                         << "; taking its vectors out of the tracker";
+      fix_.vec() -= r->second.vec();
+      if (!combining_ && (finished() || !sent_)) {  // no round in progress: now
+        y_.vec() += fix_.vec();
+        fix_.SetZero();
+      }
+    }
+    // Matched, taken out, or too old for any mask to tell (kept).
+    r = by_round.erase(r);
+  }
 }
 
 void GradientTrackingNode::Start() {
@@ -71,7 +173,12 @@ void GradientTrackingNode::BeginRound() {
   for (const auto& e : topology_.Out(round_).Row(self)) {
     if (e.col == self) continue;
     env_.Send(e.col, mx);
-    env_.Send(e.col, my);
+    if (options_.catch_up) {  // the same y, with what this node mixed of the receiver's
+      env_.Send(e.col, std::make_shared<const GossipMessage>(Channel::kTracker, round_, AckMask(e.col),
+                                                             my->update_ptr()));
+    } else {
+      env_.Send(e.col, my);
+    }
   }
   sent_ = true;
   const std::uint64_t r = round_;
@@ -86,16 +193,42 @@ void GradientTrackingNode::OnMessage(NodeId from, MessagePtr msg) {
   if (msg->kind() != kGossipMessageKind) return;
   auto m = std::static_pointer_cast<const GossipMessage>(msg);
   if (m->channel() != Channel::kModel && m->channel() != Channel::kTracker) return;
-  if (m->round() < inbox_.closed_below() || m->update().size() != x_.size()) return;
+  if (m->update().size() != x_.size()) return;
+  if (options_.catch_up && m->channel() == Channel::kTracker &&
+      topology_.In(m->round()).At(env_.self(), from) > 0)
+    OnAck(from, m->round(), m->scalar());
+  if (m->round() < inbox_.closed_below()) return;
   if (topology_.In(m->round()).At(env_.self(), from) <= 0) return;
   if (inbox_.Has(m->round(), m->channel(), from)) return;
+  if (options_.catch_up) {
+    std::uint64_t& latest = latest_[from];
+    latest = std::max(latest, m->round());
+    ahead_ = std::max(ahead_, m->round());
+  }
   inbox_.Add(from, std::move(m));
   MaybeCombine();
 }
 
+// catch_up: the highest round seen from `j` (0 when none, or catch_up off).
+std::uint64_t GradientTrackingNode::Latest(NodeId j) const {
+  auto it = latest_.find(j);
+  return it == latest_.end() ? 0 : it->second;
+}
+
 void GradientTrackingNode::MaybeCombine() {
   if (finished() || !sent_) return;
-  std::size_t expected = topology_.In(round_).Row(env_.self()).size() - 1;
+  // catch_up: a neighbour two rounds ahead will not send this round's vectors again.
+  if (options_.catch_up && ahead_ >= round_ + 2) return Combine();
+  const NodeId self = env_.self();
+  std::size_t expected = 0;
+  for (const auto& e : topology_.In(round_).Row(self)) {
+    if (e.col == self) continue;
+    // catch_up: a neighbour already past this round without its vectors here
+    // sent them before this node was listening (a restart); they will not come.
+    const bool has =
+        inbox_.Has(round_, Channel::kModel, e.col) && inbox_.Has(round_, Channel::kTracker, e.col);
+    if (has || Latest(e.col) <= round_) ++expected;
+  }
   if (inbox_.Count(round_, Channel::kModel) >= expected &&
       inbox_.Count(round_, Channel::kTracker) >= expected) {
     Combine();
@@ -123,17 +256,42 @@ void GradientTrackingNode::Combine() {
     Status st = r.msg->update().AddTo((is_x ? acc_x_ : acc_y_).span(), static_cast<float>(wij));
     MURMUR_CHECK_MSG(st.ok(), st.ToString());
     (is_x ? got_x : got_y) += wij;
+    if (options_.catch_up && !is_x) {
+      // What mixing y_j added to y_i over leaving its weight on y_i: W_ij (y_j - y_i).
+      ParamVector c(x_.layout());
+      st = r.msg->update().AddTo(c.span(), static_cast<float>(wij));
+      MURMUR_CHECK_MSG(st.ok(), st.ToString());
+      c.vec() -= static_cast<float>(wij) * y_.vec();
+      unmatched_[r.from][round_] = std::move(c);
+      auto& rounds = mixed_[r.from];
+      rounds.insert(round_);
+      while (!rounds.empty() && *rounds.begin() + kAckRounds < round_ + 1) rounds.erase(rounds.begin());
+    }
   }
   // Weight of missing neighbours falls back on the node's own vectors.
   acc_x_.vec() += static_cast<float>(1.0 - got_x) * half_.vec();
   acc_y_.vec() += static_cast<float>(1.0 - got_y) * y_.vec();
   std::swap(x_, acc_x_);
+  combining_ = true;
   env_.Offload(
       learner_.FlopsPerStep(), [this] { loss_ = learner_.Gradient(x_, g_new_); },
       [this] {
         y_.vec() = acc_y_.vec() + g_new_.vec() - g_old_.vec();
         std::swap(g_old_, g_new_);
+        combining_ = false;
+        if (options_.catch_up) {
+          y_.vec() += fix_.vec();
+          fix_.SetZero();
+        }
         const std::uint64_t done = round_++;
+        if (options_.catch_up && ahead_ > round_ && ahead_ < options_.rounds) {
+          // The skipped rounds: this node mixed nothing of them and its
+          // neighbours, past them, mixed nothing of its; their vectors go.
+          MURMUR_LOG(kInfo) << "node " << env_.self() << ": catching up from round " << round_ << " to "
+                            << ahead_;
+          inbox_.CloseThrough(ahead_ - 1);
+          round_ = ahead_;
+        }
         if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), done, loss_);
         BeginRound();
       });

@@ -8,11 +8,25 @@
 // heterogeneous (non-IID) local objectives put into D-PSGD. Each round sends
 // two vectors, x - eta y and y, to every out-neighbour.
 //
+// Catch-up (options.catch_up, static topologies): a node that finds an
+// in-neighbour two or more rounds ahead (it was down and resumed from a
+// checkpoint) ends its round at once and jumps to their round; the rounds it
+// skips it takes no part in, on either side, which with a symmetric W keeps
+// the tracking invariant sum_i y_i = sum_i g_i. A round only one side of a
+// link mixed (the round a stopped node sent but could not finish, or a
+// timeout race) would shift that sum for good, so with catch_up every tracker
+// message also says which of the last kAckRounds rounds' vectors of the
+// receiver its sender mixed, and a node that mixed a neighbour's vectors in a
+// round the neighbour did not mix its own takes that mix out of y again:
+// y_i -= W_ij (y_j - y_i) of that round (docs/algorithms.md "Catch-up").
+//
 // Thread-safety: as every gossip node, one Env executor.
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
+#include <set>
 
 #include "core/learner.h"
 #include "gossip/codec.h"
@@ -28,10 +42,19 @@ struct GradientTrackingOptions {
   Nanos round_timeout = std::chrono::seconds(60);
   // The first round this node runs (a resume after round r starts at r).
   std::uint64_t first_round = 0;
+  // Static topologies only: a neighbour two or more rounds ahead ends this
+  // node's round at once and the node jumps to that round (as
+  // DecentralizedSgdOptions::catch_up); off, a node behind waits out
+  // round_timeout in every round it is behind.
+  bool catch_up = false;
 };
 
 class GradientTrackingNode final : public MessageSink {
  public:
+  // Rounds an acknowledgement covers: its mask travels as the tracker
+  // message's f64 scalar, exact up to 52 bits.
+  static constexpr std::uint64_t kAckRounds = 52;
+
   // REQUIRES: codec->full_model_safe().
   GradientTrackingNode(Env& env, RoundTopology& topology, LocalLearner& learner, ParamVector x0,
                        std::unique_ptr<Codec> codec, GradientTrackingOptions options,
@@ -40,7 +63,8 @@ class GradientTrackingNode final : public MessageSink {
   void Start();
   void OnMessage(NodeId from, MessagePtr msg) override;
   // The state after the last completed round (gossip/node_state.h): x, the
-  // tracker y and the previous gradient g. Call between rounds or once finished.
+  // tracker y and the previous gradient g (with catch_up also the rounds it
+  // mixed and the mixes not yet matched). Call between rounds or once finished.
   Result<NodeState> ExportState() const;
   // REQUIRES: before Start(), with options.first_round set. Start() then
   // skips y_0 = g(x_0) and goes on with the restored tracker.
@@ -55,6 +79,9 @@ class GradientTrackingNode final : public MessageSink {
   void BeginRound();
   void MaybeCombine();
   void Combine();
+  std::uint64_t Latest(NodeId j) const;
+  double AckMask(NodeId j) const;
+  void OnAck(NodeId j, std::uint64_t round, double mask);
 
   Env& env_;
   RoundTopology& topology_;
@@ -66,6 +93,15 @@ class GradientTrackingNode final : public MessageSink {
   ParamVector x_, y_, g_old_, g_new_, half_, acc_x_, acc_y_;
   RoundInbox inbox_;
   std::uint64_t round_ = 0;
+  std::uint64_t ahead_ = 0;                 // catch_up: the highest round seen from an in-neighbour
+  std::map<NodeId, std::uint64_t> latest_;  // catch_up: the highest round seen from each
+  // catch_up: the rounds (of the last kAckRounds) whose vectors of j this
+  // node mixed; and W_ij (y_j - y_i) of each such mix j has not yet said it
+  // matched, to be taken out of y if it did not.
+  std::map<NodeId, std::set<std::uint64_t>> mixed_;
+  std::map<NodeId, std::map<std::uint64_t, ParamVector>> unmatched_;
+  ParamVector fix_;  // corrections not yet in y: they join it between rounds
+  bool combining_ = false;
   bool sent_ = false;
   bool ready_ = false;  // y_0 = g(x_0) computed
   TimerId timeout_ = 0;

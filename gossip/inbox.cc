@@ -1,5 +1,7 @@
 #include "gossip/inbox.h"
 
+#include <algorithm>
+
 #include "core/check.h"
 
 namespace murmur::gossip {
@@ -36,6 +38,17 @@ std::vector<Received> RoundInbox::Close(std::uint64_t round) {
   // Anything older was closed before (or never came).
   by_round_.erase(by_round_.begin(), by_round_.lower_bound(round + 1));
   closed_below_ = round + 1;
+  return out;
+}
+
+std::vector<Received> RoundInbox::CloseThrough(std::uint64_t round) {
+  std::vector<Received> out;
+  const auto end = by_round_.lower_bound(round + 1);
+  for (auto it = by_round_.begin(); it != end; ++it) {
+    for (Received& r : it->second) out.push_back(std::move(r));
+  }
+  by_round_.erase(by_round_.begin(), end);
+  closed_below_ = std::max(closed_below_, round + 1);
   return out;
 }
 

@@ -34,6 +34,9 @@ class RoundInbox {
   // Removes and returns every message of `round`, in arrival order; rounds
   // below `round` + 1 count as closed afterwards.
   std::vector<Received> Close(std::uint64_t round);
+  // Removes and returns every message of the rounds up to `round`, by round
+  // and then in arrival order; rounds below `round` + 1 count as closed afterwards.
+  std::vector<Received> CloseThrough(std::uint64_t round);
   std::uint64_t closed_below() const { return closed_below_; }
   std::size_t pending_rounds() const { return by_round_.size(); }
 

@@ -22,7 +22,7 @@ PushSumNode::PushSumNode(Env& env, RoundTopology& topology, LocalLearner& learne
                    "push-sum sends running sums whole: use none, fp16, bf16 or int8");
   z_ = x_.Clone();
   next_x_ = ParamVector(x_.layout());
-  round_ = options_.first_round;
+  round_ = ahead_ = options_.first_round;
   if (round_ > 0) inbox_.Close(round_ - 1);  // earlier rounds are over
 }
 
@@ -148,13 +148,32 @@ void PushSumNode::OnMessage(NodeId from, MessagePtr msg) {
   }
   if (topology_.In(m->round()).At(env_.self(), from) <= 0) return;
   if (inbox_.Has(m->round(), Channel::kPushSum, from)) return;
+  if (options_.catch_up) {
+    std::uint64_t& latest = latest_[from];
+    latest = std::max(latest, m->round());
+    ahead_ = std::max(ahead_, m->round());
+  }
   inbox_.Add(from, std::move(m));
   MaybeCombine();
 }
 
+// catch_up: a neighbour already past this round without its message here
+// sent it before this node was listening (a restart); it will not come.
+bool PushSumNode::Gone(NodeId j) const {
+  if (!options_.catch_up) return false;
+  auto it = latest_.find(j);
+  return it != latest_.end() && it->second > round_;
+}
+
 void PushSumNode::MaybeCombine() {
   if (finished() || !pushed_) return;
-  std::size_t expected = topology_.In(round_).Row(env_.self()).size() - 1;
+  // catch_up: a neighbour two rounds ahead will not send this round's share again.
+  if (options_.catch_up && ahead_ >= round_ + 2) return Combine();
+  const NodeId self = env_.self();
+  std::size_t expected = 0;
+  for (const auto& e : topology_.In(round_).Row(self)) {
+    if (e.col != self && (inbox_.Has(round_, Channel::kPushSum, e.col) || !Gone(e.col))) ++expected;
+  }
   if (inbox_.Count(round_, Channel::kPushSum) >= expected) Combine();
 }
 
@@ -171,6 +190,21 @@ void PushSumNode::Combine() {
   MURMUR_CHECK_MSG(w_ > 0, "push-sum weight must stay positive");
   z_.vec() = x_.vec() * static_cast<float>(1.0 / w_);
   const std::uint64_t done = round_++;
+  if (options_.catch_up && ahead_ > round_ && ahead_ < options_.rounds) {
+    MURMUR_LOG(kInfo) << "node " << env_.self() << ": catching up from round " << round_ << " to " << ahead_;
+    // The skipped rounds keep the node's whole mass (P_ii = 1 for them); the
+    // shares its neighbours pushed in them are in their running sums, absorbed
+    // here from whatever of those rounds arrived and otherwise with the next
+    // message. No mass is lost (docs/algorithms.md "Catch-up").
+    std::vector<Received> skipped = inbox_.CloseThrough(ahead_ - 1);
+    std::stable_sort(skipped.begin(), skipped.end(), [](const Received& a, const Received& b) {
+      return a.msg->round() != b.msg->round() ? a.msg->round() < b.msg->round() : a.from < b.from;
+    });
+    for (const Received& r : skipped) Absorb(r.from, *r.msg, x_, w_);
+    MURMUR_CHECK_MSG(w_ > 0, "push-sum weight must stay positive");
+    z_.vec() = x_.vec() * static_cast<float>(1.0 / w_);
+    round_ = ahead_;
+  }
   if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), done, loss_);
   BeginRound();
 }

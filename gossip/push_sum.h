@@ -15,6 +15,13 @@
 // sigma_ij - rho_ji, the part it has not yet seen (rho_ji is the last running
 // sum it received from i). A lost message's mass arrives with the next one.
 //
+// Catch-up (options.catch_up, static topologies): a node that finds an
+// in-neighbour two or more rounds ahead (it was down and resumed from a
+// checkpoint) ends its round at once and jumps to that round; it absorbs the
+// running sums of the rounds it skips, so no mass is lost, and a neighbour
+// already past the current round is not waited for. Why this keeps the mass
+// even after a rollback to an older checkpoint: docs/algorithms.md "Catch-up".
+//
 // Thread-safety: as every gossip node, one Env executor.
 #pragma once
 
@@ -37,6 +44,11 @@ struct PushSumOptions {
   Nanos round_timeout = std::chrono::seconds(60);
   // The first round this node runs (a resume after round r starts at r).
   std::uint64_t first_round = 0;
+  // Static topologies only: a neighbour two or more rounds ahead ends this
+  // node's round at once and the node jumps to that round (as
+  // DecentralizedSgdOptions::catch_up); off, a node behind waits out
+  // round_timeout in every round it is behind.
+  bool catch_up = false;
 };
 
 class PushSumNode final : public MessageSink {
@@ -70,6 +82,7 @@ class PushSumNode final : public MessageSink {
   void Absorb(NodeId from, const GossipMessage& m, ParamVector& x, double& w);
   void MaybeCombine();
   void Combine();
+  bool Gone(NodeId j) const;
 
   Env& env_;
   RoundTopology& topology_;
@@ -87,6 +100,8 @@ class PushSumNode final : public MessageSink {
   std::map<NodeId, RunningSum> received_;  // rho_ij per in-neighbour
   RoundInbox inbox_;
   std::uint64_t round_ = 0;
+  std::uint64_t ahead_ = 0;                 // catch_up: the highest round seen from an in-neighbour
+  std::map<NodeId, std::uint64_t> latest_;  // catch_up: the highest round seen from each
   bool pushed_ = false;
   TimerId timeout_ = 0;
   double loss_ = 0;

@@ -188,6 +188,7 @@ Result<std::unique_ptr<GossipAlgorithm>> MakeGossipAlgorithm(const proto::JobCon
     o.first_round = in.first_round;
     o.local_steps = static_cast<int>(job.local_steps());
     o.round_timeout = timeout;
+    o.catch_up = in.topology->is_static();  // as D-PSGD's, above
     return std::unique_ptr<GossipAlgorithm>(new Engine<gossip::PushSumNode>(
         *in.env, *in.topology, *in.learner, std::move(x0), std::move(codec), o, in.observer));
   }
@@ -196,6 +197,7 @@ Result<std::unique_ptr<GossipAlgorithm>> MakeGossipAlgorithm(const proto::JobCon
     o.rounds = job.rounds();
     o.first_round = in.first_round;
     o.round_timeout = timeout;
+    o.catch_up = in.topology->is_static();  // as D-PSGD's, above
     return std::unique_ptr<GossipAlgorithm>(new Engine<gossip::GradientTrackingNode>(
         *in.env, *in.topology, *in.learner, std::move(x0), std::move(codec), o, in.observer));
   }
