@@ -1,0 +1,205 @@
+// Simulated attackers in federated jobs on murmurd (node/federated_job.h,
+// docs/daemon.md "Simulated attacks"): in-process daemons on loopback. The
+// truth is `murmur sim` of the same configuration: the same clients attack
+// (drawn from the job seed), a sign-flip attacker daemon sends its own
+// poisoned update, the aggregator plays the omniscient ALIE attackers as the
+// simulator's server does, so the global models must agree bit for bit; and
+// the simulator's accuracy gap between a robust rule and the mean under
+// attack sets how much the robust rule must win by on the daemons.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <string>
+
+#include "federated/attack.h"
+#include "node/fed_index_env.h"
+#include "node/federated_job.h"
+#include "sim/federated_run.h"
+#include "tests/node/fed_fleet.h"
+
+namespace murmur::node {
+namespace {
+
+using testing::BlobsJob;
+using testing::FedFleet;
+using testing::ScenarioOf;
+
+// Five clients (six daemons, aggregator 2), two of them attackers: attack_fraction
+// 0.4 of 5, as the simulator draws them from the seed.
+proto::JobConfig AttackJob(const std::string& attack, double scale, const std::string& robust) {
+  proto::JobConfig job = BlobsJob("attack", "fedavg", 2, 6);
+  job.set_attack(attack);
+  job.set_attack_fraction(0.4);
+  job.set_attack_scale(scale);
+  job.set_robust(robust);
+  return job;
+}
+
+proto::Scenario AttackScenario(const proto::JobConfig& job) {
+  proto::Scenario s = ScenarioOf(job);
+  s.set_attack(job.attack());
+  s.set_attack_fraction(job.attack_fraction());
+  s.set_attack_scale(job.attack_scale());
+  s.set_robust(job.robust());
+  return s;
+}
+
+struct Outcome {
+  std::vector<float> model;
+  double accuracy = 0;
+};
+
+Outcome OnDaemons(const proto::JobConfig& job) {
+  FedFleet fleet(job.nodes());
+  fleet.SubmitAll(job);
+  REQUIRE(fleet.WaitDone(std::chrono::seconds(60)));
+  Outcome o;
+  o.accuracy = fleet.Status(job.aggregator()).test_accuracy();
+  fleet.Stop();
+  o.model = fleet.daemons[job.aggregator()]->params();
+  return o;
+}
+
+Outcome InSim(const proto::Scenario& s) {
+  sim::FederatedStats stats;
+  auto run = sim::RunFederatedScenario(s, {}, &stats);
+  REQUIRE_MESSAGE(run.ok(), run.status().ToString());
+  REQUIRE(stats.results_dropped == 0);
+  return {stats.final_model, run->points.back().avg_acc};
+}
+
+std::size_t Differing(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  std::size_t n = 0;
+  for (std::size_t j = 0; j < a.size(); ++j) n += a[j] != b[j];
+  return n;
+}
+
+TEST_CASE("Attackers on six daemons give the simulator's models bit for bit, and the median beats the mean") {
+  // Sign flip (s = 3: the two attackers outweigh the three honest clients, so the mean
+  // climbs the loss), ALIE (z = Phi^-1(4/5) for K = 5, f = 2) and IPM (epsilon 0.5), each under the
+  // mean and the coordinate-wise median. The median of five does not depend on the
+  // order in which results arrive; the mean sums exact products n_i Delta_ij in double.
+  struct Case {
+    std::string attack;
+    double scale;
+  };
+  for (const Case& c : {Case{"sign-flip", 3}, Case{"alie", 1}, Case{"ipm", 0.5}}) {
+    CAPTURE(c.attack);
+    double daemon_acc[2] = {0, 0}, sim_acc[2] = {0, 0};
+    const std::string rules[2] = {"mean", "median"};
+    for (int r = 0; r < 2; ++r) {
+      CAPTURE(rules[r]);
+      const proto::JobConfig job = AttackJob(c.attack, c.scale, rules[r]);
+      const Outcome daemons = OnDaemons(job);
+      const Outcome sim = InSim(AttackScenario(job));
+      CHECK(Differing(daemons.model, sim.model) == 0);
+      CHECK(daemons.accuracy == doctest::Approx(sim.accuracy).epsilon(1e-12));
+      daemon_acc[r] = daemons.accuracy;
+      sim_acc[r] = sim.accuracy;
+      MESSAGE(c.attack << " " << rules[r] << ": daemons " << daemons.accuracy << ", sim " << sim.accuracy);
+    }
+    if (c.attack == "sign-flip") {
+      // The simulator's gap is the truth; the daemons must show at least half of it.
+      const double gap = sim_acc[1] - sim_acc[0];
+      REQUIRE(gap > 0.2);
+      CHECK(daemon_acc[1] - daemon_acc[0] > gap / 2);
+    }
+  }
+}
+
+TEST_CASE("Attackers named by node id are the clients the job's fraction draws, and poison alike") {
+  // The attackers attack_fraction draws, named instead by their node ids: the same run.
+  proto::JobConfig drawn = AttackJob("sign-flip", 3, "median");
+  const std::vector<bool> attacker = AttackersOf(drawn);
+  REQUIRE(attacker.size() == 5);
+  proto::JobConfig named = drawn;
+  named.set_attack_fraction(0);
+  const IdMap map{named.aggregator(), 5};
+  for (NodeId c = 0; c < 5; ++c)
+    if (attacker[c]) named.add_attackers(map.ToNode(c));
+  REQUIRE(named.attackers_size() == 2);
+  CHECK(AttackersOf(named) == attacker);
+  const Outcome daemons = OnDaemons(named);
+  const Outcome sim = InSim(AttackScenario(drawn));
+  CHECK(Differing(daemons.model, sim.model) == 0);
+  // And a third attacker changes the run: the test can tell attackers apart.
+  for (NodeId c = 0; c < 5; ++c) {
+    if (!attacker[c]) {
+      named.add_attackers(map.ToNode(c));
+      break;
+    }
+  }
+  CHECK(Differing(OnDaemons(named).model, sim.model) > 0);
+}
+
+TEST_CASE("Label-flip attackers on daemons train on flipped labels as in the simulator, bit for bit") {
+  const proto::JobConfig job = AttackJob("label-flip", 1, "mean");
+  const Outcome daemons = OnDaemons(job);
+  const Outcome sim = InSim(AttackScenario(job));
+  CHECK(Differing(daemons.model, sim.model) == 0);
+  proto::Scenario honest = AttackScenario(job);
+  honest.set_attack("none");
+  CHECK(Differing(InSim(honest).model, sim.model) > 0);
+}
+
+TEST_CASE("Federated attack fields refuse bad values and what daemons cannot run, naming the field") {
+  const proto::JobConfig ok = AttackJob("sign-flip", 3, "median");
+  CHECK(ValidateJobConfig(ok, 1).ok());
+  testing::CheckRefusals(
+      ok, {
+              {"'attack'", [](proto::JobConfig& j) { j.set_attack("backdoor"); }},
+              {"'attack_fraction'", [](proto::JobConfig& j) { j.set_attack_fraction(1); }},
+              {"'attack_fraction'", [](proto::JobConfig& j) { j.set_attack_fraction(-0.1); }},
+              {"'attack_scale'", [](proto::JobConfig& j) { j.set_attack_scale(0); }},
+              {"'attack_scale'", [](proto::JobConfig& j) { j.set_attack_scale(std::nan("")); }},
+              {"'attackers'", [](proto::JobConfig& j) { j.add_attackers(1); }},  // and attack_fraction
+              {"'attackers'",
+               [](proto::JobConfig& j) {
+                 j.set_attack_fraction(0);
+                 j.add_attackers(6);
+               }},
+              {"'attackers'",
+               [](proto::JobConfig& j) {
+                 j.set_attack_fraction(0);
+                 j.add_attackers(2);  // the aggregator
+               }},
+              {"'attackers'",
+               [](proto::JobConfig& j) {
+                 j.set_attack_fraction(0);
+                 j.add_attackers(1);
+                 j.add_attackers(1);
+               }},
+              {"'attackers'",
+               [](proto::JobConfig& j) {
+                 j.set_attack_fraction(0);
+                 for (NodeId id : {0, 1, 3, 4, 5}) j.add_attackers(id);
+               }},
+              {"'attack'", [](proto::JobConfig& j) { j.set_algorithm("fedbuff"); }},
+              {"'attack'",
+               [](proto::JobConfig& j) {
+                 j.set_robust("mean");
+                 j.set_dp_clip(1);
+               }},
+              {"'attack'", [](proto::JobConfig& j) { j.set_upload_compression("topk:0.1"); }},
+              {"'secure_aggregation'",
+               [](proto::JobConfig& j) {
+                 j.set_attack("label-flip");
+                 j.set_robust("mean");
+                 j.set_secure_aggregation(true);
+               }},
+              {"'attack'",
+               [](proto::JobConfig& j) {
+                 j.set_algorithm("dpsgd");
+                 j.set_topology("ring");
+               }},
+          });
+  // Label flip is data poisoning: FedBuff runs it, as the simulator does.
+  proto::JobConfig flip = ok;
+  flip.set_attack("label-flip");
+  flip.set_algorithm("fedbuff");
+  CHECK(ValidateJobConfig(flip, 1).ok());
+}
+
+}  // namespace
+}  // namespace murmur::node
