@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cmath>
 #include <string>
 
 #include "federated/attack.h"
@@ -88,9 +89,12 @@ TEST_CASE("Attackers on six daemons give the simulator's models bit for bit, and
   };
   for (const Case& c : {Case{"sign-flip", 3, 0.2}, Case{"alie", 1, 0}, Case{"ipm", 0.5, 0.05}}) {
     CAPTURE(c.attack);
-    double daemon_acc[2] = {0, 0}, sim_acc[2] = {0, 0};
-    const std::string rules[2] = {"mean", "median"};
-    for (int r = 0; r < 2; ++r) {
+    // The trimmed mean cutting one value at each end is order-independent too. (Krum is
+    // not here: with K = 5 and f = 2 its score is the distance to the nearest other
+    // update, so two mutual nearest neighbours tie exactly and the arrival order picks.)
+    double daemon_acc[3] = {0, 0, 0}, sim_acc[3] = {0, 0, 0};
+    const std::string rules[3] = {"mean", "median", "trimmed-mean:0.2"};
+    for (int r = 0; r < 3; ++r) {
       CAPTURE(rules[r]);
       const proto::JobConfig job = AttackJob(c.attack, c.scale, rules[r]);
       const Outcome daemons = OnDaemons(job);
@@ -110,6 +114,52 @@ TEST_CASE("Attackers on six daemons give the simulator's models bit for bit, and
   }
 }
 
+TEST_CASE("A gaussian attacker daemon adds noise of the simulator's scale s ||Delta|| / sqrt(d)") {
+  // The attacker draws its noise from its own stream, the simulator's server from
+  // another: the models differ, the noise's law must not. One round, mean, one
+  // attacker (attack_fraction 0.2 of 5) of weight w = n_a / N:
+  //   x_gauss = x0 + H + w g,  x_honest = x0 + H + w Delta_a,  x_flip = x0 + H - w Delta_a
+  // (H the honest clients' weighted share), so from the simulator's honest and
+  // sign-flip (s = 1) runs, g / ||Delta_a|| = 2 (x_gauss - (x_honest + x_flip) / 2) /
+  // ||x_honest - x_flip||, whose d coordinates are N(0, s^2 / d) under the attack.
+  proto::JobConfig job = AttackJob("gaussian", 2, "mean");
+  job.set_attack_fraction(0.2);
+  job.set_rounds(1);
+  job.set_eval_every(1);
+  const Outcome daemons = OnDaemons(job);
+  const Outcome sim_gauss = InSim(AttackScenario(job));
+  proto::Scenario flip = AttackScenario(job);
+  flip.set_attack("sign-flip");
+  flip.set_attack_scale(1);
+  const Outcome sim_flip = InSim(flip);
+  proto::Scenario honest = flip;
+  honest.set_attack("none");
+  const Outcome sim_honest = InSim(honest);
+  const std::size_t d = daemons.model.size();
+  REQUIRE(sim_flip.model.size() == d);
+  double norm2 = 0;
+  for (std::size_t j = 0; j < d; ++j) {
+    const double v = static_cast<double>(sim_honest.model[j]) - sim_flip.model[j];
+    norm2 += v * v;
+  }
+  const double norm = std::sqrt(norm2);
+  REQUIRE(norm > 0);
+  double sum = 0, sum2 = 0;
+  for (std::size_t j = 0; j < d; ++j) {
+    const double mid = (static_cast<double>(sim_honest.model[j]) + sim_flip.model[j]) / 2;
+    const double z = 2 * (daemons.model[j] - mid) / norm;
+    sum += z;
+    sum2 += z * z;
+  }
+  const double n = static_cast<double>(d), sigma = job.attack_scale() / std::sqrt(n);
+  const double mean = sum / n, sd = std::sqrt((sum2 - n * mean * mean) / (n - 1));
+  MESSAGE("noise per coordinate: mean " << mean << ", sd " << sd << " against " << sigma);
+  CHECK(std::abs(mean) < 5 * sigma / std::sqrt(n));
+  CHECK(std::abs(sd - sigma) < 5 * sigma / std::sqrt(2 * (n - 1)));
+  // Not the simulator's noise: the streams differ.
+  CHECK(Differing(daemons.model, sim_gauss.model) > d / 2);
+}
+
 TEST_CASE("Attackers named by node id are the clients the job's fraction draws, and poison alike") {
   // The attackers attack_fraction draws, named instead by their node ids: the same run.
   proto::JobConfig drawn = AttackJob("sign-flip", 3, "median");
@@ -122,6 +172,27 @@ TEST_CASE("Attackers named by node id are the clients the job's fraction draws, 
     if (attacker[c]) named.add_attackers(map.ToNode(c));
   REQUIRE(named.attackers_size() == 2);
   CHECK(AttackersOf(named) == attacker);
+  // Krum's default f is the simulator's max(1, llround(attack_fraction K)) (sim/federated_run.cc),
+  // with the fraction attackers / clients when they are named; an explicit krum_f stays.
+  for (const proto::JobConfig& j : {drawn, named}) {
+    federated::ServerOptions o;
+    o.clients_per_round = 5;
+    REQUIRE(FillServerPrivacy(j, &o).ok());
+    REQUIRE(FillServerAttack(j, &o).ok());
+    CHECK(o.robust.krum_f == 2);
+    CHECK(o.attacker.empty());  // sign-flip attackers rewrite their own updates
+  }
+  {
+    proto::JobConfig alie = drawn;
+    alie.set_attack("alie");
+    alie.set_krum_f(3);
+    federated::ServerOptions o;
+    o.clients_per_round = 4;
+    REQUIRE(FillServerPrivacy(alie, &o).ok());
+    REQUIRE(FillServerAttack(alie, &o).ok());
+    CHECK(o.robust.krum_f == 3);
+    CHECK(o.attacker == attacker);  // the aggregator plays ALIE for the drawn attackers
+  }
   const Outcome daemons = OnDaemons(named);
   const Outcome sim = InSim(AttackScenario(drawn));
   CHECK(Differing(daemons.model, sim.model) == 0);
