@@ -15,6 +15,7 @@
 #   GOSSIP=0 FED_ROUNDS=60 FED_KILL_AT=15 examples/local-cluster.sh   # the aggregator dies and resumes
 #   GOSSIP=0 FED_SECAGG=1 examples/local-cluster.sh   # the federated job with SecAgg+
 #   GOSSIP=0 FED_DP=1:1 FED_KILL_AT=8 examples/local-cluster.sh   # DP-FedAvg; the resumed aggregator keeps its epsilon
+#   GOSSIP=0 FED_ATTACK=sign-flip FED_ROBUST=median examples/local-cluster.sh   # attackers against the median
 #
 # Needs the murmur and murmurd binaries (./dev build puts them in build/release/bin).
 # Everything lives in a temporary directory (kept with KEEP=1); all addresses are 127.0.0.1.
@@ -35,6 +36,10 @@ SIM=${SIM:-1}                       # 0: skip the `murmur sim` comparison
 FED_KILL_AT=${FED_KILL_AT:-0}       # > 0: kill -9 the aggregator at this round, then restart it
 FED_SECAGG=${FED_SECAGG:-0}         # 1: the federated job runs SecAgg+ (every other client a neighbour)
 FED_DP=${FED_DP:-}                  # CLIP:NOISE: DP-FedAvg with clip norm CLIP and noise multiplier NOISE
+FED_ROBUST=${FED_ROBUST:-mean}      # federated aggregation: mean, median, trimmed-mean[:B], krum, ...
+FED_ATTACK=${FED_ATTACK:-none}      # simulated attackers: none, sign-flip, gaussian, alie, ipm, label-flip
+FED_ATTACK_FRACTION=${FED_ATTACK_FRACTION:-0.3}  # ... this fraction of the clients, drawn from the seed
+FED_ATTACK_SCALE=${FED_ATTACK_SCALE:-3}          # ... sign-flip s, gaussian noise size, ipm epsilon
 BASE_PORT=${BASE_PORT:-17100}
 BIN=${BIN:-build/release/bin}
 DATA_DIR=${DATASET_DIR:-/usr/share/datasets/fashion-mnist}
@@ -128,6 +133,12 @@ fi
 if [ -n "$FED_DP" ]; then
   printf 'dp_clip: %s\ndp_noise: %s\n' "${FED_DP%%:*}" "${FED_DP#*:}" >>"$WORK/federated.job"
   SIM_FED_FLAGS+=(--dp-clip "${FED_DP%%:*}" --dp-noise "${FED_DP#*:}")
+fi
+if [ "$FED_ROBUST" != mean ] || [ "$FED_ATTACK" != none ]; then
+  printf 'robust: "%s"\nattack: "%s"\nattack_fraction: %s\nattack_scale: %s\n' "$FED_ROBUST" "$FED_ATTACK" \
+    "$FED_ATTACK_FRACTION" "$FED_ATTACK_SCALE" >>"$WORK/federated.job"
+  SIM_FED_FLAGS+=(--robust "$FED_ROBUST" --attack "$FED_ATTACK" --attack-fraction "$FED_ATTACK_FRACTION"
+    --attack-scale "$FED_ATTACK_SCALE")
 fi
 say "submitting $WORK/federated.job"
 "$MURMUR" job submit "$WORK/federated.job" "${OP[@]}"

@@ -17,7 +17,8 @@ FedClient::FedClient(Env& env, NodeId server, LocalLearner& learner, const Layou
       rng_(env.MakeRng(RngPurpose::kCompression)),
       x_(layout),
       y_(layout),
-      dropout_rng_(env.MakeRng(RngPurpose::kSecureAggregation).Fork(0xD0)) {
+      dropout_rng_(env.MakeRng(RngPurpose::kSecureAggregation).Fork(0xD0)),
+      attack_rng_(env.MakeRng(RngPurpose::kAttack)) {
   state_.node = env.self();
 }
 
@@ -128,8 +129,9 @@ void FedClient::Finish() {
   std::vector<UpdatePtr> updates;
   std::vector<float> delta(y_.size());
   for (std::size_t j = 0; j < delta.size(); ++j) delta[j] = y_[j] - x_[j];
+  const bool poisons = options_.attack == AttackKind::kSignFlip || options_.attack == AttackKind::kGaussian;
   const bool want_model =
-      (task_.flags & kFlagWantModel) != 0 && options_.upload == nullptr && options_.dp_clip == 0;
+      (task_.flags & kFlagWantModel) != 0 && options_.upload == nullptr && options_.dp_clip == 0 && !poisons;
   if (options_.scaffold) {
     // Option II: c_i+ - c_i = -c + (x - y) / (tau lr).
     const double lr = learner_.LearningRate(0);
@@ -142,6 +144,11 @@ void FedClient::Finish() {
     updates.push_back(compression::DenseF32Update(dc));
   } else {
     updates.push_back(nullptr);
+  }
+  if (poisons) {  // after SCAFFOLD's control variate, which the simulator's attack leaves alone too
+    const std::span<float> mine(delta);
+    ApplyAttack(options_.attack, options_.attack_scale, std::span<const std::span<float>>(&mine, 1), {true},
+                attack_rng_);
   }
   if (want_model) {
     r.flags = kFlagIsModel;

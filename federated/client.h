@@ -30,6 +30,7 @@
 
 #include "compression/compressor.h"
 #include "core/learner.h"
+#include "federated/attack.h"
 #include "federated/messages.h"
 #include "federated/secagg_client.h"
 
@@ -50,6 +51,12 @@ struct ClientOptions {
   SecAggClientOptions secagg;
   double secagg_weight_scale = 1;  // n_max, a public bound on n_i: the weight sent is n_i / n_max
   double secagg_dropout = 0;       // fault injection: chance per round of going silent after key sharing
+  // A client that poisons its own update (sign-flip or gaussian, federated/attack.h):
+  // it sends ApplyAttack's rewrite of its Delta y as a dense update, never its model,
+  // so the server holds exactly what the simulator's server-side attack writes.
+  // Gaussian noise comes from the client's kAttack stream. Other kinds: no effect here.
+  AttackKind attack = AttackKind::kNone;
+  double attack_scale = 1.0;
 };
 
 class FedClient final : public MessageSink {
@@ -93,6 +100,7 @@ class FedClient final : public MessageSink {
   std::uint64_t tasks_done_ = 0;
   std::unique_ptr<SecAggClient> secagg_;  // this round's session
   Rng dropout_rng_;
+  Rng attack_rng_;
 };
 
 }  // namespace murmur::federated

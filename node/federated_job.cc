@@ -180,6 +180,7 @@ Status FederatedJobImpl::InitServer(ParamVector x0) {
   o.optimizer.tau = job_.server_tau();
   if (peer_alive_) o.available = [this](NodeId c) { return peer_alive_(map_.ToNode(c)); };
   MURMUR_RETURN_IF_ERROR(FillServerPrivacy(job_, &o));
+  MURMUR_RETURN_IF_ERROR(FillServerAttack(job_, &o));
   if (job_.dp_clip() > 0) index_env_.MakeSecret(RngPurpose::kPrivacy);  // DP noise from real randomness
   if (job_.secure_aggregation()) o.secagg.directory = Directory();
   // Lossless uploads and no DP: clients return models, FedAvg is exact.
@@ -225,9 +226,13 @@ Status FederatedJobImpl::InitClient() {
   lo.momentum = job_.momentum();
   lo.weight_decay = job_.weight_decay();
   const std::span<const ml::SampleIndex> part = samples_;
+  federated::ClientOptions co;
+  if (FillClientAttack(job_, c, &co) && job_.attack() == "label-flip") {
+    // Data poisoning (Fang et al., USENIX Security 2020), as sim/label_flip.h: y -> C - 1 - y.
+    for (auto& y : data_.train.labels) y = data_.train.num_classes - 1 - y;
+  }
   learner_ = std::make_unique<ml::MlLearner>(*model_, data_.train, part, lo,
                                              Rng(job_.seed(), c, RngPurpose::kBatch));
-  federated::ClientOptions co;
   co.local_steps = job_.local_epochs() > 0 ? 0 : static_cast<int>(job_.local_steps());
   co.local_epochs = job_.local_epochs();
   co.batch = lo.batch;

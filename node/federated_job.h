@@ -51,7 +51,13 @@
 // once it has a session with every daemon of the job, or after join_timeout).
 // An aborted SecAgg+ round leaves the model as it is, counts as a round and
 // is reported by warning(); a server that stops early (privacy budget) ends
-// the job, also with a warning. Simulated attacks are not run by murmurd.
+// the job, also with a warning.
+//
+// Simulated attacks (fields attack, attack_fraction, attack_scale, attackers)
+// run as in `murmur sim`, the same clients attacking: a sign-flip or gaussian
+// attacker daemon sends its poisoned update itself, a label-flip attacker
+// trains on flipped labels, and the aggregator plays the omniscient ALIE and
+// IPM attackers (node/federated_job_attack.cc; docs/daemon.md "Simulated attacks").
 //
 // Thread-safety: everything on the daemon's io thread, except the atomics and
 // params(), which may be read from any thread.
@@ -85,6 +91,20 @@ Status ValidateFederatedPrivacy(const proto::JobConfig& job);
 // the job passed ValidateFederatedJob.
 Status FillServerPrivacy(const proto::JobConfig& job, federated::ServerOptions* options);
 void FillClientPrivacy(const proto::JobConfig& job, federated::ClientOptions* options);
+
+// The attack fields: what sim::ValidateFederatedScenario refuses, and what
+// daemons cannot run (a poisoning attack with FedBuff, DP-FedAvg or upload
+// compression; attackers named twice, out of range or the aggregator).
+Status ValidateFederatedAttack(const proto::JobConfig& job);
+// Which clients (by client index) attack: those `attackers` names, or those
+// the simulator draws for attack_fraction from the job seed; empty: none.
+std::vector<bool> AttackersOf(const proto::JobConfig& job);
+// The server's attack options and Krum's default f (attackers expected per
+// round, at least 1), as sim/federated_run.cc sets them.
+Status FillServerAttack(const proto::JobConfig& job, federated::ServerOptions* options);
+// Whether client `index` attacks; if so, sets its options for the attacks a
+// client runs itself (sign-flip, gaussian). REQUIRES: the job is valid.
+bool FillClientAttack(const proto::JobConfig& job, NodeId index, federated::ClientOptions* options);
 
 class FederatedJobImpl;
 

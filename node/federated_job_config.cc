@@ -70,7 +70,8 @@ Status ValidateFederatedJob(const proto::JobConfig& j, NodeId self) {
     auto c = compression::MakeCompressor(j.upload_compression());
     if (!c.ok()) return c.status().WithContext("job field 'upload_compression'");
   }
-  return ValidateFederatedPrivacy(j);
+  MURMUR_RETURN_IF_ERROR(ValidateFederatedPrivacy(j));
+  return ValidateFederatedAttack(j);
 }
 
 // The refusals of sim::ValidateFederatedScenario for the same fields.

@@ -25,7 +25,7 @@ federated::SecAggParams SecAggParamsOf(const proto::JobConfig& j) {
 
 Status FillServerPrivacy(const proto::JobConfig& j, federated::ServerOptions* o) {
   MURMUR_ASSIGN_OR_RETURN(o->robust, federated::ParseRobustRule(j.robust()));
-  // No simulated attackers on daemons: the simulator's default f is then 1.
+  // Without attackers the simulator's default f is 1; FillServerAttack sets it for attackers.
   o->robust.krum_f = j.krum_f() > 0 ? j.krum_f() : 1;
   o->dp_clip = j.dp_clip();
   o->dp_noise = j.dp_noise();

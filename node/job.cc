@@ -16,7 +16,12 @@ Status ValidateJobConfig(const proto::JobConfig& j, NodeId self) {
   if (self >= j.nodes())
     return Status::InvalidArgument("node_id " + std::to_string(self) + " is not below job.nodes " +
                                    std::to_string(j.nodes()));
-  if (IsGossipJob(j.algorithm())) return ValidateGossipJob(j, self);
+  if (IsGossipJob(j.algorithm())) {
+    if (j.attack() != "none" || j.attack_fraction() != 0 || j.attackers_size() > 0)
+      return Status::InvalidArgument("job field 'attack': simulated attacks run in federated jobs only (" +
+                                     j.algorithm() + " is a gossip job)");
+    return ValidateGossipJob(j, self);
+  }
   if (IsFederatedJob(j.algorithm())) return ValidateFederatedJob(j, self);
   return Status::InvalidArgument("job field 'algorithm': '" + j.algorithm() +
                                  "' (murmurd runs dpsgd, dpsgd-cta, push-sum, dsgt, gossip-learning, fedavg, "
