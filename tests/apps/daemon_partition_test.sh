@@ -26,7 +26,18 @@ BASE_PORT=$((20000 + ($$ % 60) * 200 + 10))  # below the ephemeral range; offset
 FLEET_LOG_LEVEL=debug                           # the "mixed round R" lines
 source "$SRC/tools/fleet.sh"
 trap 'fleet_stop_all; [ -n "${KEEP:-}" ] || rm -rf "$FLEET"' EXIT
-fail() { echo "FAIL: $*"; for i in 0 3 4 7; do echo "--- node $i"; grep -v "mixed round" "$FLEET/node$i/log" | tail -n 8; done; exit 1; }
+fail() {
+  echo "FAIL: $*"
+  for i in $(seq 0 $((NODES - 1))); do
+    echo "--- murmur peers of daemon $i"
+    "$MURMUR" peers --daemon "127.0.0.1:$((BASE_PORT + 100 + i))" "${FLEET_OP[@]:2}" 2>&1 | head -n 10
+  done
+  for i in $(seq 0 $((NODES - 1))); do
+    echo "--- node $i"
+    grep -E "member [0-9]+ |declared|FAIL|error" "$FLEET/node$i/log" | tail -n 12
+  done
+  exit 1
+}
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 metric() {  # metric I NAME: daemon I's value of NAME, or -1
