@@ -25,6 +25,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::Cluster;
+using testing::MeanBlobsAccuracy;
 using testing::NodeDir;
 using testing::Simulate;
 
@@ -161,21 +162,6 @@ void GossipLearningJob(proto::JobConfig& job) {
   job.set_lr(0.2);
   job.set_fanout(1);
   job.set_age_weighted(true);
-}
-
-// Mean test accuracy of the nodes' own models on the synthetic blobs.
-double MeanBlobsAccuracy(const std::vector<std::vector<float>>& models) {
-  auto data = ml::LoadDatasetSpec("synthetic:blobs", "", 1).value();
-  auto model = ml::MakeModel("softmax", data.train.dim, data.train.num_classes).value();
-  auto ws = model->NewWorkspace();
-  double sum = 0;
-  for (const auto& m : models) {
-    ParamVector x(model->layout());
-    REQUIRE(m.size() == x.size());
-    std::copy(m.begin(), m.end(), x.data());
-    sum += model->Evaluate(x, data.test, *ws).accuracy;
-  }
-  return sum / static_cast<double>(models.size());
 }
 
 // `murmur sim` of the same job: gossip-learning on "complete" draws peers

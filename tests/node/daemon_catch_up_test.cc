@@ -30,6 +30,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::Cluster;
+using testing::MeanBlobsAccuracy;
 using testing::NodeDir;
 
 constexpr double kRoundTimeout = 0.4;  // seconds
@@ -64,20 +65,6 @@ void Job(proto::JobConfig& job, const std::string& algorithm) {
   job.set_topology("ring");
   job.set_round_timeout(kRoundTimeout);
   job.set_checkpoint_every(5);
-}
-
-double MeanAccuracy(const std::vector<std::vector<float>>& models) {
-  auto data = ml::LoadDatasetSpec("synthetic:blobs", "", 1).value();
-  auto model = ml::MakeModel("softmax", data.train.dim, data.train.num_classes).value();
-  auto ws = model->NewWorkspace();
-  double sum = 0;
-  for (const auto& m : models) {
-    ParamVector x(model->layout());
-    REQUIRE(m.size() == x.size());
-    std::copy(m.begin(), m.end(), x.data());
-    sum += model->Evaluate(x, data.test, *ws).accuracy;
-  }
-  return sum / static_cast<double>(models.size());
 }
 
 // max_i ||x_i - mean|| / ||mean||.
@@ -277,8 +264,8 @@ Outcome CheckCatchUp(const std::string& algorithm, bool rollback) {
   REQUIRE(o.run.caught_up);
   CHECK(o.run.catch_up_s <= kCatchUpBound);
 
-  o.accuracy = MeanAccuracy(o.run.models);
-  o.reference_accuracy = MeanAccuracy(whole);
+  o.accuracy = MeanBlobsAccuracy(o.run.models);
+  o.reference_accuracy = MeanBlobsAccuracy(whole);
   o.disagreement = Disagreement(o.run.models);
   o.reference_disagreement = Disagreement(whole);
   const auto [lo, hi] = SimulatedSpread(cluster.Config(0, kRounds).job());

@@ -15,6 +15,7 @@
 
 #include "crypto/certificate.h"
 #include "gossip/decentralized_sgd.h"
+#include "ml/dataset_spec.h"
 #include "ml/idx.h"
 #include "ml/ml_learner.h"
 #include "ml/model_spec.h"
@@ -165,6 +166,21 @@ inline std::vector<std::vector<float>> Simulate(const proto::NodeConfig& config,
   std::vector<std::vector<float>> out;
   for (auto& n : nodes) out.emplace_back(n->params().span().begin(), n->params().span().end());
   return out;
+}
+
+// Mean test accuracy of the nodes' own models on the synthetic blobs.
+inline double MeanBlobsAccuracy(const std::vector<std::vector<float>>& models) {
+  auto data = ml::LoadDatasetSpec("synthetic:blobs", "", 1).value();
+  auto model = ml::MakeModel("softmax", data.train.dim, data.train.num_classes).value();
+  auto ws = model->NewWorkspace();
+  double sum = 0;
+  for (const auto& m : models) {
+    ParamVector x(model->layout());
+    REQUIRE(m.size() == x.size());
+    std::copy(m.begin(), m.end(), x.data());
+    sum += model->Evaluate(x, data.test, *ws).accuracy;
+  }
+  return sum / static_cast<double>(models.size());
 }
 
 }  // namespace murmur::node::testing
