@@ -228,13 +228,8 @@ TEST_CASE("A stopped gossip-learning daemon is not drawn once it has left, and r
   const std::uint64_t rounds = 60;
   const NodeId stopped = Cluster::kNodes - 1;
   std::vector<std::unique_ptr<Daemon>> ds;
-  for (NodeId i = 0; i < Cluster::kNodes; ++i) {
-    auto d = Daemon::Create(cluster.Config(i, rounds));
-    REQUIRE_MESSAGE(d.ok(), d.status().ToString());
-    ds.push_back(std::move(d).value());
-  }
   std::vector<std::thread> threads;
-  for (auto& d : ds) threads.emplace_back([&d] { CHECK(d->Run().ok()); });
+  cluster.StartAll(rounds, &ds, &threads);
   // Up for >= 10 wake-ups, and drawn by every other daemon at least once.
   REQUIRE(testing::WaitFor(
       [&] {

@@ -149,13 +149,8 @@ Interrupted RunInterrupted(Cluster& cluster, bool rollback) {
   fs::copy_file(ckpt, saved, fs::copy_options::overwrite_existing);
 
   std::vector<std::unique_ptr<Daemon>> ds;
-  for (NodeId i = 0; i < Cluster::kNodes; ++i) {
-    auto d = Daemon::Create(cluster.Config(i, kRounds));
-    REQUIRE_MESSAGE(d.ok(), d.status().ToString());
-    ds.push_back(std::move(d).value());
-  }
   std::vector<std::thread> threads;
-  for (auto& d : ds) threads.emplace_back([&d] { CHECK(d->Run().ok()); });
+  cluster.StartAll(kRounds, &ds, &threads);
   auto stop_all = [&] {
     for (auto& d : ds) d->RequestStop();
     for (auto& t : threads) {

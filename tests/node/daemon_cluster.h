@@ -60,6 +60,18 @@ struct Cluster {
   }
   ~Cluster() { fs::remove_all(root); }
 
+  // Creates every daemon for a job of `rounds` and runs each on its own
+  // thread (appended to *daemons and *threads; the caller stops and joins).
+  void StartAll(std::uint64_t rounds, std::vector<std::unique_ptr<Daemon>>* daemons,
+                std::vector<std::thread>* threads) const {
+    for (NodeId i = 0; i < kNodes; ++i) {
+      auto d = Daemon::Create(Config(i, rounds));
+      REQUIRE_MESSAGE(d.ok(), d.status().ToString());
+      daemons->push_back(std::move(d).value());
+    }
+    for (auto& d : *daemons) threads->emplace_back([&d] { CHECK(d->Run().ok()); });
+  }
+
   proto::NodeConfig Config(NodeId i, std::uint64_t rounds) const {
     proto::NodeConfig c;
     c.set_node_id(i);
