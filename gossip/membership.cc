@@ -164,17 +164,33 @@ void Membership::OnMessage(NodeId from, MessagePtr msg) {
   // holds alive or suspect is only suspected here, so that it refutes within the
   // suspicion timeout instead of being declared dead by the merge itself. (A
   // member this node does not know, or forgot, stays unknown.)
+  //
+  // Such a merge can suspect many members at once, at the incarnation the
+  // other side last saw; each must refute before its suspicion times out, and
+  // in a small group gossip alone may not bring every refutation back in time.
+  // So each member the merge newly suspects is pinged at once, out of the
+  // probe order: the PING carries the suspicion first (buddy system), and the
+  // member's ACK carries its refutation (or, when the suspicion names an older
+  // incarnation, its current one) first.
   const bool state_exchange = h.type == MembershipType::kJoin || h.type == MembershipType::kSync;
+  std::vector<NodeId> check;
   for (MemberUpdate u : m->updates()) {
     if (state_exchange && u.state == MemberState::kDead) {
       auto it = members_.find(u.member);
       if (it != members_.end() && (it->second.member.state == MemberState::kAlive ||
                                    it->second.member.state == MemberState::kSuspect)) {
         u.state = MemberState::kSuspect;
+        if (it->second.member.state == MemberState::kAlive) check.push_back(u.member);
       }
     }
     ApplyUpdate(u);
     if (!running_) return;
+  }
+  for (NodeId member : check) {
+    auto it = members_.find(member);
+    if (it == members_.end() || it->second.member.state != MemberState::kSuspect) continue;
+    ++stats_.merge_checks;
+    Send(MembershipType::kPing, member, ++seq_, member);  // its ACK matches no probe; its updates count
   }
   switch (h.type) {
     case MembershipType::kPing: HandlePing(h); break;

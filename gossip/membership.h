@@ -110,6 +110,8 @@ struct MembershipStats {
   std::uint64_t suspicions_raised = 0;  // members this node suspected after a failed probe
   std::uint64_t deaths_declared = 0;    // suspicions that timed out here
   std::uint64_t refutations = 0;        // times this node raised its incarnation
+  std::uint64_t stale_accusations = 0;  // accusations of an older incarnation, answered with the current one
+  std::uint64_t merge_checks = 0;       // PINGs to members a state exchange turned suspect
 };
 
 class Membership final : public MessageSink {

@@ -43,6 +43,17 @@ int Membership::RetransmitLimit() const {
 void Membership::Refute(const MemberUpdate& u) {
   if (left_) return;
   const bool accusation = u.state != MemberState::kAlive;
+  if (accusation && u.incarnation < incarnation_) {
+    // A stale accusation: its sender holds an older incarnation of this node
+    // (after a partition, a merge turns the other side's "dead" into a
+    // suspicion at the incarnation that side last saw). Others already hold
+    // the current one and ignore the suspicion, so it would time out into a
+    // death there. The current incarnation goes out again, first on the reply
+    // to this very message; no new incarnation is needed.
+    ++stats_.stale_accusations;
+    broadcasts_.Enqueue(SelfUpdate());
+    return;
+  }
   if (accusation ? u.incarnation < incarnation_ : u.incarnation <= incarnation_) return;
   incarnation_ = u.incarnation + 1;
   ++stats_.refutations;

@@ -184,6 +184,60 @@ TEST_CASE("A suspected node refutes with a higher incarnation, and its local hea
   CHECK(refuted);
 }
 
+TEST_CASE("A stale accusation is answered with the current incarnation on the reply, without a new one") {
+  Harness w(4);
+  w.RunUntil(seconds(2));
+  w.Deliver(2, MembershipType::kSync, {{MemberState::kSuspect, 0, 0, 2, ""}});
+  REQUIRE(w.m->incarnation() == 1);
+  w.RunUntil(w.env.Now() + seconds(10));  // the refutation is spent
+  w.env.outbox().clear();
+  // Node 3 still holds incarnation 0 and suspects node 0 there (a merge did it).
+  w.Deliver(3, MembershipType::kPing, {{MemberState::kSuspect, 0, 0, 3, ""}}, 77, 0);
+  CHECK(w.m->incarnation() == 1);
+  CHECK(w.m->stats().refutations == 1);
+  CHECK(w.m->stats().stale_accusations == 1);
+  REQUIRE(w.env.outbox().size() == 1);
+  auto ack = std::dynamic_pointer_cast<const MembershipMessage>(w.env.outbox().front().msg);
+  REQUIRE(ack != nullptr);
+  CHECK(w.env.outbox().front().to == 3);
+  CHECK(ack->header().type == MembershipType::kAck);
+  REQUIRE_FALSE(ack->updates().empty());
+  const MemberUpdate& first = ack->updates().front();
+  CHECK(first.member == 0);
+  CHECK(first.state == MemberState::kAlive);
+  CHECK(first.incarnation == 1);
+}
+
+TEST_CASE("Members a state exchange newly suspects are pinged at once with their suspicion") {
+  Harness w(6);
+  w.RunUntil(seconds(1));
+  w.env.outbox().clear();
+  // Another side's view after a partition: members 2 and 3 dead, 4 alive.
+  w.Deliver(1, MembershipType::kSync,
+            {{MemberState::kDead, 2, 0, 1, ""},
+             {MemberState::kDead, 3, 0, 1, ""},
+             {MemberState::kAlive, 4, 0, 4, ""}});
+  CHECK(w.StateOf(2) == MemberState::kSuspect);
+  CHECK(w.StateOf(3) == MemberState::kSuspect);
+  CHECK(w.m->stats().merge_checks == 2);
+  std::set<NodeId> pinged;
+  for (const auto& s : w.env.outbox()) {
+    auto msg = std::dynamic_pointer_cast<const MembershipMessage>(s.msg);
+    REQUIRE(msg != nullptr);
+    if (msg->header().type != MembershipType::kPing) continue;
+    pinged.insert(s.to);
+    REQUIRE_FALSE(msg->updates().empty());
+    CHECK(msg->updates().front().member == s.to);
+    CHECK(msg->updates().front().state == MemberState::kSuspect);
+  }
+  CHECK(pinged == std::set<NodeId>{2, 3});
+  // Their ACKs carry the refutations, which end the suspicions.
+  w.Deliver(2, MembershipType::kAck, {{MemberState::kAlive, 2, 1, 2, ""}}, 999, 2);
+  w.Deliver(3, MembershipType::kAck, {{MemberState::kAlive, 3, 1, 3, ""}}, 999, 3);
+  CHECK(w.StateOf(2) == MemberState::kAlive);
+  CHECK(w.StateOf(3) == MemberState::kAlive);
+}
+
 TEST_CASE("Forged, unsigned and misaddressed membership messages are dropped and counted") {
   Harness w(4);
   const auto& st = w.m->stats();
