@@ -65,15 +65,115 @@ DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, Lo
     x_hat_ = options_.common_init ? x_->Clone() : ParamVector(x_->layout());
     s_ = options_.common_init ? x_->Clone() : ParamVector(x_->layout());
     if (!codec_->error_feedback()) last_sent_ = x_hat_.Clone();
+    if (resync()) {
+      const NodeId self = env_.self();
+      for (const auto& e : topology_.In(0).Row(self)) {
+        if (e.col != self) hat_.emplace(e.col, x_hat_.Clone());  // every x^_j starts as x^_i does
+      }
+    }
   } else {
     acc_ = std::make_shared<ParamVector>(x_->layout());
   }
   if (options_.order == MixOrder::kCombineThenAdapt) delta_ = ParamVector(x_->layout());
-  round_ = ahead_ = options_.first_round;
+  round_ = ahead_ = sent_below_ = options_.first_round;
   if (round_ > 0) inbox_.Close(round_ - 1);  // earlier rounds are over
 }
 
-void DecentralizedSgdNode::Start() { BeginRound(); }
+void DecentralizedSgdNode::Start() {
+  if (resync() && options_.first_round > 0) {
+    // Resuming: the neighbours' copies of x^_i and this node's of theirs may
+    // be off by what was sent while it was down or since its checkpoint.
+    const NodeId self = env_.self();
+    std::vector<NodeId> peers;
+    for (const auto& e : topology_.In(round_).Row(self)) peers.push_back(e.col);
+    for (const auto& e : topology_.Out(round_).Row(self)) peers.push_back(e.col);
+    std::sort(peers.begin(), peers.end());
+    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+    for (NodeId to : peers) {
+      if (to != self) SendResync(to, /*want_reply=*/true);
+    }
+  }
+  BeginRound();
+}
+
+void DecentralizedSgdNode::SendResync(NodeId to, bool want_reply) {
+  auto msg = std::make_shared<const GossipMessage>(Channel::kResync, sent_below_, want_reply ? 1.0 : 0.0,
+                                                   compression::DenseF32Update(x_hat_.span()));
+  env_.Send(to, msg);
+}
+
+void DecentralizedSgdNode::OnResync(NodeId from, const GossipMessage& m) {
+  const NodeId self = env_.self();
+  const double w = topology_.In(round_).At(self, from);
+  auto held = hat_.find(from);
+  if (w > 0 && held != hat_.end()) {
+    ParamVector now(x_->layout());
+    Status st = m.update().AddTo(now.span());
+    MURMUR_CHECK_MSG(st.ok(), st.ToString());
+    // Copies that agree (a whole job resuming together): the held copy plus
+    // the differences of this sender still waiting here is x^_j bit for bit,
+    // and everything stays as it is, so the run is the one never stopped.
+    ParamVector expected = held->second.Clone();
+    for (const Received& r : inbox_.HeldFrom(from)) {
+      st = r.msg->update().AddTo(expected.span());
+      MURMUR_CHECK_MSG(st.ok(), st.ToString());
+    }
+    if (!std::equal(now.span().begin(), now.span().end(), expected.span().begin())) {
+      // x^_j whole: s += W_ij (x^_j - held), held = x^_j; the differences
+      // waiting here are in x^_j already.
+      s_.vec() += static_cast<float>(w) * (now.vec() - held->second.vec());
+      held->second = std::move(now);
+      const std::size_t dropped = inbox_.DropFrom(from);
+      // Set, not raised: a restarted sender's copy starts over at its checkpoint.
+      resynced_below_[from] = m.round();
+      MURMUR_LOG(kInfo) << "node " << self << ": resynchronised its copy of node " << from
+                        << "'s x^ (rounds below " << m.round() << ", " << dropped
+                        << " waiting differences in it)";
+    }
+    if (m.round() > 0) {
+      // Its last difference was of round m.round() - 1: as if that had come.
+      std::uint64_t& latest = latest_[from];
+      latest = std::max(latest, m.round() - 1);
+      ahead_ = std::max(ahead_, latest);
+    }
+  }
+  if (m.scalar() != 0 && topology_.Out(round_).At(from, self) > 0) SendResync(from, /*want_reply=*/false);
+  if (ahead_ >= round_ + 2 && sent_ && trained_ && !mixing_ && !finished()) return Combine();
+  MaybeCombine();
+}
+
+void DecentralizedSgdNode::Absorb(NodeId from, const compression::Update& q, float weight) {
+  Status st = q.AddTo(s_.span(), weight);
+  MURMUR_CHECK_MSG(st.ok(), st.ToString());
+  if (!resync()) return;
+  auto held = hat_.find(from);
+  if (held == hat_.end()) return;
+  st = q.AddTo(held->second.span());
+  MURMUR_CHECK_MSG(st.ok(), st.ToString());
+}
+
+void DecentralizedSgdNode::OnLate(NodeId from, const GossipMessage& m) {
+  // In CHOCO the difference still belongs in s (x^_j moved on every
+  // neighbour that received it); a full model of a past round is stale.
+  if (!choco_) return;
+  auto below = resynced_below_.find(from);
+  if (below != resynced_below_.end() && m.round() < below->second) return;  // in the resynced copy
+  double w = topology_.In(m.round()).At(env_.self(), from);
+  if (w <= 0 || m.update().size() != s_.size()) return;
+  Absorb(from, m.update(), static_cast<float>(w));
+}
+
+void DecentralizedSgdNode::Defer(NodeId from, std::shared_ptr<const GossipMessage> m) {
+  deferred_.push_back(Received{from, std::move(m)});
+}
+
+void DecentralizedSgdNode::RunDeferred() {
+  while (!deferred_.empty() && !busy()) {
+    Received r = std::move(deferred_.front());
+    deferred_.pop_front();
+    Dispatch(r.from, std::move(r.msg));
+  }
+}
 
 Result<NodeState> DecentralizedSgdNode::ExportState() const {
   NodeState s;
@@ -83,6 +183,7 @@ Result<NodeState> DecentralizedSgdNode::ExportState() const {
     s.Put("x_hat", x_hat_);
     s.Put("s", s_);
     if (!codec_->error_feedback()) s.Put("last_sent", last_sent_);
+    for (const auto& [j, copy] : hat_) s.Put("hat/" + std::to_string(j), copy);
   }
   return s;
 }
@@ -95,6 +196,7 @@ Status DecentralizedSgdNode::ImportState(const NodeState& state) {
   MURMUR_RETURN_IF_ERROR(state.Get("x_hat", x_hat_));
   MURMUR_RETURN_IF_ERROR(state.Get("s", s_));
   if (!codec_->error_feedback()) MURMUR_RETURN_IF_ERROR(state.Get("last_sent", last_sent_));
+  for (auto& [j, copy] : hat_) MURMUR_RETURN_IF_ERROR(state.Get("hat/" + std::to_string(j), copy));
   return Status::Ok();
 }
 
@@ -124,6 +226,7 @@ void DecentralizedSgdNode::BeginRound() {
   trained_ = false;
   const double train_flops = options_.local_steps * learner_.FlopsPerStep();
   const double codec_flops = codec_->FlopsPerElement() * static_cast<double>(x_->size());
+  preparing_ = true;
   if (options_.order == MixOrder::kAdaptThenCombine) {
     env_.Offload(
         train_flops + codec_flops,
@@ -134,7 +237,9 @@ void DecentralizedSgdNode::BeginRound() {
         },
         [this] {
           trained_ = true;
+          preparing_ = false;
           Send(std::move(outgoing_));
+          RunDeferred();
           MaybeCombine();
         });
     return;
@@ -143,7 +248,9 @@ void DecentralizedSgdNode::BeginRound() {
   env_.Offload(
       codec_flops, [this] { outgoing_ = PrepareOutgoing(); },
       [this, train_flops] {
+        preparing_ = false;
         Send(std::move(outgoing_));
+        RunDeferred();
         env_.Offload(
             train_flops,
             [this] {
@@ -169,6 +276,7 @@ void DecentralizedSgdNode::Send(UpdatePtr q) {
     MURMUR_CHECK_MSG(st.ok(), st.ToString());
   }
   sent_ = true;
+  sent_below_ = round_ + 1;
   ArmTimeout();
 }
 
@@ -186,20 +294,35 @@ void DecentralizedSgdNode::ArmTimeout() {
 void DecentralizedSgdNode::OnMessage(NodeId from, MessagePtr msg) {
   if (msg->kind() != kGossipMessageKind) return;
   auto m = std::static_pointer_cast<const GossipMessage>(msg);
-  if (m->channel() != Channel::kModel) return;
+  if (m->channel() == Channel::kResync && !resync()) return;
+  if (m->channel() != Channel::kModel && m->channel() != Channel::kResync) return;
+  // Messages that wait keep their order: a resync replaces what came before
+  // it from its sender, not what came after.
+  if (!deferred_.empty()) return Defer(from, std::move(m));
+  Dispatch(from, std::move(m));
+}
+
+void DecentralizedSgdNode::Dispatch(NodeId from, std::shared_ptr<const GossipMessage> m) {
   const NodeId self = env_.self();
-  if (m->round() < inbox_.closed_below()) {
-    // Late. In CHOCO the difference still belongs in s (x^_j moved on every
-    // neighbour that received it); a full model of a past round is stale.
-    if (choco_) {
-      double w = topology_.In(m->round()).At(self, from);
-      if (w > 0 && m->update().size() == s_.size()) {
-        Status st = m->update().AddTo(s_.span(), static_cast<float>(w));
-        if (!st.ok())
-          MURMUR_LOG(kWarning) << "node " << self << ": late update from " << from << ": " << st.ToString();
-      }
+  if (m->channel() == Channel::kResync) {
+    if (m->update().size() != x_->size()) {
+      MURMUR_LOG(kWarning) << "node " << self << ": resync from " << from << " has " << m->update().size()
+                           << " elements, model has " << x_->size();
+      return;
     }
-    return;
+    // It reads x^ (written while the outgoing difference is computed) and
+    // writes s (read while mixing).
+    if (busy()) return Defer(from, std::move(m));
+    return OnResync(from, *m);
+  }
+  if (resync()) {
+    auto below = resynced_below_.find(from);
+    if (below != resynced_below_.end() && m->round() < below->second) return;  // in the resynced copy
+  }
+  if (m->round() < inbox_.closed_below()) {
+    if (!choco_) return;  // a full model of a past round is stale
+    if (mixing_) return Defer(from, std::move(m));  // s is being read
+    return OnLate(from, *m);
   }
   if (m->update().size() != x_->size()) {
     MURMUR_LOG(kWarning) << "node " << self << ": update from " << from << " has " << m->update().size()
@@ -210,11 +333,11 @@ void DecentralizedSgdNode::OnMessage(NodeId from, MessagePtr msg) {
   if (inbox_.Has(m->round(), Channel::kModel, from)) return;  // duplicate
   const std::uint64_t round = m->round();
   inbox_.Add(from, std::move(m));
-  if (options_.catch_up && !choco_) {
+  if (options_.catch_up) {
     std::uint64_t& latest = latest_[from];
     latest = std::max(latest, round);
   }
-  if (options_.catch_up && !choco_ && round > ahead_) {
+  if (options_.catch_up && round > ahead_) {
     ahead_ = round;
     // A neighbour two rounds ahead will not send this round's model again.
     if (ahead_ >= round_ + 2 && sent_ && trained_ && !mixing_ && !finished()) return Combine();
@@ -231,10 +354,13 @@ void DecentralizedSgdNode::MaybeCombine() {
     const bool has = inbox_.Has(round_, Channel::kModel, e.col);
     // catch_up: a neighbour already past this round without its message here
     // sent it before this node was listening (a restart); it will not come.
+    // With CHOCO, a resync past this round holds that message already.
     bool gone = false;
-    if (options_.catch_up && !choco_) {
+    if (options_.catch_up) {
       auto it = latest_.find(e.col);
       gone = it != latest_.end() && it->second > round_;
+      auto below = resynced_below_.find(e.col);
+      gone = gone || (below != resynced_below_.end() && below->second > round_);
     }
     if (has || ((!options_.peer_alive || options_.peer_alive(e.col)) && !gone)) ++expected;
   }
@@ -267,12 +393,18 @@ void DecentralizedSgdNode::Combine() {
       [this] {
         mixing_ = false;
         const std::uint64_t done = round_++;
-        if (options_.catch_up && !choco_ && ahead_ > round_ && ahead_ < options_.rounds) {
+        if (options_.catch_up && ahead_ > round_ && ahead_ < options_.rounds) {
           MURMUR_LOG(kInfo) << "node " << env_.self() << ": catching up from round " << round_ << " to "
                             << ahead_;
           round_ = ahead_;
-          inbox_.Close(round_ - 1);  // the skipped rounds' messages
+          // The skipped rounds' messages: stale whole models, or CHOCO
+          // differences that still belong in s (their senders' x^ moved).
+          for (const Received& r : inbox_.CloseThrough(round_ - 1)) {
+            if (choco_) OnLate(r.from, *r.msg);
+          }
         }
+        sent_ = trained_ = false;  // of the new round: nothing yet
+        RunDeferred();
         if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), done, loss_);
         BeginRound();
       });
@@ -281,10 +413,7 @@ void DecentralizedSgdNode::Combine() {
 void DecentralizedSgdNode::Mix(const std::vector<Received>& got, const std::vector<float>& weights) {
   const float gamma = static_cast<float>(options_.gamma);
   if (choco_) {
-    for (std::size_t k = 0; k < got.size(); ++k) {
-      Status st = got[k].msg->update().AddTo(s_.span(), weights[k]);
-      MURMUR_CHECK_MSG(st.ok(), st.ToString());
-    }
+    for (std::size_t k = 0; k < got.size(); ++k) Absorb(got[k].from, got[k].msg->update(), weights[k]);
     // x += gamma (s - x^)
     x_->vec() += gamma * (s_.vec() - x_hat_.vec());
   } else {

@@ -30,6 +30,19 @@
 // buffer and swaps, and writes a buffer again only once no message holds it
 // (otherwise it takes a fresh one). Results are the same either way.
 //
+// CHOCO resynchronisation (with options.catch_up; docs/algorithms.md
+// "Catch-up"): a node that resumes from a checkpoint holds x^_i as of that
+// checkpoint, while its neighbours hold x^_i advanced by every difference it
+// sent before it stopped, and their own x^_j moved on without it. So each
+// node keeps the x^_j of every in-neighbour (s = W_ii x^_i + sum_j W_ij x^_j
+// as before, kept incrementally), and a resuming node sends every neighbour
+// its x^_i whole (channel kResync) and asks for theirs. A receiver replaces
+// its copy, moves s by W_ij (x^_j new - x^_j held), forgets the differences
+// of that sender it still holds (the copy includes them) and answers with
+// its own x^. Afterwards every copy equals its owner's x^ again, and CHOCO's
+// invariant holds; the resumed node skips the rounds it missed (sending
+// nothing in them, so its x^ stands still as everyone's copy of it does).
+//
 // A round ends when a message from every in-neighbour has arrived or after
 // `round_timeout`; a neighbour that missed the deadline is left out of the
 // round and its weight falls back on the node itself.
@@ -39,6 +52,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -70,9 +84,12 @@ struct DecentralizedSgdOptions {
   // The first round this node runs (a daemon resuming from a checkpoint after
   // round r starts at r); the node still stops before round `rounds`.
   std::uint64_t first_round = 0;
-  // Full-model mode only: a node that finds a neighbour two or more rounds
-  // ahead (it was down, or slow past the timeouts) ends its round at once and
-  // jumps to the neighbour's round instead of timing out round after round.
+  // A node that finds a neighbour two or more rounds ahead (it was down, or
+  // slow past the timeouts) ends its round at once and jumps to the
+  // neighbour's round instead of timing out round after round. With CHOCO
+  // it also keeps each in-neighbour's public copy x^_j, and a node resuming
+  // at first_round > 0 resynchronises the copies with its neighbours (see
+  // "CHOCO resynchronisation" above).
   bool catch_up = false;
   // Whether a neighbour is worth waiting for (a membership view; empty: all
   // are). A round ends once every live in-neighbour's message is in; call
@@ -116,6 +133,21 @@ class DecentralizedSgdNode final : public MessageSink {
   void MaybeCombine();
   void Combine();
   void Mix(const std::vector<Received>& got, const std::vector<float>& weights);
+  // CHOCO: adds j's difference to s (weight W_ij) and, with resync(), to x^_j.
+  void Absorb(NodeId from, const compression::Update& q, float weight);
+  // CHOCO with catch_up: the resynchronisation above.
+  bool resync() const { return choco_ && options_.catch_up; }
+  void SendResync(NodeId to, bool want_reply);
+  void OnResync(NodeId from, const GossipMessage& m);
+  // OnMessage past the checks of kind and channel.
+  void Dispatch(NodeId from, std::shared_ptr<const GossipMessage> m);
+  // Late differences and resyncs that came while s was in use (a round's
+  // mixing or the outgoing difference in progress) wait for its end, and so
+  // does everything after them.
+  void Defer(NodeId from, std::shared_ptr<const GossipMessage> m);
+  void RunDeferred();
+  void OnLate(NodeId from, const GossipMessage& m);
+  bool busy() const { return mixing_ || preparing_; }
   void MixFull(const std::vector<Received>& got, std::vector<float> weights);
 
   Env& env_;
@@ -133,6 +165,12 @@ class DecentralizedSgdNode final : public MessageSink {
   ParamVector x_hat_;                 // CHOCO: public copy
   ParamVector s_;                     // CHOCO: sum_j W_ij x^_j
   ParamVector last_sent_;             // CHOCO without error feedback: x at the last send
+  std::map<NodeId, ParamVector> hat_;  // CHOCO with catch_up: x^_j of each in-neighbour j
+  // CHOCO with catch_up: the rounds a neighbour's last resync covered (its
+  // differences of earlier rounds are in hat_, and are dropped if they come).
+  std::map<NodeId, std::uint64_t> resynced_below_;
+  std::deque<Received> deferred_;
+  std::uint64_t sent_below_ = 0;  // CHOCO: x^ holds the differences of the rounds below this
   ParamVector delta_;                 // CTA: the local training step's change
   std::vector<std::vector<float>> decoded_;  // robust mixing: received models that are not fp32
   UpdatePtr outgoing_;
@@ -142,7 +180,8 @@ class DecentralizedSgdNode final : public MessageSink {
   std::map<NodeId, std::uint64_t> latest_;  // catch_up: the highest round seen from each
   bool sent_ = false;
   bool trained_ = false;
-  bool mixing_ = false;  // between Combine and the end of its offloaded mixing
+  bool mixing_ = false;     // between Combine and the end of its offloaded mixing
+  bool preparing_ = false;  // while the outgoing message is computed off the event loop
   TimerId timeout_ = 0;
   double loss_ = 0;
 };

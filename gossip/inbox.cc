@@ -52,4 +52,23 @@ std::vector<Received> RoundInbox::CloseThrough(std::uint64_t round) {
   return out;
 }
 
+std::vector<Received> RoundInbox::HeldFrom(NodeId from) const {
+  std::vector<Received> out;
+  for (const auto& [round, held] : by_round_) {
+    for (const Received& r : held) {
+      if (r.from == from) out.push_back(r);
+    }
+  }
+  return out;
+}
+
+std::size_t RoundInbox::DropFrom(NodeId from) {
+  std::size_t dropped = 0;
+  for (auto it = by_round_.begin(); it != by_round_.end();) {
+    dropped += std::erase_if(it->second, [from](const Received& r) { return r.from == from; });
+    it = it->second.empty() ? by_round_.erase(it) : std::next(it);
+  }
+  return dropped;
+}
+
 }  // namespace murmur::gossip

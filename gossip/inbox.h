@@ -37,6 +37,11 @@ class RoundInbox {
   // Removes and returns every message of the rounds up to `round`, by round
   // and then in arrival order; rounds below `round` + 1 count as closed afterwards.
   std::vector<Received> CloseThrough(std::uint64_t round);
+  // The messages held from `from`, by round.
+  std::vector<Received> HeldFrom(NodeId from) const;
+  // Forgets every message held from `from` (a CHOCO resynchronisation
+  // replaces what they carried); returns how many there were.
+  std::size_t DropFrom(NodeId from);
   std::uint64_t closed_below() const { return closed_below_; }
   std::size_t pending_rounds() const { return by_round_.size(); }
 

@@ -7,7 +7,9 @@
 // restored too (ml::MlLearner::ExportState). What each algorithm exports:
 //   D-PSGD (full models):  "x"
 //   CHOCO-SGD:             "x", "x_hat" (public copy), "s" (sum_j W_ij x^_j),
-//                          "last_sent" (without error feedback only)
+//                          "last_sent" (without error feedback only), and
+//                          with catch_up "hat/j", its copy of each
+//                          in-neighbour j's x^_j
 //   push-sum:              "x" (numerator), scalar "w", and per neighbour j
 //                          the running sums "sent/j", "sent_w/j" (sigma_ij)
 //                          and "received/j", "received_w/j" (rho_ji)

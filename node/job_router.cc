@@ -40,7 +40,10 @@ void JobRouter::DeliverEarly(std::uint64_t first_round) {
       continue;
     }
     const auto& m = static_cast<const gossip::GossipMessage&>(*e.inner);
-    if (now - e.at > kMaxEarlyAge || m.round() < first_round || m.round() > first_round + 1) continue;
+    // A CHOCO resynchronisation is for whatever round the job is in.
+    const bool any_round = m.channel() == gossip::Channel::kResync;
+    if (now - e.at > kMaxEarlyAge || (!any_round && (m.round() < first_round || m.round() > first_round + 1)))
+      continue;
     sink_->OnMessage(e.from, std::move(e.inner));
   }
 }

@@ -43,7 +43,8 @@ class JobRouter {
   void Idle() { sink_ = nullptr; }
 
   // Hands the running job the kept messages of its tag, gossip rounds
-  // first_round and first_round + 1, at most kMaxEarlyAge old, and forgets
+  // first_round and first_round + 1 and CHOCO resynchronisations of any
+  // round, at most kMaxEarlyAge old, and forgets
   // the rest. No effect when no job runs.
   void DeliverEarly(std::uint64_t first_round);
 

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include "compression/compressor.h"
+#include "gossip/inbox.h"
 
 namespace murmur::gossip {
 namespace {
@@ -43,6 +44,35 @@ TEST_CASE("Malformed gossip messages are rejected with a Status") {
   auto nan_scalar = bytes;
   for (int k = 9; k < 17; ++k) nan_scalar[k] = 0xFF;
   CHECK_FALSE(GossipMessage::Decode(nan_scalar, {}).ok());
+}
+
+}  // namespace
+}  // namespace murmur::gossip
+
+namespace murmur::gossip {
+namespace {
+
+TEST_CASE("The round inbox gives one sender's held messages by round and forgets them on request") {
+  auto msg = [](std::uint64_t round) {
+    return std::make_shared<const GossipMessage>(Channel::kModel, round, 0.0,
+                                                 compression::DenseF32Update(std::vector<float>{1.0f}));
+  };
+  RoundInbox inbox;
+  inbox.Close(2);  // rounds 0-2 are over
+  const auto a4 = msg(4), a3 = msg(3), b3 = msg(3);
+  inbox.Add(1, a4);  // a neighbour two rounds ahead, then its round 3 (another one's order)
+  inbox.Add(2, b3);
+  inbox.Add(1, a3);
+  const auto held = inbox.HeldFrom(1);
+  REQUIRE(held.size() == 2);
+  CHECK(held[0].msg == a3);  // by round, not by arrival
+  CHECK(held[1].msg == a4);
+  CHECK(inbox.DropFrom(1) == 2);
+  CHECK(inbox.HeldFrom(1).empty());
+  CHECK(inbox.Count(3, Channel::kModel) == 1);  // the other sender's stays
+  CHECK(inbox.pending_rounds() == 1);           // round 4 held nothing else
+  CHECK(inbox.closed_below() == 3);
+  CHECK(inbox.DropFrom(1) == 0);
 }
 
 }  // namespace

@@ -123,10 +123,10 @@ TEST_CASE(
   }
 }
 
-MessagePtr Gossip(std::uint64_t round) {
+MessagePtr Gossip(std::uint64_t round, gossip::Channel channel = gossip::Channel::kModel) {
   auto u = std::make_shared<const compression::Update>(compression::Update::Dense(
       1, compression::PackValues(std::vector<float>{1.0f}, {}, compression::ValueCoding{}, 0)));
-  return std::make_shared<gossip::GossipMessage>(gossip::Channel::kModel, round, 0.5, u);
+  return std::make_shared<gossip::GossipMessage>(channel, round, 0.5, u);
 }
 
 MessagePtr Tagged(std::uint64_t tag, MessagePtr inner) {
@@ -172,17 +172,21 @@ TEST_CASE(
   router.OnMessage(2, Tagged(kTagB, Gossip(1)));
   router.OnMessage(2, Tagged(kTagA, a1));
   router.OnMessage(1, Tagged(kTagA, Gossip(2)));  // past the first two rounds
+  // A CHOCO resynchronisation names the rounds its copy holds, any number.
+  const MessagePtr resync = Gossip(40, gossip::Channel::kResync);
+  router.OnMessage(3, Tagged(kTagA, resync));
   router.OnMessage(
       1, Tagged(kTagA, std::make_shared<const FedControlMessage>(FedControlMessage::What::kJoin, 0)));
-  CHECK(router.kept() == 6);  // gossip messages only
+  CHECK(router.kept() == 7);  // gossip messages only
   CHECK(router.other_job() == 0);
   now += std::chrono::seconds(1);
   router.Run(kTagA, &sink);
   router.DeliverEarly(0);
   const auto got = sink.Got();
-  REQUIRE(got.size() == 2);
+  REQUIRE(got.size() == 3);
   CHECK(got[0] == std::make_pair(NodeId{1}, a0));
   CHECK(got[1] == std::make_pair(NodeId{2}, a1));
+  CHECK(got[2] == std::make_pair(NodeId{3}, resync));
   CHECK(router.other_job() == 2);
   CHECK(router.kept() == 0);
 
@@ -191,7 +195,7 @@ TEST_CASE(
   router.OnMessage(1, Tagged(kTagA, Gossip(0)));
   router.Run(kTagB, &sink);
   router.DeliverEarly(0);
-  CHECK(sink.Count() == 2);
+  CHECK(sink.Count() == 3);
   CHECK(router.other_job() == 3);
 }
 
