@@ -13,7 +13,7 @@
 set -euo pipefail
 MURMUR=$1 MURMURD=$2 SRC=$3
 FLEET=$(mktemp -d /tmp/murmur-cert.XXXXXX)
-BASE_PORT=$((20000 + ($$ % 60) * 200 + 20))  # below the ephemeral range; offsets 0, 10, 20 keep the daemon tests apart
+BASE_PORT=$((20000 + ($$ % 60) * 200 + 20))  # below the ephemeral range; offsets 0, 10, 20, 30 keep the daemon tests apart
 source "$SRC/tools/fleet.sh"
 trap 'fleet_stop_all; [ -n "${KEEP:-}" ] || rm -rf "$FLEET"' EXIT
 fail() { echo "FAIL: $*"; for i in 0 1 2; do echo "--- node $i"; tail -n 8 "$FLEET/node$i/log"; done; exit 1; }

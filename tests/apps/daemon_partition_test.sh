@@ -22,7 +22,7 @@
 set -euo pipefail
 MURMUR=$1 MURMURD=$2 SRC=$3 DATA_DIR=${4:-/usr/share/datasets/fashion-mnist}
 FLEET=$(mktemp -d /tmp/murmur-partition.XXXXXX)
-BASE_PORT=$((20000 + ($$ % 60) * 200 + 10))  # below the ephemeral range; offsets 0, 10, 20 keep the daemon tests apart
+BASE_PORT=$((20000 + ($$ % 60) * 200 + 10))  # below the ephemeral range; offsets 0, 10, 20, 30 keep the daemon tests apart
 FLEET_LOG_LEVEL=debug                           # the "mixed round R" lines
 source "$SRC/tools/fleet.sh"
 trap 'fleet_stop_all; [ -n "${KEEP:-}" ] || rm -rf "$FLEET"' EXIT
