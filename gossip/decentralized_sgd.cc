@@ -362,7 +362,16 @@ void DecentralizedSgdNode::MaybeCombine() {
       auto below = resynced_below_.find(e.col);
       gone = gone || (below != resynced_below_.end() && below->second > round_);
     }
-    if (has || ((!options_.peer_alive || options_.peer_alive(e.col)) && !gone)) ++expected;
+    bool alive = !options_.peer_alive || options_.peer_alive(e.col);
+    if (!alive && options_.catch_up) {
+      // Its messages say otherwise: a neighbour whose message of the last
+      // round came is running (a restarted daemon that membership has not
+      // taken back yet, or whose return it has not heard of). Waiting for it
+      // costs one round_timeout when it is in fact gone.
+      auto it = latest_.find(e.col);
+      alive = it != latest_.end() && it->second + 1 >= round_;
+    }
+    if (has || (alive && !gone)) ++expected;
   }
   if (inbox_.Count(round_, Channel::kModel) >= expected) Combine();
 }

@@ -93,7 +93,8 @@ struct DecentralizedSgdOptions {
   bool catch_up = false;
   // Whether a neighbour is worth waiting for (a membership view; empty: all
   // are). A round ends once every live in-neighbour's message is in; call
-  // PeersChanged() when the answer changes.
+  // PeersChanged() when the answer changes. With catch_up a neighbour whose
+  // message of the previous round came is waited for whatever the view says.
   std::function<bool(NodeId)> peer_alive;
   // How whole models are combined; anything but `mean` REQUIRES a full-model codec.
   MixingOptions mixing;
