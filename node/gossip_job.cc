@@ -181,8 +181,13 @@ Status GossipJobImpl::InitAlgorithm() {
     state.scalars = std::move(ckpt->scalars);
     Status st = node_->ImportState(state);
     if (!st.ok()) return st.WithContext("checkpoint '" + checkpoint_path_ + "'");
-    MURMUR_LOG(kInfo) << "node " << self << ": job " << job_.job_id() << " resumes after round "
-                      << start_round_;
+    if (start_round_ < job_.rounds()) {
+      MURMUR_LOG(kInfo) << "node " << self << ": job " << job_.job_id() << " resumes after round "
+                        << start_round_;
+    } else {
+      MURMUR_LOG(kInfo) << "node " << self << ": job " << job_.job_id() << " is complete (checkpoint of round "
+                        << start_round_ << ")";
+    }
   }
   rounds_done_ = start_round_;
   next_mix_ = start_round_;

@@ -20,7 +20,7 @@ OFFSET=0; [ -n "$VARIANT" ] && OFFSET=30
 BASE_PORT=$((20000 + ($$ % 60) * 200 + OFFSET))
 source "$SRC/tools/fleet.sh"
 trap 'fleet_stop_all; [ -n "${KEEP:-}" ] || rm -rf "$FLEET"' EXIT
-fail() { echo "FAIL: $*"; for i in 0 2 5 6; do echo "--- node $i"; tail -n 8 "$FLEET/node$i/log" 2>/dev/null; done; exit 1; }
+fail() { echo "FAIL: $*"; for i in 0 1 2 5 6; do echo "--- node $i"; tail -n 8 "$FLEET/node$i/log" 2>/dev/null; done; exit 1; }
 
 NODES=8 ROUNDS=400 EXTRA=""
 [ "$VARIANT" = choco ] && { ROUNDS=3000; EXTRA='compression: "topk:0.1"'; }
@@ -91,13 +91,26 @@ fleet_start 0
 fleet_start 1
 "$MURMUR" job submit "$FLEET/job2" --daemon "127.0.0.1:$((BASE_PORT + 100))" \
   --daemon "127.0.0.1:$((BASE_PORT + 101))" "${FLEET_OP[@]:2}" >/dev/null || fail "submit 2"
+# The first kill comes once daemon 1 runs the job and has checkpointed (a
+# kill before would restart it from scratch). Each restart must log a new
+# "job ckpt-test resumes" line: one read from an earlier start would pass
+# for it.
+resumes() { grep -c "job ckpt-test resumes after round" "$FLEET/node1/log" || true; }
+ckpt_rounds() {
+  "$MURMUR" job status --daemon "127.0.0.1:$((BASE_PORT + 101))" "${FLEET_OP[@]:2}" 2>/dev/null |
+    awk '$3 == "ckpt-test" { split($5, r, "/"); print r[1]; found = 1 } END { if (!found) print -1 }'
+}
+for _ in $(seq 200); do [ "$(ckpt_rounds)" -ge 2 ] && break; sleep 0.05; done
+[ "$(ckpt_rounds)" -ge 2 ] || fail "the second job did not start on daemon 1"
 last=0
 for k in $(seq 20); do
   sleep "0.$((RANDOM % 4 + 1))"
+  before=$(resumes)
   fleet_kill 1
   fleet_start 1 || fail "restart $k: the daemon did not come up"
-  for _ in $(seq 100); do grep -q "resumes after round" "$FLEET/node1/log" && break; sleep 0.05; done
-  r=$(grep -o "resumes after round [0-9]*" "$FLEET/node1/log" | tail -n 1 | awk '{print $4}')
+  for _ in $(seq 100); do [ "$(resumes)" -gt "$before" ] && break; sleep 0.05; done
+  r=$(grep -o "job ckpt-test resumes after round [0-9]*" "$FLEET/node1/log" | tail -n 1 | awk '{print $6}')
+  [ "$(resumes)" -gt "$before" ] || r=""
   [ -n "$r" ] && [ "$r" -ge "$last" ] || fail "restart $k: no resume, or resumed before round $last"
   last=$r
   if grep -qi "checkpoint.*\(crc\|truncated\|damaged\|invalid\)" "$FLEET/node1/log"; then fail "a damaged checkpoint"; fi
