@@ -137,7 +137,8 @@ void DecentralizedSgdNode::OnResync(NodeId from, const GossipMessage& m) {
       ahead_ = std::max(ahead_, latest);
     }
   }
-  if (m.scalar() != 0 && topology_.Out(round_).At(from, self) > 0) SendResync(from, /*want_reply=*/false);
+  // Answered when the asker holds a copy of this node's x^ (W_{from,self} > 0).
+  if (m.scalar() != 0 && topology_.In(round_).At(from, self) > 0) SendResync(from, /*want_reply=*/false);
   if (ahead_ >= round_ + 2 && sent_ && trained_ && !mixing_ && !finished()) return Combine();
   MaybeCombine();
 }
