@@ -156,9 +156,9 @@ void DecentralizedSgdNode::Absorb(NodeId from, const compression::Update& q, flo
 void DecentralizedSgdNode::OnLate(NodeId from, const GossipMessage& m) {
   // In CHOCO the difference still belongs in s (x^_j moved on every
   // neighbour that received it); a full model of a past round is stale.
+  // (A difference a resync already holds never gets here: Dispatch drops
+  // those that come after it, and the resync dropped those held before.)
   if (!choco_) return;
-  auto below = resynced_below_.find(from);
-  if (below != resynced_below_.end() && m.round() < below->second) return;  // in the resynced copy
   double w = topology_.In(m.round()).At(env_.self(), from);
   if (w <= 0 || m.update().size() != s_.size()) return;
   Absorb(from, m.update(), static_cast<float>(w));
@@ -321,7 +321,7 @@ void DecentralizedSgdNode::Dispatch(NodeId from, std::shared_ptr<const GossipMes
     if (below != resynced_below_.end() && m->round() < below->second) return;  // in the resynced copy
   }
   if (m->round() < inbox_.closed_below()) {
-    if (!choco_) return;  // a full model of a past round is stale
+    if (!choco_) return;                            // a full model of a past round is stale
     if (mixing_) return Defer(from, std::move(m));  // s is being read
     return OnLate(from, *m);
   }
@@ -353,24 +353,21 @@ void DecentralizedSgdNode::MaybeCombine() {
   for (const auto& e : topology_.In(round_).Row(self)) {
     if (e.col == self) continue;
     const bool has = inbox_.Has(round_, Channel::kModel, e.col);
-    // catch_up: a neighbour already past this round without its message here
-    // sent it before this node was listening (a restart); it will not come.
-    // With CHOCO, a resync past this round holds that message already.
+    bool alive = !options_.peer_alive || options_.peer_alive(e.col);
     bool gone = false;
     if (options_.catch_up) {
-      auto it = latest_.find(e.col);
-      gone = it != latest_.end() && it->second > round_;
+      if (auto seen = latest_.find(e.col); seen != latest_.end()) {
+        // A neighbour already past this round without its message here sent
+        // it before this node was listening (a restart); it will not come.
+        gone = seen->second > round_;
+        // One whose message of the last round came is running, whatever the
+        // membership view says (a restarted daemon it has not taken back
+        // yet). Waiting for it costs one round_timeout if it is in fact gone.
+        alive = alive || seen->second + 1 >= round_;
+      }
+      // With CHOCO, a resync past this round holds that message already.
       auto below = resynced_below_.find(e.col);
       gone = gone || (below != resynced_below_.end() && below->second > round_);
-    }
-    bool alive = !options_.peer_alive || options_.peer_alive(e.col);
-    if (!alive && options_.catch_up) {
-      // Its messages say otherwise: a neighbour whose message of the last
-      // round came is running (a restarted daemon that membership has not
-      // taken back yet, or whose return it has not heard of). Waiting for it
-      // costs one round_timeout when it is in fact gone.
-      auto it = latest_.find(e.col);
-      alive = it != latest_.end() && it->second + 1 >= round_;
     }
     if (has || (alive && !gone)) ++expected;
   }

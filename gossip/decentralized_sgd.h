@@ -162,17 +162,17 @@ class DecentralizedSgdNode final : public MessageSink {
   // x_ is shared with the round's outgoing message in lossless fp32 mode and
   // written only while the node holds it alone (Exclusive).
   std::shared_ptr<ParamVector> x_;
-  std::shared_ptr<ParamVector> acc_;  // full mode: the weighted sum of the round; may be last round's x
-  ParamVector x_hat_;                 // CHOCO: public copy
-  ParamVector s_;                     // CHOCO: sum_j W_ij x^_j
-  ParamVector last_sent_;             // CHOCO without error feedback: x at the last send
+  std::shared_ptr<ParamVector> acc_;   // full mode: the weighted sum of the round; may be last round's x
+  ParamVector x_hat_;                  // CHOCO: public copy
+  ParamVector s_;                      // CHOCO: sum_j W_ij x^_j
+  ParamVector last_sent_;              // CHOCO without error feedback: x at the last send
   std::map<NodeId, ParamVector> hat_;  // CHOCO with catch_up: x^_j of each in-neighbour j
   // CHOCO with catch_up: the rounds a neighbour's last resync covered (its
   // differences of earlier rounds are in hat_, and are dropped if they come).
   std::map<NodeId, std::uint64_t> resynced_below_;
   std::deque<Received> deferred_;
-  std::uint64_t sent_below_ = 0;  // CHOCO: x^ holds the differences of the rounds below this
-  ParamVector delta_;                 // CTA: the local training step's change
+  std::uint64_t sent_below_ = 0;             // CHOCO: x^ holds the differences of the rounds below this
+  ParamVector delta_;                        // CTA: the local training step's change
   std::vector<std::vector<float>> decoded_;  // robust mixing: received models that are not fp32
   UpdatePtr outgoing_;
   RoundInbox inbox_;

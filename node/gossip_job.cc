@@ -185,8 +185,8 @@ Status GossipJobImpl::InitAlgorithm() {
       MURMUR_LOG(kInfo) << "node " << self << ": job " << job_.job_id() << " resumes after round "
                         << start_round_;
     } else {
-      MURMUR_LOG(kInfo) << "node " << self << ": job " << job_.job_id() << " is complete (checkpoint of round "
-                        << start_round_ << ")";
+      MURMUR_LOG(kInfo) << "node " << self << ": job " << job_.job_id()
+                        << " is complete (checkpoint of round " << start_round_ << ")";
     }
   }
   rounds_done_ = start_round_;

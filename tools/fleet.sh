@@ -76,8 +76,10 @@ fleet_stop_all() {
   FLEET_PIDS=()
 }
 
-# fleet_rounds I: rounds done by daemon I's job (from `murmur job status`), or -1.
+# fleet_rounds I [JOB]: rounds done by daemon I's job (from `murmur job status`),
+# or -1; with JOB, -1 unless that is the job it has.
 fleet_rounds() {
   "$MURMUR" job status --daemon "127.0.0.1:$((BASE_PORT + 100 + $1))" "${FLEET_OP[@]:2}" 2>/dev/null |
-    awk 'NR == 2 { split($5, r, "/"); print r[1]; found = 1 } END { if (!found) print -1 }'
+    awk -v job="${2:-}" 'NR == 2 && (job == "" || $3 == job) { split($5, r, "/"); print r[1]; found = 1 }
+                         END { if (!found) print -1 }'
 }

@@ -96,12 +96,8 @@ fleet_start 1
 # "job ckpt-test resumes" line: one read from an earlier start would pass
 # for it.
 resumes() { grep -c "job ckpt-test resumes after round" "$FLEET/node1/log" || true; }
-ckpt_rounds() {
-  "$MURMUR" job status --daemon "127.0.0.1:$((BASE_PORT + 101))" "${FLEET_OP[@]:2}" 2>/dev/null |
-    awk '$3 == "ckpt-test" { split($5, r, "/"); print r[1]; found = 1 } END { if (!found) print -1 }'
-}
-for _ in $(seq 200); do [ "$(ckpt_rounds)" -ge 2 ] && break; sleep 0.05; done
-[ "$(ckpt_rounds)" -ge 2 ] || fail "the second job did not start on daemon 1"
+for _ in $(seq 200); do [ "$(fleet_rounds 1 ckpt-test)" -ge 2 ] && break; sleep 0.05; done
+[ "$(fleet_rounds 1 ckpt-test)" -ge 2 ] || fail "the second job did not start on daemon 1"
 last=0
 for k in $(seq 20); do
   sleep "0.$((RANDOM % 4 + 1))"

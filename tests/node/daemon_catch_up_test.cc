@@ -135,9 +135,9 @@ double TrackingError(const std::vector<Checkpoint>& cs) {
 // W_ii x^_i + sum_j W_ij x^_j recomputed from those copies with the job's
 // mixing matrix.
 struct CopyErrors {
-  double copies = 0;             // max over edges of ||hat_i[j] - x^_j|| / ||x^_j||
-  std::size_t coordinates = 0;   // max over edges of the coordinates where they differ
-  double sums = 0;               // max over nodes of ||s_i - sum_j W_ij x^_j|| / ||s_i||
+  double copies = 0;            // max over edges of ||hat_i[j] - x^_j|| / ||x^_j||
+  std::size_t coordinates = 0;  // max over edges of the coordinates where they differ
+  double sums = 0;              // max over nodes of ||s_i - sum_j W_ij x^_j|| / ||s_i||
 };
 
 double RelativeDistance(const std::vector<float>& a, const std::vector<float>& b) {
@@ -281,6 +281,7 @@ std::pair<double, double> SimulatedSpread(const proto::JobConfig& job) {
 }
 
 struct Outcome {
+  proto::JobConfig job;  // every daemon's
   Interrupted run;
   double accuracy = 0, reference_accuracy = 0;
   double disagreement = 0, reference_disagreement = 0;
@@ -302,6 +303,7 @@ Outcome CheckCatchUp(const std::string& algorithm, bool rollback, const std::str
   }
   Cluster cluster;
   cluster.job_tweak = tweak;
+  o.job = cluster.Config(0, kRounds).job();
   o.run = RunInterrupted(cluster, rollback);
   MESSAGE(algorithm << ": daemon " << kStopped << " stopped after round " << o.run.stopped_after
                     << ", resumed at " << o.run.resumed_at << " with the others at " << o.run.peers_at << " ("
@@ -317,7 +319,7 @@ Outcome CheckCatchUp(const std::string& algorithm, bool rollback, const std::str
   o.reference_accuracy = MeanBlobsAccuracy(whole);
   o.disagreement = Disagreement(o.run.models);
   o.reference_disagreement = Disagreement(whole);
-  const auto [lo, hi] = SimulatedSpread(cluster.Config(0, kRounds).job());
+  const auto [lo, hi] = SimulatedSpread(o.job);
   MESSAGE(algorithm << ": mean accuracy " << o.accuracy << " (uninterrupted " << o.reference_accuracy
                     << ", murmur sim seeds 1-5 in [" << lo << ", " << hi << "]); disagreement "
                     << o.disagreement << " (uninterrupted " << o.reference_disagreement << ")");
@@ -360,17 +362,14 @@ TEST_SUITE("slow") {
     // it sent past its checkpoint, and their own x^ moved on without it.
     Outcome o = CheckCatchUp("dpsgd", /*rollback=*/true, "topk:0.1");
     CHECK(o.run.stopped_after > o.run.resumed_at);
-    proto::JobConfig job;
-    Job(job, "dpsgd");
-    job.set_nodes(Cluster::kNodes);
-    const CopyErrors e = ChocoCopyErrors(o.checkpoints, job);
-    const CopyErrors ref = ChocoCopyErrors(o.reference_checkpoints, job);
+    const CopyErrors e = ChocoCopyErrors(o.checkpoints, o.job);
+    const CopyErrors ref = ChocoCopyErrors(o.reference_checkpoints, o.job);
     const std::size_t n = o.checkpoints[0].vectors.at("x_hat").size();
     const auto k = static_cast<std::size_t>(std::ceil(0.1 * static_cast<double>(n)));  // one difference's
     MESSAGE("choco: copies of x^ off by " << e.copies << " in at most " << e.coordinates << " of " << n
                                           << " coordinates (one difference: " << k << "), s off by " << e.sums
-                                          << " (uninterrupted " << ref.copies << ", " << ref.coordinates << ", "
-                                          << ref.sums << ")");
+                                          << " (uninterrupted " << ref.copies << ", " << ref.coordinates
+                                          << ", " << ref.sums << ")");
     // A copy receives the same differences in the same order as its owner's
     // x^, and a resync copies x^ whole, so they agree exactly, except for
     // differences still on their way when the job ended: a neighbour that

@@ -104,13 +104,8 @@ struct Cluster {
   // Runs all daemons to the end; returns their final models.
   std::vector<std::vector<float>> RunAll(std::uint64_t rounds, std::vector<std::uint64_t>* done = nullptr) {
     std::vector<std::unique_ptr<Daemon>> ds;
-    for (NodeId i = 0; i < kNodes; ++i) {
-      auto d = Daemon::Create(Config(i, rounds));
-      REQUIRE_MESSAGE(d.ok(), d.status().ToString());
-      ds.push_back(std::move(d).value());
-    }
     std::vector<std::thread> threads;
-    for (auto& d : ds) threads.emplace_back([&d] { CHECK(d->Run().ok()); });
+    StartAll(rounds, &ds, &threads);
     for (auto& t : threads) t.join();
     std::vector<std::vector<float>> out;
     for (auto& d : ds) {
