@@ -18,7 +18,7 @@
 // so ALIE and IPM are omniscient and colluding (the strongest setting of both
 // papers); every attacker first computes its honest update, which ALIE and IPM
 // include in mu and sigma.
-// On murmurd (node/federated_job.h) a sign-flip or gaussian attacker daemon
+// On murmurd (node/job/federated_job.h) a sign-flip or gaussian attacker daemon
 // applies ApplyAttack to its own update (ClientOptions::attack, federated/client.h),
 // as neither needs other clients' updates; ALIE and IPM stay at the server.
 //

@@ -35,9 +35,9 @@
 #include <vector>
 
 #include "core/param_vector.h"
+#include "federated/aggregation.h"
 #include "federated/attack.h"
 #include "federated/messages.h"
-#include "federated/robust.h"
 #include "federated/selection.h"
 
 namespace murmur::federated {

@@ -7,7 +7,7 @@
 
 namespace murmur::federated {
 
-FedServer::FedServer(Env& env, ParamVector x0, ServerOptions options, gossip::RoundObserver* observer)
+FedServer::FedServer(Env& env, ParamVector x0, ServerOptions options, RoundObserver* observer)
     : env_(env),
       options_(std::move(options)),
       observer_(observer),

@@ -58,15 +58,15 @@
 #include <vector>
 
 #include "compression/compressor.h"
+#include "core/round_observer.h"
 #include "federated/accountant.h"
+#include "federated/aggregation.h"
 #include "federated/attack.h"
 #include "federated/messages.h"
 #include "federated/privacy.h"
-#include "federated/robust.h"
 #include "federated/secagg_server.h"
 #include "federated/selection.h"
 #include "federated/strategy.h"
-#include "gossip/observer.h"
 
 namespace murmur::federated {
 
@@ -122,7 +122,7 @@ struct ServerState {
 class FedServer final : public MessageSink {
  public:
   // `observer` (may be null) must outlive the server.
-  FedServer(Env& env, ParamVector x0, ServerOptions options, gossip::RoundObserver* observer);
+  FedServer(Env& env, ParamVector x0, ServerOptions options, RoundObserver* observer);
 
   void Start();
   void OnMessage(NodeId from, MessagePtr msg) override;
@@ -172,7 +172,7 @@ class FedServer final : public MessageSink {
 
   Env& env_;
   ServerOptions options_;
-  gossip::RoundObserver* observer_;
+  RoundObserver* observer_;
   ParamVector x_;
   ServerOptimizer optimizer_;
   ClientSelector selector_;

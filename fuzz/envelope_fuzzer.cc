@@ -18,7 +18,7 @@
 
 #include "crypto/bytes.h"
 #include "crypto/handshake.h"
-#include "node/envelope.h"
+#include "node/transport/envelope.h"
 
 using murmur::crypto::Bytes;
 using murmur::crypto::ByteSpan;

@@ -1,4 +1,4 @@
-// Fuzzes DecodeJobMessage (node/job_message.h: the job tag wrapper, kind
+// Fuzzes DecodeJobMessage (node/job/job_message.h: the job tag wrapper, kind
 // 0x30, that murmurd receives from its peers) with the inner decoders a
 // daemon registers (gossip, federated task/result, SecAgg+, federated job
 // control): any input must yield a message or a Status (never a crash, leak
@@ -13,47 +13,22 @@
 #include <cstdlib>
 #include <vector>
 
-#include "federated/messages.h"
-#include "federated/secagg_messages.h"
-#include "gossip/messages.h"
-#include "node/federated_control.h"
-#include "node/job_message.h"
+#include "node/job/decoders.h"
+#include "node/job/job_message.h"
 
 namespace {
 
-using murmur::MessagePtr;
-using murmur::Result;
-using murmur::node::InnerDecoder;
-
-const InnerDecoder* DecoderOf(std::uint32_t kind) {
-  static const murmur::compression::DecodeLimits limits = [] {
+// The daemon's own table (node/job/decoders.h), so the fuzzer decodes what a
+// daemon decodes; its inner kinds are looked up for the unwrapped message.
+const murmur::MessageDecoder* DecoderOf(std::uint32_t kind) {
+  static const murmur::DecoderTable table = [] {
     murmur::compression::DecodeLimits l;
     l.max_elements = 1 << 20;  // keeps each run fast; the checks are the same
-    return l;
+    return murmur::node::JobDecoders(l);
   }();
-  static const InnerDecoder gossip = [](std::span<const std::uint8_t> b) -> Result<MessagePtr> {
-    MURMUR_ASSIGN_OR_RETURN(auto m, murmur::gossip::GossipMessage::Decode(b, limits));
-    return MessagePtr(std::move(m));
-  };
-  static const InnerDecoder fed = [](std::span<const std::uint8_t> b) -> Result<MessagePtr> {
-    MURMUR_ASSIGN_OR_RETURN(auto m, murmur::federated::FedMessage::Decode(b, limits));
-    return MessagePtr(std::move(m));
-  };
-  static const InnerDecoder secagg = [](std::span<const std::uint8_t> b) -> Result<MessagePtr> {
-    MURMUR_ASSIGN_OR_RETURN(auto m, murmur::federated::SecAggMessage::Decode(b));
-    return MessagePtr(std::move(m));
-  };
-  static const InnerDecoder control = [](std::span<const std::uint8_t> b) -> Result<MessagePtr> {
-    MURMUR_ASSIGN_OR_RETURN(auto m, murmur::node::FedControlMessage::Decode(b));
-    return MessagePtr(std::move(m));
-  };
-  switch (kind) {
-    case murmur::gossip::kGossipMessageKind: return &gossip;
-    case murmur::federated::kFedMessageKind: return &fed;
-    case murmur::federated::kSecAggMessageKind: return &secagg;
-    case murmur::node::kFedControlMessageKind: return &control;
-    default: return nullptr;
-  }
+  if (kind == murmur::node::kJobMessageKind) return nullptr;
+  auto it = table.find(kind);
+  return it == table.end() ? nullptr : &it->second;
 }
 
 }  // namespace

@@ -8,12 +8,12 @@
 #include <cstdlib>
 #include <vector>
 
-#include "gossip/membership_messages.h"
-#include "gossip/membership_signer.h"
+#include "membership/messages.h"
+#include "membership/signer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using murmur::gossip::MembershipMessage;
-  murmur::gossip::MembershipDecodeLimits limits;
+  using murmur::membership::MembershipMessage;
+  murmur::membership::MembershipDecodeLimits limits;
   auto m = MembershipMessage::Decode({data, size}, limits);
   if (!m.ok()) return 0;
   std::vector<std::uint8_t> again;
@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (again.size() != (*m)->EncodedSize() || again.size() != size) std::abort();
   if (!std::equal(again.begin(), again.end(), data)) std::abort();
   if ((*m)->updates().size() > limits.max_updates) std::abort();
-  murmur::gossip::KeyDirectory nobody;
+  murmur::membership::KeyDirectory nobody;
   if ((*m)->Verify(nobody)) std::abort();
   return 0;
 }

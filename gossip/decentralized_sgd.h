@@ -61,10 +61,10 @@
 #include "core/env.h"
 #include "core/learner.h"
 #include "core/param_vector.h"
+#include "core/round_observer.h"
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
 #include "gossip/node_state.h"
-#include "gossip/observer.h"
 #include "gossip/robust_mixing.h"
 #include "gossip/round_topology.h"
 

@@ -10,7 +10,7 @@
 // with age weighting (Hegedus et al. 2019, "MergeAverage" weighted by age),
 // or the plain average. Peers come from the graph's neighbours or, with
 // `uniform_peers`, uniformly from all nodes (an ideal peer-sampling service),
-// or, once SetPeerSampler is called, from a PeerSampler (gossip/peer_sampling.h:
+// or, once SetPeerSampler is called, from a PeerSampler (gossip/peer_sampler.h:
 // the alive members of a Membership view), which overrides both.
 //
 // murmurd bounds a node by its wake-ups (`max_wakeups`) rather than by a
@@ -26,11 +26,11 @@
 #include <vector>
 
 #include "core/learner.h"
+#include "core/round_observer.h"
 #include "gossip/codec.h"
 #include "gossip/messages.h"
 #include "gossip/node_state.h"
-#include "gossip/observer.h"
-#include "gossip/peer_sampling.h"
+#include "gossip/peer_sampler.h"
 #include "gossip/round_topology.h"
 
 namespace murmur::gossip {

@@ -1,7 +1,7 @@
 // NodeState: everything a synchronous gossip node needs, besides its learner,
 // to resume after its last completed round, as named vectors and scalars.
 //
-// A daemon checkpoints it (node/checkpoint.h) and a restarted node imports it
+// A daemon checkpoints it (node/job/checkpoint.h) and a restarted node imports it
 // before Start(), with options.first_round set to the rounds completed; the
 // node then runs exactly as if it had never stopped, provided its learner is
 // restored too (ml::MlLearner::ExportState). What each algorithm exports:

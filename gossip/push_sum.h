@@ -30,10 +30,10 @@
 #include <memory>
 
 #include "core/learner.h"
+#include "core/round_observer.h"
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
 #include "gossip/node_state.h"
-#include "gossip/observer.h"
 #include "gossip/round_topology.h"
 
 namespace murmur::gossip {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "node/transport/address.h"
 #include "proto/node.pb.h"
 
 namespace murmur::node {
@@ -21,12 +22,5 @@ Result<proto::JobConfig> ParseJobConfig(const std::string& text, const std::stri
 Result<proto::JobConfig> LoadJobConfig(const std::string& path);
 // Checks the fields parsing cannot: ids and addresses (the job: ValidateJobConfig).
 Status ValidateNodeConfig(const proto::NodeConfig& config);
-
-struct HostPort {
-  std::string host;  // numeric, without brackets
-  std::uint16_t port = 0;
-};
-// "127.0.0.1:7001" or "[::1]:7001". InvalidArgument otherwise.
-Result<HostPort> ParseHostPort(const std::string& text);
 
 }  // namespace murmur::node

@@ -13,11 +13,12 @@
 #include "crypto/file_io.h"
 #include "crypto/identity.h"
 #include "node/certificate_reload.h"
-#include "node/checkpoint.h"
 #include "node/config.h"
+#include "node/control/fault_control.h"
 #include "node/daemon_impl.h"
-#include "node/fault_control.h"
-#include "node/job_message.h"
+#include "node/job/checkpoint.h"
+#include "node/job/decoders.h"
+#include "node/job/job_message.h"
 
 namespace murmur::node {
 
@@ -77,6 +78,9 @@ Status DaemonImpl::Init() {
   });
   env_->SetTransport(transport_.get());
   env_->SetSink(this);
+  // The transport knows no protocol: the jobs' kinds, then membership's.
+  env_->RegisterDecoders(JobDecoders());
+  env_->RegisterDecoder(membership::kMembershipMessageKind, membership::MembershipDecoder());
   if (config_.fault_injection()) {
     faulty_ = std::make_unique<FaultyEnv>(env_.get(), &fault_plan_);
     MURMUR_RETURN_IF_ERROR(
@@ -87,15 +91,15 @@ Status DaemonImpl::Init() {
   MURMUR_RETURN_IF_ERROR(transport_->Start());
   // Membership (SWIM with Lifeguard, docs/membership.md): the configured
   // peers are the seeds; members learned from them are dialled.
-  gossip::MembershipOptions mo;
+  membership::MembershipOptions mo;
   mo.address = listen.host.find(':') != std::string::npos
                    ? "[" + listen.host + "]:" + std::to_string(transport_->port())
                    : listen.host + ":" + std::to_string(transport_->port());
   for (const auto& p : config_.peers()) mo.seeds.push_back(p.id());
-  signer_ = std::make_unique<gossip::Ed25519Signer>(identity);
+  signer_ = std::make_unique<membership::Ed25519Signer>(identity);
   identity_ = std::make_unique<crypto::Identity>(identity);
   session_keys_ = std::make_unique<SessionKeys>(transport_.get());
-  auto membership = gossip::Membership::Create(net(), mo, *signer_, *session_keys_, this);
+  auto membership = membership::Membership::Create(net(), mo, *signer_, *session_keys_, this);
   if (!membership.ok()) return membership.status().WithContext("membership");
   membership_ = std::move(membership).value();
   membership_->Start();
@@ -295,7 +299,7 @@ Status DaemonImpl::Run(bool handle_signals) {
   return Status::Ok();
 }
 
-void DaemonImpl::OnMemberAlive(const gossip::Member& m) {
+void DaemonImpl::OnMemberAlive(const membership::Member& m) {
   MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": member " << m.id << " alive (incarnation "
                     << m.incarnation << ", " << m.address << ")";
   auto hp = ParseHostPort(m.address);
@@ -307,13 +311,13 @@ void DaemonImpl::OnMemberAlive(const gossip::Member& m) {
   if (job_ && !job_->ended()) job_->PeersChanged();
 }
 
-void DaemonImpl::OnMemberSuspect(const gossip::Member& m) {
+void DaemonImpl::OnMemberSuspect(const membership::Member& m) {
   MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": member " << m.id << " suspected";
 }
 
-void DaemonImpl::OnMemberDead(const gossip::Member& m) {
+void DaemonImpl::OnMemberDead(const membership::Member& m) {
   MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": member " << m.id << " "
-                       << (m.state == gossip::MemberState::kLeft ? "left" : "declared dead");
+                       << (m.state == membership::MemberState::kLeft ? "left" : "declared dead");
   if (job_ && !job_->ended()) job_->PeersChanged();
 }
 

@@ -1,6 +1,6 @@
 // Daemon: what murmurd runs. It loads the node's identity and certificate,
 // opens the secure Transport, the Prometheus endpoint and the operator's
-// control port, and runs gossip jobs (node/gossip_job.h) on an AsioEnv.
+// control port, and runs gossip jobs (node/job/gossip_job.h) on an AsioEnv.
 //
 // Jobs: a job comes from the config's `job` block (the daemon runs it and
 // exits when it ends) or from an operator's `murmur job submit` (the daemon
@@ -18,7 +18,7 @@
 // Certificate renewal: SIGHUP (with `handle_signals`), ReloadCertificate()
 // or `murmur cert reload` read the certificate file again; a renewal that
 // passes node/certificate_reload.h's checks is presented on new handshakes
-// and sent on open sessions (node/transport.h), so that they outlive the old
+// and sent on open sessions (node/transport/transport.h), so that they outlive the old
 // certificate; docs/daemon.md "Certificate renewal".
 //
 // Thread-safety: Run() on one thread (it runs the io_context); RequestStop()

@@ -15,24 +15,23 @@
 
 #include "core/faulty_env.h"
 #include "crypto/handshake.h"
-#include "gossip/membership.h"
-#include "gossip/membership_signer.h"
-#include "gossip/messages.h"
-#include "node/asio.h"
-#include "node/asio_env.h"
-#include "node/control_server.h"
+#include "membership/membership.h"
+#include "membership/signer.h"
+#include "node/control/server.h"
 #include "node/daemon.h"
-#include "node/job.h"
-#include "node/job_router.h"
+#include "node/job/job.h"
+#include "node/job/job_router.h"
 #include "node/metrics_server.h"
-#include "node/transport.h"
+#include "node/transport/asio.h"
+#include "node/transport/asio_env.h"
+#include "node/transport/transport.h"
 #include "proto/control.pb.h"
 
 namespace murmur::node {
 
 // Verifies a membership message's signature with the key of the certificate
 // its sender presented on the session the message arrived on.
-class SessionKeys final : public gossip::MembershipVerifier {
+class SessionKeys final : public membership::MembershipVerifier {
  public:
   explicit SessionKeys(const Transport* transport) : transport_(transport) {}
   bool Verify(NodeId sender, std::span<const std::uint8_t> signed_bytes,
@@ -45,7 +44,7 @@ class SessionKeys final : public gossip::MembershipVerifier {
   const Transport* transport_;
 };
 
-class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
+class DaemonImpl final : public MessageSink, public membership::MembershipObserver {
  public:
   explicit DaemonImpl(proto::NodeConfig config)
       : config_(std::move(config)), signals_(io_), reload_signals_(io_) {}
@@ -76,19 +75,19 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   // Membership messages to the membership, the rest to the router, which
   // hands the running job those with its tag.
   void OnMessage(NodeId from, MessagePtr msg) override {
-    if (msg->kind() == gossip::kMembershipMessageKind) {
+    if (msg->kind() == membership::kMembershipMessageKind) {
       if (membership_) membership_->OnMessage(from, std::move(msg));
     } else {
       router_.OnMessage(from, std::move(msg));
     }
   }
-  void OnMemberAlive(const gossip::Member& m) override;
-  void OnMemberSuspect(const gossip::Member& m) override;
-  void OnMemberDead(const gossip::Member& m) override;
+  void OnMemberAlive(const membership::Member& m) override;
+  void OnMemberSuspect(const membership::Member& m) override;
+  void OnMemberDead(const membership::Member& m) override;
   bool PeerAlive(NodeId peer) const {
     if (!membership_) return true;
     const auto m = membership_->Find(peer);
-    return !m || (m->state != gossip::MemberState::kDead && m->state != gossip::MemberState::kLeft);
+    return !m || (m->state != membership::MemberState::kDead && m->state != membership::MemberState::kLeft);
   }
 
   proto::NodeConfig config_;
@@ -100,7 +99,7 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   std::atomic<std::uint64_t> cert_reloads_{0};  // renewed certificates taken
   std::atomic<std::uint64_t> cert_reload_failures_{0};  // reloads refused (the old certificate stays)
   std::unique_ptr<AsioEnv> env_;
-  // Fault injection (config field 'fault_injection', node/fault_control.h):
+  // Fault injection (config field 'fault_injection', node/control/fault_control.h):
   // when set, membership and jobs send through faulty_, which applies fault_plan_.
   FaultPlan fault_plan_;
   std::unique_ptr<FaultyEnv> faulty_;
@@ -108,11 +107,11 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<MetricsServer> metrics_;
   std::unique_ptr<ControlServer> control_;
-  std::unique_ptr<gossip::Ed25519Signer> signer_;
+  std::unique_ptr<membership::Ed25519Signer> signer_;
   std::unique_ptr<crypto::Identity> identity_;  // signs SecAgg+ keys of federated jobs
   std::unique_ptr<SessionKeys> session_keys_;
-  std::unique_ptr<gossip::Membership> membership_;
-  // Job messages to the running job when their tag is its own (node/job_router.h).
+  std::unique_ptr<membership::Membership> membership_;
+  // Job messages to the running job when their tag is its own (node/job/job_router.h).
   JobRouter router_{config_.node_id(), [this] { return env_ ? env_->Now() : Nanos(0); }};
   std::unique_ptr<Job> job_;                   // the current or last job
   std::vector<std::unique_ptr<Job>> retired_;  // ended jobs; callbacks may still name them
@@ -128,7 +127,7 @@ class DaemonImpl final : public MessageSink, public gossip::MembershipObserver {
   // The Env that membership and jobs send through.
   Env& net() { return faulty_ ? static_cast<Env&>(*faulty_) : static_cast<Env&>(*env_); }
   std::string DataPath(const char* name) const { return config_.data_dir() + "/" + name; }
-  // The keys a job may use (JobKeys, node/job.h): this node's identity, its peers' certificate keys.
+  // The keys a job may use (JobKeys, node/job/job.h): this node's identity, its peers' certificate keys.
   JobKeys Keys() const {
     return {identity_.get(), [t = transport_.get()](NodeId peer) { return t->PeerKey(peer); }};
   }

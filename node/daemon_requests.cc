@@ -1,21 +1,21 @@
-// DaemonImpl's answers to operators (node/control_server.h) and its
+// DaemonImpl's answers to operators (node/control/server.h) and its
 // Prometheus metrics.
 #include <map>
 
 #include "core/log.h"
 #include "node/certificate_reload.h"
+#include "node/control/fault_control.h"
 #include "node/daemon_impl.h"
-#include "node/fault_control.h"
 
 namespace murmur::node {
 
 namespace {
-const char* StateName(gossip::MemberState s) {
+const char* StateName(membership::MemberState s) {
   switch (s) {
-    case gossip::MemberState::kAlive: return "alive";
-    case gossip::MemberState::kSuspect: return "suspect";
-    case gossip::MemberState::kDead: return "dead";
-    case gossip::MemberState::kLeft: return "left";
+    case membership::MemberState::kAlive: return "alive";
+    case membership::MemberState::kSuspect: return "suspect";
+    case membership::MemberState::kDead: return "dead";
+    case membership::MemberState::kLeft: return "left";
   }
   return "?";
 }
@@ -55,7 +55,7 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
           s.set_state("configured");
         }
         if (membership_) {
-          for (const gossip::Member& m : membership_->Members()) {
+          for (const membership::Member& m : membership_->Members()) {
             proto::PeerStatus& s = peers[m.id];
             s.set_id(m.id);
             if (!m.address.empty()) s.set_address(m.address);
@@ -211,7 +211,8 @@ std::string DaemonImpl::RenderMetrics() const {
                             "Misbehaving peers (docs/security.md): " + std::string(name) + ".",
                             static_cast<double>(value->load()));
   }
-  const gossip::MembershipCounts members = membership_ ? membership_->counts() : gossip::MembershipCounts{};
+  const membership::MembershipCounts members =
+      membership_ ? membership_->counts() : membership::MembershipCounts{};
   out += PrometheusMetric("murmur_peers_alive", "gauge", "Members this node's membership view holds alive.",
                           static_cast<double>(members.alive));
   out += PrometheusMetric("murmur_peers_suspected", "gauge", "Members suspected of having failed (SWIM).",

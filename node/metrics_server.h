@@ -12,7 +12,7 @@
 #include <string>
 
 #include "core/status.h"
-#include "node/asio.h"
+#include "node/transport/asio.h"
 
 namespace murmur::node {
 

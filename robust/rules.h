@@ -1,5 +1,5 @@
 // Robust statistics of a set of vectors: the pure rule functions that both
-// federated aggregation (federated/robust.h, over client updates) and robust
+// federated aggregation (federated/aggregation.h, over client updates) and robust
 // gossip mixing (gossip/robust_mixing.h, over a node's neighbourhood) apply.
 //
 //   Mean              weighted average (not robust)

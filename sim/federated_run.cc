@@ -32,7 +32,7 @@ federated::ServerOptimizerKind OptimizerOf(const std::string& a) {
   return k.ok() ? k.value() : federated::ServerOptimizerKind::kFedAvg;
 }
 
-class FederatedRun final : public gossip::RoundObserver {
+class FederatedRun final : public RoundObserver {
  public:
   FederatedRun(const proto::Scenario& s, std::unique_ptr<World> world, const ProgressFn& progress)
       : s_(s), world_(std::move(world)), progress_(progress), start_(Clock::now()) {}

@@ -53,7 +53,7 @@ class NodeAdapter final : public NodeRef {
   std::size_t state_vectors_;
 };
 
-class ScenarioRun final : public gossip::RoundObserver {
+class ScenarioRun final : public RoundObserver {
  public:
   ScenarioRun(const proto::Scenario& s, std::unique_ptr<World> world, const ProgressFn& progress)
       : s_(s),

@@ -29,8 +29,8 @@
 #include "apps/murmur/command.h"
 #include "core/sysinfo.h"
 #include "crypto/handshake.h"
-#include "node/asio_env.h"
-#include "node/transport.h"
+#include "node/transport/asio_env.h"
+#include "node/transport/transport.h"
 
 namespace murmur::cli {
 namespace {

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "crypto/bytes.h"
-#include "node/asio.h"
+#include "node/transport/asio.h"
 
 namespace murmur::cli {
 

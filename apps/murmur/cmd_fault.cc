@@ -9,7 +9,7 @@
 
 #include "apps/murmur/command.h"
 #include "apps/murmur/operator.h"
-#include "node/fault_control.h"
+#include "node/control/fault_control.h"
 
 namespace murmur::cli {
 namespace {

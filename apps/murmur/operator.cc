@@ -6,7 +6,7 @@
 #include "crypto/certificate.h"
 #include "crypto/file_io.h"
 #include "crypto/identity.h"
-#include "node/control_client.h"
+#include "node/control/client.h"
 
 namespace murmur::cli {
 

@@ -23,7 +23,7 @@ MessagePtr Result(std::uint64_t round, double weight, std::uint32_t steps, std::
   return std::make_shared<const FedMessage>(h, std::vector<UpdatePtr>{Dense(std::move(delta))});
 }
 
-struct Counter final : gossip::RoundObserver {
+struct Counter final : RoundObserver {
   void OnRoundDone(NodeId, std::uint64_t, double) override { ++rounds; }
   int rounds = 0;
 };

@@ -4,14 +4,14 @@
 // timeouts the two transports must give the same models bit for bit; the
 // models must also reach the closed-form optimum's neighbourhood. Push-sum,
 // DSGT and CHOCO-SGD (top-k with error feedback) are built as murmurd builds
-// them (node/gossip_algorithm.h) and must agree bit for bit as well.
+// them (node/job/gossip_algorithm.h) and must agree bit for bit as well.
 #include <doctest/doctest.h>
 
 #include <cmath>
 
 #include "gossip/decentralized_sgd.h"
-#include "node/checkpoint.h"
-#include "node/gossip_algorithm.h"
+#include "node/job/checkpoint.h"
+#include "node/job/gossip_algorithm.h"
 #include "sim/simulator.h"
 #include "tests/gossip/quadratic.h"
 #include "tests/node/loopback.h"

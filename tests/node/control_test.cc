@@ -13,10 +13,10 @@
 #include "crypto/certificate.h"
 #include "crypto/frame_codec.h"
 #include "node/config.h"
-#include "node/control_client.h"
-#include "node/control_codec.h"
+#include "node/control/client.h"
+#include "node/control/codec.h"
+#include "node/control/fault_control.h"
 #include "node/daemon.h"
-#include "node/fault_control.h"
 #include "tests/node/fed_fleet.h"
 #include "tests/node/loopback.h"
 

@@ -21,9 +21,9 @@
 
 #include "ml/dataset_spec.h"
 #include "ml/model_spec.h"
-#include "node/checkpoint.h"
 #include "node/daemon.h"
-#include "node/gossip_algorithm.h"
+#include "node/job/checkpoint.h"
+#include "node/job/gossip_algorithm.h"
 #include "sim/runner.h"
 #include "tests/node/daemon_cluster.h"
 #include "tests/node/loopback.h"
@@ -39,7 +39,7 @@ using testing::NodeDir;
 constexpr double kRoundTimeout = 0.4;  // seconds
 constexpr std::uint64_t kRounds = 150;
 constexpr std::uint64_t kBehind = 15;  // rounds the others go on while it is down
-// Node 0: of two peers the smaller id dials (node/transport.h), so a
+// Node 0: of two peers the smaller id dials (node/transport/transport.h), so a
 // restarted node 0 dials its neighbours at once; a restarted node with a
 // larger id waits for their redial, whose backoff reaches reconnect_max (5 s)
 // after a long outage: a transport delay that is not catch-up's to measure.

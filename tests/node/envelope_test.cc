@@ -1,10 +1,10 @@
-// Records of node/envelope.h: chunking and reassembly against the layout of
+// Records of node/transport/envelope.h: chunking and reassembly against the layout of
 // docs/protocol.md section 7, and every malformed record refused.
 #include <doctest/doctest.h>
 
 #include <numeric>
 
-#include "node/envelope.h"
+#include "node/transport/envelope.h"
 
 namespace murmur::node {
 namespace {

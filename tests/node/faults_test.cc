@@ -225,7 +225,7 @@ TEST_CASE(
     return u;
   };
   // Nine: each costs the sender an invalid-update penalty (10) and the
-  // graylist threshold is -100 (node/peer_scoring.h), so the session stays up.
+  // graylist threshold is -100 (node/transport/peer_scoring.h), so the session stays up.
   const int below = 9;
   a.Do([&] {
     for (int i = 0; i < below; ++i) faulty->Send(1, msg);

@@ -15,9 +15,9 @@
 #include <thread>
 
 #include "crypto/certificate.h"
-#include "node/control_client.h"
+#include "node/control/client.h"
 #include "node/daemon.h"
-#include "node/job.h"
+#include "node/job/job.h"
 #include "proto/scenario.pb.h"
 #include "tests/node/loopback.h"
 

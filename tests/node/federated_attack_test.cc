@@ -1,4 +1,4 @@
-// Simulated attackers in federated jobs on murmurd (node/federated_job.h,
+// Simulated attackers in federated jobs on murmurd (node/job/federated_job.h,
 // docs/daemon.md "Simulated attacks"): in-process daemons on loopback. The
 // truth is `murmur sim` of the same configuration: the same clients attack
 // (drawn from the job seed), a sign-flip attacker daemon sends its own
@@ -13,8 +13,8 @@
 #include <string>
 
 #include "federated/attack.h"
-#include "node/fed_index_env.h"
-#include "node/federated_job.h"
+#include "node/job/federated_job.h"
+#include "node/job/index_env.h"
 #include "sim/federated_run.h"
 #include "tests/node/fed_fleet.h"
 

@@ -1,12 +1,12 @@
-// Federated jobs on murmurd (node/federated_job.h): four in-process daemons
+// Federated jobs on murmurd (node/job/federated_job.h): four in-process daemons
 // on loopback run a submitted federated job to completion, and the global
 // model equals `murmur sim`'s for the same configuration bit for bit; bad
 // federated jobs are refused naming the field; the join/done messages parse.
 #include <doctest/doctest.h>
 
-#include "node/fed_index_env.h"
-#include "node/federated_control.h"
-#include "node/federated_job.h"
+#include "node/job/federated_control.h"
+#include "node/job/federated_job.h"
+#include "node/job/index_env.h"
 #include "sim/federated_run.h"
 #include "tests/node/fed_fleet.h"
 
@@ -100,7 +100,7 @@ TEST_CASE("The aggregator stops selecting a client its membership calls dead and
   // mid-job (it leaves the membership). Each later round would pick it with
   // probability 2/3, and without the membership's view the round would wait
   // the deadline for it: hundreds more rounds finish in well under one deadline
-  // only if it is never waited for (federated/server_test.cc checks that it is
+  // only if it is never waited for (tests/federated/server_test.cc checks that it is
   // never selected).
   proto::JobConfig job = BlobsJob("dead", "fedavg", 0);
   job.set_clients_per_round(2);

@@ -1,5 +1,5 @@
 // SecAgg+, robust rules and DP-FedAvg in federated jobs on murmurd
-// (node/federated_job.h): in-process daemons on loopback, with real SecAgg+
+// (node/job/federated_job.h): in-process daemons on loopback, with real SecAgg+
 // secrets and keys signed by the daemons' identities. Truths from outside the
 // daemon: the plain FedAvg daemon run and the quantization bound computed
 // here from the partition sizes; the simulator's run of the same
@@ -13,7 +13,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "node/federated_job.h"
+#include "node/job/federated_job.h"
 #include "sim/federated_run.h"
 #include "sim/world.h"
 #include "tests/node/fed_fleet.h"
@@ -353,7 +353,7 @@ TEST_SUITE("slow") {
     // start-up, joins and the end; time per round from the aggregator's first update to
     // the end of the 201-round run (wall, and CPU of the whole process: every daemon and
     // the status polls, 10 a second). All daemons share 127.0.0.1, so the aggregator's
-    // per-address message limit (1000/s, node/peer_scoring.h) counts every client's
+    // per-address message limit (1000/s, node/transport/peer_scoring.h) counts every client's
     // messages together: a SecAgg+ message skipped there stalls its stage until
     // round_timeout (printed as rate-limited). Bytes are the daemons' transport counters (sealed frames on
     // the wire, membership traffic included). Printed for docs/security.md. The truths

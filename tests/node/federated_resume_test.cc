@@ -1,6 +1,6 @@
 // A federated aggregator that stops and resumes from its checkpoint is the
 // same job as one never stopped (federated/server.h "Resuming",
-// node/federated_job.h "Checkpoints").
+// node/job/federated_job.h "Checkpoints").
 //
 // The engine (FedServer on a ManualEnv, clients answering with a fixed
 // function of the task): a server stopped after round k, rebuilt from
@@ -24,7 +24,7 @@
 
 #include "core/manual_env.h"
 #include "federated/server.h"
-#include "node/checkpoint.h"
+#include "node/job/checkpoint.h"
 #include "sim/federated_run.h"
 #include "tests/node/fed_fleet.h"
 
@@ -69,7 +69,7 @@ MessagePtr Answer(NodeId client, const federated::FedMessage& task) {
   return std::make_shared<const federated::FedMessage>(h, std::move(updates));
 }
 
-struct Trace final : gossip::RoundObserver {
+struct Trace final : RoundObserver {
   FedServer* server = nullptr;
   std::uint64_t stop_after = 0;  // export the state after this many rounds (0: never)
   std::vector<std::vector<float>> params;

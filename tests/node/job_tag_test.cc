@@ -1,4 +1,4 @@
-// Job tags (node/job_message.h, node/job_router.h; docs/protocol.md 7.3): the
+// Job tags (node/job/job_message.h, node/job/job_router.h; docs/protocol.md 7.3): the
 // tag against the byte layout and hash docs/protocol.md gives, the job message
 // wrapper's layout and its hostile payloads, the router's delivery of a
 // running job's messages and of early ones, and consecutive jobs on the same
@@ -12,9 +12,9 @@
 #include <sstream>
 
 #include "gossip/messages.h"
-#include "node/federated_control.h"
-#include "node/job_message.h"
-#include "node/job_router.h"
+#include "node/job/federated_control.h"
+#include "node/job/job_message.h"
+#include "node/job/job_router.h"
 #include "tests/node/daemon_cluster.h"
 #include "tests/node/fed_fleet.h"
 
@@ -87,7 +87,7 @@ TEST_CASE(
   CHECK(m.EncodedSize() == bytes.size());
   CHECK(bytes == Bytes({0x22, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 1, 7, 0, 0, 0, 0, 0, 0, 0}));
 
-  const InnerDecoder control = [](std::span<const std::uint8_t> b) -> Result<MessagePtr> {
+  const MessageDecoder control = [](std::span<const std::uint8_t> b) -> Result<MessagePtr> {
     MURMUR_ASSIGN_OR_RETURN(auto msg, FedControlMessage::Decode(b));
     return MessagePtr(std::move(msg));
   };
@@ -110,7 +110,7 @@ TEST_CASE(
   const Bad bad[] = {
       {std::vector<std::uint8_t>(bytes.begin(), bytes.begin() + 11), StatusCode::kDataLoss, "12-byte header"},
       {Bytes({0x30, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8}), StatusCode::kDataLoss, "wraps kind 48"},
-      {Bytes({0x11, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8}), StatusCode::kDataLoss, "wraps kind 17"},
+      {Bytes({0x11, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8}), StatusCode::kInvalidArgument, "unknown kind 17"},
       {Bytes({0x99, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8}), StatusCode::kInvalidArgument, "unknown kind 153"},
       {wrong_inner, StatusCode::kDataLoss, ""},
   };

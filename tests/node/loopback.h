@@ -15,8 +15,9 @@
 #include <vector>
 
 #include "crypto/handshake.h"
-#include "node/asio_env.h"
-#include "node/transport.h"
+#include "node/job/decoders.h"
+#include "node/transport/asio_env.h"
+#include "node/transport/transport.h"
 
 namespace murmur::node::testing {
 
@@ -94,6 +95,7 @@ class Endpoint {
     options.self = id;
     options.listen_host = std::move(host);
     env_ = std::make_unique<AsioEnv>(io_, id, 1);
+    env_->RegisterDecoders(JobDecoders());
     transport_ = std::make_unique<Transport>(
         io_, std::move(creds), std::move(policy), options,
         [this](NodeId from, ReceivedMessage m) { env_->OnTransportMessage(from, std::move(m)); });

@@ -1,11 +1,11 @@
-// gossip::Membership hosted the way a daemon hosts it: on an AsioEnv over the
+// membership::Membership hosted the way a daemon hosts it: on an AsioEnv over the
 // secure Transport, real handshakes on loopback, each node's membership
 // messages signed with the Ed25519 key its certificate names.
 #include <doctest/doctest.h>
 
-#include "gossip/membership.h"
-#include "gossip/membership_signer.h"
 #include "loopback.h"
+#include "membership/membership.h"
+#include "membership/signer.h"
 
 namespace murmur::node {
 namespace {
@@ -19,15 +19,16 @@ using testing::WaitFor;
 
 // One daemon's membership: created, started and read on the endpoint's io thread.
 struct Hosted {
-  Hosted(Endpoint& ep, NodeId id, const gossip::KeyDirectory& keys, std::vector<NodeId> seeds)
+  Hosted(Endpoint& ep, NodeId id, const membership::KeyDirectory& keys, std::vector<NodeId> seeds)
       : endpoint(ep), signer(Seeded(static_cast<std::uint8_t>(id))) {
-    gossip::MembershipOptions o;
+    membership::MembershipOptions o;
     o.probe_interval = milliseconds(100);
     o.probe_timeout = milliseconds(50);
     o.seeds = std::move(seeds);
     o.address = "127.0.0.1:" + std::to_string(ep.port());
     ep.Do([&] {
-      m = gossip::Membership::Create(ep.env(), o, signer, keys).value();
+      m = membership::Membership::Create(ep.env(), o, signer, keys).value();
+      ep.env().RegisterDecoder(membership::kMembershipMessageKind, membership::MembershipDecoder());
       ep.env().SetSink(m.get());
       m->Start();
     });
@@ -44,20 +45,20 @@ struct Hosted {
     endpoint.Do([&] { v = m->AliveMembers(); });
     return v;
   }
-  std::optional<gossip::Member> Find(NodeId id) {
-    std::optional<gossip::Member> f;
+  std::optional<membership::Member> Find(NodeId id) {
+    std::optional<membership::Member> f;
     endpoint.Do([&] { f = m->Find(id); });
     return f;
   }
 
   Endpoint& endpoint;
-  gossip::Ed25519Signer signer;
-  std::unique_ptr<gossip::Membership> m;
+  membership::Ed25519Signer signer;
+  std::unique_ptr<membership::Membership> m;
 };
 
 TEST_CASE("Three daemons on loopback join through a seed, then detect one that is killed") {
   crypto::Identity coordinator = Seeded(200);
-  gossip::KeyDirectory keys;  // the certified keys (read-only once the nodes run)
+  membership::KeyDirectory keys;  // the certified keys (read-only once the nodes run)
   for (NodeId i = 1; i <= 3; ++i) keys.Add(i, Seeded(static_cast<std::uint8_t>(i)).public_key());
   Endpoint a(1, Creds(coordinator, 1), Policy(coordinator));
   Endpoint b(2, Creds(coordinator, 2), Policy(coordinator));
@@ -87,7 +88,8 @@ TEST_CASE("Three daemons on loopback join through a seed, then detect one that i
   c->Shutdown();
   CHECK(WaitFor([&] {
     auto fa = ha.Find(3), fb = hb.Find(3);
-    return fa && fb && fa->state == gossip::MemberState::kDead && fb->state == gossip::MemberState::kDead;
+    return fa && fb && fa->state == membership::MemberState::kDead &&
+           fb->state == membership::MemberState::kDead;
   }));
   CHECK(ha.Alive() == std::vector<NodeId>{2});
 }

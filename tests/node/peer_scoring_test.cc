@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "node/peer_scoring.h"
+#include "node/transport/peer_scoring.h"
 
 namespace murmur::node {
 namespace {

@@ -1,1 +1,2 @@
-#include "core/status.h"
+// Fixture: ml uses its one declared dependency.
+#include "core/env.h"

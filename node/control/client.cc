@@ -1,0 +1,144 @@
+#include "node/control/client.h"
+
+#include <array>
+
+#include "crypto/frame_codec.h"
+#include "node/control/codec.h"
+#include "node/transport/address.h"
+#include "node/transport/asio.h"
+
+namespace murmur::node {
+
+namespace {
+
+std::int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// One blocking exchange over an io_context driven with a deadline.
+class Exchange {
+ public:
+  Exchange(std::chrono::steady_clock::time_point deadline) : socket_(io_), deadline_(deadline) {}
+
+  Status Connect(const HostPort& hp) {
+    asio::error_code ec;
+    const auto address = asio::ip::make_address(hp.host, ec);
+    if (ec) return Status::InvalidArgument("address '" + hp.host + "' is not numeric");
+    asio::error_code result = asio::error::would_block;
+    socket_.async_connect(asio::ip::tcp::endpoint(address, hp.port),
+                          [&](const asio::error_code& e) { result = e; });
+    MURMUR_RETURN_IF_ERROR(RunUntilDone([&] { return result != asio::error::would_block; }));
+    if (result) return Status::Unavailable("connect: " + result.message());
+    socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+    return Status::Ok();
+  }
+
+  Status Write(const crypto::Bytes& bytes) {
+    bool done = false;
+    asio::error_code result;
+    asio::async_write(socket_, asio::buffer(bytes), [&](const asio::error_code& e, std::size_t) {
+      result = e;
+      done = true;
+    });
+    MURMUR_RETURN_IF_ERROR(RunUntilDone([&] { return done; }));
+    if (result) return Status::Unavailable("write: " + result.message());
+    return Status::Ok();
+  }
+
+  // Reads until at least one whole frame is in; returns it.
+  Result<crypto::Bytes> ReadFrame() {
+    while (frames_.empty()) {
+      bool done = false;
+      asio::error_code result;
+      std::size_t n = 0;
+      socket_.async_read_some(asio::buffer(buf_), [&](const asio::error_code& e, std::size_t got) {
+        result = e;
+        n = got;
+        done = true;
+      });
+      MURMUR_RETURN_IF_ERROR(RunUntilDone([&] { return done; }));
+      if (result == asio::error::eof) return Status::Unavailable("the daemon closed the connection");
+      if (result) return Status::Unavailable("read: " + result.message());
+      std::vector<crypto::Bytes> got;
+      MURMUR_RETURN_IF_ERROR(decoder_.Feed(crypto::ByteSpan(buf_.data(), n), &got));
+      for (auto& f : got) frames_.push_back(std::move(f));
+    }
+    crypto::Bytes f = std::move(frames_.front());
+    frames_.erase(frames_.begin());
+    return f;
+  }
+
+ private:
+  template <typename Pred>
+  Status RunUntilDone(Pred done) {
+    while (!done()) {
+      io_.restart();
+      if (io_.run_one_until(deadline_) == 0 && !done()) {
+        asio::error_code ignored;
+        socket_.close(ignored);
+        io_.restart();
+        io_.poll();  // let the cancelled operation finish
+        return Status::DeadlineExceeded("no answer within the timeout");
+      }
+    }
+    return Status::Ok();
+  }
+
+  asio::io_context io_;
+  asio::ip::tcp::socket socket_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::array<std::uint8_t, 16384> buf_{};
+  crypto::FrameDecoder decoder_{crypto::kConnectionFrameLimits};
+  std::vector<crypto::Bytes> frames_;
+};
+
+Result<proto::ControlResponse> Call(const std::string& address, const crypto::Credentials& credentials,
+                                    const crypto::TrustPolicy& policy, const proto::ControlRequest& request,
+                                    std::chrono::milliseconds timeout) {
+  MURMUR_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
+  Exchange x(std::chrono::steady_clock::now() + timeout);
+  MURMUR_RETURN_IF_ERROR(x.Connect(hp));
+  crypto::SecureHandshake hs(crypto::HandshakeRole::kInitiator, credentials, policy, UnixNow());
+  while (!hs.IsComplete()) {
+    if (hs.IsMyTurn()) {
+      crypto::Bytes message, framed;
+      MURMUR_RETURN_IF_ERROR(hs.WriteMessage(&message));
+      MURMUR_RETURN_IF_ERROR(crypto::AppendFrame(message, crypto::kConnectionFrameLimits, &framed));
+      MURMUR_RETURN_IF_ERROR(x.Write(framed));
+    } else {
+      MURMUR_ASSIGN_OR_RETURN(crypto::Bytes frame, x.ReadFrame());
+      MURMUR_RETURN_IF_ERROR(hs.ReadMessage(frame));
+    }
+  }
+  crypto::SecureChannel channel = hs.MakeChannel();
+  crypto::Bytes framed;
+  const std::string body = request.SerializeAsString();
+  MURMUR_RETURN_IF_ERROR(SealControlMessage(crypto::AsBytes(body), channel, &framed));
+  MURMUR_RETURN_IF_ERROR(x.Write(framed));
+  ControlMessageAssembler assembler;
+  while (!assembler.complete()) {
+    MURMUR_ASSIGN_OR_RETURN(crypto::Bytes frame, x.ReadFrame());
+    crypto::Bytes plaintext;
+    MURMUR_RETURN_IF_ERROR(channel.Open(frame, &plaintext));
+    MURMUR_RETURN_IF_ERROR(assembler.Add(plaintext));
+  }
+  const crypto::Bytes reply = assembler.Take();
+  proto::ControlResponse response;
+  if (!response.ParseFromArray(reply.data(), static_cast<int>(reply.size())))
+    return Status::DataLoss("the daemon's answer is not a valid ControlResponse");
+  return response;
+}
+
+}  // namespace
+
+Result<proto::ControlResponse> CallDaemon(const std::string& address, const crypto::Credentials& credentials,
+                                          const crypto::TrustPolicy& policy,
+                                          const proto::ControlRequest& request,
+                                          std::chrono::milliseconds timeout) {
+  auto r = Call(address, credentials, policy, request, timeout);
+  if (!r.ok()) return r.status().WithContext("daemon " + address);
+  return r;
+}
+
+}  // namespace murmur::node

@@ -1,0 +1,95 @@
+// Job: one job inside a daemon, gossip (node/job/gossip_job.h) or federated. The
+// daemon (node/daemon.h) creates it with MakeJob, points the AsioEnv's sink at
+// it, starts it, and asks it to drain or abandon on a stop; the job tells the
+// daemon through `on_end` when it has ended (completed, drained, abandoned).
+//
+// Every job runs on a JobEnv (node/job/job_env.h) over the daemon's AsioEnv, so
+// that its random streams follow its own seed and a halted job stays silent.
+//
+// Thread-safety: everything on the daemon's io thread, except the accessors
+// marked as readable from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/env.h"
+#include "core/status.h"
+#include "crypto/identity.h"
+#include "node/job/job_data.h"
+#include "proto/node.pb.h"
+
+namespace murmur::node {
+
+class Job {
+ public:
+  enum class End { kCompleted, kDrained, kAbandoned };
+  using OnEnd = std::function<void(End)>;
+
+  virtual ~Job() = default;
+
+  // Where the daemon's AsioEnv delivers messages while the job runs.
+  virtual MessageSink* sink() = 0;
+  // Peers this node exchanges messages with in this job.
+  virtual std::vector<NodeId> neighbours() const = 0;
+  virtual void Start() = 0;
+  // Ends the job after its current round, checkpointed.
+  virtual void Drain() = 0;
+  // Ends the job now, with a checkpoint of the last completed round.
+  virtual void Abandon() = 0;
+
+  virtual const proto::JobConfig& config() const = 0;
+  // Readable from any thread:
+  virtual bool ended() const = 0;
+  virtual std::uint64_t rounds_done() const = 0;
+  virtual double accuracy() const = 0;  // -1 before the first evaluation
+  virtual double loss() const = 0;
+  virtual std::uint64_t checkpoints() const = 0;
+  virtual std::vector<float> params() const = 0;  // the model after rounds_done()
+  // Gossip jobs: rounds mixed a second time (a bug if ever > 0), and rounds
+  // skipped by catching up with a neighbour that was ahead.
+  virtual std::uint64_t rounds_mixed_twice() const { return 0; }
+  virtual std::uint64_t rounds_skipped() const { return 0; }
+  // gossip-learning jobs: how often each node id was drawn as a peer; else empty.
+  virtual std::vector<std::uint64_t> peer_draws() const { return {}; }
+  // DP federated jobs, on the aggregator: the epsilon spent so far (at the
+  // job's dp_delta), including before a resume, updated before rounds_done();
+  // else 0.
+  virtual double epsilon() const { return 0; }
+
+  // The daemon's membership view changed (a peer died or came back).
+  virtual void PeersChanged() {}
+  // The last thing that went wrong in a job that carries on (a SecAgg+ round
+  // that aborted, a privacy budget that ended the job early); empty when none.
+  // Readable from any thread.
+  virtual std::string warning() const { return {}; }
+};
+
+// The daemon's keys as a job sees them (federated SecAgg+ signs and checks
+// the clients' key advertisements with them). `identity` (may be null: no
+// SecAgg+) must outlive the job; `peer_key` gives the Ed25519 key of the
+// certificate a peer presented on its current session (nullopt: none).
+struct JobKeys {
+  const crypto::Identity* identity = nullptr;
+  std::function<std::optional<crypto::SignPublicKey>(NodeId)> peer_key;
+};
+
+// Checks a job for node `self` (the fields every kind of job shares, then the kind's own).
+Status ValidateJobConfig(const proto::JobConfig& job, NodeId self);
+
+// Builds the job the config names (by its algorithm). `env` (the daemon's
+// AsioEnv) must outlive the job; `checkpoint_path` is read for a resume and
+// written as the job goes. `peer_alive` (may be empty) is the membership's
+// view: a gossip round does not wait for a neighbour it calls dead, and a
+// federated aggregator does not select a client it calls dead. `local` is the
+// daemon's local data (node/job/job_data.h). `keys`: see JobKeys (a federated job
+// with secure_aggregation needs both).
+Result<std::unique_ptr<Job>> MakeJob(const proto::JobConfig& job, Env& env, std::string checkpoint_path,
+                                     Job::OnEnd on_end, std::function<bool(NodeId)> peer_alive = {},
+                                     const LocalData& local = {}, JobKeys keys = {});
+
+}  // namespace murmur::node

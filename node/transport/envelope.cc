@@ -1,0 +1,183 @@
+#include "node/transport/envelope.h"
+
+#include <algorithm>
+#include <string>
+
+namespace murmur::node {
+
+namespace {
+// Memory reserved up front for a message is at most this; the rest grows with arrivals.
+constexpr std::size_t kInitialReserve = std::size_t{1} << 20;
+// When the buffer is full it grows to this many times its size (capped at the
+// message's total): fewer copies of what arrived than doubling, while what is
+// reserved stays within 4x the bytes that arrived (plus the first 1 MiB).
+constexpr std::size_t kGrowthFactor = 4;
+}  // namespace
+
+crypto::Bytes HelloRecord(NodeId self) {
+  crypto::Bytes out;
+  crypto::AppendU8(&out, static_cast<std::uint8_t>(RecordType::kHello));
+  crypto::AppendU32(&out, self);
+  return out;
+}
+
+crypto::Bytes PingRecord(RecordType type, std::uint64_t token) {
+  MURMUR_CHECK(type == RecordType::kPing || type == RecordType::kPong);
+  crypto::Bytes out;
+  crypto::AppendU8(&out, static_cast<std::uint8_t>(type));
+  crypto::AppendU64(&out, token);
+  return out;
+}
+
+crypto::Bytes CertificateRecord(const crypto::HandshakePayload& payload) {
+  crypto::Bytes out;
+  crypto::AppendU8(&out, static_cast<std::uint8_t>(RecordType::kCertificate));
+  crypto::AppendBytes(&out, crypto::EncodeHandshakePayload(payload));
+  return out;
+}
+
+std::size_t RecordCount(std::size_t payload_size, std::size_t max_plaintext) {
+  MURMUR_CHECK(max_plaintext > kBeginHeaderSize);
+  const std::size_t first = max_plaintext - kBeginHeaderSize;
+  if (payload_size <= first) return 1;
+  const std::size_t per = max_plaintext - kContinueHeaderSize;
+  return 1 + (payload_size - first + per - 1) / per;
+}
+
+RecordPieces MessageRecord(std::uint32_t kind, crypto::ByteSpan payload, std::size_t max_plaintext,
+                           std::size_t index) {
+  MURMUR_CHECK(index < RecordCount(payload.size(), max_plaintext));
+  const std::size_t first = max_plaintext - kBeginHeaderSize;
+  const std::size_t per = max_plaintext - kContinueHeaderSize;
+  RecordPieces r;
+  if (index == 0) {
+    r.header_bytes[0] = static_cast<std::uint8_t>(RecordType::kBegin);
+    for (int i = 0; i < 4; ++i) r.header_bytes[1 + i] = static_cast<std::uint8_t>(kind >> (8 * i));
+    const std::uint64_t total = payload.size();
+    for (int i = 0; i < 8; ++i) r.header_bytes[5 + i] = static_cast<std::uint8_t>(total >> (8 * i));
+    r.header_size = kBeginHeaderSize;
+    r.data = payload.first(std::min(first, payload.size()));
+    return r;
+  }
+  const std::size_t begin = first + (index - 1) * per;
+  r.header_bytes[0] = static_cast<std::uint8_t>(RecordType::kContinue);
+  r.header_size = kContinueHeaderSize;
+  r.data = payload.subspan(begin, std::min(per, payload.size() - begin));
+  return r;
+}
+
+void AppendRecord(std::uint32_t kind, crypto::ByteSpan payload, std::size_t max_plaintext, std::size_t index,
+                  crypto::Bytes* out) {
+  const RecordPieces r = MessageRecord(kind, payload, max_plaintext, index);
+  crypto::AppendBytes(out, r.header());
+  crypto::AppendBytes(out, r.data);
+}
+
+Status EnvelopeReader::Fail(Status s) {
+  failed_ = true;
+  payload_ = {};
+  return s;
+}
+
+void EnvelopeReader::MaybeComplete(RecordEvent* event) {
+  if (received_ < total_) return;
+  if (keeping_) event->message = ReceivedMessage{kind_, std::move(payload_)};
+  payload_ = {};
+  in_message_ = false;
+}
+
+void SpanRecord::Read(std::size_t offset, std::size_t n, std::uint8_t* dst) const {
+  std::copy_n(bytes_.begin() + static_cast<std::ptrdiff_t>(offset), n, dst);
+}
+
+Status EnvelopeReader::Feed(crypto::ByteSpan record, RecordEvent* event, bool keep) {
+  return Feed(SpanRecord(record), event, keep);
+}
+
+void EnvelopeReader::Append(const RecordSource& record, std::size_t offset, std::size_t n) {
+  if (payload_.size() + n > payload_.capacity())
+    payload_.reserve(
+        std::min<std::uint64_t>(total_, std::max(kGrowthFactor * payload_.capacity(), payload_.size() + n)));
+  const std::size_t at = payload_.size();
+  payload_.resize(at + n);
+  record.Read(offset, n, payload_.data() + at);
+}
+
+Status EnvelopeReader::Feed(const RecordSource& source, RecordEvent* event, bool keep) {
+  *event = RecordEvent{};
+  if (failed_) return Status::FailedPrecondition("envelope reader failed earlier");
+  const std::size_t size = source.size();
+  // The header: at most the 13 bytes of BEGIN's.
+  std::array<std::uint8_t, kBeginHeaderSize> head{};
+  const std::size_t head_size = std::min(size, head.size());
+  source.Read(0, head_size, head.data());
+  const crypto::ByteSpan record(head.data(), head_size);
+  crypto::ByteReader r(record);
+  std::uint8_t type = 0;
+  if (!r.ReadU8(&type)) return Fail(Status::DataLoss("empty record"));
+  switch (static_cast<RecordType>(type)) {
+    case RecordType::kHello: {
+      crypto::ByteSpan id;
+      if (size != 5 || !r.ReadSpan(4, &id)) return Fail(Status::DataLoss("HELLO record must be 5 bytes"));
+      event->type = RecordType::kHello;
+      event->hello_node = crypto::LoadU32(id.data());
+      return Status::Ok();
+    }
+    case RecordType::kPing:
+    case RecordType::kPong: {
+      if (size != 9 || !r.ReadU64(&event->token))
+        return Fail(Status::DataLoss("PING/PONG record must be 9 bytes"));
+      event->type = static_cast<RecordType>(type);
+      return Status::Ok();
+    }
+    case RecordType::kCertificate: {
+      if (size < 2 || size - 1 > kMaxCertificateRecordPayload)
+        return Fail(Status::DataLoss("CERTIFICATE record of " + std::to_string(size) + " bytes, limit " +
+                                     std::to_string(1 + kMaxCertificateRecordPayload)));
+      event->type = RecordType::kCertificate;
+      event->certificate.resize(size - 1);
+      source.Read(1, size - 1, event->certificate.data());
+      return Status::Ok();
+    }
+    case RecordType::kBegin: {
+      if (in_message_) return Fail(Status::DataLoss("BEGIN record inside an unfinished message"));
+      crypto::ByteSpan kind;
+      if (!r.ReadSpan(4, &kind) || !r.ReadU64(&total_))
+        return Fail(Status::DataLoss("BEGIN record shorter than its 13-byte header"));
+      if (total_ > max_message_bytes_) {
+        return Fail(Status::ResourceExhausted("message of " + std::to_string(total_) + " bytes over limit " +
+                                              std::to_string(max_message_bytes_)));
+      }
+      kind_ = crypto::LoadU32(kind.data());
+      const std::size_t data = size - kBeginHeaderSize;
+      if (data > total_) return Fail(Status::DataLoss("BEGIN record carries more than the message's total"));
+      in_message_ = true;
+      keeping_ = keep;
+      received_ = data;
+      payload_.clear();
+      if (keeping_) {
+        payload_.reserve(std::min<std::uint64_t>(total_, kInitialReserve));
+        Append(source, kBeginHeaderSize, data);
+      }
+      event->type = RecordType::kBegin;
+      MaybeComplete(event);
+      return Status::Ok();
+    }
+    case RecordType::kContinue: {
+      if (!in_message_) return Fail(Status::DataLoss("CONTINUE record without a message in progress"));
+      const std::size_t data = size - kContinueHeaderSize;
+      if (data == 0) return Fail(Status::DataLoss("empty CONTINUE record"));
+      if (received_ + data > total_)
+        return Fail(Status::DataLoss("CONTINUE record runs past the message's total of " +
+                                     std::to_string(total_) + " bytes"));
+      received_ += data;
+      if (keeping_) Append(source, kContinueHeaderSize, data);
+      event->type = RecordType::kContinue;
+      MaybeComplete(event);
+      return Status::Ok();
+    }
+  }
+  return Fail(Status::DataLoss("unknown record type " + std::to_string(type)));
+}
+
+}  // namespace murmur::node

@@ -1,0 +1,94 @@
+// Session: one TCP connection of a Transport, from the first handshake byte
+// to close (see node/transport/transport.h for the protocol and the failure rules).
+//
+// States: handshake (Noise XX messages as raw frames), then open (sealed
+// records; waiting for the peer's HELLO), then ready (registered with the
+// Transport, carrying messages), then closed. A Session is held by a
+// shared_ptr that its pending Asio operations copy (as in Asio's chat server).
+//
+// Thread-safety: runs on the Transport's io_context thread only.
+#pragma once
+
+#include <array>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crypto/frame_codec.h"
+#include "crypto/handshake.h"
+#include "node/transport/asio.h"
+#include "node/transport/envelope.h"
+#include "node/transport/write_batch.h"
+
+namespace murmur::node {
+
+class Transport;
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  // `expected_peer` is the id dialled (kNoNode for an accepted connection).
+  Session(Transport* transport, asio::ip::tcp::socket socket, crypto::HandshakeRole role,
+          NodeId expected_peer);
+
+  void Start();
+  // Closes the socket once; `why` is logged and the Transport told.
+  void Close(const Status& why);
+  // Starts writing if there is something to write and no write is in flight.
+  void Pump();
+  // Detaches from the Transport (it is going away); closes the socket.
+  void Detach();
+  // Once the channel is open: when the Transport's certificate is not the one
+  // this session presented (it was reloaded), sends it in a CERTIFICATE record.
+  void PresentCurrentCertificate();
+
+  NodeId peer() const { return peer_; }
+  // The authenticated peer (certificate, static key), once the handshake completed.
+  const std::optional<crypto::PeerInfo>& peer_info() const { return peer_info_; }
+  bool ready() const { return ready_; }
+  bool closed() const { return closed_; }
+
+ private:
+  void Read();
+  Status OnFrame(std::span<std::uint8_t> frame);
+  // Sealed frames of one read, opened on the Transport's crypto workers
+  // (verified and decrypted in place in parallel, then handled in order up to
+  // the first that fails).
+  Status OnSealedFrames(std::span<const std::span<std::uint8_t>> frames);
+  Status OnHandshakeFrame(crypto::ByteSpan frame);
+  Status OnRecord(const RecordSource& record);
+  // A CERTIFICATE record: the peer's renewed certificate replaces the one in
+  // peer_info_ when it passes the handshake's checks for the same node key
+  // and Noise static key; otherwise it is refused (logged, counted) and the
+  // session carries on with the old one. DataLoss when malformed.
+  Status OnPeerCertificate(crypto::ByteSpan payload);
+  Status QueueHandshakeMessage();
+  void ArmTick();
+  void OnTick();
+
+  Transport* transport_;
+  asio::ip::tcp::socket socket_;
+  asio::steady_timer tick_;
+  crypto::HandshakeRole role_;
+  NodeId expected_peer_;
+  NodeId peer_ = kNoNode;
+  std::string address_;  // remote IP address, for offences before HELLO and rate limits
+  std::optional<crypto::SecureHandshake> handshake_;
+  std::optional<crypto::SecureChannel> channel_;
+  std::optional<crypto::PeerInfo> peer_info_;
+  crypto::Certificate presented_;  // the certificate the peer has from this side
+  crypto::FrameReader frames_;
+  EnvelopeReader reader_;
+  std::deque<crypto::Bytes> raw_;      // framed handshake messages
+  std::deque<crypto::Bytes> control_;  // plaintext records to seal ahead of data
+  WriteBatch write_buffer_;
+  asio::steady_timer::time_point started_;
+  asio::steady_timer::time_point last_receive_;
+  asio::steady_timer::time_point last_send_;
+  bool writing_ = false;
+  bool ready_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace murmur::node

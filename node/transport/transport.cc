@@ -1,0 +1,402 @@
+#include "node/transport/transport.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/log.h"
+#include "node/transport/session.h"
+
+namespace murmur::node {
+
+namespace {
+Result<asio::ip::address> ParseAddress(const std::string& host) {
+  asio::error_code ec;
+  asio::ip::address a = asio::ip::make_address(host, ec);
+  if (ec) return Status::InvalidArgument("address '" + host + "' is not a numeric IPv4 or IPv6 address");
+  return a;
+}
+}  // namespace
+
+int DefaultCryptoThreads(int hardware_threads) { return hardware_threads >= 4 ? 2 : 0; }
+
+Transport::Transport(asio::io_context& io, crypto::Credentials credentials, crypto::TrustPolicy policy,
+                     TransportOptions options, MessageHandler handler)
+    : io_(io),
+      credentials_(std::move(credentials)),
+      policy_(std::move(policy)),
+      options_(std::move(options)),
+      handler_(std::move(handler)),
+      jitter_(options_.seed, options_.self, RngPurpose::kNetwork),
+      scores_(options_.scoring) {
+  for (const PeerAddress& p : options_.peers) peers_[p.id].address = p;
+  const int workers =
+      options_.crypto_threads >= 0 ? options_.crypto_threads : DefaultCryptoThreads(HardwareThreads());
+  if (workers > 0) workers_ = std::make_unique<ThreadPool>(workers + 1);  // the io thread joins in
+}
+
+Transport::~Transport() { Stop(); }
+
+Status Transport::Start() {
+  MURMUR_ASSIGN_OR_RETURN(asio::ip::address addr, ParseAddress(options_.listen_host));
+  asio::ip::tcp::endpoint ep(addr, options_.listen_port);
+  auto acceptor = std::make_unique<asio::ip::tcp::acceptor>(io_);
+  asio::error_code ec;
+  acceptor->open(ep.protocol(), ec);
+  if (!ec) acceptor->set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor->bind(ep, ec);
+  if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status::Unavailable("listen on " + options_.listen_host + " port " +
+                               std::to_string(options_.listen_port) + ": " + ec.message());
+  }
+  port_ = acceptor->local_endpoint().port();
+  acceptor_ = std::move(acceptor);
+  Accept();
+  for (auto& [id, peer] : peers_) {
+    if (Dials(id) && peer.address.has_value()) Dial(id);
+  }
+  return Status::Ok();
+}
+
+void Transport::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  if (acceptor_) {
+    asio::error_code ec;
+    acceptor_->close(ec);
+  }
+  for (auto& w : sessions_) {
+    if (auto s = w.lock()) s->Detach();
+  }
+  sessions_.clear();
+  for (auto& [id, peer] : peers_) {
+    if (peer.redial) peer.redial->cancel();
+    peer.session.reset();
+    peer.queue.clear();
+    peer.queued_bytes = 0;
+  }
+  stats_.peers_connected = 0;
+}
+
+void Transport::AddPeer(const PeerAddress& address) {
+  Peer& peer = peers_[address.id];
+  peer.address = address;
+  if (acceptor_ && !stopped_ && Dials(address.id) && !peer.session && !peer.dialing) Dial(address.id);
+}
+
+void Transport::Accept() {
+  acceptor_->async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
+    if (stopped_) return;
+    if (!ec) {
+      asio::error_code ignored;
+      const std::string address = socket.remote_endpoint(ignored).address().to_string();
+      const auto now = std::chrono::steady_clock::now();
+      // Refused before the first handshake byte is read.
+      if (scores_.IsGraylisted(address, now)) {
+        ++stats_.connections_refused;
+        socket.close(ignored);
+        return Accept();
+      }
+      if (!scores_.AllowHandshake(address, now)) {
+        ++stats_.handshakes_rate_limited;
+        MURMUR_LOG(kWarning) << "connection from " << address << " over the handshake rate limit: closed";
+        socket.close(ignored);
+        return Accept();
+      }
+      auto s = std::make_shared<Session>(this, std::move(socket), crypto::HandshakeRole::kResponder, kNoNode);
+      sessions_.push_back(s);
+      s->Start();
+    } else if (ec == asio::error::operation_aborted) {
+      return;
+    }
+    Accept();
+  });
+}
+
+void Transport::Dial(NodeId id) {
+  Peer& peer = peers_[id];
+  if (stopped_ || !peer.address.has_value()) return;
+  auto addr = ParseAddress(peer.address->host);
+  if (!addr.ok()) {
+    MURMUR_LOG(kError) << "node " << id << ": " << addr.status().ToString();
+    return;
+  }
+  const Nanos graylisted = scores_.GraylistRemaining(id, std::chrono::steady_clock::now());
+  if (graylisted > Nanos(0)) return RedialAfter(id, graylisted);  // when its term ends
+  peer.dialing = true;
+  auto socket = std::make_shared<asio::ip::tcp::socket>(io_);
+  auto timer = std::make_shared<asio::steady_timer>(io_);
+  timer->expires_after(options_.connect_timeout);
+  timer->async_wait([socket](const asio::error_code& ec) {
+    if (!ec) {
+      asio::error_code ignored;
+      socket->close(ignored);
+    }
+  });
+  asio::ip::tcp::endpoint ep(*addr, peer.address->port);
+  socket->async_connect(ep, [this, id, socket, timer](const asio::error_code& ec) {
+    timer->cancel();
+    if (stopped_) return;
+    if (ec) {
+      ++stats_.connect_failures;
+      MURMUR_LOG(kDebug) << "connect to node " << id << ": " << ec.message();
+      peers_[id].dialing = false;
+      ScheduleRedial(id);
+      return;
+    }
+    auto s = std::make_shared<Session>(this, std::move(*socket), crypto::HandshakeRole::kInitiator, id);
+    sessions_.push_back(s);
+    s->Start();
+  });
+}
+
+// Exponential backoff with "equal jitter": half the step fixed, half uniform.
+void Transport::ScheduleRedial(NodeId id) {
+  Peer& peer = peers_[id];
+  if (stopped_ || peer.dialing) return;
+  const int k = std::min(peer.failures, 20);
+  ++peer.failures;
+  double step =
+      static_cast<double>(options_.reconnect_initial.count()) * static_cast<double>(1u << std::min(k, 16));
+  step = std::min(step, static_cast<double>(options_.reconnect_max.count()));
+  const double delay = step / 2 + jitter_.Uniform() * step / 2;
+  RedialAfter(id, Nanos(static_cast<std::int64_t>(delay)));
+}
+
+void Transport::RedialAfter(NodeId id, Nanos delay) {
+  Peer& peer = peers_[id];
+  if (!peer.redial) peer.redial = std::make_unique<asio::steady_timer>(io_);
+  peer.dialing = true;
+  peer.redial->expires_after(delay);
+  peer.redial->async_wait([this, id](const asio::error_code& ec) {
+    if (ec || stopped_) return;
+    peers_[id].dialing = false;
+    Dial(id);
+  });
+}
+
+void Transport::OnReady(const std::shared_ptr<Session>& session) {
+  Peer& peer = peers_[session->peer()];
+  if (peer.session && peer.session != session) {
+    auto old = peer.session;
+    peer.session.reset();
+    old->Close(Status::Aborted("replaced by a newer session"));
+  }
+  if (!peer.session) ++stats_.peers_connected;
+  peer.session = session;
+  peer.failures = 0;
+  peer.dialing = false;
+  ++stats_.sessions_opened;
+  // A message cut off by the old session cannot continue on the new one.
+  if (!peer.queue.empty() && peer.queue.front().next_record > 0) {
+    peer.queued_bytes -= peer.queue.front().payload->size();
+    peer.queue.pop_front();
+    ++stats_.send_queue_drops;
+  }
+  MURMUR_LOG(kInfo) << "node " << options_.self << ": session with node " << session->peer() << " ready";
+  session->Pump();
+}
+
+void Transport::OnClosed(Session* session, NodeId peer_id, bool was_dialer) {
+  std::erase_if(sessions_, [session](const std::weak_ptr<Session>& w) {
+    auto s = w.lock();
+    return !s || s.get() == session;
+  });
+  if (peer_id == kNoNode || stopped_) return;
+  auto it = peers_.find(peer_id);
+  if (it == peers_.end()) return;
+  Peer& peer = it->second;
+  if (peer.session.get() == session) {
+    peer.session.reset();
+    --stats_.peers_connected;
+    if (!peer.queue.empty() && peer.queue.front().next_record > 0) {
+      peer.queued_bytes -= peer.queue.front().payload->size();
+      peer.queue.pop_front();
+      ++stats_.send_queue_drops;
+    }
+  }
+  if (was_dialer || (Dials(peer_id) && !peer.session)) {
+    peer.dialing = false;
+    if (!peer.session) ScheduleRedial(peer_id);
+  }
+}
+
+void Transport::Send(NodeId to, std::uint32_t kind, std::shared_ptr<const crypto::Bytes> payload) {
+  if (stopped_ || to == options_.self) return;
+  Peer& peer = peers_[to];
+  const std::size_t size = payload->size();
+  if (size > options_.max_queue_bytes || size > options_.max_message_bytes) {
+    ++stats_.send_queue_drops;
+    MURMUR_LOG(kWarning) << "message of " << size << " bytes for node " << to << " over the queue bound";
+    return;
+  }
+  // Drop-oldest, sparing a message already partly on the wire.
+  while (peer.queued_bytes + size > options_.max_queue_bytes) {
+    auto victim = peer.queue.begin();
+    if (victim != peer.queue.end() && victim->next_record > 0) ++victim;
+    if (victim == peer.queue.end()) break;
+    peer.queued_bytes -= victim->payload->size();
+    peer.queue.erase(victim);
+    ++stats_.send_queue_drops;
+  }
+  if (peer.queued_bytes + size > options_.max_queue_bytes) {
+    ++stats_.send_queue_drops;
+    return;
+  }
+  peer.queued_bytes += size;
+  peer.queue.push_back(Outgoing{kind, std::move(payload), 0});
+  if (peer.session) peer.session->Pump();
+}
+
+Status Transport::FillBatch(NodeId peer_id, crypto::SecureChannel& channel, WriteBatch* out) {
+  Peer& peer = peers_[peer_id];
+  const std::size_t max_plaintext = channel.options().max_plaintext;
+  // Every frame of the batch gets its place and its nonce first, in order;
+  // then each is sealed straight from the payload into its place.
+  struct Job {
+    crypto::AeadSlot slot;
+    RecordPieces record;
+    std::size_t at;                                // offset of the frame's body in the batch
+    std::shared_ptr<const crypto::Bytes> payload;  // keeps record.data alive
+  };
+  std::vector<Job> jobs;
+  while (!peer.queue.empty() && out->size() < options_.write_batch_bytes) {
+    Outgoing& m = peer.queue.front();
+    const std::size_t count = RecordCount(m.payload->size(), max_plaintext);
+    RecordPieces record = MessageRecord(m.kind, *m.payload, max_plaintext, m.next_record);
+    const std::size_t body = record.size() + crypto::kTagSize;
+    if (body > crypto::kConnectionFrameLimits.max_frame_size)
+      return Status::InvalidArgument("frame of " + std::to_string(body) + " bytes over limit " +
+                                     std::to_string(crypto::kConnectionFrameLimits.max_frame_size));
+    MURMUR_ASSIGN_OR_RETURN(crypto::AeadSlot slot, channel.TakeSealSlot(record.size()));
+    const std::size_t at = out->Extend(crypto::kFrameHeaderSize + body);
+    for (std::size_t i = 0; i < crypto::kFrameHeaderSize; ++i)
+      out->data()[at + i] = static_cast<std::uint8_t>(body >> (8 * i));
+    jobs.push_back(Job{slot, record, at + crypto::kFrameHeaderSize, m.payload});
+    if (++m.next_record == count) {
+      peer.queued_bytes -= m.payload->size();
+      peer.queue.pop_front();
+      ++stats_.messages_sent;
+    }
+  }
+  std::uint8_t* base = out->data();
+  const std::function<void(std::size_t)> seal = [&](std::size_t i) {
+    const Job& j = jobs[i];
+    const crypto::ByteSpan parts[] = {j.record.header(), j.record.data};
+    j.slot.SealGather(parts, base + j.at);
+  };
+  if (workers_) {
+    workers_->ParallelFor(jobs.size(), 1, [&](std::size_t b, std::size_t) { seal(b); });
+  } else {
+    for (std::size_t i = 0; i < jobs.size(); ++i) seal(i);
+  }
+  return Status::Ok();
+}
+
+bool Transport::HasQueued(NodeId peer) const {
+  auto it = peers_.find(peer);
+  return it != peers_.end() && !it->second.queue.empty();
+}
+
+void Transport::Deliver(NodeId from, ReceivedMessage message) {
+  ++stats_.messages_received;
+  if (handler_) handler_(from, std::move(message));
+}
+
+void Transport::ReportMisbehaviour(NodeId peer, Offence offence) {
+  if (stopped_ || peer == kNoNode) return;
+  ++stats_.offences;
+  MURMUR_LOG(kWarning) << "node " << options_.self << ": " << OffenceName(offence) << " from node " << peer;
+  if (scores_.Penalize(peer, offence, std::chrono::steady_clock::now())) OnGraylisted(peer);
+}
+
+bool Transport::IsGraylisted(NodeId peer) const {
+  return scores_.IsGraylisted(peer, std::chrono::steady_clock::now());
+}
+
+void Transport::OnGraylisted(NodeId peer_id) {
+  ++stats_.graylistings;
+  const Nanos term = scores_.GraylistRemaining(peer_id, std::chrono::steady_clock::now());
+  MURMUR_LOG(kWarning) << "node " << options_.self << ": node " << peer_id << " graylisted for "
+                       << std::chrono::duration_cast<std::chrono::seconds>(term).count() << " s";
+  auto it = peers_.find(peer_id);
+  if (it != peers_.end() && it->second.session) {
+    auto session = it->second.session;  // Close calls OnClosed, which resets it
+    session->Close(Status::PermissionDenied("node " + std::to_string(peer_id) + " graylisted"));
+  }
+}
+
+void Transport::OnSessionFailure(NodeId peer, const std::string& address, bool in_handshake,
+                                 const Status& why) {
+  if (stopped_) return;
+  const auto now = std::chrono::steady_clock::now();
+  ++stats_.offences;
+  if (peer == kNoNode) {
+    if (address.empty()) return;
+    const Offence o = in_handshake ? Offence::kHandshakeFailure : Offence::kProtocolViolation;
+    if (scores_.Penalize(address, o, now)) {
+      ++stats_.graylistings;
+      MURMUR_LOG(kWarning) << "address " << address << " graylisted after " << OffenceName(o);
+    }
+    return;
+  }
+  const Offence o =
+      why.code() == StatusCode::kUnauthenticated ? Offence::kBadSignature : Offence::kProtocolViolation;
+  if (scores_.Penalize(peer, o, now)) OnGraylisted(peer);
+}
+
+bool Transport::AdmitMessage(NodeId peer, const std::string& address) {
+  const auto now = std::chrono::steady_clock::now();
+  if (scores_.IsGraylisted(peer, now)) {
+    ++stats_.messages_dropped_graylisted;
+    return false;
+  }
+  if (!scores_.AllowMessage(address, now)) {
+    ++stats_.messages_rate_limited;
+    return false;
+  }
+  return true;
+}
+
+bool Transport::IsConnected(NodeId peer) const {
+  auto it = peers_.find(peer);
+  return it != peers_.end() && it->second.session != nullptr;
+}
+
+std::optional<crypto::SignPublicKey> Transport::PeerKey(NodeId peer) const {
+  auto it = peers_.find(peer);
+  if (it == peers_.end() || it->second.session == nullptr || !it->second.session->peer_info())
+    return std::nullopt;
+  return it->second.session->peer_info()->certificate.node_key;
+}
+
+std::optional<crypto::Certificate> Transport::PeerCertificate(NodeId peer) const {
+  auto it = peers_.find(peer);
+  if (it == peers_.end() || it->second.session == nullptr || !it->second.session->peer_info())
+    return std::nullopt;
+  return it->second.session->peer_info()->certificate;
+}
+
+Status Transport::SetCredentials(crypto::Credentials credentials) {
+  if (credentials.identity.public_key() != credentials_.identity.public_key() ||
+      credentials.certificate.node_key != credentials_.identity.public_key())
+    return Status::InvalidArgument("new credentials are for another identity key");
+  credentials_ = std::move(credentials);
+  if (stopped_) return Status::Ok();
+  // A session that fails to send closes, which edits sessions_: walk a copy.
+  std::vector<std::shared_ptr<Session>> open;
+  for (const auto& w : sessions_) {
+    if (auto s = w.lock()) open.push_back(std::move(s));
+  }
+  for (const auto& s : open) s->PresentCurrentCertificate();
+  return Status::Ok();
+}
+
+std::vector<NodeId> Transport::ConnectedPeers() const {
+  std::vector<NodeId> out;
+  for (const auto& [id, peer] : peers_)
+    if (peer.session) out.push_back(id);
+  return out;
+}
+
+}  // namespace murmur::node

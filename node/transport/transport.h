@@ -1,0 +1,258 @@
+// Transport: authenticated, encrypted, framed TCP sessions between daemons.
+//
+// Each peer is reached over one TCP connection (IPv4 or IPv6, numeric
+// addresses). A connection runs crypto::SecureHandshake (Noise XX with
+// certificates), then carries crypto::SecureChannel messages, each one frame
+// (crypto::BeginFrame / FrameReader with kConnectionFrameLimits, so a length
+// over 65535 is refused before any allocation). Inside the channel, records
+// (node/transport/envelope.h) carry a HELLO with the sender's node id, keepalives and
+// application messages cut into chunks and reassembled up to
+// `max_message_bytes`.
+//
+// Who dials: of two peers, the one with the smaller node id dials the other
+// and redials with exponential backoff and jitter after a failure or a lost
+// session; the other only accepts. A newly authenticated session for a peer
+// replaces the old one (the peer restarted).
+//
+// Send queues: one per peer, kept while the peer is disconnected, bounded by
+// `max_queue_bytes`. A message that does not fit evicts the oldest messages
+// not yet started on the wire (drop-oldest: gossip prefers fresh models); a
+// single message over the bound is refused. Every dropped message is counted
+// in stats().send_queue_drops. Only the message being written is held sealed,
+// in batches of about `write_batch_bytes`. Each record is sealed straight
+// from the message's payload into the batch (crypto::AeadSlot::SealGather);
+// a received frame is verified where the socket read put it and decrypted
+// straight into the message being reassembled.
+//
+// Crypto workers (`crypto_threads` > 0, a core::ThreadPool): the io thread
+// takes every frame's key and nonce from the channel in order and gives
+// every frame its place in the batch before any is sealed; the frames are
+// then sealed on the workers and the io thread together, and the batch is
+// written when all are done. So the bytes on the wire, and the nonce of each
+// frame (one each, never repeated), are exactly those of sealing on the io
+// thread alone. Likewise the sealed frames of one read are verified and
+// decrypted in place in parallel (their nonces taken in order), then handled
+// in order up to the first that fails, which closes the session as before.
+//
+// A failed handshake, a bad frame length, a frame that fails authentication
+// (tampered, replayed) or a malformed record closes that connection only; the
+// event is logged and counted, and every other session carries on.
+//
+// Misbehaving peers (node/transport/peer_scoring.h, docs/security.md): each of those
+// failures is also booked against the peer (its node id once HELLO has
+// named it, else its IP address), as is every undecodable payload the
+// handler reports with ReportMisbehaviour. A graylisted node's session is
+// closed at once and its new sessions are closed right after HELLO, before
+// any message; a graylisted address's connections are closed on accept,
+// before the handshake; this node does not dial a graylisted node until its
+// term ends. Token buckets per address bound handshakes (connections over
+// the limit are closed on accept) and messages (a message over the limit is
+// skipped unread: its records are authenticated and counted, but the payload
+// is neither buffered nor handed on).
+//
+// Certificate renewal: SetCredentials swaps the certificate this node
+// presents; open sessions carry it to their peers in a CERTIFICATE record
+// (node/transport/envelope.h), which the peer checks as the handshake would (same node
+// key, same Noise static key) and then holds instead of the old one. A
+// session then lasts until the newer not_after. A peer that does not know the
+// record closes the session, and the redial presents the new certificate.
+//
+// Thread-safety: everything runs on the io_context's thread (one executor per
+// node); call Start, Send, AddPeer, SetCredentials and Stop there (or before it runs). stats()
+// may be read from any thread. Destroy the Transport after Stop() and after
+// the io_context has stopped running its handlers, or on its thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/env.h"
+#include "core/rng.h"
+#include "core/status.h"
+#include "core/thread_pool.h"
+#include "crypto/handshake.h"
+#include "node/transport/asio.h"
+#include "node/transport/envelope.h"
+#include "node/transport/peer_scoring.h"
+#include "node/transport/write_batch.h"
+
+namespace murmur::node {
+
+class Session;
+
+struct PeerAddress {
+  NodeId id = kNoNode;
+  std::string host;  // numeric IPv4 or IPv6 address
+  std::uint16_t port = 0;
+  // When set, the peer's certificate must name this key.
+  std::optional<crypto::SignPublicKey> key;
+};
+
+struct TransportOptions {
+  NodeId self = 0;
+  std::string listen_host = "127.0.0.1";  // numeric; "::1" for IPv6
+  std::uint16_t listen_port = 0;          // 0: an ephemeral port (see Transport::port())
+  std::vector<PeerAddress> peers;
+  std::uint64_t seed = 1;  // for reconnect jitter
+  Nanos connect_timeout = std::chrono::seconds(3);
+  Nanos handshake_timeout = std::chrono::seconds(5);  // from TCP connect to HELLO
+  Nanos reconnect_initial = std::chrono::milliseconds(100);
+  Nanos reconnect_max = std::chrono::seconds(5);
+  Nanos keepalive_interval = std::chrono::seconds(2);  // PING when idle this long
+  Nanos idle_timeout = std::chrono::seconds(10);       // close after this long without a record
+  std::size_t max_queue_bytes = std::size_t{64} << 20;
+  std::uint64_t max_message_bytes = std::uint64_t{256} << 20;
+  std::size_t write_batch_bytes = std::size_t{256} << 10;
+  // Threads that seal and open frames beside the io thread (0: the io thread
+  // alone). -1 (default): DefaultCryptoThreads(HardwareThreads()), i.e.
+  // min(2, threads - 1) on machines with 4 or more hardware threads, else 0
+  // (docs/benchmarks.md: on 2 cores a worker only competes with the peer).
+  int crypto_threads = -1;
+  crypto::ChannelOptions channel;
+  PeerScoringOptions
+      scoring;  // penalties, graylisting, rate limits (defaults in node/transport/peer_scoring.h)
+};
+
+struct TransportStats {
+  std::atomic<std::uint64_t> bytes_sent{0};
+  std::atomic<std::uint64_t> bytes_received{0};
+  std::atomic<std::uint64_t> messages_sent{0};
+  std::atomic<std::uint64_t> messages_received{0};
+  std::atomic<std::uint64_t> sessions_opened{0};
+  std::atomic<std::uint64_t> handshake_failures{0};
+  std::atomic<std::uint64_t> frames_rejected{0};  // bad length, failed authentication, bad record
+  std::atomic<std::uint64_t> connect_failures{0};
+  std::atomic<std::uint64_t> send_queue_drops{0};
+  std::atomic<std::uint64_t> peers_connected{0};
+  std::atomic<std::uint64_t> sessions_expired{0};  // closed when a certificate expired mid-session
+  // Certificate renewal (SetCredentials, CERTIFICATE records).
+  std::atomic<std::uint64_t> certificates_presented{0};       // renewed certificates sent on open sessions
+  std::atomic<std::uint64_t> certificate_updates{0};          // peers' renewed certificates taken
+  std::atomic<std::uint64_t> certificate_updates_refused{0};  // peers' renewed certificates refused
+  // Misbehaving peers.
+  std::atomic<std::uint64_t> offences{0};                 // offences booked (node ids and addresses)
+  std::atomic<std::uint64_t> graylistings{0};             // times a node id or address went on the graylist
+  std::atomic<std::uint64_t> connections_refused{0};      // accepted from a graylisted address, closed unread
+  std::atomic<std::uint64_t> handshakes_rate_limited{0};  // accepted over the handshake rate, closed unread
+  std::atomic<std::uint64_t> sessions_refused{0};         // HELLO from a graylisted node, closed
+  std::atomic<std::uint64_t> messages_dropped_graylisted{0};  // skipped unread: sender graylisted
+  std::atomic<std::uint64_t> messages_rate_limited{0};        // skipped unread: over the message rate
+};
+
+// The default number of crypto workers on a machine with `hardware_threads`
+// (TransportOptions::crypto_threads = -1).
+int DefaultCryptoThreads(int hardware_threads);
+
+class Transport {
+ public:
+  using MessageHandler = std::function<void(NodeId from, ReceivedMessage message)>;
+
+  // `io` must outlive the Transport. `handler` runs on the io thread for each
+  // complete message from an authenticated peer.
+  Transport(asio::io_context& io, crypto::Credentials credentials, crypto::TrustPolicy policy,
+            TransportOptions options, MessageHandler handler);
+  ~Transport();
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  // Binds and listens, then dials the peers this node dials.
+  // InvalidArgument (bad address) or Unavailable (bind failed).
+  Status Start();
+  // Closes the listener and every session; pending messages are dropped.
+  void Stop();
+
+  // Adds or updates a peer's address (dials it when this node is the dialer).
+  void AddPeer(const PeerAddress& peer);
+  // Queues `payload` for `to` (see the class comment for the bound).
+  void Send(NodeId to, std::uint32_t kind, std::shared_ptr<const crypto::Bytes> payload);
+
+  // Books `offence` against an authenticated peer (for the handler: an
+  // undecodable payload, a bad signature). When it puts the peer on the
+  // graylist, its session is closed at once (before any later message of it
+  // is read) and it is refused until its term ends.
+  void ReportMisbehaviour(NodeId peer, Offence offence);
+
+  // Replaces the credentials this node presents (a renewed certificate; the
+  // caller has checked it, node/certificate_reload.h): new handshakes present
+  // them, and every open session sends the new certificate in a CERTIFICATE
+  // record, so that the peer keeps the session past the old not_after.
+  // InvalidArgument, changing nothing, when the identity key differs.
+  Status SetCredentials(crypto::Credentials credentials);
+  const crypto::Credentials& credentials() const { return credentials_; }
+  bool IsGraylisted(NodeId peer) const;
+
+  std::uint16_t port() const { return port_; }
+  bool IsConnected(NodeId peer) const;
+  // The Ed25519 key of the certificate `peer` presented on its current
+  // session; nullopt without one. (Membership verifies signatures with it.)
+  std::optional<crypto::SignPublicKey> PeerKey(NodeId peer) const;
+  // The certificate `peer` holds on its current session: the handshake's, or
+  // the last renewed one it sent there. nullopt without a session.
+  std::optional<crypto::Certificate> PeerCertificate(NodeId peer) const;
+  std::vector<NodeId> ConnectedPeers() const;
+  const TransportStats& stats() const { return stats_; }
+  NodeId self() const { return options_.self; }
+
+ private:
+  friend class Session;
+  struct Outgoing {
+    std::uint32_t kind;
+    std::shared_ptr<const crypto::Bytes> payload;
+    std::size_t next_record = 0;  // > 0 once the message has started on the wire
+  };
+  struct Peer {
+    std::optional<PeerAddress> address;
+    std::shared_ptr<Session> session;  // the ready session, if any
+    std::deque<Outgoing> queue;
+    std::size_t queued_bytes = 0;
+    int failures = 0;  // consecutive dial failures, for the backoff
+    std::unique_ptr<asio::steady_timer> redial;
+    bool dialing = false;
+  };
+
+  void Accept();
+  void Dial(NodeId id);
+  void ScheduleRedial(NodeId id);
+  void RedialAfter(NodeId id, Nanos delay);
+  bool Dials(NodeId peer) const { return options_.self < peer; }
+
+  // Called by sessions.
+  void OnReady(const std::shared_ptr<Session>& session);
+  void OnClosed(Session* session, NodeId peer, bool was_dialer);
+  // Appends sealed frames of queued messages for `peer` to *out, up to about
+  // write_batch_bytes.
+  Status FillBatch(NodeId peer, crypto::SecureChannel& channel, WriteBatch* out);
+  bool HasQueued(NodeId peer) const;
+  void Deliver(NodeId from, ReceivedMessage message);
+  // A session failed with `why`: books it against the peer (node id when
+  // known, else the address).
+  void OnSessionFailure(NodeId peer, const std::string& address, bool in_handshake, const Status& why);
+  // Whether a message from `peer` (authenticated) at `address` is to be read.
+  bool AdmitMessage(NodeId peer, const std::string& address);
+  void OnGraylisted(NodeId peer);
+
+  asio::io_context& io_;
+  crypto::Credentials credentials_;
+  crypto::TrustPolicy policy_;
+  TransportOptions options_;
+  MessageHandler handler_;
+  std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
+  std::uint16_t port_ = 0;
+  std::map<NodeId, Peer> peers_;
+  std::vector<std::weak_ptr<Session>> sessions_;  // every live session, for Stop
+  Rng jitter_;
+  PeerScores scores_;
+  std::unique_ptr<ThreadPool> workers_;  // null without crypto threads
+  bool stopped_ = false;
+  TransportStats stats_;
+};
+
+}  // namespace murmur::node

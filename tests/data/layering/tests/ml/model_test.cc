@@ -1,0 +1,2 @@
+#include "ml/model.h"
+#include "node/daemon.h"

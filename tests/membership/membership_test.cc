@@ -1,0 +1,373 @@
+// One Membership on a ManualEnv, facing members played by the test: closed-form
+// timing of Lifeguard's suspicion, refutation, signatures, the buddy system,
+// leave and peer sampling.
+#include "membership/membership.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/manual_env.h"
+#include "membership/peer_sampler.h"
+#include "membership/signer.h"
+
+namespace murmur::membership {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+crypto::Identity KeyOf(NodeId node) {
+  std::array<std::uint8_t, crypto::kSignSeedSize> seed{};
+  seed[0] = static_cast<std::uint8_t>(node);
+  seed[1] = 0xA5;
+  return crypto::Identity::FromSeed(seed);
+}
+
+struct Counter final : MembershipObserver {
+  void OnMemberAlive(const Member& m) override { ++alive[m.id]; }
+  void OnMemberSuspect(const Member& m) override { ++suspect[m.id]; }
+  void OnMemberDead(const Member& m) override { dead[m.id] = m.state; }
+  std::map<NodeId, int> alive, suspect;
+  std::map<NodeId, MemberState> dead;
+};
+
+// Node 0 runs Membership; nodes 1..n-1 are played by the test, which answers
+// the PINGs (and PING-REQs) addressed to the members in `answering`.
+struct Harness {
+  explicit Harness(NodeId n, MembershipOptions options = {}, std::uint64_t seed = 1) : env(0, seed) {
+    for (NodeId i = 0; i < n; ++i) {
+      keys.Add(i, KeyOf(i).public_key());
+      signers.push_back(std::make_unique<Ed25519Signer>(KeyOf(i)));
+    }
+    m = Membership::Create(env, options, *signers[0], keys, &observer).value();
+    m->Start();
+    std::vector<MemberUpdate> everyone;
+    for (NodeId i = 1; i < n; ++i) {
+      everyone.push_back({MemberState::kAlive, i, 0, i, "10.0.0." + std::to_string(i) + ":7000"});
+      answering.insert(i);
+    }
+    Deliver(1, MembershipType::kSync, everyone);
+  }
+
+  void Deliver(NodeId from, MembershipType type, std::vector<MemberUpdate> updates, std::uint32_t seq = 0,
+               NodeId target = kNoNode) {
+    m->OnMessage(from,
+                 MembershipMessage::Make({type, from, 0, seq, target}, std::move(updates), *signers[from]));
+  }
+
+  // Advances to `t` in 10 ms steps, answering probes after each step.
+  void RunUntil(Nanos t) {
+    while (env.Now() < t) {
+      env.AdvanceTo(std::min(t, env.Now() + milliseconds(10)));
+      auto out = std::move(env.outbox());
+      env.outbox().clear();
+      for (const auto& s : out) {
+        auto msg = std::dynamic_pointer_cast<const MembershipMessage>(s.msg);
+        REQUIRE(msg != nullptr);
+        sent.push_back({s.to, msg});
+        const MembershipHeader& h = msg->header();
+        if (answering.count(s.to) == 0) continue;
+        if (h.type == MembershipType::kPing) Deliver(s.to, MembershipType::kAck, {}, h.seq, s.to);
+        if (h.type == MembershipType::kPingReq && answering.count(h.target) != 0) {
+          Deliver(s.to, MembershipType::kAck, {}, h.seq, h.target);
+        }
+      }
+    }
+  }
+
+  MemberState StateOf(NodeId id) const { return m->Find(id).value().state; }
+
+  ManualEnv env;
+  KeyDirectory keys;
+  std::vector<std::unique_ptr<Ed25519Signer>> signers;
+  Counter observer;
+  std::unique_ptr<Membership> m;
+  std::set<NodeId> answering;
+  std::vector<std::pair<NodeId, std::shared_ptr<const MembershipMessage>>> sent;
+};
+
+TEST_CASE("Suspicion times out at Lifeguard's Max, midway after one confirmation, at Min after K") {
+  // Twelve members (this node included): Min = 5 * log10(12) * 1 s, Max = 6 * Min, K = 3.
+  const double min_s = 5 * std::log10(12.0);
+  const double max_s = 6 * min_s;
+  struct Case {
+    std::vector<NodeId> confirmers;
+    double timeout_s;
+  };
+  const std::vector<Case> cases = {
+      {{}, max_s},
+      {{3}, max_s - (max_s - min_s) * std::log(2.0) / std::log(4.0)},
+      {{3, 4}, max_s - (max_s - min_s) * std::log(3.0) / std::log(4.0)},
+      {{3, 4, 5}, min_s},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.confirmers.size());
+    Harness w(12);
+    w.RunUntil(seconds(5));
+    const Nanos t0 = w.env.Now();
+    // Member 1 answers every probe but never refutes: only the suspicion's timer decides.
+    w.Deliver(2, MembershipType::kSync, {{MemberState::kSuspect, 1, 0, 2, ""}});
+    CHECK(w.StateOf(1) == MemberState::kSuspect);
+    for (std::size_t i = 0; i < c.confirmers.size(); ++i) {
+      w.RunUntil(t0 + milliseconds(500) * static_cast<int>(i + 1));
+      w.Deliver(c.confirmers[i], MembershipType::kSync, {{MemberState::kSuspect, 1, 0, c.confirmers[i], ""}});
+    }
+    const Nanos deadline = t0 + Nanos(std::llround(c.timeout_s * 1e9));
+    w.RunUntil(deadline - milliseconds(20));
+    CHECK(w.StateOf(1) == MemberState::kSuspect);
+    w.RunUntil(deadline + milliseconds(20));
+    CHECK(w.StateOf(1) == MemberState::kDead);
+    CHECK(w.m->stats().deaths_declared == 1);
+    CHECK(w.observer.dead.at(1) == MemberState::kDead);
+    // Everyone else answered: nobody else was suspected.
+    CHECK(w.m->counts().alive == 10);
+  }
+}
+
+TEST_CASE("Without dynamic suspicion the timeout is Min whatever the confirmations (SWIM)") {
+  MembershipOptions o;
+  o.dynamic_suspicion = false;
+  Harness w(12, o);
+  w.RunUntil(seconds(5));
+  const Nanos t0 = w.env.Now();
+  w.Deliver(2, MembershipType::kSync, {{MemberState::kSuspect, 1, 0, 2, ""}});
+  const Nanos deadline = t0 + Nanos(std::llround(5 * std::log10(12.0) * 1e9));
+  w.RunUntil(deadline - milliseconds(20));
+  CHECK(w.StateOf(1) == MemberState::kSuspect);
+  w.RunUntil(deadline + milliseconds(20));
+  CHECK(w.StateOf(1) == MemberState::kDead);
+}
+
+TEST_CASE("Probes go round-robin over a fresh random permutation in every traversal (SWIM 4.3)") {
+  Harness w(8);  // 7 members to probe; all answer, so every PING is a direct probe
+  w.RunUntil(seconds(40));
+  std::vector<NodeId> order;
+  for (const auto& [to, msg] : w.sent) {
+    if (msg->header().type == MembershipType::kPing) order.push_back(to);
+  }
+  REQUIRE(order.size() >= 35);
+  std::set<std::vector<NodeId>> traversals;
+  for (std::size_t t = 0; t < 5; ++t) {
+    std::vector<NodeId> block(order.begin() + 7 * t, order.begin() + 7 * (t + 1));
+    traversals.insert(block);
+    std::sort(block.begin(), block.end());
+    CHECK(block == std::vector<NodeId>{1, 2, 3, 4, 5, 6, 7});
+  }
+  CHECK(traversals.size() > 1);  // reshuffled, not one fixed order
+}
+
+TEST_CASE("A suspected node refutes with a higher incarnation, and its local health rises") {
+  Harness w(4);
+  w.RunUntil(seconds(2));
+  const int health_before = w.m->local_health();
+  w.Deliver(2, MembershipType::kSync, {{MemberState::kSuspect, 0, 0, 2, ""}});
+  CHECK(w.m->incarnation() == 1);
+  CHECK(w.m->local_health() == health_before + 1);
+  CHECK(w.m->stats().refutations == 1);
+  // An old accusation changes nothing; a death notice at incarnation 5 is refuted with 6.
+  w.Deliver(3, MembershipType::kSync, {{MemberState::kDead, 0, 0, 3, ""}});
+  CHECK(w.m->incarnation() == 1);
+  w.Deliver(3, MembershipType::kSync, {{MemberState::kDead, 0, 5, 3, ""}});
+  CHECK(w.m->incarnation() == 6);
+  // The refutation goes out on the next messages.
+  w.sent.clear();
+  w.RunUntil(w.env.Now() + seconds(2));
+  bool refuted = false;
+  for (const auto& [to, msg] : w.sent) {
+    for (const auto& u : msg->updates()) {
+      refuted |= u.member == 0 && u.state == MemberState::kAlive && u.incarnation == 6;
+    }
+  }
+  CHECK(refuted);
+}
+
+TEST_CASE("A stale accusation is answered with the current incarnation on the reply, without a new one") {
+  Harness w(4);
+  w.RunUntil(seconds(2));
+  w.Deliver(2, MembershipType::kSync, {{MemberState::kSuspect, 0, 0, 2, ""}});
+  REQUIRE(w.m->incarnation() == 1);
+  w.RunUntil(w.env.Now() + seconds(10));  // the refutation is spent
+  w.env.outbox().clear();
+  // Node 3 still holds incarnation 0 and suspects node 0 there (a merge did it).
+  w.Deliver(3, MembershipType::kPing, {{MemberState::kSuspect, 0, 0, 3, ""}}, 77, 0);
+  CHECK(w.m->incarnation() == 1);
+  CHECK(w.m->stats().refutations == 1);
+  CHECK(w.m->stats().stale_accusations == 1);
+  REQUIRE(w.env.outbox().size() == 1);
+  auto ack = std::dynamic_pointer_cast<const MembershipMessage>(w.env.outbox().front().msg);
+  REQUIRE(ack != nullptr);
+  CHECK(w.env.outbox().front().to == 3);
+  CHECK(ack->header().type == MembershipType::kAck);
+  REQUIRE_FALSE(ack->updates().empty());
+  const MemberUpdate& first = ack->updates().front();
+  CHECK(first.member == 0);
+  CHECK(first.state == MemberState::kAlive);
+  CHECK(first.incarnation == 1);
+}
+
+TEST_CASE("Members a state exchange newly suspects are pinged at once with their suspicion") {
+  Harness w(6);
+  w.RunUntil(seconds(1));
+  w.env.outbox().clear();
+  // Another side's view after a partition: members 2 and 3 dead, 4 alive.
+  w.Deliver(1, MembershipType::kSync,
+            {{MemberState::kDead, 2, 0, 1, ""},
+             {MemberState::kDead, 3, 0, 1, ""},
+             {MemberState::kAlive, 4, 0, 4, ""}});
+  CHECK(w.StateOf(2) == MemberState::kSuspect);
+  CHECK(w.StateOf(3) == MemberState::kSuspect);
+  CHECK(w.m->stats().merge_checks == 2);
+  std::set<NodeId> pinged;
+  for (const auto& s : w.env.outbox()) {
+    auto msg = std::dynamic_pointer_cast<const MembershipMessage>(s.msg);
+    REQUIRE(msg != nullptr);
+    if (msg->header().type != MembershipType::kPing) continue;
+    pinged.insert(s.to);
+    REQUIRE_FALSE(msg->updates().empty());
+    CHECK(msg->updates().front().member == s.to);
+    CHECK(msg->updates().front().state == MemberState::kSuspect);
+  }
+  CHECK(pinged == std::set<NodeId>{2, 3});
+  // Their ACKs carry the refutations, which end the suspicions.
+  w.Deliver(2, MembershipType::kAck, {{MemberState::kAlive, 2, 1, 2, ""}}, 999, 2);
+  w.Deliver(3, MembershipType::kAck, {{MemberState::kAlive, 3, 1, 3, ""}}, 999, 3);
+  CHECK(w.StateOf(2) == MemberState::kAlive);
+  CHECK(w.StateOf(3) == MemberState::kAlive);
+}
+
+TEST_CASE("Forged, unsigned and misaddressed membership messages are dropped and counted") {
+  Harness w(4);
+  const auto& st = w.m->stats();
+  const std::uint64_t accepted = st.messages_received;
+  const MemberUpdate accuse{MemberState::kSuspect, 1, 0, 2, ""};
+  // Node 3's key signing a message that claims to come from node 2.
+  w.m->OnMessage(2,
+                 MembershipMessage::Make({MembershipType::kSync, 2, 0, 0, kNoNode}, {accuse}, *w.signers[3]));
+  // No signature at all.
+  w.m->OnMessage(
+      2, std::make_shared<MembershipMessage>(MembershipHeader{MembershipType::kSync, 2, 0, 0, kNoNode},
+                                             std::vector<MemberUpdate>{accuse}, crypto::Signature{}));
+  CHECK(st.rejected_signature == 2);
+  // Honestly signed by 2, but delivered as if from 3; or addressed to node 9.
+  w.m->OnMessage(3,
+                 MembershipMessage::Make({MembershipType::kSync, 2, 0, 0, kNoNode}, {accuse}, *w.signers[2]));
+  w.m->OnMessage(2,
+                 MembershipMessage::Make({MembershipType::kSync, 2, 9, 0, kNoNode}, {accuse}, *w.signers[2]));
+  CHECK(st.rejected_header == 2);
+  CHECK(st.messages_received == accepted);
+  CHECK(w.StateOf(1) == MemberState::kAlive);
+  // The same update, honestly sent, is accepted.
+  w.Deliver(2, MembershipType::kSync, {accuse});
+  CHECK(st.messages_received == accepted + 1);
+  CHECK(w.StateOf(1) == MemberState::kSuspect);
+}
+
+TEST_CASE("A ping to a suspect member carries its suspicion first (buddy system)") {
+  Harness w(6);
+  w.RunUntil(seconds(1));
+  w.Deliver(2, MembershipType::kSync, {{MemberState::kSuspect, 1, 0, 2, ""}});
+  w.sent.clear();
+  // Within one traversal of the probe list (at most 2n - 1 periods) node 1 is probed.
+  w.RunUntil(w.env.Now() + seconds(11));
+  int pings = 0;
+  for (const auto& [to, msg] : w.sent) {
+    if (to != 1 || msg->header().type != MembershipType::kPing) continue;
+    ++pings;
+    REQUIRE_FALSE(msg->updates().empty());
+    const MemberUpdate& first = msg->updates().front();
+    CHECK(first.member == 1);
+    CHECK(first.state == MemberState::kSuspect);
+  }
+  CHECK(pings >= 1);
+}
+
+TEST_CASE("Leave tells every member, then the node stops") {
+  Harness w(5);
+  w.RunUntil(seconds(2));
+  w.sent.clear();
+  w.m->Leave();
+  w.RunUntil(w.env.Now() + milliseconds(10));
+  std::set<NodeId> told;
+  for (const auto& [to, msg] : w.sent) {
+    for (const auto& u : msg->updates()) {
+      if (u.member == 0 && u.state == MemberState::kLeft) told.insert(to);
+    }
+  }
+  CHECK(told == std::set<NodeId>{1, 2, 3, 4});
+  CHECK_FALSE(w.m->running());
+  CHECK(w.env.pending_timers() == 0);
+  w.sent.clear();
+  w.RunUntil(w.env.Now() + seconds(5));
+  CHECK(w.sent.empty());
+}
+
+TEST_CASE("A left member is reported as left, not failed, and reaped after reap_after") {
+  MembershipOptions o;
+  o.reap_after = seconds(20);
+  Harness w(4, o);
+  w.RunUntil(seconds(1));
+  w.answering.erase(3);
+  w.Deliver(3, MembershipType::kSync, {{MemberState::kLeft, 3, 0, 3, ""}});
+  CHECK(w.observer.dead.at(3) == MemberState::kLeft);
+  CHECK(w.m->counts().dead == 1);
+  // Someone else cannot make a member leave.
+  w.Deliver(1, MembershipType::kSync, {{MemberState::kLeft, 2, 0, 1, ""}});
+  CHECK(w.StateOf(2) == MemberState::kAlive);
+  w.RunUntil(seconds(19));
+  CHECK(w.m->Find(3).has_value());
+  w.RunUntil(seconds(24));
+  CHECK_FALSE(w.m->Find(3).has_value());
+  CHECK(w.m->counts().alive == 2);
+}
+
+TEST_CASE("Options out of range are refused by name") {
+  ManualEnv env;
+  KeyDirectory keys;
+  Ed25519Signer signer(KeyOf(0));
+  MembershipOptions o;
+  o.probe_timeout = o.probe_interval;
+  CHECK(Membership::Create(env, o, signer, keys).status().message().find("probe_timeout") !=
+        std::string::npos);
+  o = {};
+  o.max_piggyback = 0;
+  CHECK(Membership::Create(env, o, signer, keys).status().message().find("max_piggyback") !=
+        std::string::npos);
+  o = {};
+  o.address = std::string(129, 'x');
+  CHECK(Membership::Create(env, o, signer, keys).status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("Peer sampling draws k distinct alive members, every k-subset equally often") {
+  Harness w(11);  // 10 alive members besides node 0
+  w.Deliver(2, MembershipType::kSync, {{MemberState::kSuspect, 10, 0, 2, ""}});  // 9 alive remain
+  MembershipPeerSampler sampler(w.env, *w.m);
+  std::map<std::vector<NodeId>, int> subsets;
+  const int draws = 42000;  // C(9, 3) = 84 subsets, 500 expected each
+  for (int d = 0; d < draws; ++d) {
+    std::vector<NodeId> s = sampler.Sample(3);
+    REQUIRE(s.size() == 3);
+    std::sort(s.begin(), s.end());
+    CHECK(std::adjacent_find(s.begin(), s.end()) == s.end());
+    CHECK(s.front() >= 1);
+    CHECK(s.back() <= 9);
+    ++subsets[s];
+  }
+  CHECK(subsets.size() == 84);
+  double chi2 = 0;
+  for (const auto& [s, n] : subsets) chi2 += (n - 500.0) * (n - 500.0) / 500.0;
+  // Chi-square with 83 degrees of freedom: 0.999 quantile 128.6.
+  CHECK(chi2 < 128.6);
+  CHECK(sampler.Sample(50).size() == 9);
+
+  // Deterministic from the Env's stream: the same seed draws the same peers.
+  Harness again(11);
+  again.Deliver(2, MembershipType::kSync, {{MemberState::kSuspect, 10, 0, 2, ""}});
+  MembershipPeerSampler s1(w.env, *w.m), s2(again.env, *again.m);
+  for (int d = 0; d < 10; ++d) CHECK(s1.Sample(4) == s2.Sample(4));
+}
+
+}  // namespace
+}  // namespace murmur::membership
