@@ -4,7 +4,8 @@
 # (tests/apps/). Every address is 127.0.0.1.
 #
 # Set before sourcing: MURMUR, MURMURD (binaries), FLEET (a fresh directory),
-# and optionally BASE_PORT (transport ports BASE_PORT+i, control BASE_PORT+100+i).
+# and optionally BASE_PORT (transport ports BASE_PORT+i, control BASE_PORT+100+i)
+# and FLEET_LAUNCH (an array of words run before murmurd, e.g. a prlimit).
 
 FLEET_NETWORK=${FLEET_NETWORK:-local-demo}
 BASE_PORT=${BASE_PORT:-17100}
@@ -51,7 +52,7 @@ fleet_make() {
 fleet_start() {
   local i=$1 d=$FLEET/node$1
   rm -f "$d/ports"
-  "$MURMURD" --config "$d/node.conf" 2>>"$d/log" &
+  ${FLEET_LAUNCH[@]+"${FLEET_LAUNCH[@]}"} "$MURMURD" --config "$d/node.conf" 2>>"$d/log" &
   FLEET_PIDS[$i]=$!
   for _ in $(seq 200); do [ -s "$d/ports" ] && return 0; sleep 0.05; done
   echo "fleet: daemon $i did not start:" >&2
