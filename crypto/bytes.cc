@@ -83,6 +83,13 @@ bool ByteReader::ReadU16(std::uint16_t* v) {
   return true;
 }
 
+bool ByteReader::ReadU32(std::uint32_t* v) {
+  ByteSpan s;
+  if (!ReadSpan(4, &s)) return false;
+  *v = LoadU32(s.data());
+  return true;
+}
+
 bool ByteReader::ReadU64(std::uint64_t* v) {
   ByteSpan s;
   if (!ReadSpan(8, &s)) return false;

@@ -63,6 +63,7 @@ class ByteReader {
   explicit ByteReader(ByteSpan data) : data_(data) {}
   bool ReadU8(std::uint8_t* v);
   bool ReadU16(std::uint16_t* v);
+  bool ReadU32(std::uint32_t* v);
   bool ReadU64(std::uint64_t* v);
   // A view of the next n bytes (no copy).
   bool ReadSpan(std::size_t n, ByteSpan* out);

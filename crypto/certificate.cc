@@ -6,7 +6,6 @@ namespace murmur::crypto {
 namespace {
 
 constexpr std::uint8_t kMagic[4] = {'M', 'C', 'R', 'T'};
-constexpr std::uint8_t kVersion = 1;
 constexpr std::string_view kTextHeader = "murmur-certificate v1";
 
 bool NetworkIdChar(char c) {
@@ -15,7 +14,16 @@ bool NetworkIdChar(char c) {
 }
 
 Status ValidateFields(const Certificate& cert) {
+  if (cert.version != kCertificateVersion && cert.version != kLegacyCertificateVersion)
+    return Status::InvalidArgument("certificate version " + std::to_string(cert.version) +
+                                   " is not supported");
   MURMUR_RETURN_IF_ERROR(ValidateNetworkId(cert.network_id));
+  if (cert.version == kLegacyCertificateVersion && cert.BindsNodeId())
+    return Status::InvalidArgument("a version 1 certificate cannot carry a node id");
+  if (cert.version == kCertificateVersion && !cert.BindsNodeId() &&
+      (cert.roles & (kRoleNode | kRoleAggregator)))
+    return Status::InvalidArgument("certificate with roles " + RolesToString(cert.roles) +
+                                   " carries no node id (only an operator's may go without one)");
   if ((cert.roles & ~kAllRoles) != 0)
     return Status::InvalidArgument("unknown role bits 0x" + ToHex(std::array<std::uint8_t, 1>{cert.roles}));
   if (cert.not_after <= cert.not_before)
@@ -37,11 +45,14 @@ Status ValidateNetworkId(std::string_view network_id) {
 
 Bytes CertificateSignedBytes(const Certificate& cert) {
   MURMUR_CHECK(ValidateNetworkId(cert.network_id).ok());
+  MURMUR_CHECK(cert.version == kCertificateVersion || cert.version == kLegacyCertificateVersion);
+  const bool legacy = cert.version == kLegacyCertificateVersion;
   Bytes out;
   out.reserve(kCertificateFixedSize + cert.network_id.size());
   AppendBytes(&out, kMagic);
-  AppendU8(&out, kVersion);
+  AppendU8(&out, cert.version);
   AppendBytes(&out, cert.node_key);
+  if (!legacy) AppendU32(&out, cert.node_id);
   AppendU8(&out, cert.roles);
   AppendU64(&out, cert.serial);
   AppendU64(&out, static_cast<std::uint64_t>(cert.not_before));
@@ -58,24 +69,28 @@ Bytes EncodeCertificate(const Certificate& cert) {
 }
 
 Result<Certificate> DecodeCertificate(ByteSpan bytes) {
-  if (bytes.size() < kCertificateFixedSize + 1)
+  if (bytes.size() < kLegacyCertificateFixedSize + 1)
     return Status::DataLoss("certificate truncated: " + std::to_string(bytes.size()) + " bytes, at least " +
-                            std::to_string(kCertificateFixedSize + 1) + " needed");
+                            std::to_string(kLegacyCertificateFixedSize + 1) + " needed");
   if (bytes.size() > kMaxCertificateSize)
     return Status::DataLoss("certificate of " + std::to_string(bytes.size()) + " bytes over limit " +
                             std::to_string(kMaxCertificateSize));
   ByteReader r(bytes);
   ByteSpan magic;
-  std::uint8_t version = 0, id_len = 0;
+  std::uint8_t id_len = 0;
   std::uint64_t not_before = 0, not_after = 0;
   Certificate cert;
-  // The size checks above guarantee the fixed fields are present.
-  MURMUR_CHECK(r.ReadSpan(4, &magic) && r.ReadU8(&version) && r.ReadArray(&cert.node_key) &&
-               r.ReadU8(&cert.roles) && r.ReadU64(&cert.serial) && r.ReadU64(&not_before) &&
-               r.ReadU64(&not_after) && r.ReadU8(&id_len));
+  // The size check above guarantees the magic, the version and the key are present.
+  MURMUR_CHECK(r.ReadSpan(4, &magic) && r.ReadU8(&cert.version) && r.ReadArray(&cert.node_key));
   if (!ConstantTimeEqual(magic, kMagic)) return Status::InvalidArgument("not a certificate (bad magic)");
-  if (version != kVersion)
-    return Status::InvalidArgument("certificate version " + std::to_string(version) + " is not supported");
+  if (cert.version != kCertificateVersion && cert.version != kLegacyCertificateVersion)
+    return Status::InvalidArgument("certificate version " + std::to_string(cert.version) +
+                                   " is not supported");
+  if (cert.version == kCertificateVersion && !r.ReadU32(&cert.node_id))
+    return Status::DataLoss("certificate truncated: " + std::to_string(bytes.size()) + " bytes");
+  if (!r.ReadU8(&cert.roles) || !r.ReadU64(&cert.serial) || !r.ReadU64(&not_before) ||
+      !r.ReadU64(&not_after) || !r.ReadU8(&id_len))
+    return Status::DataLoss("certificate truncated: " + std::to_string(bytes.size()) + " bytes");
   if (r.remaining() != static_cast<std::size_t>(id_len) + kSignatureSize)
     return Status::DataLoss("certificate length " + std::to_string(bytes.size()) +
                             " does not match its network id length " + std::to_string(id_len));
@@ -111,6 +126,27 @@ Status VerifyCertificate(const Certificate& cert, const SignPublicKey& coordinat
   if (now >= cert.not_after)
     return Status::Unauthenticated("certificate expired at " + std::to_string(cert.not_after) + ", now " +
                                    std::to_string(now));
+  return Status::Ok();
+}
+
+Status VerifyNodeBinding(const Certificate& cert, std::uint32_t node_id,
+                         const std::optional<SignPublicKey>& pinned_key, bool* legacy) {
+  if (legacy != nullptr) *legacy = false;
+  if (pinned_key.has_value() && *pinned_key != cert.node_key)
+    return Status::PermissionDenied(
+        "node " + std::to_string(node_id) +
+        " presented a certificate for another key than the one configured for it");
+  if (cert.BindsNodeId()) {
+    if (cert.node_id == node_id) return Status::Ok();
+    return Status::PermissionDenied("certificate serial " + std::to_string(cert.serial) + " is for node " +
+                                    std::to_string(cert.node_id) + ", not node " + std::to_string(node_id));
+  }
+  if (!pinned_key.has_value())
+    return Status::PermissionDenied(
+        "certificate serial " + std::to_string(cert.serial) + " binds no node id and node " +
+        std::to_string(node_id) + "'s key is not configured: reissue it with `murmur cert issue --node-id " +
+        std::to_string(node_id) + "`, or list the key under 'peers'");
+  if (legacy != nullptr) *legacy = true;
   return Status::Ok();
 }
 

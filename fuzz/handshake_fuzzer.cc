@@ -36,6 +36,7 @@ struct Fixture {
     Identity id = Seeded(who);
     Certificate c;
     c.node_key = id.public_key();
+    c.node_id = who;
     c.network_id = "fleet";
     c.roles = kRoleNode;
     c.serial = who;

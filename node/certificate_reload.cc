@@ -13,6 +13,11 @@ Status CheckRenewal(const crypto::Credentials& current, const crypto::Certificat
                                     "..., this daemon's identity is " +
                                     crypto::ToHex(current.identity.public_key()).substr(0, 16) + "...");
   }
+  if (current.certificate.BindsNodeId() && renewed.node_id != current.certificate.node_id) {
+    return Status::PermissionDenied(
+        "certificate binds node id " + (renewed.BindsNodeId() ? std::to_string(renewed.node_id) : "none") +
+        ", the current one " + std::to_string(current.certificate.node_id) + ": a renewal keeps the node id");
+  }
   if (renewed.roles != current.certificate.roles) {
     return Status::PermissionDenied("certificate has roles " + crypto::RolesToString(renewed.roles) +
                                     ", the current one " + crypto::RolesToString(current.certificate.roles) +
@@ -34,13 +39,22 @@ Result<crypto::Credentials> LoadRenewedCredentials(const std::string& path,
   return made;
 }
 
+Status CheckOwnCertificate(const crypto::Certificate& cert, std::uint32_t self, bool* legacy) {
+  *legacy = !cert.BindsNodeId();
+  if (*legacy || cert.node_id == self) return Status::Ok();
+  return Status::PermissionDenied("certificate serial " + std::to_string(cert.serial) + " is for node " +
+                                  std::to_string(cert.node_id) + ", but this daemon's node_id is " +
+                                  std::to_string(self));
+}
+
 std::string DescribeCertificate(const crypto::Certificate& cert) {
   char until[32] = "?";
   const std::time_t t = static_cast<std::time_t>(cert.not_after);
   std::tm tm{};
   if (gmtime_r(&t, &tm) != nullptr) std::strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return "serial " + std::to_string(cert.serial) + ", roles " + crypto::RolesToString(cert.roles) +
-         ", valid until " + until;
+  const std::string node = cert.BindsNodeId() ? std::to_string(cert.node_id) : std::string("none");
+  return "serial " + std::to_string(cert.serial) + ", node " + node + ", roles " +
+         crypto::RolesToString(cert.roles) + ", valid until " + until;
 }
 
 }  // namespace murmur::node

@@ -6,9 +6,9 @@
 // (crypto::LoadCertificateFile) and the certificate is signed by the
 // network's coordinator key, is for this network, is valid now (not before
 // not_before, not at or after not_after), names this daemon's identity key
-// (the key its peers and membership know it by; a node id is not part of a
-// certificate: HELLO binds it per session) and carries exactly the roles of
-// the current certificate. Anything else is refused with a Status naming the
+// (the key its peers and membership know it by), binds this daemon's node
+// id (CheckOwnCertificate) and carries exactly the roles of the current
+// certificate. Anything else is refused with a Status naming the
 // file and the check, and the caller keeps the current credentials.
 //
 // Thread-safety: functions of their arguments (LoadRenewedCredentials reads a file).
@@ -36,7 +36,13 @@ Result<crypto::Credentials> LoadRenewedCredentials(const std::string& path,
                                                    const crypto::Credentials& current,
                                                    const crypto::TrustPolicy& policy, std::int64_t now);
 
-// "serial 7, roles node, valid until 2026-12-01T00:00:00Z": for logs and the operator.
+// The certificate a daemon presents must bind its own node id `self`:
+// PermissionDenied when it binds another. A version 1 certificate binds none:
+// OK with *legacy set (peers accept it only where they pin this node's key,
+// so the daemon warns).
+Status CheckOwnCertificate(const crypto::Certificate& cert, std::uint32_t self, bool* legacy);
+
+// "serial 7, node 3, roles node, valid until 2026-12-01T00:00:00Z": for logs and the operator.
 std::string DescribeCertificate(const crypto::Certificate& cert);
 
 }  // namespace murmur::node

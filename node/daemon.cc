@@ -51,6 +51,10 @@ Status DaemonImpl::Init() {
       crypto::ValidateNetworkId(config_.network_id()).WithContext("config field 'network_id'"));
   auto creds = crypto::Credentials::Make(identity, cert);
   if (!creds.ok()) return creds.status().WithContext("certificate '" + cert_path + "'");
+  bool legacy = false;
+  MURMUR_RETURN_IF_ERROR(
+      CheckOwnCertificate(cert, self, &legacy).WithContext("certificate '" + cert_path + "'"));
+  if (legacy) WarnLegacyCertificate(cert_path);
 
   // Transport, Env, metrics, control.
   TransportOptions to;
@@ -143,6 +147,13 @@ Status DaemonImpl::Init() {
     }
   }
   return Status::Ok();
+}
+
+void DaemonImpl::WarnLegacyCertificate(const std::string& path) const {
+  MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": certificate '" << path
+                       << "' is version 1 and binds no node id: peers accept it only where their config pins "
+                          "this node's key; reissue it with `murmur cert issue --node-id "
+                       << config_.node_id() << "`";
 }
 
 Status DaemonImpl::StartJob(const proto::JobConfig& job, bool resume) {
@@ -265,6 +276,15 @@ Status DaemonImpl::ReloadCertificate(const std::string& why) {
                       << DescribeCertificate(renewed->certificate) << ")";
     return Status::Ok();
   }
+  bool legacy = false;
+  Status own = CheckOwnCertificate(renewed->certificate, config_.node_id(), &legacy);
+  if (!own.ok()) {
+    ++cert_reload_failures_;
+    MURMUR_LOG(kError) << "node " << config_.node_id() << ": " << why
+                       << ": certificate reload refused: " << own.ToString();
+    return own.WithContext("certificate '" + cert_path_ + "'");
+  }
+  if (legacy) WarnLegacyCertificate(cert_path_);
   const std::string before = DescribeCertificate(transport_->credentials().certificate);
   MURMUR_RETURN_IF_ERROR(transport_->SetCredentials(*renewed));  // same identity: cannot fail
   control_->SetCredentials(*renewed);

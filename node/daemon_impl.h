@@ -132,6 +132,7 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
     return {identity_.get(), [t = transport_.get()](NodeId peer) { return t->PeerKey(peer); }};
   }
   Status StartJob(const proto::JobConfig& job, bool resume);
+  void WarnLegacyCertificate(const std::string& path) const;
   void OnJobEnd(Job::End how);
   void SaveJobState();
   void BeginDrain(const std::string& why);

@@ -31,7 +31,7 @@ BASE=$((20000 + RANDOM % 20000))
 for i in 0 1; do
   "$BIN/murmur" keygen --out "$WORK/n$i" > /dev/null 2>&1
   "$BIN/murmur" cert issue --coordinator-key "$WORK/coord/identity.key" --node-pub "$WORK/n$i/identity.pub" \
-    --network rss --days 1 --out "$WORK/n$i/node.cert" > /dev/null 2>&1
+    --node-id "$i" --network rss --days 1 --out "$WORK/n$i/node.cert" > /dev/null 2>&1
 done
 for i in 0 1; do
   j=$((1 - i))

@@ -25,7 +25,7 @@ fleet_make() {
     d=$FLEET/node$i
     "$MURMUR" keygen --out "$d" >/dev/null 2>&1
     "$MURMUR" cert issue --coordinator-key "$FLEET/coordinator/identity.key" --node-pub "$d/identity.pub" \
-      --network "$FLEET_NETWORK" --roles node --days 1 --out "$d/node.cert" >/dev/null 2>&1
+      --node-id "$i" --network "$FLEET_NETWORK" --roles node --days 1 --out "$d/node.cert" >/dev/null 2>&1
     {
       echo "node_id: $i"
       echo "listen: \"127.0.0.1:$((BASE_PORT + i))\""

@@ -65,6 +65,7 @@ Result<crypto::Credentials> MakeCredentials(const crypto::Identity& coordinator,
   crypto::Identity id = crypto::Identity::Generate();
   crypto::Certificate c;
   c.node_key = id.public_key();
+  c.node_id = serial;
   c.network_id = "bench";
   c.roles = crypto::kRoleNode;
   c.serial = serial;

@@ -54,6 +54,14 @@ std::string FormatTime(std::int64_t t) {
   return std::to_string(t) + " (" + buf + ")";
 }
 
+// "3", or why there is none.
+std::string NodeIdText(const crypto::Certificate& cert) {
+  if (cert.BindsNodeId()) return std::to_string(cert.node_id);
+  return cert.version == crypto::kLegacyCertificateVersion
+             ? "none (version 1: accepted only where the key is pinned)"
+             : "none";
+}
+
 int Issue(int argc, char** argv) {
   cxxopts::Options options("murmur cert issue",
                            "Sign a node certificate with the network's coordinator key.");
@@ -62,6 +70,7 @@ int Issue(int argc, char** argv) {
     ("coordinator-key", "coordinator secret key file (identity.key)", cxxopts::value<std::string>())
     ("node-pub", "node public key: 64 hex digits or an identity.pub file", cxxopts::value<std::string>())
     ("network", "network id (1-64 of A-Z a-z 0-9 . _ -)", cxxopts::value<std::string>())
+    ("node-id", "the node id the certificate binds to the key (required for the node and aggregator roles)", cxxopts::value<std::uint32_t>())
     ("roles", "comma-separated roles: node, aggregator, operator", cxxopts::value<std::string>()->default_value("node"))
     ("days", "validity in days from --not-before", cxxopts::value<std::int64_t>())
     ("not-before", "start of validity, Unix seconds (default: now)", cxxopts::value<std::int64_t>())
@@ -78,6 +87,12 @@ int Issue(int argc, char** argv) {
     return UsageError(kName, "--network: " + s.message());
   auto roles = crypto::ParseRoles(args["roles"].as<std::string>());
   if (!roles.ok()) return UsageError(kName, "--roles: " + roles.status().message());
+  const bool needs_id = (*roles & (crypto::kRoleNode | crypto::kRoleAggregator)) != 0;
+  if (needs_id && !args.count("node-id"))
+    return UsageError(kName, "issue: roles " + crypto::RolesToString(*roles) +
+                                 " need --node-id (the certificate binds the node id to the key)");
+  if (args.count("node-id") && args["node-id"].as<std::uint32_t>() == crypto::kNoCertifiedNode)
+    return UsageError(kName, "--node-id 4294967295 is reserved (no node)");
   const std::int64_t days = args["days"].as<std::int64_t>();
   if (days < 1 || days > kMaxDays)
     return UsageError(kName,
@@ -89,6 +104,7 @@ int Issue(int argc, char** argv) {
 
   crypto::Certificate cert;
   cert.node_key = *node;
+  if (args.count("node-id")) cert.node_id = args["node-id"].as<std::uint32_t>();
   cert.network_id = network;
   cert.roles = *roles;
   cert.not_before = args.count("not-before") ? args["not-before"].as<std::int64_t>()
@@ -103,8 +119,8 @@ int Issue(int argc, char** argv) {
   if (Status s = crypto::SignCertificate(*coordinator, &cert); !s.ok()) return UsageError(kName, s.message());
   const std::string out = args["out"].as<std::string>();
   if (Status s = crypto::SaveCertificateFile(out, cert); !s.ok()) return Failure(kName, s.ToString());
-  std::fprintf(stderr, "wrote %s: serial %llu, network %s, roles %s, valid until %s\n", out.c_str(),
-               static_cast<unsigned long long>(cert.serial), network.c_str(),
+  std::fprintf(stderr, "wrote %s: serial %llu, node %s, network %s, roles %s, valid until %s\n", out.c_str(),
+               static_cast<unsigned long long>(cert.serial), NodeIdText(cert).c_str(), network.c_str(),
                crypto::RolesToString(cert.roles).c_str(), FormatTime(cert.not_after).c_str());
   return kExitOk;
 }
@@ -121,7 +137,9 @@ int Show(int argc, char** argv) {
   if (!args.count("file")) return UsageError(kName, "show: missing FILE");
   auto cert = crypto::LoadCertificateFile(args["file"].as<std::string>());
   if (!cert.ok()) return Failure(kName, cert.status().ToString());
+  std::printf("version     %u\n", cert->version);
   std::printf("node key    %s\n", crypto::ToHex(cert->node_key).c_str());
+  std::printf("node id     %s\n", NodeIdText(*cert).c_str());
   std::printf("network     %s\n", cert->network_id.c_str());
   std::printf("roles       %s\n", crypto::RolesToString(cert->roles).c_str());
   std::printf("serial      %llu\n", static_cast<unsigned long long>(cert->serial));
@@ -158,9 +176,9 @@ int Verify(int argc, char** argv) {
       args.count("at") ? args["at"].as<std::int64_t>() : static_cast<std::int64_t>(std::time(nullptr));
   Status s = crypto::VerifyCertificate(*cert, *key, args["network"].as<std::string>(), now);
   if (!s.ok()) return Failure(kName, "invalid: " + s.message());
-  std::printf("valid: node %s, network %s, roles %s, until %s\n", crypto::ToHex(cert->node_key).c_str(),
-              cert->network_id.c_str(), crypto::RolesToString(cert->roles).c_str(),
-              FormatTime(cert->not_after).c_str());
+  std::printf("valid: node key %s, node id %s, network %s, roles %s, until %s\n",
+              crypto::ToHex(cert->node_key).c_str(), NodeIdText(*cert).c_str(), cert->network_id.c_str(),
+              crypto::RolesToString(cert->roles).c_str(), FormatTime(cert->not_after).c_str());
   return kExitOk;
 }
 

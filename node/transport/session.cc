@@ -75,13 +75,23 @@ void Session::Close(const Status& why) {
   asio::error_code ec;
   socket_.close(ec);
   tick_.cancel();
+  const NodeId who = Accountable();
   MURMUR_LOG(kInfo) << "session with "
-                    << (peer_ == kNoNode ? std::string("unidentified peer") : "node " + std::to_string(peer_))
+                    << (who == kNoNode ? "unidentified peer " + address_
+                        : who == peer_
+                            ? "node " + std::to_string(who)
+                            : "node " + std::to_string(who) + " (by its certificate, before HELLO)")
                     << " closed: " << why.ToString();
   if (transport_ != nullptr) {
     const bool dialer = role_ == crypto::HandshakeRole::kInitiator;
     transport_->OnClosed(this, dialer ? expected_peer_ : peer_, dialer);
   }
+}
+
+NodeId Session::Accountable() const {
+  if (peer_ != kNoNode) return peer_;
+  if (peer_info_.has_value() && peer_info_->certificate.BindsNodeId()) return peer_info_->certificate.node_id;
+  return kNoNode;
 }
 
 Status Session::QueueHandshakeMessage() {
@@ -126,7 +136,7 @@ void Session::Read() {
           Status st = OnFrame(frame);
           if (!st.ok()) {
             ++(in_handshake ? transport_->stats_.handshake_failures : transport_->stats_.frames_rejected);
-            transport_->OnSessionFailure(peer_, address_, in_handshake, st);
+            transport_->OnSessionFailure(Accountable(), address_, in_handshake, st);
             return Close(st);
           }
         }
@@ -135,13 +145,16 @@ void Session::Read() {
           if (closed_ || transport_ == nullptr) return;
           if (!st.ok()) {
             ++transport_->stats_.frames_rejected;
-            transport_->OnSessionFailure(peer_, address_, false, st);
+            transport_->OnSessionFailure(Accountable(), address_, false, st);
             return Close(st);
           }
         }
         if (bad_length.has_value()) {
+          // A bad length before the channel is open is also a failed handshake.
+          const bool in_handshake = !channel_.has_value();
           ++transport_->stats_.frames_rejected;
-          transport_->OnSessionFailure(peer_, address_, !channel_.has_value(), *bad_length);
+          if (in_handshake) ++transport_->stats_.handshake_failures;
+          transport_->OnSessionFailure(Accountable(), address_, in_handshake, *bad_length);
           return Close(*bad_length);
         }
         Pump();
@@ -221,6 +234,7 @@ Status Session::OnPeerCertificate(crypto::ByteSpan bytes) {
                                   crypto::RolesToString(policy.required_roles));
   if (st.ok() && cert.node_key != peer_info_->certificate.node_key)
     st = Status::PermissionDenied("certificate is for another node key than the session's");
+  if (st.ok()) st = crypto::VerifyNodeBinding(cert, peer_, transport_->PinnedKey(peer_));
   if (st.ok() && !crypto::VerifySignature(
                      cert.node_key, crypto::StaticKeyBindingBytes(policy.network_id, peer_info_->static_key),
                      payload->static_key_signature))
@@ -255,15 +269,24 @@ Status Session::OnRecord(const RecordSource& record) {
       if (id == kNoNode || id == transport_->options_.self)
         return Status::PermissionDenied("peer claims node id " + std::to_string(id));
       if (expected_peer_ != kNoNode && id != expected_peer_) {
-        return Status::PermissionDenied("dialled node " + std::to_string(expected_peer_) + " but node " +
-                                        std::to_string(id) + " answered");
+        // A stale address, not an offence of whoever answers there now.
+        Close(Status::PermissionDenied("dialled node " + std::to_string(expected_peer_) + " but node " +
+                                       std::to_string(id) + " answered"));
+        return Status::Ok();
       }
-      auto it = transport_->peers_.find(id);
-      if (it != transport_->peers_.end() && it->second.address.has_value() &&
-          it->second.address->key.has_value() &&
-          *it->second.address->key != peer_info_->certificate.node_key) {
-        return Status::PermissionDenied("node " + std::to_string(id) +
-                                        " presented a certificate for another key");
+      // The certificate binds the node id (docs/protocol.md section 2); a
+      // legacy one without it only where the configuration pins the key.
+      bool legacy = false;
+      MURMUR_RETURN_IF_ERROR(
+          crypto::VerifyNodeBinding(peer_info_->certificate, id, transport_->PinnedKey(id), &legacy));
+      if (legacy) {
+        ++transport_->stats_.legacy_certificates;
+        MURMUR_LOG(kWarning) << "node " << transport_->options_.self << ": node " << id
+                             << " presents a version 1 certificate without a node id (serial "
+                             << peer_info_->certificate.serial
+                             << "), accepted because its key is pinned in the config; reissue it with "
+                                "`murmur cert issue --node-id "
+                             << id << "`";
       }
       if (transport_->IsGraylisted(id)) {
         ++transport_->stats_.sessions_refused;
@@ -276,9 +299,12 @@ Status Session::OnRecord(const RecordSource& record) {
       return Status::Ok();
     }
     case RecordType::kPing:
+      if (!ready_) return Status::DataLoss("PING before HELLO");
       control_.push_back(PingRecord(RecordType::kPong, event.token));
       return Status::Ok();
-    case RecordType::kPong: return Status::Ok();
+    case RecordType::kPong:
+      if (!ready_) return Status::DataLoss("PONG before HELLO");
+      return Status::Ok();
     case RecordType::kCertificate:
       if (!ready_) return Status::DataLoss("CERTIFICATE record before HELLO");
       return OnPeerCertificate(event.certificate);

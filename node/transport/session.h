@@ -64,6 +64,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // session carries on with the old one. DataLoss when malformed.
   Status OnPeerCertificate(crypto::ByteSpan payload);
   Status QueueHandshakeMessage();
+  // Whom an offence on this session is booked against: the node of its
+  // HELLO, else the node id its certificate binds (authenticated by the
+  // handshake), else nobody (the Transport books the address).
+  NodeId Accountable() const;
   void ArmTick();
   void OnTick();
 

@@ -314,6 +314,8 @@ bool Transport::IsGraylisted(NodeId peer) const {
   return scores_.IsGraylisted(peer, std::chrono::steady_clock::now());
 }
 
+double Transport::Score(NodeId peer) const { return scores_.Score(peer, std::chrono::steady_clock::now()); }
+
 void Transport::OnGraylisted(NodeId peer_id) {
   ++stats_.graylistings;
   const Nanos term = scores_.GraylistRemaining(peer_id, std::chrono::steady_clock::now());
@@ -356,6 +358,12 @@ bool Transport::AdmitMessage(NodeId peer, const std::string& address) {
     return false;
   }
   return true;
+}
+
+std::optional<crypto::SignPublicKey> Transport::PinnedKey(NodeId peer) const {
+  auto it = peers_.find(peer);
+  if (it == peers_.end() || !it->second.address.has_value()) return std::nullopt;
+  return it->second.address->key;
 }
 
 bool Transport::IsConnected(NodeId peer) const {

@@ -143,6 +143,8 @@ struct TransportStats {
   std::atomic<std::uint64_t> connections_refused{0};      // accepted from a graylisted address, closed unread
   std::atomic<std::uint64_t> handshakes_rate_limited{0};  // accepted over the handshake rate, closed unread
   std::atomic<std::uint64_t> sessions_refused{0};         // HELLO from a graylisted node, closed
+  std::atomic<std::uint64_t> legacy_certificates{
+      0};  // sessions taken on a version 1 certificate (pinned key)
   std::atomic<std::uint64_t> messages_dropped_graylisted{0};  // skipped unread: sender graylisted
   std::atomic<std::uint64_t> messages_rate_limited{0};        // skipped unread: over the message rate
 };
@@ -188,6 +190,8 @@ class Transport {
   Status SetCredentials(crypto::Credentials credentials);
   const crypto::Credentials& credentials() const { return credentials_; }
   bool IsGraylisted(NodeId peer) const;
+  // The node's misbehaviour score now (0: clean; docs/security.md).
+  double Score(NodeId peer) const;
 
   std::uint16_t port() const { return port_; }
   bool IsConnected(NodeId peer) const;
@@ -235,6 +239,8 @@ class Transport {
   // A session failed with `why`: books it against the peer (node id when
   // known, else the address).
   void OnSessionFailure(NodeId peer, const std::string& address, bool in_handshake, const Status& why);
+  // The key the configuration lists for `peer`, if any.
+  std::optional<crypto::SignPublicKey> PinnedKey(NodeId peer) const;
   // Whether a message from `peer` (authenticated) at `address` is to be read.
   bool AdmitMessage(NodeId peer, const std::string& address);
   void OnGraylisted(NodeId peer);

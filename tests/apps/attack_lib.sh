@@ -24,7 +24,7 @@ fail() {
 attacker_make() {
   "$MURMUR" keygen --out "$FLEET/attacker" >/dev/null 2>&1
   "$MURMUR" cert issue --coordinator-key "$FLEET/coordinator/identity.key" \
-    --node-pub "$FLEET/attacker/identity.pub" --network "$FLEET_NETWORK" --roles node --days 1 \
+    --node-pub "$FLEET/attacker/identity.pub" --node-id "$1" --network "$FLEET_NETWORK" --roles node --days 1 \
     --out "$FLEET/attacker/node.cert" >/dev/null 2>&1 || fail "cert issue for the attacker"
   ATTACKER=(--identity "$FLEET/attacker/identity.key" --cert "$FLEET/attacker/node.cert"
             --coordinator-key "$FLEET/coordinator/identity.pub" --network "$FLEET_NETWORK")

@@ -22,7 +22,7 @@ metric() {  # metric I NAME: daemon I's value of NAME, or -1
     awk -v n="$2" '$1 == n { print $2; found = 1 } END { if (!found) print -1 }'
 }
 issue() {  # issue NODE NETWORK NOT_BEFORE OUT
-  "$MURMUR" cert issue --coordinator-key "$FLEET/coordinator/identity.key" --node-pub "$FLEET/node$1/identity.pub" \
+  "$MURMUR" cert issue --coordinator-key "$FLEET/coordinator/identity.key" --node-pub "$FLEET/node$1/identity.pub" --node-id "$1" \
     --network "$2" --roles node --days 1 --not-before "$3" --out "$4" >/dev/null 2>&1
 }
 

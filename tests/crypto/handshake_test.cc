@@ -30,6 +30,7 @@ Certificate Cert(const Identity& coordinator, const Identity& node, std::string 
                  std::uint8_t roles = kRoleNode, std::int64_t not_after = kNow + 86400) {
   Certificate c;
   c.node_key = node.public_key();
+  if (roles & (kRoleNode | kRoleAggregator)) c.node_id = node.public_key()[0];
   c.network_id = std::move(network);
   c.roles = roles;
   c.serial = node.public_key()[0];

@@ -51,6 +51,7 @@ struct RenewalSpec {
 crypto::Certificate Certificate(const RenewalSpec& s) {
   crypto::Certificate c;
   c.node_key = Seeded(s.who).public_key();
+  if (s.roles & (crypto::kRoleNode | crypto::kRoleAggregator)) c.node_id = s.who;
   c.network_id = s.network;
   c.roles = s.roles;
   c.serial = s.serial;

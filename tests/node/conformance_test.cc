@@ -100,7 +100,8 @@ Run OverLoopback(NodeId n, const std::string& codec, gossip::DecentralizedSgdOpt
   std::vector<std::unique_ptr<testing::Endpoint>> eps;
   for (NodeId i = 0; i < n; ++i) {
     eps.push_back(std::make_unique<testing::Endpoint>(
-        i, testing::Creds(coordinator, static_cast<std::uint8_t>(i + 1)), testing::Policy(coordinator)));
+        i, testing::Creds(coordinator, static_cast<std::uint8_t>(i + 1), "fleet", 3600, crypto::kRoleNode, i),
+        testing::Policy(coordinator)));
   }
   for (NodeId i = 0; i < n; ++i) {
     for (NodeId j : {(i + 1) % n, (i + n - 1) % n})
@@ -231,7 +232,8 @@ Run JobOverLoopback(const proto::JobConfig& job, double lr) {
   std::vector<std::unique_ptr<testing::Endpoint>> eps;
   for (NodeId i = 0; i < n; ++i) {
     eps.push_back(std::make_unique<testing::Endpoint>(
-        i, testing::Creds(coordinator, static_cast<std::uint8_t>(i + 1)), testing::Policy(coordinator)));
+        i, testing::Creds(coordinator, static_cast<std::uint8_t>(i + 1), "fleet", 3600, crypto::kRoleNode, i),
+        testing::Policy(coordinator)));
   }
   for (NodeId i = 0; i < n; ++i) {
     topos.push_back(MakeJobTopology(job, i).value());

@@ -36,6 +36,7 @@ crypto::Certificate Renewal(const crypto::Identity& coordinator, std::uint8_t wh
                             const std::string& network = "fleet", std::int64_t valid_for = 3600) {
   crypto::Certificate c;
   c.node_key = testing::Seeded(who).public_key();
+  c.node_id = who - 1u;
   c.network_id = network;
   c.roles = crypto::kRoleNode;
   c.serial = serial;
@@ -57,7 +58,8 @@ TEST_CASE(
   std::int64_t old_not_after = 0;
   testing::FedFleet fleet(3, [&](NodeId i, proto::NodeConfig& c) {
     if (i != 1) return;
-    const crypto::Credentials short_lived = Creds(testing::Seeded(60), 2, "fleet", kValidFor);
+    const crypto::Credentials short_lived =
+        Creds(testing::Seeded(60), 2, "fleet", kValidFor, crypto::kRoleNode, 1);
     old_not_after = short_lived.certificate.not_after;
     REQUIRE(crypto::SaveCertificateFile(c.data_dir() + "/node.cert", short_lived.certificate).ok());
   });
@@ -150,7 +152,7 @@ TEST_CASE("A D-PSGD job runs across a renewed certificate's old not_after to the
   };
   const auto coordinator = testing::Seeded(100);
   const std::string cert_path = (cluster.root / testing::NodeDir(2) / "node.cert").string();
-  const crypto::Credentials short_lived = Creds(coordinator, 3, "fleet", 4);
+  const crypto::Credentials short_lived = Creds(coordinator, 3, "fleet", 4, crypto::kRoleNode, 2);
   REQUIRE(crypto::SaveCertificateFile(cert_path, short_lived.certificate).ok());
   // A probed port another process took in between: probe afresh and start over.
   std::vector<std::unique_ptr<Daemon>> ds;

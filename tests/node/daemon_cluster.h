@@ -50,7 +50,8 @@ struct Cluster {
     for (NodeId i = 0; i < kNodes; ++i) {
       fs::path dir = root / NodeDir(i);
       fs::create_directories(dir);
-      auto creds = testing::Creds(coordinator, static_cast<std::uint8_t>(i + 1));
+      auto creds =
+          testing::Creds(coordinator, static_cast<std::uint8_t>(i + 1), "fleet", 3600, crypto::kRoleNode, i);
       REQUIRE(creds.identity.Save(dir.string(), true).ok());
       REQUIRE(crypto::SaveCertificateFile((dir / "node.cert").string(), creds.certificate).ok());
       asio::io_context io;

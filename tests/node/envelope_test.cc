@@ -56,16 +56,17 @@ TEST_CASE("BEGIN's header is u8 2, u32 kind, u64 total, little-endian") {
 
 TEST_CASE("A CERTIFICATE record is u8 6 and the handshake payload, read whole between a message's records") {
   // The payload's bound: u8 version, u16 length, a certificate with a 64-byte
-  // network id (63 + 64 + 64 bytes, docs/protocol.md section 1), a signature.
-  CHECK(kMaxCertificateRecordPayload == 1 + 2 + (63 + 64 + 64) + 64);
+  // network id (67 + 64 + 64 bytes, docs/protocol.md section 2), a signature.
+  CHECK(kMaxCertificateRecordPayload == 1 + 2 + (67 + 64 + 64) + 64);
   crypto::HandshakePayload p;
+  p.certificate.node_id = 3;
   p.certificate.network_id = "fleet";
   p.certificate.roles = crypto::kRoleNode;
   p.certificate.serial = 7;
   p.certificate.not_after = 1;
   p.static_key_signature.fill(0xAB);
   const crypto::Bytes rec = CertificateRecord(p);
-  REQUIRE(rec.size() == 1 + 1 + 2 + (63 + 5 + 64) + 64);
+  REQUIRE(rec.size() == 1 + 1 + 2 + (67 + 5 + 64) + 64);
   CHECK(rec[0] == 6);
   EnvelopeReader reader(1 << 20);
   RecordEvent ev;

@@ -94,7 +94,8 @@ LoopbackRun OverLoopback(const PlanFn& make_plan, gossip::DecentralizedSgdOption
   std::vector<std::unique_ptr<testing::Endpoint>> eps;
   for (NodeId i = 0; i < kNodes; ++i) {
     eps.push_back(std::make_unique<testing::Endpoint>(
-        i, testing::Creds(coordinator, static_cast<std::uint8_t>(i + 1)), testing::Policy(coordinator)));
+        i, testing::Creds(coordinator, static_cast<std::uint8_t>(i + 1), "fleet", 3600, crypto::kRoleNode, i),
+        testing::Policy(coordinator)));
     REQUIRE(eps.back()->start_status().ok());
   }
   for (NodeId i = 0; i < kNodes; ++i) {
@@ -201,8 +202,10 @@ TEST_CASE(
     "Corrupted messages over loopback pass the AEAD, fail the gossip decoder and are counted, and a dozen "
     "graylist the sender") {
   auto coordinator = testing::Seeded(100);
-  testing::Endpoint a(0, testing::Creds(coordinator, 1), testing::Policy(coordinator));
-  testing::Endpoint b(1, testing::Creds(coordinator, 2), testing::Policy(coordinator));
+  testing::Endpoint a(0, testing::Creds(coordinator, 1, "fleet", 3600, crypto::kRoleNode, 0),
+                      testing::Policy(coordinator));
+  testing::Endpoint b(1, testing::Creds(coordinator, 2, "fleet", 3600, crypto::kRoleNode, 1),
+                      testing::Policy(coordinator));
   REQUIRE(a.start_status().ok());
   REQUIRE(b.start_status().ok());
   a.AddPeer({1, "127.0.0.1", b.port(), std::nullopt});

@@ -52,7 +52,8 @@ struct FedFleet {
       for (NodeId i = 0; i < nodes; ++i) {
         const fs::path dir = root / std::string("n").append(std::to_string(i));
         fs::create_directories(dir);
-        auto creds = Creds(coordinator, static_cast<std::uint8_t>(i + 1));
+        auto creds =
+            Creds(coordinator, static_cast<std::uint8_t>(i + 1), "fleet", 3600, crypto::kRoleNode, i);
         REQUIRE(creds.identity.Save(dir.string(), true).ok());
         REQUIRE(crypto::SaveCertificateFile((dir / "node.cert").string(), creds.certificate).ok());
         proto::NodeConfig c;

@@ -33,13 +33,17 @@ inline crypto::Identity Seeded(std::uint8_t b) {
 }
 
 // Credentials of identity `who` signed by `coordinator` for `network`, valid
-// from a minute ago for `valid_for` seconds (negative: expired).
+// from a minute ago for `valid_for` seconds (negative: expired). A node or
+// aggregator certificate binds node id `node` (default: `who`); an
+// operator's binds none.
 inline crypto::Credentials Creds(const crypto::Identity& coordinator, std::uint8_t who,
                                  const std::string& network = "fleet", std::int64_t valid_for = 3600,
-                                 std::uint8_t roles = crypto::kRoleNode) {
+                                 std::uint8_t roles = crypto::kRoleNode,
+                                 std::optional<std::uint32_t> node = std::nullopt) {
   crypto::Identity id = Seeded(who);
   crypto::Certificate c;
   c.node_key = id.public_key();
+  if (roles & (crypto::kRoleNode | crypto::kRoleAggregator)) c.node_id = node.value_or(who);
   c.network_id = network;
   c.roles = roles;
   c.serial = who;

@@ -200,12 +200,12 @@ class RawPeer {
     REQUIRE(channel_->Seal(record, &out).ok());
     return out;
   }
-  // True when the peer closed the connection (read gives EOF or reset) within 5 s.
-  bool ClosedByPeer() {
+  // True when the peer closed the connection (read gives EOF or reset) within `limit`.
+  bool ClosedByPeer(std::chrono::milliseconds limit = std::chrono::seconds(5)) {
     std::uint8_t b[256];
     asio::error_code ec;
     socket_.non_blocking(true);
-    auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    auto end = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < end) {
       socket_.read_some(asio::buffer(b), ec);
       if (ec && ec != asio::error::would_block) return true;
@@ -250,6 +250,26 @@ TEST_CASE("Hostile peers are each cut off and counted while an honest session ke
     p.Write({0xFF, 0xFF, 0xFF, 0xFF, 1, 2, 3});
     CHECK(p.ClosedByPeer());
     CHECK(stats.frames_rejected == 1);
+    CHECK(stats.handshake_failures == 1);  // before the channel, a bad length is a failed handshake
+  }
+  SUBCASE("random bytes after a 4 GiB length prefix") {
+    RawPeer p(hub.port());
+    crypto::Bytes junk(64);
+    Rng rng(6, 0, RngPurpose::kGeneric);
+    for (auto& b : junk) b = static_cast<std::uint8_t>(rng.UniformInt(256));
+    junk[0] = junk[1] = junk[2] = junk[3] = 0xFF;
+    p.Write(junk);
+    CHECK(p.ClosedByPeer());
+    CHECK(stats.frames_rejected == 1);
+    CHECK(stats.handshake_failures == 1);
+  }
+  SUBCASE("a PING before HELLO") {
+    RawPeer p(hub.port());
+    REQUIRE(p.Handshake(Creds(coordinator, 3), Policy(coordinator)).ok());
+    p.WriteFrame(p.Seal(PingRecord(RecordType::kPing, 42)));
+    CHECK(p.ClosedByPeer(std::chrono::seconds(1)));  // at once, not at the 5 s handshake timeout
+    CHECK(stats.frames_rejected == 1);
+    CHECK_FALSE(hub.Connected(3));
   }
   SUBCASE("a certificate for another network") {
     RawPeer p(hub.port());
@@ -304,6 +324,19 @@ TEST_CASE("Hostile peers are each cut off and counted while an honest session ke
     CHECK(WaitFor([&] { return hub.env().undecodable() == 1; }));
     CHECK(hub.Connected(3));
   }
+  SUBCASE("a certified peer claiming the honest node's id") {
+    RawPeer p(hub.port());
+    REQUIRE(p.Handshake(Creds(coordinator, 3), Policy(coordinator)).ok());
+    p.WriteFrame(p.Seal(HelloRecord(1)));
+    CHECK(p.ClosedByPeer());
+    CHECK(stats.frames_rejected == 1);
+    CHECK(stats.sessions_opened == 1);  // node 1's session was not replaced
+    // Booked against the node its certificate binds, not the one it claimed.
+    hub.Do([&] {
+      CHECK(hub.transport().Score(3) == doctest::Approx(-20).epsilon(0.01));
+      CHECK(hub.transport().Score(1) == 0);
+    });
+  }
   SUBCASE("a peer claiming the hub's own id") {
     RawPeer p(hub.port());
     REQUIRE(p.Handshake(Creds(coordinator, 3), Policy(coordinator)).ok());
@@ -313,6 +346,42 @@ TEST_CASE("Hostile peers are each cut off and counted while an honest session ke
   }
   CHECK(hub.Connected(1));
   CHECK(honest_still_works());
+}
+
+// Credentials of identity `who` under a version 1 certificate, which binds no node id.
+crypto::Credentials LegacyCreds(const crypto::Identity& coordinator, std::uint8_t who) {
+  crypto::Credentials c = Creds(coordinator, who);
+  c.certificate.version = crypto::kLegacyCertificateVersion;
+  c.certificate.node_id = crypto::kNoCertifiedNode;
+  REQUIRE(crypto::SignCertificate(coordinator, &c.certificate).ok());
+  return c;
+}
+
+TEST_CASE("A version 1 certificate without a node id is taken only for a node whose key is pinned") {
+  auto coordinator = Seeded(100);
+  TransportOptions o;
+  o.peers = {{3, "127.0.0.1", 9, Seeded(3).public_key()}};  // node 3 dials the hub; the hub never dials it
+  Endpoint hub(9, Creds(coordinator, 9), Policy(coordinator), o);
+  const auto& stats = hub.transport().stats();
+  RawPeer pinned(hub.port());
+  REQUIRE(pinned.Handshake(LegacyCreds(coordinator, 3), Policy(coordinator)).ok());
+  pinned.WriteFrame(pinned.Seal(HelloRecord(3)));
+  REQUIRE(WaitFor([&] { return hub.Connected(3); }));
+  CHECK(stats.legacy_certificates == 1);
+
+  RawPeer unpinned(hub.port());
+  REQUIRE(unpinned.Handshake(LegacyCreds(coordinator, 4), Policy(coordinator)).ok());
+  unpinned.WriteFrame(unpinned.Seal(HelloRecord(4)));
+  CHECK(unpinned.ClosedByPeer());
+  CHECK_FALSE(hub.Connected(4));
+  // Node 4's legacy key claiming pinned node 3: the pin refuses it too.
+  RawPeer impostor(hub.port());
+  REQUIRE(impostor.Handshake(LegacyCreds(coordinator, 4), Policy(coordinator)).ok());
+  impostor.WriteFrame(impostor.Seal(HelloRecord(3)));
+  CHECK(impostor.ClosedByPeer());
+  CHECK(hub.Connected(3));
+  CHECK(stats.legacy_certificates == 1);
+  CHECK(stats.frames_rejected == 2);
 }
 
 TEST_CASE(
