@@ -1,5 +1,9 @@
 #include "core/sysinfo.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <cstdio>
 #include <cstring>
 
@@ -26,5 +30,11 @@ std::uint64_t ReadStatusKb(const char* key) {
 
 std::uint64_t PeakRssBytes() { return ReadStatusKb("VmHWM:"); }
 std::uint64_t CurrentRssBytes() { return ReadStatusKb("VmRSS:"); }
+
+void ReturnFreeMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
 
 }  // namespace murmur

@@ -45,8 +45,10 @@ FrameDecoder::FrameDecoder(FrameLimits limits) : limits_(limits) {
   MURMUR_CHECK(limits_.min_frame_size <= limits_.max_frame_size);
 }
 
-Status FrameDecoder::Feed(ByteSpan bytes, std::vector<Bytes>* frames) {
+Status FrameDecoder::Feed(ByteSpan bytes, std::vector<Bytes>* frames, std::size_t* consumed) {
   if (failed_) return Status::FailedPrecondition("frame decoder failed earlier; close the stream");
+  const std::size_t given = bytes.size();
+  if (consumed != nullptr) *consumed = 0;
   while (!bytes.empty()) {
     if (header_have_ < kFrameHeaderSize) {
       std::size_t take = std::min(kFrameHeaderSize - header_have_, bytes.size());
@@ -76,8 +78,10 @@ Status FrameDecoder::Feed(ByteSpan bytes, std::vector<Bytes>* frames) {
       body_ = Bytes();
       header_have_ = 0;
       body_need_ = 0;
+      if (consumed != nullptr) break;
     }
   }
+  if (consumed != nullptr) *consumed = given - bytes.size();
   return Status::Ok();
 }
 
@@ -94,6 +98,13 @@ Status FrameDecoder::Finish() const {
 FrameReader::FrameReader(FrameLimits limits, std::size_t capacity) : limits_(limits), buffer_(capacity) {
   MURMUR_CHECK(limits_.min_frame_size <= limits_.max_frame_size);
   MURMUR_CHECK(capacity >= kFrameHeaderSize + limits_.max_frame_size);
+}
+
+void FrameReader::Grow(FrameLimits limits, std::size_t capacity) {
+  MURMUR_CHECK(limits.min_frame_size <= limits.max_frame_size);
+  MURMUR_CHECK(capacity >= kFrameHeaderSize + limits.max_frame_size && capacity >= buffer_.size());
+  limits_ = limits;
+  buffer_.resize(capacity);
 }
 
 std::span<std::uint8_t> FrameReader::Space() {

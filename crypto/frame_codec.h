@@ -51,11 +51,16 @@ Status EndFrame(Bytes* out, std::size_t start, const FrameLimits& limits);
 class FrameDecoder {
  public:
   explicit FrameDecoder(FrameLimits limits = {});
+  // New limits for the frames after the current one (a handshake's tight
+  // limits, then the session's). REQUIRES: between frames.
+  void SetLimits(FrameLimits limits) { limits_ = limits; }
 
   // Consumes all of `bytes`; each completed frame body is appended to *frames.
   // ResourceExhausted (length over max) or DataLoss (length under min); after
-  // an error every call returns FailedPrecondition.
-  Status Feed(ByteSpan bytes, std::vector<Bytes>* frames);
+  // an error every call returns FailedPrecondition. With `consumed`, it stops
+  // after the first frame it completes and sets *consumed to the bytes it
+  // used, so that the caller can change the limits for the next frame.
+  Status Feed(ByteSpan bytes, std::vector<Bytes>* frames, std::size_t* consumed = nullptr);
   // OK when the stream may end here; DataLoss when a frame is cut off.
   Status Finish() const;
 
@@ -82,6 +87,11 @@ class FrameReader {
  public:
   // REQUIRES: capacity >= kFrameHeaderSize + limits.max_frame_size.
   FrameReader(FrameLimits limits, std::size_t capacity);
+  // Widens the limits and the buffer (a handshake's small ones, then the
+  // session's): bytes already received are kept, and frames returned before
+  // are no longer valid. REQUIRES: capacity >= kFrameHeaderSize +
+  // limits.max_frame_size, and no smaller than now.
+  void Grow(FrameLimits limits, std::size_t capacity);
 
   // Free space to read into; never empty. REQUIRES: Next has returned false
   // since the last Commit (every complete frame was taken).

@@ -28,6 +28,7 @@
 #include "core/status.h"
 #include "crypto/bytes.h"
 #include "crypto/certificate.h"
+#include "crypto/frame_codec.h"
 #include "crypto/handshake_state.h"
 #include "crypto/identity.h"
 #include "crypto/secure_channel.h"
@@ -37,6 +38,13 @@ namespace murmur::crypto {
 inline constexpr std::string_view kPrologueLabel = "murmur/noise-xx/v1";
 inline constexpr std::string_view kStaticKeyLabel = "murmur/static-key/v1";
 inline constexpr std::uint8_t kPayloadVersion = 1;
+// The largest handshake message murmur sends: message 2 with the largest
+// certificate (e 32, encrypted s 48, encrypted credentials 3 + 195 + 64 + 16).
+inline constexpr std::uint32_t kMaxHandshakeMessageSize = 32 + 48 + (3 + kMaxCertificateSize + 64) + 16;
+// Frame limits during a handshake (docs/protocol.md section 4): nothing
+// longer is read, so an unauthenticated peer makes its receiver buffer
+// at most this much.
+inline constexpr FrameLimits kHandshakeFrameLimits{kMaxHandshakeMessageSize, 32};
 
 // REQUIRES: a valid network id.
 Bytes MakePrologue(std::string_view network_id);

@@ -89,6 +89,20 @@ Status ValidateNodeConfig(const proto::NodeConfig& c) {
         "config fields 'message_rate_per_address' and 'message_burst_per_address' must be positive (burst >= "
         "1)");
   MURMUR_RETURN_IF_ERROR(CheckLocalData(c.data()));
+  const std::pair<const char*, std::uint32_t> bounds[] = {
+      {"max_sessions", c.max_sessions()},
+      {"max_pending_handshakes", c.max_pending_handshakes()},
+      {"max_pending_handshakes_per_address", c.max_pending_handshakes_per_address()},
+      {"control_max_sessions", c.control_max_sessions()},
+      {"control_max_pending", c.control_max_pending()},
+      {"control_max_pending_per_address", c.control_max_pending_per_address()},
+      {"max_members_per_peer", c.max_members_per_peer()},
+  };
+  for (const auto& [name, value] : bounds)
+    if (value < 1)
+      return Status::InvalidArgument(std::string("config field '") + name + "' must be at least 1");
+  if (!(c.control_handshake_timeout() > 0))
+    return Status::InvalidArgument("config field 'control_handshake_timeout' must be positive");
   std::set<std::uint32_t> ids;
   for (const auto& p : c.peers()) {
     if (!p.has_id() || p.id() == c.node_id() || !ids.insert(p.id()).second)

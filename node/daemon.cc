@@ -16,6 +16,7 @@
 #include "node/config.h"
 #include "node/control/fault_control.h"
 #include "node/daemon_impl.h"
+#include "node/fd_budget.h"
 #include "node/job/checkpoint.h"
 #include "node/job/decoders.h"
 #include "node/job/job_message.h"
@@ -37,6 +38,9 @@ Status DaemonImpl::Init() {
     return Status::InvalidArgument("config field 'log_level': '" + config_.log_level() + "' is unknown");
   SetLogLevel(level);
   const NodeId self = config_.node_id();
+  // Every connection bound is a descriptor bound: they must fit together.
+  std::uint64_t soft = 0;
+  MURMUR_RETURN_IF_ERROR(EnsureDescriptors(NeededDescriptors(config_), &soft));
 
   // Keys and admission.
   const std::string key_path =
@@ -63,6 +67,8 @@ Status DaemonImpl::Init() {
   to.listen_host = listen.host;
   to.listen_port = listen.port;
   to.seed = config_.has_job() ? config_.job().seed() : self + 1;
+  to.max_sessions = config_.max_sessions();
+  to.pending = {config_.max_pending_handshakes(), config_.max_pending_handshakes_per_address()};
   to.scoring.messages_per_second = config_.message_rate_per_address();
   to.scoring.message_burst = config_.message_burst_per_address();
   for (const auto& p : config_.peers()) {
@@ -110,9 +116,14 @@ Status DaemonImpl::Init() {
   metrics_ = std::make_unique<MetricsServer>(io_, [this] { return RenderMetrics(); });
   MURMUR_ASSIGN_OR_RETURN(HostPort mhp, ParseHostPort(config_.metrics_listen()));
   MURMUR_RETURN_IF_ERROR(metrics_->Start(mhp.host, mhp.port));
+  ControlServerOptions co;
+  co.handshake_timeout = Seconds(config_.control_handshake_timeout());
+  co.max_sessions = config_.control_max_sessions();
+  co.pending = {config_.control_max_pending(), config_.control_max_pending_per_address()};
   control_ = std::make_unique<ControlServer>(
       io_, std::move(creds).value(), operators,
-      [this](const proto::ControlRequest& r, const crypto::PeerInfo& from) { return OnControl(r, from); });
+      [this](const proto::ControlRequest& r, const crypto::PeerInfo& from) { return OnControl(r, from); },
+      co);
   MURMUR_ASSIGN_OR_RETURN(HostPort chp, ParseHostPort(config_.control_listen()));
   MURMUR_RETURN_IF_ERROR(control_->Start(chp.host, chp.port));
   std::ostringstream ports;

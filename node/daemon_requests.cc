@@ -205,6 +205,10 @@ std::string DaemonImpl::RenderMetrics() const {
       {"sessions_refused", &s.sessions_refused},
       {"messages_dropped_graylisted", &s.messages_dropped_graylisted},
       {"messages_rate_limited", &s.messages_rate_limited},
+      {"pending_refused", &s.pending_refused},
+      {"pending_shed", &s.pending_shed},
+      {"sessions_over_limit", &s.sessions_over_limit},
+      {"legacy_certificates", &s.legacy_certificates},
   };
   for (const auto& [name, value] : scoring) {
     out += PrometheusMetric(std::string("murmur_peer_") + name + "_total", "counter",
@@ -226,6 +230,14 @@ std::string DaemonImpl::RenderMetrics() const {
                                       : 0.0);
   out += PrometheusMetric("murmur_control_requests_total", "counter", "Operator requests answered.",
                           static_cast<double>(control_->requests()));
+  out += PrometheusMetric("murmur_control_shed_total", "counter",
+                          "Operator connections still in their handshake closed to make room for newer ones.",
+                          static_cast<double>(control_->shed()));
+  out += PrometheusMetric(
+      "murmur_accept_resource_errors_total", "counter",
+      "Accepts that failed for want of file descriptors or memory (the listeners back off; docs/daemon.md).",
+      static_cast<double>(transport_->accept_resource_errors() + control_->accept_resource_errors() +
+                          metrics_->accept_resource_errors()));
   out += PrometheusMetric("murmur_control_failures_total", "counter",
                           "Operator connections refused: failed handshake, bad request, timeout.",
                           static_cast<double>(control_->failures()));

@@ -10,8 +10,12 @@ constexpr std::size_t kMaxRequestHead = 8192;
 
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
-  HttpConnection(asio::ip::tcp::socket socket, const std::function<std::string()>& render)
-      : socket_(std::move(socket)), timer_(socket_.get_executor()), render_(render) {}
+  HttpConnection(asio::ip::tcp::socket socket, const std::function<std::string()>& render,
+                 std::shared_ptr<std::size_t> open)
+      : socket_(std::move(socket)), timer_(socket_.get_executor()), render_(render), open_(std::move(open)) {
+    ++*open_;
+  }
+  ~HttpConnection() { --*open_; }
 
   void Start() {
     auto self = shared_from_this();
@@ -62,47 +66,31 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   asio::ip::tcp::socket socket_;
   asio::steady_timer timer_;
   std::function<std::string()> render_;
+  std::shared_ptr<std::size_t> open_;
   std::array<char, 1024> buf_{};
   std::string head_;
   std::string response_;
 };
 }  // namespace
 
-MetricsServer::MetricsServer(asio::io_context& io, std::function<std::string()> render)
-    : io_(io), render_(std::move(render)) {}
+MetricsServer::MetricsServer(asio::io_context& io, std::function<std::string()> render,
+                             MetricsServerOptions options)
+    : render_(std::move(render)),
+      options_(options),
+      listener_(io, "metrics", [this](asio::ip::tcp::socket socket) {
+        if (*open_ >= options_.max_connections) {
+          asio::error_code ignored;
+          socket.close(ignored);
+          return;
+        }
+        std::make_shared<HttpConnection>(std::move(socket), render_, open_)->Start();
+      }) {}
 
 Status MetricsServer::Start(const std::string& host, std::uint16_t port) {
-  asio::error_code ec;
-  auto addr = asio::ip::make_address(host, ec);
-  if (ec) return Status::InvalidArgument("metrics address '" + host + "' is not numeric");
-  auto acceptor = std::make_unique<asio::ip::tcp::acceptor>(io_);
-  asio::ip::tcp::endpoint ep(addr, port);
-  acceptor->open(ep.protocol(), ec);
-  if (!ec) acceptor->set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acceptor->bind(ep, ec);
-  if (!ec) acceptor->listen(16, ec);
-  if (ec)
-    return Status::Unavailable("metrics listen on " + host + ":" + std::to_string(port) + ": " +
-                               ec.message());
-  port_ = acceptor->local_endpoint().port();
-  acceptor_ = std::move(acceptor);
-  Accept();
-  return Status::Ok();
+  return listener_.Listen(host, port, 16);
 }
 
-void MetricsServer::Stop() {
-  if (!acceptor_) return;
-  asio::error_code ec;
-  acceptor_->close(ec);
-}
-
-void MetricsServer::Accept() {
-  acceptor_->async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
-    if (ec == asio::error::operation_aborted || !acceptor_->is_open()) return;
-    if (!ec) std::make_shared<HttpConnection>(std::move(socket), render_)->Start();
-    Accept();
-  });
-}
+void MetricsServer::Stop() { listener_.Close(); }
 
 std::string PrometheusMetric(const std::string& name, const std::string& type, const std::string& help,
                              double value) {

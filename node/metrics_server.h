@@ -1,7 +1,10 @@
 // MetricsServer: Prometheus text exposition (format 0.0.4) over a minimal
 // HTTP/1.0 handler on loopback: `GET /metrics` answers 200 with the text that
 // `render` returns; any other request 404; a request head over 8 KiB or not
-// complete within 5 s closes the connection.
+// complete within 5 s closes the connection. At most `max_connections` are
+// served at once (the file descriptors the daemon budgets for them, docs/daemon.md
+// "Limits"); more are closed on accept. Accepting backs off when descriptors
+// run out (node/transport/listener.h).
 //
 // Thread-safety: runs on the io_context's thread; `render` is called there.
 #pragma once
@@ -13,24 +16,28 @@
 
 #include "core/status.h"
 #include "node/transport/asio.h"
+#include "node/transport/listener.h"
 
 namespace murmur::node {
 
+struct MetricsServerOptions {
+  std::size_t max_connections = 8;  // scrapes served at once
+};
+
 class MetricsServer {
  public:
-  MetricsServer(asio::io_context& io, std::function<std::string()> render);
+  MetricsServer(asio::io_context& io, std::function<std::string()> render, MetricsServerOptions options = {});
   // Listens on host:port (port 0: any free port). Unavailable on failure.
   Status Start(const std::string& host, std::uint16_t port);
   void Stop();
-  std::uint16_t port() const { return port_; }
+  std::uint16_t port() const { return listener_.port(); }
+  std::uint64_t accept_resource_errors() const { return listener_.resource_errors(); }
 
  private:
-  void Accept();
-
-  asio::io_context& io_;
   std::function<std::string()> render_;
-  std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
-  std::uint16_t port_ = 0;
+  MetricsServerOptions options_;
+  std::shared_ptr<std::size_t> open_ = std::make_shared<std::size_t>(0);  // live connections
+  Listener listener_;
 };
 
 // One metric in the text format: "# HELP", "# TYPE" and the sample line.

@@ -20,17 +20,20 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
  public:
   Connection(ControlServer* server, asio::ip::tcp::socket socket)
       : server_(server),
-        open_(server->open_),
+        state_(server->state_),
         socket_(std::move(socket)),
         timer_(socket_.get_executor()),
-        decoder_(crypto::kConnectionFrameLimits),
-        handshake_(crypto::HandshakeRole::kResponder, server->credentials_, server->policy_, UnixNow()) {
-    ++*open_;
+        decoder_(crypto::kHandshakeFrameLimits),
+        handshake_(std::in_place, crypto::HandshakeRole::kResponder, server->credentials_, server->policy_,
+                   UnixNow()) {}
+  ~Connection() {
+    state_->pending.Remove(ticket_);
+    if (authenticated_) --state_->sessions;
   }
-  ~Connection() { --*open_; }
 
+  void set_ticket(PendingConnections::Ticket ticket) { ticket_ = ticket; }
   void Start() {
-    ArmTimer();
+    ArmTimer(server_->options_.handshake_timeout, "no completed handshake within the handshake timeout");
     Read();
   }
   void Close() {
@@ -38,21 +41,31 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
     socket_.close(ignored);
     timer_.cancel();
   }
+  // Closed to make room for a newer pending connection.
+  void Shed() {
+    if (!socket_.is_open()) return;
+    ++state_->shed;
+    Close();
+  }
 
  private:
-  void ArmTimer() {
+  void ArmTimer(Nanos limit, const char* why) {
     auto self = shared_from_this();
-    timer_.expires_after(server_->options_.idle_timeout);
-    timer_.async_wait([this, self](const asio::error_code& ec) {
+    timer_.expires_after(limit);
+    timer_.async_wait([this, self, why](const asio::error_code& ec) {
       if (ec) return;
-      Fail(Status::DeadlineExceeded("no complete request within the idle timeout"));
+      Fail(Status::DeadlineExceeded(why));
     });
   }
 
   void Fail(const Status& why) {
     if (!socket_.is_open()) return;
-    ++server_->failures_;
-    MURMUR_LOG(kWarning) << "control connection closed: " << why.ToString();
+    ++state_->failures;
+    if (authenticated_) {
+      MURMUR_LOG(kWarning) << "control session closed: " << why.ToString();
+    } else {
+      MURMUR_LOG(kInfo) << "control connection closed before authenticating: " << why.ToString();
+    }
     Close();
   }
 
@@ -65,33 +78,52 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
         Close();
         return;
       }
-      std::vector<crypto::Bytes> frames;
-      const Status framing = decoder_.Feed(crypto::ByteSpan(buf_.data(), n), &frames);
-      for (const crypto::Bytes& f : frames) {
-        Status st = OnFrame(f);
-        if (!st.ok()) return Fail(st);
+      // One frame at a time: the frame that completes the handshake changes
+      // the limits for the frames behind it in the same read.
+      crypto::ByteSpan bytes(buf_.data(), n);
+      while (!bytes.empty()) {
+        std::vector<crypto::Bytes> frames;
+        std::size_t used = 0;
+        const Status framing = decoder_.Feed(bytes, &frames, &used);
+        bytes = bytes.subspan(used);
+        for (const crypto::Bytes& f : frames) {
+          Status st = OnFrame(f);
+          if (!st.ok()) return Fail(st);
+          if (!socket_.is_open()) return;
+        }
+        if (!framing.ok()) return Fail(framing);
       }
-      if (!framing.ok()) return Fail(framing);
       Write();
       Read();
     });
   }
 
-  Status OnFrame(const crypto::Bytes& frame) {
-    if (!channel_.has_value()) {
-      MURMUR_RETURN_IF_ERROR(handshake_.ReadMessage(frame));
-      if (handshake_.IsMyTurn()) {
-        crypto::Bytes message, framed;
-        MURMUR_RETURN_IF_ERROR(handshake_.WriteMessage(&message));
-        MURMUR_RETURN_IF_ERROR(crypto::AppendFrame(message, crypto::kConnectionFrameLimits, &framed));
-        out_.push_back(std::move(framed));
-      }
-      if (handshake_.IsComplete()) {
-        peer_ = handshake_.peer();
-        channel_.emplace(handshake_.MakeChannel());
-      }
-      return Status::Ok();
+  Status OnHandshakeFrame(const crypto::Bytes& frame) {
+    MURMUR_RETURN_IF_ERROR(handshake_->ReadMessage(frame));
+    if (handshake_->IsMyTurn()) {
+      crypto::Bytes message, framed;
+      MURMUR_RETURN_IF_ERROR(handshake_->WriteMessage(&message));
+      MURMUR_RETURN_IF_ERROR(crypto::AppendFrame(message, crypto::kConnectionFrameLimits, &framed));
+      out_.push_back(std::move(framed));
     }
+    if (!handshake_->IsComplete()) return Status::Ok();
+    state_->pending.Remove(ticket_);
+    ticket_ = 0;
+    if (state_->sessions >= server_->options_.max_sessions)
+      return Status::ResourceExhausted("operator sessions at their limit of " +
+                                       std::to_string(server_->options_.max_sessions));
+    ++state_->sessions;
+    authenticated_ = true;
+    peer_ = handshake_->peer();
+    channel_.emplace(handshake_->MakeChannel());
+    handshake_.reset();
+    decoder_.SetLimits(crypto::kConnectionFrameLimits);
+    ArmTimer(server_->options_.idle_timeout, "no complete request within the idle timeout");
+    return Status::Ok();
+  }
+
+  Status OnFrame(const crypto::Bytes& frame) {
+    if (!channel_.has_value()) return OnHandshakeFrame(frame);
     crypto::Bytes plaintext;
     MURMUR_RETURN_IF_ERROR(channel_->Open(frame, &plaintext));
     MURMUR_RETURN_IF_ERROR(assembler_.Add(plaintext));
@@ -106,7 +138,7 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
     crypto::Bytes framed;
     MURMUR_RETURN_IF_ERROR(SealControlMessage(crypto::AsBytes(bytes), *channel_, &framed));
     out_.push_back(std::move(framed));
-    ArmTimer();
+    ArmTimer(server_->options_.idle_timeout, "no complete request within the idle timeout");
     return Status::Ok();
   }
 
@@ -124,16 +156,18 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
   }
 
   ControlServer* server_;
-  std::shared_ptr<int> open_;
+  std::shared_ptr<State> state_;
   asio::ip::tcp::socket socket_;
   asio::steady_timer timer_;
-  std::array<std::uint8_t, 16384> buf_{};
+  std::array<std::uint8_t, 4096> buf_{};
   crypto::FrameDecoder decoder_;
-  crypto::SecureHandshake handshake_;
+  std::optional<crypto::SecureHandshake> handshake_;
   std::optional<crypto::SecureChannel> channel_;
   std::optional<crypto::PeerInfo> peer_;
   ControlMessageAssembler assembler_;
   std::deque<crypto::Bytes> out_;
+  PendingConnections::Ticket ticket_ = 0;
+  bool authenticated_ = false;
   bool writing_ = false;
 };
 
@@ -143,49 +177,36 @@ ControlServer::ControlServer(asio::io_context& io, crypto::Credentials credentia
       credentials_(std::move(credentials)),
       policy_(std::move(policy)),
       handler_(std::move(handler)),
-      options_(options) {}
+      options_(options),
+      state_(std::make_shared<State>(options.pending)),
+      listener_(
+          io, "control", [this](asio::ip::tcp::socket socket) { OnAccept(std::move(socket)); },
+          [state = state_] { return state->pending.Shed(); }) {}
 
 ControlServer::~ControlServer() { Stop(); }
 
 Status ControlServer::Start(const std::string& host, std::uint16_t port) {
-  asio::error_code ec;
-  const auto address = asio::ip::make_address(host, ec);
-  if (ec) return Status::InvalidArgument("control address '" + host + "' is not numeric");
-  acceptor_ = std::make_unique<asio::ip::tcp::acceptor>(io_);
-  const asio::ip::tcp::endpoint endpoint(address, port);
-  acceptor_->open(endpoint.protocol(), ec);
-  if (!ec) acceptor_->set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acceptor_->bind(endpoint, ec);
-  if (!ec) acceptor_->listen(asio::socket_base::max_listen_connections, ec);
-  if (ec)
-    return Status::Unavailable("control: cannot listen on " + host + ":" + std::to_string(port) + ": " +
-                               ec.message());
-  port_ = acceptor_->local_endpoint().port();
-  Accept();
-  return Status::Ok();
+  return listener_.Listen(host, port);
 }
 
-void ControlServer::Stop() {
-  if (!acceptor_) return;
+void ControlServer::Stop() { listener_.Close(); }
+
+void ControlServer::OnAccept(asio::ip::tcp::socket socket) {
   asio::error_code ignored;
-  acceptor_->close(ignored);
-  acceptor_.reset();
-}
-
-void ControlServer::Accept() {
-  acceptor_->async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
-    if (ec) {
-      if (ec == asio::error::operation_aborted || !acceptor_) return;
-    } else if (*open_ >= options_.max_connections) {
-      ++failures_;
-      MURMUR_LOG(kWarning) << "control: refusing a connection over the limit of " << options_.max_connections;
-      asio::error_code ignored;
-      socket.close(ignored);
-    } else {
-      std::make_shared<Connection>(this, std::move(socket))->Start();
-    }
-    if (acceptor_) Accept();
-  });
+  const std::string address = socket.remote_endpoint(ignored).address().to_string();
+  auto c = std::make_shared<Connection>(this, std::move(socket));
+  const PendingConnections::Ticket ticket =
+      state_->pending.Admit(address, [w = std::weak_ptr<Connection>(c)] {
+        if (auto victim = w.lock()) victim->Shed();
+      });
+  if (ticket == 0) {
+    ++state_->failures;
+    MURMUR_LOG(kDebug) << "control: " << options_.pending.max_per_address << " handshakes from " << address
+                       << " are pending already: connection closed";
+    return;  // the connection closes its socket as it goes
+  }
+  c->set_ticket(ticket);
+  c->Start();
 }
 
 }  // namespace murmur::node

@@ -8,7 +8,17 @@
 // A failed handshake, a frame that fails authentication, an oversized or
 // malformed request, or `idle_timeout` without a complete request closes
 // that connection only (counted in failures()); the daemon's other work
-// carries on. At most `max_connections` are served at once; more are refused.
+// carries on.
+//
+// Unauthenticated connections never starve operators (docs/security.md
+// "Attacks and their bounds"): a connection must complete its handshake
+// within `handshake_timeout`; connections still in their handshake are
+// bounded apart from the sessions (`pending`: at most 64 at once, 8 from one
+// address; a new one sheds the oldest of the address holding the most,
+// node/transport/pending.h); and `max_sessions` counts authenticated
+// operator sessions only. During the handshake frames are read under the
+// handshake's limits (crypto::kHandshakeFrameLimits), so a pending
+// connection holds a few kilobytes.
 //
 // Thread-safety: runs on the io_context's thread; the handler is called
 // there. Stop() before the io_context goes away.
@@ -24,13 +34,17 @@
 #include "core/status.h"
 #include "crypto/handshake.h"
 #include "node/transport/asio.h"
+#include "node/transport/listener.h"
+#include "node/transport/pending.h"
 #include "proto/control.pb.h"
 
 namespace murmur::node {
 
 struct ControlServerOptions {
-  std::chrono::seconds idle_timeout{30};  // a connection without a complete request for this long is closed
-  int max_connections = 16;
+  Nanos handshake_timeout = std::chrono::seconds(2);  // from accept to a completed handshake
+  Nanos idle_timeout = std::chrono::seconds(30);      // an operator session without a complete request
+  std::size_t max_sessions = 16;                      // authenticated operator sessions at once
+  PendingOptions pending{64, 8};                      // handshakes in progress: at once, per address
 };
 
 class ControlServer {
@@ -48,24 +62,35 @@ class ControlServer {
   void Stop();
   // The credentials presented to operators from the next connection on (a renewed certificate).
   void SetCredentials(crypto::Credentials credentials) { credentials_ = std::move(credentials); }
-  std::uint16_t port() const { return port_; }
-  // Connections closed for a failed handshake or a bad request.
-  std::uint64_t failures() const { return failures_; }
+  std::uint16_t port() const { return listener_.port(); }
+  // Connections closed for a failed or late handshake, a bad request, or
+  // refused by the bounds above.
+  std::uint64_t failures() const { return state_->failures; }
   std::uint64_t requests() const { return requests_; }
+  // Pending handshakes shed to make room for newer ones.
+  std::uint64_t shed() const { return state_->shed; }
+  std::uint64_t accept_resource_errors() const { return listener_.resource_errors(); }
 
  private:
   class Connection;
-  void Accept();
+  // What connections update, and may outlive the server with (a connection
+  // is destroyed when the io_context drops its last handler).
+  struct State {
+    explicit State(PendingOptions o) : pending(o) {}
+    PendingConnections pending;
+    std::size_t sessions = 0;  // authenticated
+    std::atomic<std::uint64_t> failures{0};
+    std::atomic<std::uint64_t> shed{0};
+  };
+  void OnAccept(asio::ip::tcp::socket socket);
 
   asio::io_context& io_;
   crypto::Credentials credentials_;
   crypto::TrustPolicy policy_;
   Handler handler_;
   ControlServerOptions options_;
-  std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
-  std::uint16_t port_ = 0;
-  std::shared_ptr<int> open_ = std::make_shared<int>(0);  // live connections
-  std::atomic<std::uint64_t> failures_{0};
+  std::shared_ptr<State> state_;
+  Listener listener_;
   std::atomic<std::uint64_t> requests_{0};
 };
 

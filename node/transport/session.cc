@@ -9,9 +9,13 @@
 namespace murmur::node {
 
 namespace {
-// Receive buffer per session: several largest frames per read, so that most
-// frames are parsed and decrypted where the read put them.
+// Receive buffer per authenticated session: several largest frames per
+// read, so that most frames are parsed and decrypted where the read put
+// them. A session in its handshake reads into a buffer of one largest
+// handshake frame (about 360 bytes): unauthenticated peers cost little.
 constexpr std::size_t kReadBufferBytes = 256 * 1024;
+constexpr std::size_t kHandshakeReadBufferBytes =
+    crypto::kFrameHeaderSize + crypto::kHandshakeFrameLimits.max_frame_size;
 
 // A verified frame's record, decrypted from the receive buffer wherever the
 // envelope reader asks for its bytes (into the message being reassembled).
@@ -42,7 +46,7 @@ Session::Session(Transport* transport, asio::ip::tcp::socket socket, crypto::Han
       tick_(socket_.get_executor()),
       role_(role),
       expected_peer_(expected_peer),
-      frames_(crypto::kConnectionFrameLimits, kReadBufferBytes),
+      frames_(crypto::kHandshakeFrameLimits, kHandshakeReadBufferBytes),
       reader_(transport->options_.max_message_bytes) {}
 
 void Session::Start() {
@@ -206,8 +210,15 @@ Status Session::OnHandshakeFrame(crypto::ByteSpan frame) {
   MURMUR_RETURN_IF_ERROR(handshake_->ReadMessage(frame));
   if (handshake_->IsMyTurn()) MURMUR_RETURN_IF_ERROR(QueueHandshakeMessage());
   if (!handshake_->IsComplete()) return Status::Ok();
+  if (!transport_->OnAuthenticated(this)) {
+    Close(Status::ResourceExhausted("authenticated sessions at their limit of " +
+                                    std::to_string(transport_->options_.max_sessions)));
+    return Status::Ok();
+  }
   peer_info_ = handshake_->peer();
   channel_.emplace(handshake_->MakeChannel(transport_->options_.channel));
+  frames_.Grow(crypto::kConnectionFrameLimits, kReadBufferBytes);
+  handshake_.reset();  // its keys live on in the channel
   control_.push_back(HelloRecord(transport_->options_.self));
   PresentCurrentCertificate();  // reloaded during the handshake
   return Status::Ok();
@@ -320,16 +331,15 @@ Status Session::OnRecord(const RecordSource& record) {
 void Session::Pump() {
   if (writing_ || closed_ || transport_ == nullptr) return;
   write_buffer_.Clear();
-  while (!raw_.empty()) {
-    write_buffer_.Append(raw_.front());
-    raw_.pop_front();
-  }
+  for (const crypto::Bytes& m : raw_) write_buffer_.Append(m);
+  raw_.clear();
   if (channel_.has_value()) {
     crypto::Bytes sealed, framed;
-    while (!control_.empty()) {
+    std::vector<crypto::Bytes> records;
+    records.swap(control_);
+    for (const crypto::Bytes& record : records) {
       sealed.clear();
-      Status st = channel_->Seal(control_.front(), &sealed);
-      control_.pop_front();
+      Status st = channel_->Seal(record, &sealed);
       framed.clear();
       if (st.ok()) st = crypto::AppendFrame(sealed, crypto::kConnectionFrameLimits, &framed);
       if (!st.ok()) return Close(st);

@@ -10,7 +10,6 @@
 #pragma once
 
 #include <array>
-#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +43,12 @@ class Session : public std::enable_shared_from_this<Session> {
   void PresentCurrentCertificate();
 
   NodeId peer() const { return peer_; }
+  // The Transport's bookkeeping: its place among the pending handshakes
+  // (0: none), and whether it counts against max_sessions.
+  std::uint64_t pending_ticket() const { return pending_ticket_; }
+  void set_pending_ticket(std::uint64_t ticket) { pending_ticket_ = ticket; }
+  bool counted() const { return counted_; }
+  void set_counted() { counted_ = true; }
   // The authenticated peer (certificate, static key), once the handshake completed.
   const std::optional<crypto::PeerInfo>& peer_info() const { return peer_info_; }
   bool ready() const { return ready_; }
@@ -84,12 +89,16 @@ class Session : public std::enable_shared_from_this<Session> {
   crypto::Certificate presented_;  // the certificate the peer has from this side
   crypto::FrameReader frames_;
   EnvelopeReader reader_;
-  std::deque<crypto::Bytes> raw_;      // framed handshake messages
-  std::deque<crypto::Bytes> control_;  // plaintext records to seal ahead of data
+  // Vectors, not deques: an empty deque already holds half a kilobyte, and a
+  // pending handshake should cost little (docs/security.md).
+  std::vector<crypto::Bytes> raw_;      // framed handshake messages
+  std::vector<crypto::Bytes> control_;  // plaintext records to seal ahead of data
   WriteBatch write_buffer_;
   asio::steady_timer::time_point started_;
   asio::steady_timer::time_point last_receive_;
   asio::steady_timer::time_point last_send_;
+  std::uint64_t pending_ticket_ = 0;
+  bool counted_ = false;
   bool writing_ = false;
   bool ready_ = false;
   bool closed_ = false;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "core/sysinfo.h"
 #include "node/transport/session.h"
 
 namespace murmur::node {
@@ -17,6 +18,12 @@ Result<asio::ip::address> ParseAddress(const std::string& host) {
 }
 }  // namespace
 
+namespace {
+// Pending handshakes at once after which the allocator returns free memory
+// once they are all gone (a flood, not a fleet's restart).
+constexpr std::size_t kReturnMemoryAfterPending = 64;
+}  // namespace
+
 int DefaultCryptoThreads(int hardware_threads) { return hardware_threads >= 4 ? 2 : 0; }
 
 Transport::Transport(asio::io_context& io, crypto::Credentials credentials, crypto::TrustPolicy policy,
@@ -26,6 +33,14 @@ Transport::Transport(asio::io_context& io, crypto::Credentials credentials, cryp
       policy_(std::move(policy)),
       options_(std::move(options)),
       handler_(std::move(handler)),
+      pending_(options_.pending),
+      listener_(
+          io, "transport", [this](asio::ip::tcp::socket socket) { OnAccept(std::move(socket)); },
+          [this] {
+            if (!pending_.Shed()) return false;
+            ++stats_.pending_shed;
+            return true;
+          }),
       jitter_(options_.seed, options_.self, RngPurpose::kNetwork),
       scores_(options_.scoring) {
   for (const PeerAddress& p : options_.peers) peers_[p.id].address = p;
@@ -37,21 +52,7 @@ Transport::Transport(asio::io_context& io, crypto::Credentials credentials, cryp
 Transport::~Transport() { Stop(); }
 
 Status Transport::Start() {
-  MURMUR_ASSIGN_OR_RETURN(asio::ip::address addr, ParseAddress(options_.listen_host));
-  asio::ip::tcp::endpoint ep(addr, options_.listen_port);
-  auto acceptor = std::make_unique<asio::ip::tcp::acceptor>(io_);
-  asio::error_code ec;
-  acceptor->open(ep.protocol(), ec);
-  if (!ec) acceptor->set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acceptor->bind(ep, ec);
-  if (!ec) acceptor->listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return Status::Unavailable("listen on " + options_.listen_host + " port " +
-                               std::to_string(options_.listen_port) + ": " + ec.message());
-  }
-  port_ = acceptor->local_endpoint().port();
-  acceptor_ = std::move(acceptor);
-  Accept();
+  MURMUR_RETURN_IF_ERROR(listener_.Listen(options_.listen_host, options_.listen_port));
   for (auto& [id, peer] : peers_) {
     if (Dials(id) && peer.address.has_value()) Dial(id);
   }
@@ -61,10 +62,7 @@ Status Transport::Start() {
 void Transport::Stop() {
   if (stopped_) return;
   stopped_ = true;
-  if (acceptor_) {
-    asio::error_code ec;
-    acceptor_->close(ec);
-  }
+  listener_.Close();
   for (auto& w : sessions_) {
     if (auto s = w.lock()) s->Detach();
   }
@@ -81,36 +79,44 @@ void Transport::Stop() {
 void Transport::AddPeer(const PeerAddress& address) {
   Peer& peer = peers_[address.id];
   peer.address = address;
-  if (acceptor_ && !stopped_ && Dials(address.id) && !peer.session && !peer.dialing) Dial(address.id);
+  if (listener_.open() && !stopped_ && Dials(address.id) && !peer.session && !peer.dialing) Dial(address.id);
 }
 
-void Transport::Accept() {
-  acceptor_->async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
-    if (stopped_) return;
-    if (!ec) {
-      asio::error_code ignored;
-      const std::string address = socket.remote_endpoint(ignored).address().to_string();
-      const auto now = std::chrono::steady_clock::now();
-      // Refused before the first handshake byte is read.
-      if (scores_.IsGraylisted(address, now)) {
-        ++stats_.connections_refused;
-        socket.close(ignored);
-        return Accept();
-      }
-      if (!scores_.AllowHandshake(address, now)) {
-        ++stats_.handshakes_rate_limited;
-        MURMUR_LOG(kWarning) << "connection from " << address << " over the handshake rate limit: closed";
-        socket.close(ignored);
-        return Accept();
-      }
-      auto s = std::make_shared<Session>(this, std::move(socket), crypto::HandshakeRole::kResponder, kNoNode);
-      sessions_.push_back(s);
-      s->Start();
-    } else if (ec == asio::error::operation_aborted) {
-      return;
-    }
-    Accept();
+void Transport::OnAccept(asio::ip::tcp::socket socket) {
+  if (stopped_) return;
+  asio::error_code ignored;
+  const std::string address = socket.remote_endpoint(ignored).address().to_string();
+  const auto now = std::chrono::steady_clock::now();
+  // Refused before the first handshake byte is read.
+  if (scores_.IsGraylisted(address, now)) {
+    ++stats_.connections_refused;
+    socket.close(ignored);
+    return;
+  }
+  if (!scores_.AllowHandshake(address, now)) {
+    ++stats_.handshakes_rate_limited;
+    MURMUR_LOG(kDebug) << "connection from " << address << " over the handshake rate limit: closed";
+    socket.close(ignored);
+    return;
+  }
+  auto s = std::make_shared<Session>(this, std::move(socket), crypto::HandshakeRole::kResponder, kNoNode);
+  const PendingConnections::Ticket ticket = pending_.Admit(address, [this, w = std::weak_ptr<Session>(s)] {
+    ++stats_.pending_shed;
+    if (auto victim = w.lock())
+      victim->Close(
+          Status::ResourceExhausted("pending handshakes at their limit: the oldest of the busiest "
+                                    "address is shed"));
   });
+  if (ticket == 0) {
+    ++stats_.pending_refused;
+    MURMUR_LOG(kDebug) << "connection from " << address << ": " << options_.pending.max_per_address
+                       << " handshakes from that address are pending already: closed";
+    return;  // the unstarted session closes its socket
+  }
+  s->set_pending_ticket(ticket);
+  pending_peak_ = std::max(pending_peak_, pending_.size());
+  sessions_.push_back(s);
+  s->Start();
 }
 
 void Transport::Dial(NodeId id) {
@@ -123,6 +129,11 @@ void Transport::Dial(NodeId id) {
   }
   const Nanos graylisted = scores_.GraylistRemaining(id, std::chrono::steady_clock::now());
   if (graylisted > Nanos(0)) return RedialAfter(id, graylisted);  // when its term ends
+  if (sessions_open_ >= options_.max_sessions) {
+    ++stats_.sessions_over_limit;
+    return RedialAfter(id, options_.reconnect_max);
+  }
+  ++sessions_open_;  // the dial's socket; the session keeps the count
   peer.dialing = true;
   auto socket = std::make_shared<asio::ip::tcp::socket>(io_);
   auto timer = std::make_shared<asio::steady_timer>(io_);
@@ -138,6 +149,7 @@ void Transport::Dial(NodeId id) {
     timer->cancel();
     if (stopped_) return;
     if (ec) {
+      --sessions_open_;
       ++stats_.connect_failures;
       MURMUR_LOG(kDebug) << "connect to node " << id << ": " << ec.message();
       peers_[id].dialing = false;
@@ -145,6 +157,7 @@ void Transport::Dial(NodeId id) {
       return;
     }
     auto s = std::make_shared<Session>(this, std::move(*socket), crypto::HandshakeRole::kInitiator, id);
+    s->set_counted();
     sessions_.push_back(s);
     s->Start();
   });
@@ -175,6 +188,29 @@ void Transport::RedialAfter(NodeId id, Nanos delay) {
   });
 }
 
+void Transport::ReleasePending(Session* session) {
+  if (session->pending_ticket() == 0) return;
+  pending_.Remove(session->pending_ticket());
+  session->set_pending_ticket(0);
+  // After a burst of handshakes (a flood), give what their buffers took back.
+  if (pending_.size() == 0 && pending_peak_ >= kReturnMemoryAfterPending) {
+    ReturnFreeMemory();
+    pending_peak_ = 0;
+  }
+}
+
+bool Transport::OnAuthenticated(Session* session) {
+  ReleasePending(session);
+  if (session->counted()) return true;
+  if (sessions_open_ >= options_.max_sessions) {
+    ++stats_.sessions_over_limit;
+    return false;
+  }
+  ++sessions_open_;
+  session->set_counted();
+  return true;
+}
+
 void Transport::OnReady(const std::shared_ptr<Session>& session) {
   Peer& peer = peers_[session->peer()];
   if (peer.session && peer.session != session) {
@@ -202,6 +238,8 @@ void Transport::OnClosed(Session* session, NodeId peer_id, bool was_dialer) {
     auto s = w.lock();
     return !s || s.get() == session;
   });
+  ReleasePending(session);
+  if (session->counted()) --sessions_open_;
   if (peer_id == kNoNode || stopped_) return;
   auto it = peers_.find(peer_id);
   if (it == peers_.end()) return;

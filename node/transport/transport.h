@@ -81,7 +81,9 @@
 #include "crypto/handshake.h"
 #include "node/transport/asio.h"
 #include "node/transport/envelope.h"
+#include "node/transport/listener.h"
 #include "node/transport/peer_scoring.h"
+#include "node/transport/pending.h"
 #include "node/transport/write_batch.h"
 
 namespace murmur::node {
@@ -104,6 +106,13 @@ struct TransportOptions {
   std::uint64_t seed = 1;  // for reconnect jitter
   Nanos connect_timeout = std::chrono::seconds(3);
   Nanos handshake_timeout = std::chrono::seconds(5);  // from TCP connect to HELLO
+  // Accepted connections still in their handshake: at most pending.max_total
+  // at once (128), pending.max_per_address from one IP address (16); a new
+  // one sheds the oldest of the address holding the most (node/transport/pending.h).
+  PendingOptions pending;
+  // Authenticated sessions (and dials in progress) at once; a handshake that
+  // completes beyond it is closed. Bounds the descriptors sessions take.
+  std::size_t max_sessions = 1024;
   Nanos reconnect_initial = std::chrono::milliseconds(100);
   Nanos reconnect_max = std::chrono::seconds(5);
   Nanos keepalive_interval = std::chrono::seconds(2);  // PING when idle this long
@@ -143,10 +152,15 @@ struct TransportStats {
   std::atomic<std::uint64_t> connections_refused{0};      // accepted from a graylisted address, closed unread
   std::atomic<std::uint64_t> handshakes_rate_limited{0};  // accepted over the handshake rate, closed unread
   std::atomic<std::uint64_t> sessions_refused{0};         // HELLO from a graylisted node, closed
-  std::atomic<std::uint64_t> legacy_certificates{
-      0};  // sessions taken on a version 1 certificate (pinned key)
   std::atomic<std::uint64_t> messages_dropped_graylisted{0};  // skipped unread: sender graylisted
   std::atomic<std::uint64_t> messages_rate_limited{0};        // skipped unread: over the message rate
+  // Sessions taken on a version 1 certificate, which binds no node id (pinned key).
+  std::atomic<std::uint64_t> legacy_certificates{0};
+  // Resource bounds (docs/security.md "Attacks and their bounds").
+  std::atomic<std::uint64_t> pending_refused{
+      0};                                      // accepted over the per-address pending limit, closed unread
+  std::atomic<std::uint64_t> pending_shed{0};  // pending handshakes closed to make room (or a descriptor)
+  std::atomic<std::uint64_t> sessions_over_limit{0};  // handshakes completed beyond max_sessions, closed
 };
 
 // The default number of crypto workers on a machine with `hardware_threads`
@@ -193,7 +207,9 @@ class Transport {
   // The node's misbehaviour score now (0: clean; docs/security.md).
   double Score(NodeId peer) const;
 
-  std::uint16_t port() const { return port_; }
+  std::uint16_t port() const { return listener_.port(); }
+  // Accept failures for want of descriptors or memory (node/transport/listener.h).
+  std::uint64_t accept_resource_errors() const { return listener_.resource_errors(); }
   bool IsConnected(NodeId peer) const;
   // The Ed25519 key of the certificate `peer` presented on its current
   // session; nullopt without one. (Membership verifies signatures with it.)
@@ -222,13 +238,18 @@ class Transport {
     bool dialing = false;
   };
 
-  void Accept();
+  void OnAccept(asio::ip::tcp::socket socket);
   void Dial(NodeId id);
   void ScheduleRedial(NodeId id);
   void RedialAfter(NodeId id, Nanos delay);
   bool Dials(NodeId peer) const { return options_.self < peer; }
 
   // Called by sessions.
+  // The handshake completed: the session leaves the pending set. False when
+  // max_sessions are open (the session then closes).
+  bool OnAuthenticated(Session* session);
+  // The session leaves the pending set (authenticated or closed).
+  void ReleasePending(Session* session);
   void OnReady(const std::shared_ptr<Session>& session);
   void OnClosed(Session* session, NodeId peer, bool was_dialer);
   // Appends sealed frames of queued messages for `peer` to *out, up to about
@@ -250,8 +271,10 @@ class Transport {
   crypto::TrustPolicy policy_;
   TransportOptions options_;
   MessageHandler handler_;
-  std::unique_ptr<asio::ip::tcp::acceptor> acceptor_;
-  std::uint16_t port_ = 0;
+  PendingConnections pending_;
+  Listener listener_;
+  std::size_t sessions_open_ = 0;  // authenticated sessions and dials in progress, against max_sessions
+  std::size_t pending_peak_ = 0;   // most pending handshakes at once since memory was last returned
   std::map<NodeId, Peer> peers_;
   std::vector<std::weak_ptr<Session>> sessions_;  // every live session, for Stop
   Rng jitter_;

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "core/rng.h"
@@ -20,6 +21,31 @@ std::vector<Bytes> SomeFrames(Rng& rng, int count, std::uint32_t max) {
   }
   frames.push_back({});  // an empty frame is legal when min_frame_size is 0
   return frames;
+}
+
+// Feeds `stream` to `reader` in reads of chunk() bytes (at most what fits)
+// and returns every frame; after_frame(k) runs once k frames are out.
+std::vector<Bytes> ReadThrough(FrameReader& reader, ByteSpan stream,
+                               const std::function<std::size_t()>& chunk,
+                               const std::function<void(std::size_t)>& after_frame = {}) {
+  std::vector<Bytes> got;
+  std::size_t pos = 0;
+  while (pos < stream.size()) {
+    std::span<std::uint8_t> space = reader.Space();
+    const std::size_t n = std::min<std::size_t>({space.size(), stream.size() - pos, chunk()});
+    std::copy_n(stream.begin() + static_cast<std::ptrdiff_t>(pos), n, space.begin());
+    reader.Commit(n);
+    pos += n;
+    std::span<std::uint8_t> frame;
+    while (true) {
+      auto next = reader.Next(&frame);
+      REQUIRE(next.ok());
+      if (!*next) break;
+      got.emplace_back(frame.begin(), frame.end());
+      if (after_frame) after_frame(got.size());
+    }
+  }
+  return got;
 }
 
 TEST_CASE("frames survive arbitrary chunking of the stream") {
@@ -124,23 +150,8 @@ TEST_CASE("FrameReader gives the frames FrameDecoder gives, in place, for any re
     CHECK(stream == reference);  // BeginFrame/EndFrame write what AppendFrame writes
 
     FrameReader reader(limits, 4 + 3000 + rng.UniformInt(3000));
-    std::vector<Bytes> got;
-    std::size_t pos = 0;
-    while (pos < stream.size()) {
-      std::span<std::uint8_t> space = reader.Space();
-      const std::size_t want = 1 + static_cast<std::size_t>(rng.UniformInt(seed % 2 ? 9 : 4000));
-      const std::size_t n = std::min<std::size_t>({space.size(), stream.size() - pos, want});
-      std::copy_n(stream.begin() + static_cast<std::ptrdiff_t>(pos), n, space.begin());
-      reader.Commit(n);
-      pos += n;
-      std::span<std::uint8_t> frame;
-      while (true) {
-        auto next = reader.Next(&frame);
-        REQUIRE(next.ok());
-        if (!*next) break;
-        got.emplace_back(frame.begin(), frame.end());
-      }
-    }
+    const std::vector<Bytes> got = ReadThrough(
+        reader, stream, [&] { return 1 + static_cast<std::size_t>(rng.UniformInt(seed % 2 ? 9 : 4000)); });
     CHECK(reader.buffered_bytes() == 0);
     CHECK(got == frames);
   }
@@ -172,6 +183,50 @@ TEST_CASE("FrameReader refuses lengths outside the limits as soon as the header 
   const std::size_t start = BeginFrame(&out);
   CHECK(EndFrame(&out, start, kConnectionFrameLimits).code() == StatusCode::kInvalidArgument);
   CHECK(out == Bytes{9});  // a refused frame leaves nothing behind
+}
+
+}  // namespace
+}  // namespace murmur::crypto
+
+namespace murmur::crypto {
+namespace {
+
+// A handshake's tight limits, then a session's, switched at the frame that
+// ends the handshake even when the next frames came in the same read.
+TEST_CASE("Limits change at a frame boundary: FrameDecoder one frame at a time, FrameReader::Grow") {
+  const FrameLimits tight{64, 32};
+  const FrameLimits wide{65535, 16};
+  Bytes wire;
+  REQUIRE(AppendFrame(Bytes(40, 1), tight, &wire).ok());  // the last handshake message
+  REQUIRE(AppendFrame(Bytes(20, 2), wide, &wire).ok());   // under the tight minimum
+  REQUIRE(AppendFrame(Bytes(500, 3), wide, &wire).ok());  // over the tight maximum
+
+  FrameDecoder all_at_once(tight);
+  std::vector<Bytes> frames;
+  CHECK_FALSE(all_at_once.Feed(wire, &frames).ok());  // the second frame breaks the tight limits
+
+  FrameDecoder decoder(tight);
+  frames.clear();
+  ByteSpan rest(wire);
+  while (!rest.empty()) {
+    std::size_t used = 0;
+    REQUIRE(decoder.Feed(rest, &frames, &used).ok());
+    REQUIRE(used > 0);
+    rest = rest.subspan(used);
+    if (frames.size() == 1) decoder.SetLimits(wide);
+  }
+  REQUIRE(frames.size() == 3);
+  CHECK(frames[2] == Bytes(500, 3));
+
+  FrameReader reader(tight, kFrameHeaderSize + tight.max_frame_size);
+  const std::vector<Bytes> got = ReadThrough(
+      reader, wire, [] { return std::size_t{1} << 20; },
+      [&](std::size_t n) {
+        if (n == 1) reader.Grow(wide, kFrameHeaderSize + wide.max_frame_size);
+      });
+  REQUIRE(got.size() == 3);
+  CHECK(got[1] == Bytes(20, 2));
+  CHECK(got[2] == Bytes(500, 3));
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/rng.h"
 #include "crypto/certificate.h"
 #include "crypto/frame_codec.h"
 #include "node/config.h"
@@ -178,6 +179,38 @@ TEST_CASE(
   REQUIRE(m.ok());
   CHECK(m->metrics().find("murmur_control_failures_total 3") != std::string::npos);
   CHECK(fleet.Response(1).job().state() == "idle");
+}
+
+TEST_CASE(
+    "64 connections that send Noise message 1 and stop, from 8 addresses, never keep an operator's status "
+    "from its answer") {
+  Fleet fleet;
+  asio::io_context io;
+  std::vector<std::unique_ptr<asio::ip::tcp::socket>> held;
+  Rng rng(9, 0, RngPurpose::kGeneric);
+  for (int i = 0; i < 64; ++i) {
+    auto s = std::make_unique<asio::ip::tcp::socket>(io);
+    s->open(asio::ip::tcp::v4());
+    s->bind({asio::ip::make_address("127.0.2." + std::to_string(1 + i % 8)), 0});
+    s->connect({asio::ip::make_address("127.0.0.1"), fleet.daemons[0]->control_port()});
+    crypto::Bytes e(32), framed;
+    for (auto& b : e) b = static_cast<std::uint8_t>(rng.UniformInt(256));
+    REQUIRE(crypto::AppendFrame(e, crypto::kConnectionFrameLimits, &framed).ok());
+    asio::write(*s, asio::buffer(framed));
+    held.push_back(std::move(s));
+  }
+  for (int k = 0; k < 5; ++k) {
+    CAPTURE(k);
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(fleet.Response(0).ok());
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+  }
+  proto::ControlRequest r;
+  r.mutable_metrics();
+  auto m = fleet.Call(0, r);
+  REQUIRE(m.ok());
+  // 64 held in their handshake, plus the operators': 64 pending at most, so some were shed.
+  CHECK(m->metrics().find("murmur_control_shed_total 0\n") == std::string::npos);
 }
 
 TEST_CASE("A submitted job runs on idle daemons, status, stop, resubmission and refusals behave") {

@@ -263,6 +263,14 @@ TEST_CASE("Hostile peers are each cut off and counted while an honest session ke
     CHECK(stats.frames_rejected == 1);
     CHECK(stats.handshake_failures == 1);
   }
+  SUBCASE("a handshake frame longer than any handshake message") {
+    RawPeer p(hub.port());
+    crypto::Bytes big(crypto::kMaxHandshakeMessageSize + 1, 7);
+    p.WriteFrame(big);
+    CHECK(p.ClosedByPeer());
+    CHECK(stats.frames_rejected == 1);
+    CHECK(stats.handshake_failures == 1);
+  }
   SUBCASE("a PING before HELLO") {
     RawPeer p(hub.port());
     REQUIRE(p.Handshake(Creds(coordinator, 3), Policy(coordinator)).ok());

@@ -1,0 +1,59 @@
+// PendingConnections (node/transport/pending.h): the bounds on connections
+// still in their handshake, and whom a full set sheds.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "node/transport/pending.h"
+
+namespace murmur::node {
+namespace {
+
+TEST_CASE(
+    "Pending connections: the per-address limit refuses, a full set sheds the busiest address's oldest") {
+  PendingConnections p({/*max_total=*/6, /*max_per_address=*/3});
+  std::vector<std::string> closed;
+  auto admit = [&](const std::string& who) {
+    return p.Admit(who, [&closed, who] { closed.push_back(who); });
+  };
+  const auto a1 = admit("a");
+  REQUIRE(a1 != 0);
+  REQUIRE(admit("a") != 0);
+  REQUIRE(admit("a") != 0);
+  CHECK(admit("a") == 0);  // a fourth from "a": refused, nothing shed
+  CHECK(closed.empty());
+  REQUIRE(admit("b") != 0);
+  REQUIRE(admit("b") != 0);
+  const auto op = admit("operator");
+  REQUIRE(op != 0);
+  CHECK(p.size() == 6);
+  // Full: the next sheds the oldest of "a", the address holding the most.
+  REQUIRE(admit("c") != 0);
+  CHECK(closed == std::vector<std::string>{"a"});
+  CHECK(p.count("a") == 2);
+  p.Remove(a1);  // already shed: nothing happens
+  CHECK(p.count("a") == 2);
+  // Equal counts (a 2, b 2): the older of the two addresses' oldest goes.
+  REQUIRE(admit("d") != 0);
+  CHECK(closed == std::vector<std::string>{"a", "a"});
+  // However many come from a few addresses, each soon holds more than one,
+  // and the operator's single pending connection is never the one shed.
+  for (int i = 0; i < 40; ++i) REQUIRE(admit("flood-" + std::to_string(i % 2)) != 0);
+  CHECK(p.count("operator") == 1);
+  CHECK(std::count(closed.begin(), closed.end(), "operator") == 0);
+  CHECK(p.count("flood-0") + p.count("flood-1") == 3);  // c, d and the operator kept
+  p.Remove(op);
+  CHECK(p.count("operator") == 0);
+  CHECK(p.size() == 5);
+  // Shed on demand (the listener out of descriptors) until none is left.
+  int shed = 0;
+  while (p.Shed()) ++shed;
+  CHECK(shed == 5);
+  CHECK(p.size() == 0);
+  CHECK_FALSE(p.Shed());
+}
+
+}  // namespace
+}  // namespace murmur::node
