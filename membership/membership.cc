@@ -37,12 +37,17 @@ Result<std::unique_ptr<Membership>> Membership::Create(Env& env, MembershipOptio
   }
   if (options.retransmit_mult < 1)
     return Status::InvalidArgument("membership option retransmit_mult must be >= 1");
-  if (options.max_piggyback < 1 || options.max_piggyback > 255) {
-    return Status::InvalidArgument("membership option max_piggyback must be in [1, 255]");
+  const std::size_t max_updates = MembershipDecodeLimits{}.max_updates;
+  if (options.max_piggyback < 1 || options.max_piggyback > max_updates) {
+    return Status::InvalidArgument("membership option max_piggyback must be in [1, " +
+                                   std::to_string(max_updates) + "]");
   }
-  if (options.sync_chunk < 1 || options.sync_chunk > 256) {
-    return Status::InvalidArgument("membership option sync_chunk must be in [1, 256]");
+  if (options.sync_chunk < 1 || options.sync_chunk > max_updates) {
+    return Status::InvalidArgument("membership option sync_chunk must be in [1, " +
+                                   std::to_string(max_updates) + "]");
   }
+  if (options.max_members_per_peer < 1)
+    return Status::InvalidArgument("membership option max_members_per_peer must be >= 1");
   if (!(options.suspicion_alpha > 0) || !(options.suspicion_beta >= 1)) {
     return Status::InvalidArgument("membership options need suspicion_alpha > 0 and suspicion_beta >= 1");
   }
@@ -98,7 +103,7 @@ void Membership::Stop() {
 void Membership::Leave() {
   if (!running_ || left_) return;
   left_ = true;
-  const MemberUpdate left{MemberState::kLeft, self(), incarnation_, self(), options_.address};
+  const MemberUpdate left = SelfUpdate();
   for (const auto& [id, e] : members_) {
     if (e.member.state == MemberState::kAlive || e.member.state == MemberState::kSuspect) {
       SendUpdates(MembershipType::kSync, id, {left});
@@ -149,12 +154,14 @@ void Membership::OnMessage(NodeId from, MessagePtr msg) {
     ++stats_.rejected_header;
     MURMUR_LOG(kWarning) << "node " << self() << ": membership message from node " << from
                          << " claims sender " << h.sender << " and receiver " << h.receiver << "; dropped";
+    if (observer_ != nullptr) observer_->OnRejected(from, Rejection::kBadHeader);
     return;
   }
   if (!m->Verify(verifier_)) {
     ++stats_.rejected_signature;
     MURMUR_LOG(kWarning) << "node " << self() << ": membership message from node " << from
                          << " has a bad signature; dropped";
+    if (observer_ != nullptr) observer_->OnRejected(from, Rejection::kBadSignature);
     return;
   }
   ++stats_.messages_received;
@@ -183,7 +190,7 @@ void Membership::OnMessage(NodeId from, MessagePtr msg) {
         if (it->second.member.state == MemberState::kAlive) check.push_back(u.member);
       }
     }
-    ApplyUpdate(u);
+    ApplyUpdate(u, from);
     if (!running_) return;
   }
   for (NodeId member : check) {

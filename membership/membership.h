@@ -28,7 +28,16 @@
 // Every message is signed by its sender (MembershipSigner) and verified
 // against the sender's key (MembershipVerifier); a message whose sender is not
 // the node the Env says it came from, that is addressed to another node, or
-// whose signature fails is dropped and counted in stats().
+// whose signature fails is dropped, counted in stats() and reported to the
+// observer (OnRejected: the host books it against the sender).
+//
+// A member enters the view, comes back, changes its address or leaves only
+// on its own signed statement (an alive or left update signed by the
+// member, checked by MembershipVerifier::VerifyStatement), whoever relays
+// it; a forged one is dropped and its relay reported. Unknown members never
+// enter on a suspicion or a death. One peer brings at most
+// `max_members_per_peer` members into the view (counted while they are in
+// it), and a message carries at most 64 updates (the decoder refuses more).
 //
 // Membership acts only through the Env (timers, Send, MakeRng(kMembership)).
 // Thread-safety: the Env's executor only. The Env, the signer, the verifier
@@ -58,16 +67,17 @@ struct MembershipOptions {
   Nanos probe_timeout = std::chrono::milliseconds(500);  // direct ACK wait before PING-REQ; < probe_interval
   int indirect_probes = 3;                               // k of SWIM's PING-REQ
   int retransmit_mult = 4;                               // lambda: limit = lambda * ceil(log10(n + 1))
-  std::size_t max_piggyback = 16;                        // updates on a PING / ACK / PING-REQ / NACK, 1..255
-  std::size_t sync_chunk = 64;                           // updates per JOIN / SYNC message, 1..256
-  double suspicion_alpha = 5;                            // Lifeguard's alpha: Min = alpha * log10(n) * T'
-  double suspicion_beta = 6;                             // Lifeguard's beta: Max = beta * Min
-  int suspicion_k = 3;                                   // Lifeguard's K: confirmations that bring Min
-  bool dynamic_suspicion = true;                         // false: the timeout is always Min (SWIM)
-  int max_local_health = 8;                              // Lifeguard's S; 1 disables the LHM
-  bool buddy_system = true;                              // a ping to a suspect member carries its suspicion
-  Nanos join_retry = std::chrono::seconds(1);            // JOIN again while no member has answered
-  Nanos sync_interval = std::chrono::seconds(30);        // push-pull with a random alive member; 0: never
+  std::size_t max_piggyback = 16;                        // updates on a PING / ACK / PING-REQ / NACK, 1..64
+  std::size_t sync_chunk = 64;                           // updates per JOIN / SYNC message, 1..64
+  std::size_t max_members_per_peer = 256;  // members one peer may bring into the view (while they are in it)
+  double suspicion_alpha = 5;              // Lifeguard's alpha: Min = alpha * log10(n) * T'
+  double suspicion_beta = 6;               // Lifeguard's beta: Max = beta * Min
+  int suspicion_k = 3;                     // Lifeguard's K: confirmations that bring Min
+  bool dynamic_suspicion = true;           // false: the timeout is always Min (SWIM)
+  int max_local_health = 8;                // Lifeguard's S; 1 disables the LHM
+  bool buddy_system = true;                // a ping to a suspect member carries its suspicion
+  Nanos join_retry = std::chrono::seconds(1);          // JOIN again while no member has answered
+  Nanos sync_interval = std::chrono::seconds(30);      // push-pull with a random alive member; 0: never
   Nanos reconnect_interval = std::chrono::seconds(5);  // push-pull with a dead member / absent seed; 0: never
   Nanos reap_after = std::chrono::seconds(60);         // dead and left members are forgotten after this
 };
@@ -78,6 +88,15 @@ struct Member {
   std::uint64_t incarnation = 0;
   std::string address;
   Nanos since{0};  // when this node last changed the member's state
+  // The key its last statement verified with (an address to dial is then the member's own word).
+  std::optional<crypto::SignPublicKey> key;
+};
+
+// Why a message was dropped (MembershipObserver::OnRejected).
+enum class Rejection {
+  kBadSignature,     // the message's signature does not verify with the sender's key
+  kBadHeader,        // sender or receiver fields that are not the session's
+  kForgedStatement,  // an alive or left update whose statement does not check out
 };
 
 // Callbacks on state changes, from the Env's executor. Defaults do nothing.
@@ -89,6 +108,11 @@ class MembershipObserver {
   virtual void OnMemberSuspect(const Member& m) { (void)m; }
   // m.state is kDead (failure detected) or kLeft (graceful leave).
   virtual void OnMemberDead(const Member& m) { (void)m; }
+  // A message from `from` was dropped for `why` (the host may book it).
+  virtual void OnRejected(NodeId from, Rejection why) {
+    (void)from;
+    (void)why;
+  }
 };
 
 // Members other than this node, by state (dead counts left members too, until reaped).
@@ -100,9 +124,12 @@ struct MembershipCounts {
 
 struct MembershipStats {
   std::uint64_t messages_sent = 0;
-  std::uint64_t messages_received = 0;   // accepted (signature and header good)
-  std::uint64_t rejected_signature = 0;  // forged, unsigned or from an unknown key
-  std::uint64_t rejected_header = 0;     // sender is not the Env's sender, or addressed to another node
+  std::uint64_t messages_received = 0;      // accepted (signature and header good)
+  std::uint64_t rejected_signature = 0;     // forged, unsigned or from an unknown key
+  std::uint64_t rejected_header = 0;        // sender is not the Env's sender, or addressed to another node
+  std::uint64_t forged_statements = 0;      // alive / left updates whose statement failed: dropped
+  std::uint64_t unverified_statements = 0;  // ... that could not be checked (no key): ignored
+  std::uint64_t members_refused = 0;        // new members over the introducing peer's max_members_per_peer
   std::uint64_t probes = 0;
   std::uint64_t probes_failed = 0;  // no ACK, direct or indirect, by the end of the period
   std::uint64_t ping_reqs_sent = 0;
@@ -153,6 +180,10 @@ class Membership final : public MessageSink {
   struct Entry {
     Member member;
     NodeId origin = kNoNode;  // who declared the current state
+    // The member's last alive or left statement, relayed with its updates.
+    crypto::Signature statement{};
+    std::vector<std::uint8_t> credential;
+    NodeId introduced_by = kNoNode;  // the peer whose message brought it into the view
     std::unique_ptr<Suspicion> suspicion;
     TimerId suspicion_timer = 0;
   };
@@ -186,7 +217,13 @@ class Membership final : public MessageSink {
   void HandleNack(const MembershipHeader& h);
 
   // State and dissemination (membership_state.cc).
-  void ApplyUpdate(const MemberUpdate& u);
+  // `from`: the peer whose message carried it (self for this node's own conclusions).
+  void ApplyUpdate(const MemberUpdate& u, NodeId from);
+  // Whether a statement about another member may take effect: verified (its
+  // key in *key), else counted, and a forgery reported against `from`.
+  bool Verified(const MemberUpdate& u, NodeId from, crypto::SignPublicKey* key);
+  // Signs `u` (this node's own alive or left update) as its statement.
+  void Sign(MemberUpdate& u) const;
   void Refute(const MemberUpdate& u);
   void SetState(Entry& e, MemberState state, std::uint64_t incarnation, NodeId origin,
                 bool address_changed = false);
@@ -217,6 +254,8 @@ class Membership final : public MessageSink {
   LocalHealth health_;
   BroadcastQueue broadcasts_;
   std::map<NodeId, Entry> members_;
+  std::map<NodeId, std::size_t> introduced_;         // members in the view by the peer that brought them
+  mutable std::optional<MemberUpdate> self_update_;  // SelfUpdate, signed, until it changes
   std::vector<NodeId> probe_order_;
   std::size_t probe_pos_ = 0;
   std::optional<Probe> probe_;

@@ -29,7 +29,19 @@ MembershipMessage::MembershipMessage(const MembershipHeader& header, std::vector
                                      const crypto::Signature& signature)
     : header_(header), updates_(std::move(updates)), signature_(signature) {
   MURMUR_CHECK(updates_.size() <= 0xFFFF);
-  for (const MemberUpdate& u : updates_) MURMUR_CHECK(u.address.size() <= 0xFF);
+  for (const MemberUpdate& u : updates_)
+    MURMUR_CHECK(u.address.size() <= 0xFF && u.credential.size() <= 0xFFFF);
+}
+
+std::vector<std::uint8_t> StatementBytes(const MemberUpdate& u) {
+  std::vector<std::uint8_t> out(kMemberStatementContext.size());
+  std::memcpy(out.data(), kMemberStatementContext.data(), out.size());
+  out.push_back(static_cast<std::uint8_t>(u.state));
+  AppendLittleEndian<std::uint32_t>(out, u.member);
+  AppendLittleEndian<std::uint64_t>(out, u.incarnation);
+  out.push_back(static_cast<std::uint8_t>(u.address.size()));
+  out.insert(out.end(), u.address.begin(), u.address.end());
+  return out;
 }
 
 std::size_t MembershipMessage::EncodedSize() const {
@@ -52,6 +64,10 @@ void MembershipMessage::EncodeBody(std::vector<std::uint8_t>& out) const {
     AppendLittleEndian<std::uint32_t>(out, u.origin);
     out.push_back(static_cast<std::uint8_t>(u.address.size()));
     out.insert(out.end(), u.address.begin(), u.address.end());
+    if (!u.IsStatement()) continue;
+    out.insert(out.end(), u.statement.begin(), u.statement.end());
+    AppendLittleEndian<std::uint16_t>(out, static_cast<std::uint16_t>(u.credential.size()));
+    out.insert(out.end(), u.credential.begin(), u.credential.end());
   }
 }
 
@@ -126,6 +142,30 @@ Result<std::shared_ptr<const MembershipMessage>> MembershipMessage::Decode(
     }
     u.address.assign(reinterpret_cast<const char*>(p + pos), address_bytes);
     pos += address_bytes;
+    if (u.IsStatement()) {
+      if (u.origin != u.member) {
+        return Status::InvalidArgument("membership update " + std::to_string(i) + " (" +
+                                       MemberStateName(u.state) + " of member " + std::to_string(u.member) +
+                                       ") has origin " + std::to_string(u.origin) +
+                                       ": alive and left are the member's own statements");
+      }
+      if (body_end - pos < MemberUpdate::kStatementFixedBytes) {
+        return Status::DataLoss("membership update " + std::to_string(i) + " statement is truncated");
+      }
+      std::memcpy(u.statement.data(), p + pos, u.statement.size());
+      const std::size_t credential_bytes = ReadLittleEndian<std::uint16_t>(p + pos + crypto::kSignatureSize);
+      pos += MemberUpdate::kStatementFixedBytes;
+      if (credential_bytes > limits.max_credential_bytes) {
+        return Status::ResourceExhausted(
+            "membership update " + std::to_string(i) + " has a " + std::to_string(credential_bytes) +
+            "-byte credential, over the limit of " + std::to_string(limits.max_credential_bytes));
+      }
+      if (body_end - pos < credential_bytes) {
+        return Status::DataLoss("membership update " + std::to_string(i) + " credential is truncated");
+      }
+      u.credential.assign(p + pos, p + pos + credential_bytes);
+      pos += credential_bytes;
+    }
     updates.push_back(std::move(u));
   }
   if (pos != body_end) {

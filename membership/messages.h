@@ -10,6 +10,14 @@
 // sent it; binding the receiver's id stops a message meant for one member
 // from being replayed to another.
 //
+// An alive or left update is the member's own statement, whoever relays it:
+// it carries the member's Ed25519 signature over StatementBytes (state,
+// member, incarnation, address) and a credential that proves the key is the
+// member's (the daemon's: its coordinator-signed certificate, which binds
+// the node id; empty where every receiver knows the keys). So no third party
+// can bring a member into a view, or point its address elsewhere
+// (docs/membership.md "Signed statements").
+//
 // Wire layout (little-endian; docs/membership.md has it byte by byte):
 //   u8  type        1 PING, 2 ACK, 3 PING-REQ, 4 NACK, 5 JOIN, 6 SYNC
 //   u32 sender
@@ -18,7 +26,8 @@
 //   u32 target      (0xFFFFFFFF when the type has none)
 //   u16 U           number of updates, <= MembershipDecodeLimits::max_updates
 //   U x { u8 state (0 alive, 1 suspect, 2 dead, 3 left), u32 member,
-//         u64 incarnation, u32 origin, u8 A, A address bytes }
+//         u64 incarnation, u32 origin, u8 A, A address bytes,
+//         alive and left only: 64-byte statement signature, u16 C, C credential bytes }
 //   64 bytes        Ed25519 signature over kMembershipSignatureContext || all bytes above
 //
 // There is exactly one encoding per message: the decoder refuses unknown
@@ -44,6 +53,7 @@ namespace murmur::membership {
 inline constexpr std::uint32_t kMembershipMessageKind = 0x11;
 // Domain separation: a membership signature is never valid for another purpose.
 inline constexpr std::string_view kMembershipSignatureContext = "murmur-membership-v1";
+inline constexpr std::string_view kMemberStatementContext = "murmur-member-statement-v1";
 
 enum class MembershipType : std::uint8_t {
   kPing = 1,     // "are you alive?"; target = the receiver
@@ -67,11 +77,23 @@ struct MemberUpdate {
   std::uint64_t incarnation = 0;
   NodeId origin = kNoNode;  // alive / left: the member itself; suspect / dead: who declared it
   std::string address;      // opaque to membership (the daemon's "host:port"); <= 255 bytes
+  // Alive and left only: the member's signature over StatementBytes(*this),
+  // and the credential that proves its key (empty: the receiver knows it).
+  crypto::Signature statement{};
+  std::vector<std::uint8_t> credential{};  // <= 65535 bytes
 
+  bool IsStatement() const { return state == MemberState::kAlive || state == MemberState::kLeft; }
   static constexpr std::size_t kFixedBytes = 1 + 4 + 8 + 4 + 1;
-  std::size_t EncodedSize() const { return kFixedBytes + address.size(); }
+  static constexpr std::size_t kStatementFixedBytes = crypto::kSignatureSize + 2;
+  std::size_t EncodedSize() const {
+    return kFixedBytes + address.size() + (IsStatement() ? kStatementFixedBytes + credential.size() : 0);
+  }
   friend bool operator==(const MemberUpdate&, const MemberUpdate&) = default;
 };
+
+// What a member signs for its own alive or left update:
+// kMemberStatementContext || u8 state || u32 member || u64 incarnation || u8 A || address.
+std::vector<std::uint8_t> StatementBytes(const MemberUpdate& u);
 
 struct MembershipHeader {
   MembershipType type = MembershipType::kPing;
@@ -83,15 +105,31 @@ struct MembershipHeader {
 };
 
 struct MembershipDecodeLimits {
-  std::size_t max_updates = 256;        // per message (a SYNC carries a state chunk)
-  std::size_t max_address_bytes = 128;  // per update
+  std::size_t max_updates = 64;            // per message (a SYNC carries a state chunk of at most 64)
+  std::size_t max_address_bytes = 128;     // per update
+  std::size_t max_credential_bytes = 512;  // per statement (a certificate is at most 195)
 };
 
-// Produces the sender's signature over a message's signed bytes.
+// Produces the sender's signature over a message's signed bytes (and over
+// its own statements), and the credential its statements carry.
 class MembershipSigner {
  public:
   virtual ~MembershipSigner() = default;
   virtual crypto::Signature Sign(std::span<const std::uint8_t> signed_bytes) const = 0;
+  // Proof that the signing key is this member's, attached to its alive and
+  // left statements (the daemon: its certificate). Empty by default.
+  virtual std::vector<std::uint8_t> Credential() const { return {}; }
+};
+
+// What a member's statement is worth to a verifier.
+enum class StatementCheck {
+  kValid,       // signed by the member's key
+  kUnknownKey,  // no key to check it with (no usable credential, none known): ignored
+  kForged,      // a credential or signature that does not check out: its relay misbehaves
+};
+struct StatementVerdict {
+  StatementCheck check = StatementCheck::kUnknownKey;
+  crypto::SignPublicKey key{};  // kValid: the key it verified with
 };
 
 // Checks a signature against the public key of the claimed sender; false when
@@ -101,6 +139,10 @@ class MembershipVerifier {
   virtual ~MembershipVerifier() = default;
   virtual bool Verify(NodeId sender, std::span<const std::uint8_t> signed_bytes,
                       const crypto::Signature& signature) const = 0;
+  // Checks an alive or left update as the statement of `u.member`: its
+  // signature over StatementBytes(u), with the key that u.credential proves
+  // (or a key the verifier already holds for that member).
+  virtual StatementVerdict VerifyStatement(const MemberUpdate& u) const = 0;
 };
 
 class MembershipMessage final : public Message {
@@ -108,7 +150,8 @@ class MembershipMessage final : public Message {
   static constexpr std::size_t kHeaderBytes = 1 + 4 + 4 + 4 + 4 + 2;
 
   // Signs (header, updates) with `signer`. REQUIRES: at most 65535 updates,
-  // addresses of at most 255 bytes (Membership keeps both far lower).
+  // addresses of at most 255 bytes, credentials of at most 65535 (Membership
+  // keeps all three far lower). Statements must be signed already.
   static std::shared_ptr<const MembershipMessage> Make(const MembershipHeader& header,
                                                        std::vector<MemberUpdate> updates,
                                                        const MembershipSigner& signer);

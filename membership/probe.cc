@@ -97,7 +97,7 @@ void Membership::FinishProbe() {
   const Member& m = it->second.member;
   if (m.state != MemberState::kAlive && m.state != MemberState::kSuspect) return;
   if (m.state == MemberState::kAlive) ++stats_.suspicions_raised;
-  ApplyUpdate(MemberUpdate{MemberState::kSuspect, p.target, m.incarnation, self(), m.address});
+  ApplyUpdate(MemberUpdate{MemberState::kSuspect, p.target, m.incarnation, self(), m.address}, self());
 }
 
 void Membership::HandlePing(const MembershipHeader& h) {

@@ -1,10 +1,11 @@
 // Ed25519 implementations of MembershipSigner and MembershipVerifier.
 //
-// Ed25519Signer signs with a node's crypto::Identity. KeyDirectory maps node
-// ids to Ed25519 public keys: the daemon fills it with the keys of the
-// certificates its peers presented (node/transport/transport.h authenticates them), and
-// tests fill it with keys made by crypto::Identity::FromSeed. A message from a
-// node the directory does not know fails verification.
+// Ed25519Signer signs with a node's crypto::Identity (its statements carry no
+// credential). KeyDirectory maps node ids to Ed25519 public keys, filled by
+// the simulator and the tests with keys made by crypto::Identity::FromSeed: a
+// message or statement of a node the directory does not know fails
+// verification. The daemon's signer and verifier (node/member_keys.h) attach
+// and check certificates instead.
 //
 // Thread-safety: Ed25519Signer is immutable. KeyDirectory is not
 // synchronized: add keys and verify on the node's executor.
@@ -39,6 +40,13 @@ class KeyDirectory final : public MembershipVerifier {
               const crypto::Signature& signature) const override {
     auto it = keys_.find(sender);
     return it != keys_.end() && crypto::VerifySignature(it->second, signed_bytes, signature);
+  }
+  StatementVerdict VerifyStatement(const MemberUpdate& u) const override {
+    auto it = keys_.find(u.member);
+    if (it == keys_.end()) return {StatementCheck::kUnknownKey, {}};
+    if (!crypto::VerifySignature(it->second, StatementBytes(u), u.statement))
+      return {StatementCheck::kForged, {}};
+    return {StatementCheck::kValid, it->second};
   }
 
  private:

@@ -11,20 +11,58 @@
 // dead or left update at an incarnation >= ours, or an alive one above ours,
 // is refuted by taking that incarnation + 1 (Lifeguard counts it against the
 // local health).
+//
+// An alive or left update takes effect only as m's own signed statement
+// (Verified), and an unknown member enters only on one: suspicions and
+// deaths of members never seen are of no use, and would let a third party
+// fill the view.
 #include <algorithm>
 #include <cmath>
 
+#include "core/log.h"
 #include "membership/membership.h"
 
 namespace murmur::membership {
 
+void Membership::Sign(MemberUpdate& u) const {
+  u.statement = signer_.Sign(StatementBytes(u));
+  u.credential = signer_.Credential();
+}
+
 MemberUpdate Membership::SelfUpdate() const {
-  return MemberUpdate{left_ ? MemberState::kLeft : MemberState::kAlive, self(), incarnation_, self(),
-                      options_.address};
+  const MemberState state = left_ ? MemberState::kLeft : MemberState::kAlive;
+  // Signed once per incarnation (and again when the credential is renewed).
+  if (!self_update_ || self_update_->state != state || self_update_->incarnation != incarnation_ ||
+      self_update_->credential != signer_.Credential()) {
+    MemberUpdate u{state, self(), incarnation_, self(), options_.address};
+    Sign(u);
+    self_update_ = std::move(u);
+  }
+  return *self_update_;
 }
 
 MemberUpdate Membership::UpdateOf(const Entry& e) const {
-  return MemberUpdate{e.member.state, e.member.id, e.member.incarnation, e.origin, e.member.address};
+  MemberUpdate u{e.member.state, e.member.id, e.member.incarnation, e.origin, e.member.address};
+  if (u.IsStatement()) {
+    u.statement = e.statement;
+    u.credential = e.credential;
+  }
+  return u;
+}
+
+bool Membership::Verified(const MemberUpdate& u, NodeId from, crypto::SignPublicKey* key) {
+  const StatementVerdict v = verifier_.VerifyStatement(u);
+  switch (v.check) {
+    case StatementCheck::kValid: *key = v.key; return true;
+    case StatementCheck::kUnknownKey: ++stats_.unverified_statements; return false;
+    case StatementCheck::kForged:
+      ++stats_.forged_statements;
+      MURMUR_LOG(kWarning) << "node " << self() << ": " << MemberStateName(u.state) << " statement of member "
+                           << u.member << " relayed by node " << from << " is forged; dropped";
+      if (observer_ != nullptr && from != self()) observer_->OnRejected(from, Rejection::kForgedStatement);
+      return false;
+  }
+  return false;
 }
 
 std::size_t Membership::GroupSize() const {
@@ -61,21 +99,32 @@ void Membership::Refute(const MemberUpdate& u) {
   broadcasts_.Enqueue(SelfUpdate());
 }
 
-void Membership::ApplyUpdate(const MemberUpdate& u) {
+void Membership::ApplyUpdate(const MemberUpdate& u, NodeId from) {
   if (u.member == kNoNode) return;
   if (u.member == self()) {
     Refute(u);
     return;
   }
+  crypto::SignPublicKey key{};
   auto it = members_.find(u.member);
   if (it == members_.end()) {
-    // Unknown members enter alive or suspect; news of the death of a member
-    // never seen is of no use.
-    if (u.state != MemberState::kAlive && u.state != MemberState::kSuspect) return;
+    // Unknown members enter on their own alive statement only, and a peer
+    // brings in at most max_members_per_peer.
+    if (u.state != MemberState::kAlive) return;
+    if (introduced_[from] >= options_.max_members_per_peer) {
+      ++stats_.members_refused;
+      return;
+    }
+    if (!Verified(u, from, &key)) return;
+    ++introduced_[from];
     it = members_.emplace(u.member, Entry{}).first;
     Entry& e = it->second;
     e.member.id = u.member;
     e.member.address = u.address;
+    e.member.key = key;
+    e.statement = u.statement;
+    e.credential = u.credential;
+    e.introduced_by = from;
     e.member.state = MemberState::kDead;  // so that SetState reports the change
     // SWIM 4.3: a new member goes to a random place in the rest of this traversal.
     const std::size_t rest = probe_order_.size() - probe_pos_;
@@ -90,7 +139,10 @@ void Membership::ApplyUpdate(const MemberUpdate& u) {
   const std::uint64_t i = e.member.incarnation;
   switch (u.state) {
     case MemberState::kAlive:
-      if (u.incarnation <= i) return;
+      if (u.incarnation <= i || !Verified(u, from, &key)) return;
+      e.member.key = key;
+      e.statement = u.statement;
+      e.credential = u.credential;
       if (s != MemberState::kAlive && s != MemberState::kSuspect) {
         probe_order_.insert(
             probe_order_.begin() + static_cast<std::ptrdiff_t>(
@@ -124,7 +176,10 @@ void Membership::ApplyUpdate(const MemberUpdate& u) {
       SetState(e, MemberState::kDead, u.incarnation, u.origin);
       break;
     case MemberState::kLeft:
-      if (s == MemberState::kLeft || u.incarnation < i || u.origin != u.member) return;
+      if (s == MemberState::kLeft || u.incarnation < i || u.origin != u.member || !Verified(u, from, &key))
+        return;
+      e.statement = u.statement;
+      e.credential = u.credential;
       SetState(e, MemberState::kLeft, u.incarnation, u.origin);
       break;
   }
@@ -186,7 +241,8 @@ void Membership::OnSuspicionTimeout(NodeId id) {
   it->second.suspicion_timer = 0;
   ++stats_.deaths_declared;
   ApplyUpdate(
-      MemberUpdate{MemberState::kDead, id, it->second.member.incarnation, self(), it->second.member.address});
+      MemberUpdate{MemberState::kDead, id, it->second.member.incarnation, self(), it->second.member.address},
+      self());
 }
 
 void Membership::Reap() {
@@ -196,6 +252,8 @@ void Membership::Reap() {
     const bool gone = m.state == MemberState::kDead || m.state == MemberState::kLeft;
     if (gone && now - m.since >= options_.reap_after) {
       broadcasts_.Forget(m.id);
+      auto by = introduced_.find(it->second.introduced_by);
+      if (by != introduced_.end() && --by->second == 0) introduced_.erase(by);
       it = members_.erase(it);
     } else {
       ++it;

@@ -106,10 +106,11 @@ Status DaemonImpl::Init() {
                    ? "[" + listen.host + "]:" + std::to_string(transport_->port())
                    : listen.host + ":" + std::to_string(transport_->port());
   for (const auto& p : config_.peers()) mo.seeds.push_back(p.id());
-  signer_ = std::make_unique<membership::Ed25519Signer>(identity);
+  mo.max_members_per_peer = config_.max_members_per_peer();
+  signer_ = std::make_unique<CertifiedSigner>(identity, cert);
   identity_ = std::make_unique<crypto::Identity>(identity);
-  session_keys_ = std::make_unique<SessionKeys>(transport_.get());
-  auto membership = membership::Membership::Create(net(), mo, *signer_, *session_keys_, this);
+  member_keys_ = std::make_unique<MemberKeys>(transport_.get(), node_policy_);
+  auto membership = membership::Membership::Create(net(), mo, *signer_, *member_keys_, this);
   if (!membership.ok()) return membership.status().WithContext("membership");
   membership_ = std::move(membership).value();
   membership_->Start();
@@ -299,6 +300,7 @@ Status DaemonImpl::ReloadCertificate(const std::string& why) {
   const std::string before = DescribeCertificate(transport_->credentials().certificate);
   MURMUR_RETURN_IF_ERROR(transport_->SetCredentials(*renewed));  // same identity: cannot fail
   control_->SetCredentials(*renewed);
+  signer_->SetCertificate(renewed->certificate);
   ++cert_reloads_;
   MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": " << why << ": certificate renewed, now "
                        << DescribeCertificate(renewed->certificate) << " (was " << before << ")";
@@ -337,9 +339,15 @@ void DaemonImpl::OnMemberAlive(const membership::Member& m) {
   if (hp.ok() && !transport_->IsConnected(m.id)) {
     bool configured = false;
     for (const auto& p : config_.peers()) configured = configured || p.id() == m.id;
-    if (!configured) transport_->AddPeer(PeerAddress{m.id, hp->host, hp->port, std::nullopt});
+    // The address is the member's own signed word; the dial must meet the key that signed it.
+    if (!configured) transport_->AddPeer(PeerAddress{m.id, hp->host, hp->port, m.key});
   }
   if (job_ && !job_->ended()) job_->PeersChanged();
+}
+
+void DaemonImpl::OnRejected(NodeId from, membership::Rejection why) {
+  transport_->ReportMisbehaviour(
+      from, why == membership::Rejection::kBadHeader ? Offence::kProtocolViolation : Offence::kBadSignature);
 }
 
 void DaemonImpl::OnMemberSuspect(const membership::Member& m) {

@@ -16,11 +16,11 @@
 #include "core/faulty_env.h"
 #include "crypto/handshake.h"
 #include "membership/membership.h"
-#include "membership/signer.h"
 #include "node/control/server.h"
 #include "node/daemon.h"
 #include "node/job/job.h"
 #include "node/job/job_router.h"
+#include "node/member_keys.h"
 #include "node/metrics_server.h"
 #include "node/transport/asio.h"
 #include "node/transport/asio_env.h"
@@ -28,21 +28,6 @@
 #include "proto/control.pb.h"
 
 namespace murmur::node {
-
-// Verifies a membership message's signature with the key of the certificate
-// its sender presented on the session the message arrived on.
-class SessionKeys final : public membership::MembershipVerifier {
- public:
-  explicit SessionKeys(const Transport* transport) : transport_(transport) {}
-  bool Verify(NodeId sender, std::span<const std::uint8_t> signed_bytes,
-              const crypto::Signature& signature) const override {
-    const auto key = transport_->PeerKey(sender);
-    return key.has_value() && crypto::VerifySignature(*key, signed_bytes, signature);
-  }
-
- private:
-  const Transport* transport_;
-};
 
 class DaemonImpl final : public MessageSink, public membership::MembershipObserver {
  public:
@@ -84,6 +69,7 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   void OnMemberAlive(const membership::Member& m) override;
   void OnMemberSuspect(const membership::Member& m) override;
   void OnMemberDead(const membership::Member& m) override;
+  void OnRejected(NodeId from, membership::Rejection why) override;
   bool PeerAlive(NodeId peer) const {
     if (!membership_) return true;
     const auto m = membership_->Find(peer);
@@ -107,9 +93,9 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<MetricsServer> metrics_;
   std::unique_ptr<ControlServer> control_;
-  std::unique_ptr<membership::Ed25519Signer> signer_;
+  std::unique_ptr<CertifiedSigner> signer_;
   std::unique_ptr<crypto::Identity> identity_;  // signs SecAgg+ keys of federated jobs
-  std::unique_ptr<SessionKeys> session_keys_;
+  std::unique_ptr<MemberKeys> member_keys_;
   std::unique_ptr<membership::Membership> membership_;
   // Job messages to the running job when their tag is its own (node/job/job_router.h).
   JobRouter router_{config_.node_id(), [this] { return env_ ? env_->Now() : Nanos(0); }};

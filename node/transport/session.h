@@ -49,6 +49,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void set_pending_ticket(std::uint64_t ticket) { pending_ticket_ = ticket; }
   bool counted() const { return counted_; }
   void set_counted() { counted_ = true; }
+  // A dial's address key (empty for an accepted connection).
+  const std::string& dial_key() const { return dial_key_; }
+  void set_dial_key(std::string key) { dial_key_ = std::move(key); }
   // The authenticated peer (certificate, static key), once the handshake completed.
   const std::optional<crypto::PeerInfo>& peer_info() const { return peer_info_; }
   bool ready() const { return ready_; }
@@ -98,6 +101,7 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::steady_timer::time_point last_receive_;
   asio::steady_timer::time_point last_send_;
   std::uint64_t pending_ticket_ = 0;
+  std::string dial_key_;
   bool counted_ = false;
   bool writing_ = false;
   bool ready_ = false;

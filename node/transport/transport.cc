@@ -22,6 +22,8 @@ namespace {
 // Pending handshakes at once after which the allocator returns free memory
 // once they are all gone (a flood, not a fleet's restart).
 constexpr std::size_t kReturnMemoryAfterPending = 64;
+// Addresses whose dial backoff is remembered before the expired ones are forgotten.
+constexpr std::size_t kMaxDialAddresses = 4096;
 }  // namespace
 
 int DefaultCryptoThreads(int hardware_threads) { return hardware_threads >= 4 ? 2 : 0; }
@@ -127,12 +129,21 @@ void Transport::Dial(NodeId id) {
     MURMUR_LOG(kError) << "node " << id << ": " << addr.status().ToString();
     return;
   }
-  const Nanos graylisted = scores_.GraylistRemaining(id, std::chrono::steady_clock::now());
+  const auto now = std::chrono::steady_clock::now();
+  const Nanos graylisted = scores_.GraylistRemaining(id, now);
   if (graylisted > Nanos(0)) return RedialAfter(id, graylisted);  // when its term ends
+  // Whatever node id claims this address: one dial at a time, and its backoff.
+  const std::string key = peer.address->host + " " + std::to_string(peer.address->port);
+  AddressDials& at = address_dials_[key];
+  if (at.in_flight || now < at.next) {
+    ++stats_.dials_deferred;
+    return RedialAfter(id, at.in_flight ? options_.reconnect_initial : Nanos(at.next - now));
+  }
   if (sessions_open_ >= options_.max_sessions) {
     ++stats_.sessions_over_limit;
     return RedialAfter(id, options_.reconnect_max);
   }
+  at.in_flight = true;
   ++sessions_open_;  // the dial's socket; the session keeps the count
   peer.dialing = true;
   auto socket = std::make_shared<asio::ip::tcp::socket>(io_);
@@ -145,11 +156,12 @@ void Transport::Dial(NodeId id) {
     }
   });
   asio::ip::tcp::endpoint ep(*addr, peer.address->port);
-  socket->async_connect(ep, [this, id, socket, timer](const asio::error_code& ec) {
+  socket->async_connect(ep, [this, id, key, socket, timer](const asio::error_code& ec) {
     timer->cancel();
     if (stopped_) return;
     if (ec) {
       --sessions_open_;
+      DialFailed(key);
       ++stats_.connect_failures;
       MURMUR_LOG(kDebug) << "connect to node " << id << ": " << ec.message();
       peers_[id].dialing = false;
@@ -158,22 +170,37 @@ void Transport::Dial(NodeId id) {
     }
     auto s = std::make_shared<Session>(this, std::move(*socket), crypto::HandshakeRole::kInitiator, id);
     s->set_counted();
+    s->set_dial_key(key);
     sessions_.push_back(s);
     s->Start();
   });
 }
 
 // Exponential backoff with "equal jitter": half the step fixed, half uniform.
+Nanos Transport::Backoff(int failures) {
+  const int k = std::min(failures, 16);
+  double step = static_cast<double>(options_.reconnect_initial.count()) * static_cast<double>(1u << k);
+  step = std::min(step, static_cast<double>(options_.reconnect_max.count()));
+  return Nanos(static_cast<std::int64_t>(step / 2 + jitter_.Uniform() * step / 2));
+}
+
 void Transport::ScheduleRedial(NodeId id) {
   Peer& peer = peers_[id];
   if (stopped_ || peer.dialing) return;
   const int k = std::min(peer.failures, 20);
   ++peer.failures;
-  double step =
-      static_cast<double>(options_.reconnect_initial.count()) * static_cast<double>(1u << std::min(k, 16));
-  step = std::min(step, static_cast<double>(options_.reconnect_max.count()));
-  const double delay = step / 2 + jitter_.Uniform() * step / 2;
-  RedialAfter(id, Nanos(static_cast<std::int64_t>(delay)));
+  RedialAfter(id, Backoff(k));
+}
+
+void Transport::DialFailed(const std::string& key) {
+  const auto now = std::chrono::steady_clock::now();
+  AddressDials& at = address_dials_[key];
+  at.in_flight = false;
+  at.next = now + Backoff(at.failures++);
+  // Bounded: addresses whose backoff is over are forgotten when there are many.
+  if (address_dials_.size() > kMaxDialAddresses)
+    std::erase_if(address_dials_,
+                  [now](const auto& kv) { return !kv.second.in_flight && kv.second.next <= now; });
 }
 
 void Transport::RedialAfter(NodeId id, Nanos delay) {
@@ -229,6 +256,7 @@ void Transport::OnReady(const std::shared_ptr<Session>& session) {
     peer.queue.pop_front();
     ++stats_.send_queue_drops;
   }
+  if (!session->dial_key().empty()) address_dials_.erase(session->dial_key());  // the address is good
   MURMUR_LOG(kInfo) << "node " << options_.self << ": session with node " << session->peer() << " ready";
   session->Pump();
 }
@@ -240,6 +268,8 @@ void Transport::OnClosed(Session* session, NodeId peer_id, bool was_dialer) {
   });
   ReleasePending(session);
   if (session->counted()) --sessions_open_;
+  // A dial that ended before its HELLO (refused, wrong node, garbage) backs its address off.
+  if (!session->dial_key().empty() && !session->ready() && !stopped_) DialFailed(session->dial_key());
   if (peer_id == kNoNode || stopped_) return;
   auto it = peers_.find(peer_id);
   if (it == peers_.end()) return;

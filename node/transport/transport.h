@@ -12,7 +12,10 @@
 // Who dials: of two peers, the one with the smaller node id dials the other
 // and redials with exponential backoff and jitter after a failure or a lost
 // session; the other only accepts. A newly authenticated session for a peer
-// replaces the old one (the peer restarted).
+// replaces the old one (the peer restarted). Dials are also limited by
+// address, whatever node id they are for: one in flight per address, and
+// after a failure there (no connection, a failed handshake, no HELLO or
+// another node's) the next dial to it waits the same backoff.
 //
 // Send queues: one per peer, kept while the peer is disconnected, bounded by
 // `max_queue_bytes`. A message that does not fit evicts the oldest messages
@@ -161,6 +164,8 @@ struct TransportStats {
       0};                                      // accepted over the per-address pending limit, closed unread
   std::atomic<std::uint64_t> pending_shed{0};  // pending handshakes closed to make room (or a descriptor)
   std::atomic<std::uint64_t> sessions_over_limit{0};  // handshakes completed beyond max_sessions, closed
+  std::atomic<std::uint64_t> dials_deferred{
+      0};  // dials put off: their address has one in flight or backs off
 };
 
 // The default number of crypto workers on a machine with `hardware_threads`
@@ -214,6 +219,9 @@ class Transport {
   // The Ed25519 key of the certificate `peer` presented on its current
   // session; nullopt without one. (Membership verifies signatures with it.)
   std::optional<crypto::SignPublicKey> PeerKey(NodeId peer) const;
+  // The key `peer`'s address entry pins (the config's `public_key`, or the
+  // key its membership statement verified with), if any.
+  std::optional<crypto::SignPublicKey> PinnedKey(NodeId peer) const;
   // The certificate `peer` holds on its current session: the handshake's, or
   // the last renewed one it sent there. nullopt without a session.
   std::optional<crypto::Certificate> PeerCertificate(NodeId peer) const;
@@ -241,6 +249,10 @@ class Transport {
   void OnAccept(asio::ip::tcp::socket socket);
   void Dial(NodeId id);
   void ScheduleRedial(NodeId id);
+  // The redial wait after `failures` consecutive failures (jittered).
+  Nanos Backoff(int failures);
+  // A dial to the address `key` failed: the next to it waits out the backoff.
+  void DialFailed(const std::string& key);
   void RedialAfter(NodeId id, Nanos delay);
   bool Dials(NodeId peer) const { return options_.self < peer; }
 
@@ -260,8 +272,6 @@ class Transport {
   // A session failed with `why`: books it against the peer (node id when
   // known, else the address).
   void OnSessionFailure(NodeId peer, const std::string& address, bool in_handshake, const Status& why);
-  // The key the configuration lists for `peer`, if any.
-  std::optional<crypto::SignPublicKey> PinnedKey(NodeId peer) const;
   // Whether a message from `peer` (authenticated) at `address` is to be read.
   bool AdmitMessage(NodeId peer, const std::string& address);
   void OnGraylisted(NodeId peer);
@@ -276,6 +286,15 @@ class Transport {
   std::size_t sessions_open_ = 0;  // authenticated sessions and dials in progress, against max_sessions
   std::size_t pending_peak_ = 0;   // most pending handshakes at once since memory was last returned
   std::map<NodeId, Peer> peers_;
+  // Dials by address ("host port"), whatever node id each is for: one at a
+  // time, and after a failure there the next waits Backoff(failures), so
+  // that members pointing many ids at one address cost it one dial's worth.
+  struct AddressDials {
+    int failures = 0;
+    std::chrono::steady_clock::time_point next{};
+    bool in_flight = false;
+  };
+  std::map<std::string, AddressDials> address_dials_;
   std::vector<std::weak_ptr<Session>> sessions_;  // every live session, for Stop
   Rng jitter_;
   PeerScores scores_;

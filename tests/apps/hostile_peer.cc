@@ -395,16 +395,28 @@ int RunTakeover(const cxxopts::ParseResult& a) {
 
 // Fake members pointing at listeners of this process: the JOIN of
 // `join-updates` members at port P of --listen, fake member i at port P+1+i.
-// Counts the connections each port gets.
+// With --statements (directories of certified identities: identity.key,
+// node.cert), those members' own signed alive statements all point at port
+// P+fake+1. Counts the connections each port gets.
 int RunGossip(const cxxopts::ParseResult& a) {
   Identity me = LoadIdentity(a);
   const NodeId as = a["as"].as<NodeId>();
   const NodeId victim = a["victim-id"].as<NodeId>();
   const tcp::endpoint base = Endpoint(a["listen"].as<std::string>());
   const int fake = a["fake"].as<int>();
+  std::vector<std::string> certified;
+  if (a.count("statements")) {
+    std::string list = a["statements"].as<std::string>();
+    for (std::size_t at = 0; at <= list.size();) {
+      const std::size_t comma = std::min(list.find(',', at), list.size());
+      certified.push_back(list.substr(at, comma - at));
+      at = comma + 1;
+    }
+  }
+  const int ports = fake + 1 + (certified.empty() ? 0 : 1);
   asio::io_context io;
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;
-  std::vector<int> connections(static_cast<std::size_t>(fake) + 1, 0);
+  std::vector<int> connections(static_cast<std::size_t>(ports), 0);
   std::function<void(std::size_t)> accept = [&](std::size_t i) {
     acceptors[i]->async_accept([&, i](const asio::error_code& e, tcp::socket socket) {
       if (e) return;
@@ -415,7 +427,7 @@ int RunGossip(const cxxopts::ParseResult& a) {
     });
   };
   auto address = [&](int i) { return base.address().to_string() + ":" + std::to_string(base.port() + i); };
-  for (int i = 0; i <= fake; ++i) {
+  for (int i = 0; i < ports; ++i) {
     acceptors.push_back(std::make_unique<tcp::acceptor>(
         io, tcp::endpoint(base.address(), static_cast<std::uint16_t>(base.port() + i))));
     accept(static_cast<std::size_t>(i));
@@ -442,13 +454,36 @@ int RunGossip(const cxxopts::ParseResult& a) {
   if (st.ok() && more > 0) st = join(first + 1000, more, [&](int) { return address(0); });
   std::printf("gossip: sent %d fake members and a JOIN of %d more: %s\n", fake, more,
               st.ok() ? "sent" : st.ToString().c_str());
+  if (!certified.empty()) {
+    // Certified members' own statements, all pointing at one address of this process.
+    std::vector<membership::MemberUpdate> own;
+    for (const std::string& dir : certified) {
+      auto id = crypto::Identity::LoadKeyFile(dir + "/identity.key");
+      auto cert = crypto::LoadCertificateFile(dir + "/node.cert");
+      if (!id.ok() || !cert.ok()) Die("--statements " + dir + ": no identity.key and node.cert");
+      membership::MemberUpdate u{membership::MemberState::kAlive, cert->node_id, 1, cert->node_id,
+                                 address(fake + 1)};
+      u.statement = id->Sign(membership::StatementBytes(u));
+      const crypto::Bytes encoded = crypto::EncodeCertificate(*cert);
+      u.credential.assign(encoded.begin(), encoded.end());
+      own.push_back(std::move(u));
+    }
+    auto m = membership::MembershipMessage::Make({membership::MembershipType::kJoin, as, victim, 0, kNoNode},
+                                                 std::move(own), signer);
+    st = s.SendMessage(membership::kMembershipMessageKind, Encode(*m));
+    std::printf("gossip: sent %zu certified members' own statements pointing at %s: %s\n", certified.size(),
+                address(fake + 1).c_str(), st.ok() ? "sent" : st.ToString().c_str());
+  }
   // Count while the session stays open (its records are not read).
   const double seconds = a["seconds"].as<double>();
   io.run_for(std::chrono::milliseconds(static_cast<int>(seconds * 1000)));
-  for (int i = 0; i <= fake; ++i)
+  for (int i = 0; i < ports; ++i) {
+    const std::string whose = i == 0      ? "the JOIN's members"
+                              : i <= fake ? "member " + std::to_string(first + i - 1)
+                                          : std::to_string(certified.size()) + " certified members";
     std::printf("gossip: port %s %d connections in %.1f s (%s)\n", address(i).c_str(),
-                connections[static_cast<std::size_t>(i)], seconds,
-                i == 0 ? "the JOIN's members" : ("member " + std::to_string(first + i - 1)).c_str());
+                connections[static_cast<std::size_t>(i)], seconds, whose.c_str());
+  }
   return 0;
 }
 
@@ -475,6 +510,7 @@ int Main(int argc, char** argv) {
     ("fake-base", "gossip: the first fake member id", cxxopts::value<NodeId>()->default_value("1000"))
     ("join-updates", "gossip: updates of a second JOIN", cxxopts::value<int>()->default_value("256"))
     ("listen", "gossip: HOST:PORT, the first of the ports the fake members point at", cxxopts::value<std::string>())
+    ("statements", "gossip: directories of certified members whose own statements point at one port", cxxopts::value<std::string>())
     ("h,help", "show this help");
   // clang-format on
   options.parse_positional({"mode"});

@@ -30,8 +30,10 @@ struct Counter final : MembershipObserver {
   void OnMemberAlive(const Member& m) override { ++alive[m.id]; }
   void OnMemberSuspect(const Member& m) override { ++suspect[m.id]; }
   void OnMemberDead(const Member& m) override { dead[m.id] = m.state; }
+  void OnRejected(NodeId from, Rejection why) override { rejected.push_back({from, why}); }
   std::map<NodeId, int> alive, suspect;
   std::map<NodeId, MemberState> dead;
+  std::vector<std::pair<NodeId, Rejection>> rejected;
 };
 
 // Node 0 runs Membership; nodes 1..n-1 are played by the test, which answers
@@ -46,10 +48,16 @@ struct Harness {
     m->Start();
     std::vector<MemberUpdate> everyone;
     for (NodeId i = 1; i < n; ++i) {
-      everyone.push_back({MemberState::kAlive, i, 0, i, "10.0.0." + std::to_string(i) + ":7000"});
+      everyone.push_back(Said({MemberState::kAlive, i, 0, i, "10.0.0." + std::to_string(i) + ":7000"}));
       answering.insert(i);
     }
     Deliver(1, MembershipType::kSync, everyone);
+  }
+
+  // `u` (alive or left) as the statement of its member, signed with its key.
+  MemberUpdate Said(MemberUpdate u) const {
+    u.statement = signers.at(u.member)->Sign(StatementBytes(u));
+    return u;
   }
 
   void Deliver(NodeId from, MembershipType type, std::vector<MemberUpdate> updates, std::uint32_t seq = 0,
@@ -216,7 +224,7 @@ TEST_CASE("Members a state exchange newly suspects are pinged at once with their
   w.Deliver(1, MembershipType::kSync,
             {{MemberState::kDead, 2, 0, 1, ""},
              {MemberState::kDead, 3, 0, 1, ""},
-             {MemberState::kAlive, 4, 0, 4, ""}});
+             w.Said({MemberState::kAlive, 4, 0, 4, ""})});
   CHECK(w.StateOf(2) == MemberState::kSuspect);
   CHECK(w.StateOf(3) == MemberState::kSuspect);
   CHECK(w.m->stats().merge_checks == 2);
@@ -232,8 +240,8 @@ TEST_CASE("Members a state exchange newly suspects are pinged at once with their
   }
   CHECK(pinged == std::set<NodeId>{2, 3});
   // Their ACKs carry the refutations, which end the suspicions.
-  w.Deliver(2, MembershipType::kAck, {{MemberState::kAlive, 2, 1, 2, ""}}, 999, 2);
-  w.Deliver(3, MembershipType::kAck, {{MemberState::kAlive, 3, 1, 3, ""}}, 999, 3);
+  w.Deliver(2, MembershipType::kAck, {w.Said({MemberState::kAlive, 2, 1, 2, ""})}, 999, 2);
+  w.Deliver(3, MembershipType::kAck, {w.Said({MemberState::kAlive, 3, 1, 3, ""})}, 999, 3);
   CHECK(w.StateOf(2) == MemberState::kAlive);
   CHECK(w.StateOf(3) == MemberState::kAlive);
 }
@@ -263,6 +271,52 @@ TEST_CASE("Forged, unsigned and misaddressed membership messages are dropped and
   w.Deliver(2, MembershipType::kSync, {accuse});
   CHECK(st.messages_received == accepted + 1);
   CHECK(w.StateOf(1) == MemberState::kSuspect);
+}
+
+TEST_CASE("A member enters the view, moves or comes back only on its own signed statement") {
+  Harness w(4);
+  const auto& st = w.m->stats();
+  // Node 1 relays an alive update for node 3 that node 3 did not sign (here:
+  // signed by node 1), pointing it at another address: dropped and reported.
+  MemberUpdate moved{MemberState::kAlive, 3, 5, 3, "10.9.9.9:1"};
+  moved.statement = w.signers[1]->Sign(StatementBytes(moved));
+  w.Deliver(1, MembershipType::kSync, {moved});
+  CHECK(w.m->Find(3)->address == "10.0.0.3:7000");
+  CHECK(w.m->Find(3)->incarnation == 0);
+  CHECK(st.forged_statements == 1);
+  REQUIRE(w.observer.rejected.size() == 1);
+  CHECK(w.observer.rejected[0] == std::pair<NodeId, Rejection>{1, Rejection::kForgedStatement});
+  // Node 3's own statement, relayed by node 1, moves it.
+  w.Deliver(1, MembershipType::kSync, {w.Said(MemberUpdate{MemberState::kAlive, 3, 5, 3, "10.9.9.9:1"})});
+  CHECK(w.m->Find(3)->address == "10.9.9.9:1");
+  CHECK(w.m->Find(3)->key == KeyOf(3).public_key());
+  // A member nobody knows a key of (the verifier's directory lacks it) does
+  // not enter, nor does any member on a suspicion alone.
+  w.signers.push_back(std::make_unique<Ed25519Signer>(KeyOf(4)));
+  w.Deliver(1, MembershipType::kSync, {w.Said({MemberState::kAlive, 4, 0, 4, "10.0.0.4:7000"})});
+  w.Deliver(1, MembershipType::kSync, {{MemberState::kSuspect, 5, 0, 1, "10.0.0.5:7000"}});
+  CHECK_FALSE(w.m->Find(4).has_value());
+  CHECK_FALSE(w.m->Find(5).has_value());
+  CHECK(st.unverified_statements == 1);
+  CHECK(w.observer.rejected.size() == 1);  // not knowing a key is no offence of the relay
+}
+
+TEST_CASE("One peer brings at most max_members_per_peer members into the view") {
+  MembershipOptions o;
+  o.max_members_per_peer = 3;
+  Harness w(2, o);  // node 1 is in the view, on its own statement
+  for (NodeId i = 2; i < 8; ++i) {
+    w.keys.Add(i, KeyOf(i).public_key());
+    w.signers.push_back(std::make_unique<Ed25519Signer>(KeyOf(i)));
+  }
+  std::vector<MemberUpdate> six;
+  for (NodeId i = 2; i < 8; ++i) six.push_back(w.Said({MemberState::kAlive, i, 0, i, ""}));
+  w.Deliver(1, MembershipType::kSync, six);
+  CHECK(w.m->counts().alive == 3);  // node 1 itself, and two of the six
+  CHECK(w.m->stats().members_refused == 4);
+  // Another peer may still bring the rest.
+  w.Deliver(6, MembershipType::kSync, six);
+  CHECK(w.m->counts().alive == 6);
 }
 
 TEST_CASE("A ping to a suspect member carries its suspicion first (buddy system)") {
@@ -310,12 +364,18 @@ TEST_CASE("A left member is reported as left, not failed, and reaped after reap_
   Harness w(4, o);
   w.RunUntil(seconds(1));
   w.answering.erase(3);
-  w.Deliver(3, MembershipType::kSync, {{MemberState::kLeft, 3, 0, 3, ""}});
+  w.Deliver(3, MembershipType::kSync, {w.Said({MemberState::kLeft, 3, 0, 3, ""})});
   CHECK(w.observer.dead.at(3) == MemberState::kLeft);
   CHECK(w.m->counts().dead == 1);
-  // Someone else cannot make a member leave.
+  // Someone else cannot make a member leave: not under its own name, nor
+  // under the member's without the member's signature.
   w.Deliver(1, MembershipType::kSync, {{MemberState::kLeft, 2, 0, 1, ""}});
   CHECK(w.StateOf(2) == MemberState::kAlive);
+  MemberUpdate forged = w.Said({MemberState::kLeft, 1, 0, 1, ""});  // node 1's statement ...
+  forged.member = forged.origin = 2;                                // ... claimed for node 2
+  w.Deliver(1, MembershipType::kSync, {forged});
+  CHECK(w.StateOf(2) == MemberState::kAlive);
+  CHECK(w.m->stats().forged_statements == 1);
   w.RunUntil(seconds(19));
   CHECK(w.m->Find(3).has_value());
   w.RunUntil(seconds(24));

@@ -20,8 +20,10 @@ crypto::Identity KeyOf(NodeId node) {
 
 MembershipMessage Sample(const MembershipSigner& signer) {
   MembershipHeader h{MembershipType::kPingReq, 7, 9, 0x01020304, 11};
-  std::vector<MemberUpdate> u = {{MemberState::kSuspect, 11, 0x1122334455667788ull, 7, ""},
-                                 {MemberState::kAlive, 300, 2, 300, "10.0.0.3:7000"}};
+  MemberUpdate alive{MemberState::kAlive, 300, 2, 300, "10.0.0.3:7000"};
+  alive.statement.fill(0xEE);  // stands for member 300's signature
+  alive.credential = {0xC1, 0xC2, 0xC3};
+  std::vector<MemberUpdate> u = {{MemberState::kSuspect, 11, 0x1122334455667788ull, 7, ""}, alive};
   return *MembershipMessage::Make(h, u, signer);
 }
 
@@ -31,8 +33,8 @@ TEST_CASE("A membership message encodes byte by byte as docs/membership.md lays 
   std::vector<std::uint8_t> b;
   m.EncodeTo(b);
   REQUIRE(b.size() == m.EncodedSize());
-  // 19-byte header + (18 + 0) + (18 + 13) + 64-byte signature.
-  CHECK(b.size() == 19 + 18 + 31 + 64);
+  // 19-byte header + (18 + 0) + (18 + 13 + 64 + 2 + 3) + 64-byte signature.
+  CHECK(b.size() == 19 + 18 + 100 + 64);
   const std::vector<std::uint8_t> header = {3, 7, 0, 0, 0, 9, 0, 0, 0, 4, 3, 2, 1, 11, 0, 0, 0, 2, 0};
   CHECK(std::vector<std::uint8_t>(b.begin(), b.begin() + 19) == header);
   const std::vector<std::uint8_t> first = {1,    11,   0,    0,    0, 0x88, 0x77, 0x66, 0x55,
@@ -43,13 +45,22 @@ TEST_CASE("A membership message encodes byte by byte as docs/membership.md lays 
   CHECK(b[39] == 0x01);
   CHECK(b[54] == 13);  // address length
   CHECK(std::string(b.begin() + 55, b.begin() + 68) == "10.0.0.3:7000");
-  // The signature covers the context string and the 68 body bytes.
+  // An alive update is its member's statement: 64 signature bytes, u16 3, the credential.
+  CHECK(std::vector<std::uint8_t>(b.begin() + 68, b.begin() + 132) == std::vector<std::uint8_t>(64, 0xEE));
+  CHECK(std::vector<std::uint8_t>(b.begin() + 132, b.begin() + 137) ==
+        std::vector<std::uint8_t>{3, 0, 0xC1, 0xC2, 0xC3});
+  // What member 300 signs: the statement context, state, member, incarnation, address.
+  std::vector<std::uint8_t> statement(kMemberStatementContext.begin(), kMemberStatementContext.end());
+  for (std::uint8_t x : {0, 0x2C, 0x01, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 13}) statement.push_back(x);
+  statement.insert(statement.end(), b.begin() + 55, b.begin() + 68);
+  CHECK(StatementBytes(m.updates()[1]) == statement);
+  // The message signature covers the context string and the 137 body bytes.
   std::vector<std::uint8_t> signed_bytes(kMembershipSignatureContext.begin(),
                                          kMembershipSignatureContext.end());
-  signed_bytes.insert(signed_bytes.end(), b.begin(), b.begin() + 68);
+  signed_bytes.insert(signed_bytes.end(), b.begin(), b.begin() + 137);
   CHECK(m.SignedBytes() == signed_bytes);
   crypto::Signature sig;
-  std::copy(b.begin() + 68, b.end(), sig.begin());
+  std::copy(b.begin() + 137, b.end(), sig.begin());
   CHECK(crypto::VerifySignature(KeyOf(7).public_key(), signed_bytes, sig));
 
   auto back = MembershipMessage::Decode(b, {}).value();
@@ -78,14 +89,36 @@ TEST_CASE("The membership decoder refuses every truncation, trailing byte and ba
   bad_state[19] = 4;
   CHECK(MembershipMessage::Decode(bad_state, {}).status().message().find("unknown state 4") !=
         std::string::npos);
+  auto bad_origin = b;
+  bad_origin[50] = 7;  // member 300's alive update with origin 7: not its own statement
+  CHECK(MembershipMessage::Decode(bad_origin, {}).status().message().find("own statements") !=
+        std::string::npos);
   MembershipDecodeLimits tight;
   tight.max_address_bytes = 12;
   CHECK(MembershipMessage::Decode(b, tight).status().code() == StatusCode::kResourceExhausted);
+  tight = {};
+  tight.max_credential_bytes = 2;
+  CHECK(MembershipMessage::Decode(b, tight).status().message().find("3-byte credential") !=
+        std::string::npos);
   tight = {};
   tight.max_updates = 1;
   auto st = MembershipMessage::Decode(b, tight).status();
   CHECK(st.code() == StatusCode::kResourceExhausted);
   CHECK(st.message().find("2 updates, over the limit of 1") != std::string::npos);
+}
+
+TEST_CASE("A message of more than 64 updates is refused by default (a SYNC chunk is at most 64)") {
+  Ed25519Signer signer(KeyOf(7));
+  std::vector<MemberUpdate> many;
+  for (NodeId i = 0; i < 65; ++i) many.push_back({MemberState::kSuspect, i, 0, 7, ""});
+  std::vector<std::uint8_t> b;
+  MembershipMessage::Make({MembershipType::kSync, 7, 9, 0, kNoNode}, many, signer)->EncodeTo(b);
+  CHECK(MembershipMessage::Decode(b, {}).status().message().find("65 updates, over the limit of 64") !=
+        std::string::npos);
+  many.pop_back();
+  b.clear();
+  MembershipMessage::Make({MembershipType::kSync, 7, 9, 0, kNoNode}, many, signer)->EncodeTo(b);
+  CHECK(MembershipMessage::Decode(b, {}).ok());
 }
 
 TEST_CASE("A huge update count is refused before anything is reserved for it") {

@@ -1,6 +1,6 @@
-// Test harness for node/: credentials signed by a test coordinator, and an
+// Test harness for node/: credentials signed by a test coordinator, an
 // Endpoint (io_context + Transport + AsioEnv on its own thread) that records
-// the messages it receives.
+// the messages it receives, and a RawPeer that speaks the protocol by hand.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -14,9 +14,11 @@
 #include <thread>
 #include <vector>
 
+#include "crypto/frame_codec.h"
 #include "crypto/handshake.h"
 #include "node/job/decoders.h"
 #include "node/transport/asio_env.h"
+#include "node/transport/envelope.h"
 #include "node/transport/transport.h"
 
 namespace murmur::node::testing {
@@ -156,6 +158,71 @@ class Endpoint {
   RecordingSink sink_;
   Status start_status_;
   std::thread thread_;
+};
+
+// A peer that speaks the protocol by hand over a blocking socket, so that it can misbehave.
+class RawPeer {
+ public:
+  explicit RawPeer(std::uint16_t port) : socket_(io_) {
+    socket_.connect({asio::ip::make_address("127.0.0.1"), port});
+  }
+  void Write(const crypto::Bytes& b) { asio::write(socket_, asio::buffer(b)); }
+  void WriteFrame(const crypto::Bytes& body) {
+    crypto::Bytes f;
+    REQUIRE(crypto::AppendFrame(body, crypto::kConnectionFrameLimits, &f).ok());
+    Write(f);
+  }
+  crypto::Bytes ReadFrame() {
+    std::uint8_t len[4];
+    asio::read(socket_, asio::buffer(len));
+    crypto::Bytes body(crypto::LoadU32(len));
+    asio::read(socket_, asio::buffer(body));
+    return body;
+  }
+  // Runs the initiator's side; returns the handshake's status.
+  Status Handshake(const crypto::Credentials& creds, const crypto::TrustPolicy& policy) {
+    crypto::SecureHandshake hs(crypto::HandshakeRole::kInitiator, creds, policy, UnixNow());
+    crypto::Bytes m;
+    MURMUR_RETURN_IF_ERROR(hs.WriteMessage(&m));
+    WriteFrame(m);
+    MURMUR_RETURN_IF_ERROR(hs.ReadMessage(ReadFrame()));
+    MURMUR_RETURN_IF_ERROR(hs.WriteMessage(&m));
+    WriteFrame(m);
+    channel_.emplace(hs.MakeChannel());
+    return Status::Ok();
+  }
+  crypto::Bytes Seal(const crypto::Bytes& record) {
+    crypto::Bytes out;
+    REQUIRE(channel_->Seal(record, &out).ok());
+    return out;
+  }
+  // An application message of `kind` (BEGIN and CONTINUE records), after HELLO.
+  void SendMessage(std::uint32_t kind, const crypto::Bytes& payload) {
+    const std::size_t max = channel_->options().max_plaintext;
+    for (std::size_t i = 0; i < RecordCount(payload.size(), max); ++i) {
+      crypto::Bytes record;
+      AppendRecord(kind, payload, max, i, &record);
+      WriteFrame(Seal(record));
+    }
+  }
+  // True when the peer closed the connection (read gives EOF or reset) within `limit`.
+  bool ClosedByPeer(std::chrono::milliseconds limit = std::chrono::seconds(5)) {
+    std::uint8_t b[256];
+    asio::error_code ec;
+    socket_.non_blocking(true);
+    auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+      socket_.read_some(asio::buffer(b), ec);
+      if (ec && ec != asio::error::would_block) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  }
+
+ private:
+  asio::io_context io_;
+  asio::ip::tcp::socket socket_;
+  std::optional<crypto::SecureChannel> channel_;
 };
 
 }  // namespace murmur::node::testing

@@ -15,6 +15,7 @@ namespace {
 using testing::Creds;
 using testing::Endpoint;
 using testing::Policy;
+using testing::RawPeer;
 using testing::Seeded;
 using testing::WaitFor;
 
@@ -163,62 +164,6 @@ TEST_CASE("A session ends when a certificate expires during it, and the redial i
   c.Send(5, Model(1, 10));
   CHECK(WaitFor([&] { return b.sink().Count() == 2; }));
 }
-
-// A peer that speaks the protocol by hand over a blocking socket, so that it can misbehave.
-class RawPeer {
- public:
-  explicit RawPeer(std::uint16_t port) : socket_(io_) {
-    socket_.connect({asio::ip::make_address("127.0.0.1"), port});
-  }
-  void Write(const crypto::Bytes& b) { asio::write(socket_, asio::buffer(b)); }
-  void WriteFrame(const crypto::Bytes& body) {
-    crypto::Bytes f;
-    REQUIRE(crypto::AppendFrame(body, crypto::kConnectionFrameLimits, &f).ok());
-    Write(f);
-  }
-  crypto::Bytes ReadFrame() {
-    std::uint8_t len[4];
-    asio::read(socket_, asio::buffer(len));
-    crypto::Bytes body(crypto::LoadU32(len));
-    asio::read(socket_, asio::buffer(body));
-    return body;
-  }
-  // Runs the initiator's side; returns the handshake's status.
-  Status Handshake(const crypto::Credentials& creds, const crypto::TrustPolicy& policy) {
-    crypto::SecureHandshake hs(crypto::HandshakeRole::kInitiator, creds, policy, testing::UnixNow());
-    crypto::Bytes m;
-    MURMUR_RETURN_IF_ERROR(hs.WriteMessage(&m));
-    WriteFrame(m);
-    MURMUR_RETURN_IF_ERROR(hs.ReadMessage(ReadFrame()));
-    MURMUR_RETURN_IF_ERROR(hs.WriteMessage(&m));
-    WriteFrame(m);
-    channel_.emplace(hs.MakeChannel());
-    return Status::Ok();
-  }
-  crypto::Bytes Seal(const crypto::Bytes& record) {
-    crypto::Bytes out;
-    REQUIRE(channel_->Seal(record, &out).ok());
-    return out;
-  }
-  // True when the peer closed the connection (read gives EOF or reset) within `limit`.
-  bool ClosedByPeer(std::chrono::milliseconds limit = std::chrono::seconds(5)) {
-    std::uint8_t b[256];
-    asio::error_code ec;
-    socket_.non_blocking(true);
-    auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {
-      socket_.read_some(asio::buffer(b), ec);
-      if (ec && ec != asio::error::would_block) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    return false;
-  }
-
- private:
-  asio::io_context io_;
-  asio::ip::tcp::socket socket_;
-  std::optional<crypto::SecureChannel> channel_;
-};
 
 TEST_CASE("Hostile peers are each cut off and counted while an honest session keeps working") {
   auto coordinator = Seeded(100);
