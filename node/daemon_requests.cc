@@ -209,6 +209,7 @@ std::string DaemonImpl::RenderMetrics() const {
       {"pending_shed", &s.pending_shed},
       {"sessions_over_limit", &s.sessions_over_limit},
       {"legacy_certificates", &s.legacy_certificates},
+      {"dials_deferred", &s.dials_deferred},
   };
   for (const auto& [name, value] : scoring) {
     out += PrometheusMetric(std::string("murmur_peer_") + name + "_total", "counter",

@@ -21,7 +21,7 @@ namespace murmur::node {
 // Descriptors the daemon itself holds whatever its peers do: the standard
 // streams, the event loop (epoll, eventfd, timerfd), the signal pipe, three
 // listeners and the files a job reads and checkpoints (an idle daemon holds
-// 15; the rest is headroom).
+// 13; the rest is headroom).
 inline constexpr std::uint64_t kDaemonBaseDescriptors = 32;
 
 struct DescriptorNeeds {

@@ -38,7 +38,7 @@ check() {  # check WHAT: CPU over 5 s and 5 legitimate handshakes
   local cpu max
   sleep 1
   cpu=$(cpu_percent "$pid" 5)
-  "$HOSTILE" handshake --daemon "127.0.0.1:$BASE_PORT" --from 127.0.0.9 --as 7 --count 5 "${ATTACKER[@]}" \
+  "$HOSTILE" handshake --daemon "127.0.0.1:$BASE_PORT" --from 127.0.0.9 --as 8 --count 5 "${LEGIT[@]}" \
     >"$FLEET/handshakes" || true
   max=$(awk '/^handshakes:/ { print int($NF) }' "$FLEET/handshakes")
   echo "$1: CPU $cpu% of a core; $(tail -n 1 "$FLEET/handshakes")"

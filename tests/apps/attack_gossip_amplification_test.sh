@@ -20,15 +20,15 @@ fleet_make 2
 attacker_make 7
 certified=()
 for id in $(seq 100 119); do
-  d=$FLEET/certified$id
-  "$MURMUR" keygen --out "$d" >/dev/null 2>&1
-  "$MURMUR" cert issue --coordinator-key "$FLEET/coordinator/identity.key" --node-pub "$d/identity.pub" \
-    --node-id "$id" --network "$FLEET_NETWORK" --roles node --days 1 --out "$d/node.cert" >/dev/null 2>&1 ||
-    fail "cert issue"
-  certified+=("$d")
+  certified_make "certified$id" "$id" >/dev/null
+  certified+=("$FLEET/certified$id")
 done
 for i in 0 1; do fleet_start "$i"; done
 for i in 0 1; do wait_connected "$i" 1; done
+# A legitimate handshake while the gossip is digested (its latency is printed).
+(sleep 1; "$HOSTILE" handshake --daemon "127.0.0.1:$BASE_PORT" --from 127.0.0.9 --as 8 --count 5 \
+  "${LEGIT[@]}" >"$FLEET/handshakes" 2>&1) &
+ATTACK_PIDS+=($!)
 "$HOSTILE" gossip --daemon "127.0.0.1:$BASE_PORT" --as 7 --victim-id 0 --fake 20 --fake-base 1000 \
   --join-updates 256 --listen "127.0.0.1:$((BASE_PORT + 2))" --seconds 8 "${ATTACKER[@]}" \
   --statements "$(IFS=,; echo "${certified[*]}")" >"$FLEET/gossip" ||
@@ -39,6 +39,8 @@ shared=$(awk '/^gossip: port/ && /certified/ { print $4 }' "$FLEET/gossip")
 echo "most connection attempts at one fake member's port in 8 s: $worst"
 echo "connection attempts at the 20 certified members' shared address in 8 s: $shared"
 [ "$worst" -le 2 ] || fail "a fake member caused $worst connection attempts"
+echo "legitimate handshakes meanwhile: $(tail -n 1 "$FLEET/handshakes")"
+grep -q "handshakes: 5 of 5 completed" "$FLEET/handshakes" || fail "a legitimate handshake failed"
 [ "$shared" -le 40 ] || fail "20 members at one address caused $shared connection attempts"
 for i in 0 1; do
   "$MURMUR" peers --daemon "127.0.0.1:$((BASE_PORT + 100 + i))" "${FLEET_OP[@]:2}" >"$FLEET/peers$i"

@@ -23,7 +23,7 @@ sleep 2
 idle=$(rss_kb "$pid")
 echo "idle RSS $((idle / 1024)) MB ($idle kB)"
 [ "$idle" -lt $((20 * 1024)) ] || fail "idle RSS $idle kB is not under 20 MB"
-"$HOSTILE" handshake --daemon "127.0.0.1:$BASE_PORT" --from 127.0.0.9 --as 7 --count 3 "${ATTACKER[@]}" >/dev/null
+"$HOSTILE" handshake --daemon "127.0.0.1:$BASE_PORT" --from 127.0.0.9 --as 8 --count 3 "${LEGIT[@]}" >/dev/null
 "$HOSTILE" hold --daemon "127.0.0.1:$BASE_PORT" --count 20 --from 127.0.3.1-20 --message1 --seconds 1 >/dev/null
 sleep 1
 start=$(rss_kb "$pid")
@@ -34,7 +34,7 @@ hold=$!
 ATTACK_PIDS+=($hold)
 peak=$start
 sleep 0.5
-"$HOSTILE" handshake --daemon "127.0.0.1:$BASE_PORT" --from 127.0.0.9 --as 7 --count 5 "${ATTACKER[@]}" \
+"$HOSTILE" handshake --daemon "127.0.0.1:$BASE_PORT" --from 127.0.0.9 --as 8 --count 5 "${LEGIT[@]}" \
   >"$FLEET/handshakes" &
 ATTACK_PIDS+=($!)
 while kill -0 "$hold" 2>/dev/null; do

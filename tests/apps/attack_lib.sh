@@ -20,14 +20,22 @@ fail() {
   exit 1
 }
 
-# attacker_make ID: an identity and a node certificate for node ID in $FLEET/attacker.
+# certified_make NAME ID: an identity and a node certificate for node ID in
+# $FLEET/NAME; prints hostile_peer's arguments for it.
+certified_make() {
+  local d=$FLEET/$1
+  "$MURMUR" keygen --out "$d" >/dev/null 2>&1
+  "$MURMUR" cert issue --coordinator-key "$FLEET/coordinator/identity.key" --node-pub "$d/identity.pub" \
+    --node-id "$2" --network "$FLEET_NETWORK" --roles node --days 1 --out "$d/node.cert" >/dev/null 2>&1 ||
+    fail "cert issue for $1"
+  echo "--identity $d/identity.key --cert $d/node.cert --coordinator-key $FLEET/coordinator/identity.pub --network $FLEET_NETWORK"
+}
+
+# attacker_make ID: ATTACKER, the arguments of a certified attacker (node ID),
+# and LEGIT, those of a legitimate peer (node ID + 1) whose handshakes are timed.
 attacker_make() {
-  "$MURMUR" keygen --out "$FLEET/attacker" >/dev/null 2>&1
-  "$MURMUR" cert issue --coordinator-key "$FLEET/coordinator/identity.key" \
-    --node-pub "$FLEET/attacker/identity.pub" --node-id "$1" --network "$FLEET_NETWORK" --roles node --days 1 \
-    --out "$FLEET/attacker/node.cert" >/dev/null 2>&1 || fail "cert issue for the attacker"
-  ATTACKER=(--identity "$FLEET/attacker/identity.key" --cert "$FLEET/attacker/node.cert"
-            --coordinator-key "$FLEET/coordinator/identity.pub" --network "$FLEET_NETWORK")
+  read -r -a ATTACKER <<<"$(certified_make attacker "$1")"
+  read -r -a LEGIT <<<"$(certified_make legit $(($1 + 1)))"
 }
 
 # metric I NAME: daemon I's value of NAME (from `murmur metrics`), or -1.

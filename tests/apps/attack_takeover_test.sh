@@ -4,7 +4,9 @@
 # membership "node 1 left" and 12 undecodable payloads under that id. Asserted:
 # both daemons refuse the session, keep their session with the real node 1
 # (never "replaced by a newer session"), hold it alive, book nothing against
-# it (no graylisting), and after daemon 1 restarts its redial is taken.
+# it (no graylisting), and after daemon 1 restarts its redial is taken. A
+# legitimate handshake (node 8) during the attack completes; its latency is
+# printed.
 # usage: attack_takeover_test.sh MURMUR MURMURD SOURCE_DIR HOSTILE_PEER
 set -euo pipefail
 MURMUR=$1 MURMURD=$2 SRC=$3 HOSTILE=$4 NAME=takeover
@@ -20,6 +22,10 @@ for i in 0 1 2; do wait_connected "$i" 2; done
 for victim in 0 2; do
   "$HOSTILE" takeover --daemon "127.0.0.1:$((BASE_PORT + victim))" --as 1 --victim-id "$victim" "${ATTACKER[@]}" ||
     fail "hostile_peer takeover"
+  "$HOSTILE" handshake --daemon "127.0.0.1:$((BASE_PORT + victim))" --from 127.0.0.9 --as 8 --count 3 \
+    --interval-ms 20 "${LEGIT[@]}" >"$FLEET/handshakes" || true
+  echo "daemon $victim after the takeover attempt: $(tail -n 1 "$FLEET/handshakes")"
+  grep -q "handshakes: 3 of 3 completed" "$FLEET/handshakes" || fail "a legitimate handshake failed"
 done
 sleep 1
 for victim in 0 2; do

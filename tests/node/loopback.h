@@ -163,7 +163,10 @@ class Endpoint {
 // A peer that speaks the protocol by hand over a blocking socket, so that it can misbehave.
 class RawPeer {
  public:
-  explicit RawPeer(std::uint16_t port) : socket_(io_) {
+  // Connects to 127.0.0.1:port from `from` (a loopback address).
+  explicit RawPeer(std::uint16_t port, const std::string& from = "127.0.0.1") : socket_(io_) {
+    socket_.open(asio::ip::tcp::v4());
+    socket_.bind({asio::ip::make_address(from), 0});
     socket_.connect({asio::ip::make_address("127.0.0.1"), port});
   }
   void Write(const crypto::Bytes& b) { asio::write(socket_, asio::buffer(b)); }

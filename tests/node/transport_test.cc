@@ -290,6 +290,16 @@ TEST_CASE("Hostile peers are each cut off and counted while an honest session ke
       CHECK(hub.transport().Score(1) == 0);
     });
   }
+  SUBCASE("a handshake flood from one address") {
+    // 30 connections at once from 127.0.0.2: the first 20 (the burst) get a
+    // handshake, the rest are closed on accept; 127.0.0.1 is unaffected.
+    std::vector<std::unique_ptr<RawPeer>> flood;
+    for (int i = 0; i < 30; ++i) flood.push_back(std::make_unique<RawPeer>(hub.port(), "127.0.0.2"));
+    // 10 over the burst, fewer by what the bucket refilled meanwhile (5 per second).
+    CHECK(WaitFor([&] { return stats.handshakes_rate_limited >= 5; }));
+    CHECK(stats.handshakes_rate_limited <= 10);
+    CHECK(flood.back()->ClosedByPeer(std::chrono::seconds(1)));
+  }
   SUBCASE("a peer claiming the hub's own id") {
     RawPeer p(hub.port());
     REQUIRE(p.Handshake(Creds(coordinator, 3), Policy(coordinator)).ok());
@@ -299,6 +309,14 @@ TEST_CASE("Hostile peers are each cut off and counted while an honest session ke
   }
   CHECK(hub.Connected(1));
   CHECK(honest_still_works());
+  // And a legitimate newcomer's handshake completes within the bound of
+  // docs/security.md "Attacks and their bounds" (0.5 s).
+  const auto start = std::chrono::steady_clock::now();
+  RawPeer newcomer(hub.port());
+  REQUIRE(newcomer.Handshake(Creds(coordinator, 4), Policy(coordinator)).ok());
+  newcomer.WriteFrame(newcomer.Seal(HelloRecord(4)));
+  CHECK(WaitFor([&] { return hub.Connected(4); }));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(500));
 }
 
 // Credentials of identity `who` under a version 1 certificate, which binds no node id.
