@@ -22,6 +22,7 @@ PushSumNode::PushSumNode(Env& env, RoundTopology& topology, LocalLearner& learne
                    "push-sum sends running sums whole: use none, fp16, bf16 or int8");
   z_ = x_.Clone();
   next_x_ = ParamVector(x_.layout());
+  out_degree0_ = topology_.Out(0).Row(env_.self()).size();
   round_ = ahead_ = options_.first_round;
   if (round_ > 0) inbox_.Close(round_ - 1);  // earlier rounds are over
 }
@@ -208,5 +209,7 @@ void PushSumNode::Combine() {
   if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), done, loss_);
   BeginRound();
 }
+
+std::size_t PushSumNode::state_floats() const { return (3 + 2 * out_degree0_) * x_.size(); }
 
 }  // namespace murmur::gossip

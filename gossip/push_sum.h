@@ -33,6 +33,7 @@
 #include "core/round_observer.h"
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
+#include "gossip/node.h"
 #include "gossip/node_state.h"
 #include "gossip/round_topology.h"
 
@@ -51,25 +52,27 @@ struct PushSumOptions {
   bool catch_up = false;
 };
 
-class PushSumNode final : public MessageSink {
+class PushSumNode final : public Node {
  public:
   // `topology` gives column-stochastic matrices (topology::PushSumWeights).
   // REQUIRES: codec->full_model_safe() (running sums are sent whole).
   PushSumNode(Env& env, RoundTopology& topology, LocalLearner& learner, ParamVector x0,
               std::unique_ptr<Codec> codec, PushSumOptions options, RoundObserver* observer);
 
-  void Start();
+  void Start() override;
   void OnMessage(NodeId from, MessagePtr msg) override;
   // The state after the last completed round (gossip/node_state.h): x, w and
   // every running sum. Call between rounds or once finished.
-  Result<NodeState> ExportState() const;
+  Result<NodeState> ExportState() const override;
   // REQUIRES: before Start(), with options.first_round set.
-  Status ImportState(const NodeState& state);
+  Status ImportState(const NodeState& state) override;
 
   // The de-biased model z = x / w, current as of the last combine.
-  const ParamVector& params() const { return z_; }
+  const ParamVector& params() const override { return z_; }
   double weight() const { return w_; }
-  std::uint64_t round() const { return round_; }
+  std::uint64_t round() const override { return round_; }
+  // x, z, the incoming sum and two running sums per out-neighbour (of round 0).
+  std::size_t state_floats() const override;
   bool finished() const { return round_ >= options_.rounds; }
 
  private:
@@ -100,6 +103,7 @@ class PushSumNode final : public MessageSink {
   std::map<NodeId, RunningSum> received_;  // rho_ij per in-neighbour
   RoundInbox inbox_;
   std::uint64_t round_ = 0;
+  std::size_t out_degree0_ = 0;             // out-neighbours in round 0, self included (state_floats)
   std::uint64_t ahead_ = 0;                 // catch_up: the highest round seen from an in-neighbour
   std::map<NodeId, std::uint64_t> latest_;  // catch_up: the highest round seen from each
   bool pushed_ = false;

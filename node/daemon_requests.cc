@@ -133,10 +133,10 @@ proto::JobStatus DaemonImpl::JobStatus() const {
   if (!job_error_.empty()) s.set_error(job_error_);
   if (!job_) return s;
   s.set_job_id(job_->config().job_id());
-  s.set_algorithm(job_->config().algorithm());
+  s.set_algorithm(job_->config().spec().algorithm());
   s.set_rounds_done(job_->rounds_done());
   s.set_epsilon(job_->epsilon());  // after rounds_done: at least that round's
-  s.set_rounds_total(job_->config().rounds());
+  s.set_rounds_total(job_->config().spec().rounds());
   s.set_test_accuracy(job_->accuracy());
   s.set_train_loss(job_->loss());
   if (job_error_.empty()) {

@@ -48,7 +48,7 @@ Status ValidateScenarioFaults(const proto::Scenario& s) {
     if (!(v >= 0) || !std::isfinite(v) || v > 1e9) return bad(field, "must be in [0, 1e9] milliseconds");
   }
   if (!s.fault_partition().empty()) {
-    auto windows = ParsePartitions(s.fault_partition(), s.nodes());
+    auto windows = ParsePartitions(s.fault_partition(), s.spec().nodes());
     if (!windows.ok()) return windows.status().WithContext("scenario field 'fault_partition'");
     FaultPlan check;
     for (const auto& w : *windows) {
@@ -65,7 +65,7 @@ Result<std::unique_ptr<FaultPlan>> MakeScenarioFaultPlan(const proto::Scenario& 
   LinkFaults f = ScenarioLinkFaults(s);
   if (f.any()) plan->AddRule(FaultRule{kAnyNode, kAnyNode, Nanos(0), Nanos::max(), f});
   if (!s.fault_partition().empty()) {
-    MURMUR_ASSIGN_OR_RETURN(auto windows, ParsePartitions(s.fault_partition(), s.nodes()));
+    MURMUR_ASSIGN_OR_RETURN(auto windows, ParsePartitions(s.fault_partition(), s.spec().nodes()));
     for (const auto& w : windows) MURMUR_RETURN_IF_ERROR(plan->AddPartition(w));
   }
   return plan;

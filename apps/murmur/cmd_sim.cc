@@ -9,6 +9,8 @@
 #include "apps/murmur/progress.h"
 #include "apps/murmur/scenario_flags.h"
 #include "core/log.h"
+#include "engine/files.h"
+#include "engine/gossip_builder.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
 
@@ -36,7 +38,7 @@ void PrintSummary(const sim::RunSummary& r, const proto::Scenario& s) {
   if (r.points.empty()) return;
   const sim::EvalPoint& last = r.points.back();
   const std::uint32_t learning =
-      r.learning_nodes > 0 ? r.learning_nodes : s.nodes();  // Byzantine nodes are not evaluated
+      r.learning_nodes > 0 ? r.learning_nodes : s.spec().nodes();  // Byzantine nodes are not evaluated
   std::size_t evaluated = std::min<std::size_t>(s.eval_nodes() == 0 ? learning : s.eval_nodes(), learning);
   std::printf(
       "\nfinal (round %llu): averaged-model test accuracy %.4f, node accuracy mean %.4f (min %.4f, max %.4f) "
@@ -74,7 +76,10 @@ int RunSim(int argc, char** argv) {
       "first (flags override it).\n");
   options.add_options()("h,help", "show this help")("scenario", "scenario file (protobuf text or JSON)",
                                                     cxxopts::value<std::string>())(
-      "print-scenario", "print the effective scenario as protobuf text and exit")("quiet", "no progress bar")(
+      "job", "a murmurd job file (JobConfig): run its spec { } block here (after --scenario, before flags)",
+      cxxopts::value<std::string>())("print-scenario",
+                                     "print the effective scenario as protobuf text and exit (its spec { } "
+                                     "block is what a murmurd job file holds)")("quiet", "no progress bar")(
       "log-level", "debug, info, warning or error", cxxopts::value<std::string>());
   AddScenarioFlags(options);
   cxxopts::ParseResult result;
@@ -98,18 +103,27 @@ int RunSim(int argc, char** argv) {
   }
   proto::Scenario scenario;
   if (result.count("scenario")) {
-    auto loaded = sim::LoadScenarioFile(result["scenario"].as<std::string>());
+    std::vector<std::string> warnings;
+    auto loaded = engine::LoadScenarioFile(result["scenario"].as<std::string>(), &warnings);
     if (!loaded.ok()) return UsageError("sim", loaded.status().message());
+    for (const auto& w : warnings) std::fprintf(stderr, "murmur sim: warning: %s\n", w.c_str());
     scenario = std::move(loaded).value();
+  }
+  if (result.count("job")) {  // a murmurd job file: its spec, in a simulated world
+    std::vector<std::string> warnings;
+    auto job = engine::LoadJobConfig(result["job"].as<std::string>(), &warnings);
+    if (!job.ok()) return UsageError("sim", job.status().message());
+    for (const auto& w : warnings) std::fprintf(stderr, "murmur sim: warning: %s\n", w.c_str());
+    *scenario.mutable_spec() = job->spec();
   }
   if (Status st = ApplyScenarioFlags(result, scenario); !st.ok()) return UsageError("sim", st.message());
   if (Status st = sim::ValidateScenario(scenario); !st.ok()) return UsageError("sim", st.message());
   if (result.count("print-scenario")) {
-    std::printf("%s", sim::ScenarioToText(scenario).c_str());
+    std::printf("%s", engine::ToTextWithDefaults(scenario).c_str());
     return kExitOk;
   }
   const bool quiet = result.count("quiet") > 0;
-  ProgressBar bar("sim", scenario.rounds());
+  ProgressBar bar("sim", scenario.spec().rounds());
   std::string status = "";
   auto progress = [&](std::uint64_t done, std::uint64_t, const sim::EvalPoint* p) {
     if (p != nullptr) {
@@ -119,9 +133,10 @@ int RunSim(int argc, char** argv) {
     }
     if (!quiet) bar.Update(done, status);
   };
-  std::fprintf(stderr, "murmur sim: %u nodes, %s, %s, %s, %s, %llu rounds\n", scenario.nodes(),
-               scenario.topology().c_str(), scenario.algorithm().c_str(), scenario.model().c_str(),
-               scenario.compression().c_str(), static_cast<unsigned long long>(scenario.rounds()));
+  std::fprintf(stderr, "murmur sim: %u nodes, %s, %s, %s, %s, %llu rounds\n", scenario.spec().nodes(),
+               scenario.spec().topology().c_str(), scenario.spec().algorithm().c_str(),
+               scenario.spec().model().c_str(), engine::CompressionOf(scenario.spec()).c_str(),
+               static_cast<unsigned long long>(scenario.spec().rounds()));
   auto run = sim::RunScenario(scenario, progress);
   if (!quiet) bar.Finish(status);
   if (!run.ok()) return Failure("sim", run.status().ToString());
@@ -129,8 +144,9 @@ int RunSim(int argc, char** argv) {
   PrintTable(*run);
   PrintSummary(*run, scenario);
   if (!scenario.plot().empty()) {
-    Status st =
-        PlotMetrics({run->points}, {scenario.algorithm() + " " + scenario.compression()}, scenario.plot());
+    Status st = PlotMetrics({run->points},
+                            {scenario.spec().algorithm() + " " + engine::CompressionOf(scenario.spec())},
+                            scenario.plot());
     if (!st.ok()) return Failure("sim", st.message());
     std::printf("plot: %s\n", scenario.plot().c_str());
   }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 namespace murmur::cli {
 
@@ -54,11 +55,22 @@ Result<std::uint64_t> ParseUnsigned(const std::string& flag, const std::string& 
 
 }  // namespace
 
+// The flags' fields: the JobSpec's, then the Scenario's own (not `spec`
+// itself). No two share a name (proto/scenario.proto), so flags stay flat.
+std::vector<const FieldDescriptor*> FlagFields() {
+  std::vector<const FieldDescriptor*> fields;
+  for (const auto* d : {proto::JobSpec::descriptor(), proto::Scenario::descriptor()}) {
+    for (int i = 0; i < d->field_count(); ++i) {
+      const FieldDescriptor* f = d->field(i);
+      if (f->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) fields.push_back(f);
+    }
+  }
+  return fields;
+}
+
 void AddScenarioFlags(cxxopts::Options& options) {
-  const auto* d = proto::Scenario::descriptor();
   auto adder = options.add_options("scenario");
-  for (int i = 0; i < d->field_count(); ++i) {
-    const FieldDescriptor* f = d->field(i);
+  for (const FieldDescriptor* f : FlagFields()) {
     std::string help = f->options().GetExtension(proto::help);
     std::string def = DefaultText(f);
     if (!def.empty()) help += " (default: " + def + ")";
@@ -70,14 +82,25 @@ void AddScenarioFlags(cxxopts::Options& options) {
   }
 }
 
-Status ApplyScenarioFlags(const cxxopts::ParseResult& result, proto::Scenario& s) {
-  const auto* d = proto::Scenario::descriptor();
-  const auto* r = s.GetReflection();
-  for (int i = 0; i < d->field_count(); ++i) {
-    const FieldDescriptor* f = d->field(i);
+Status ApplyScenarioFlags(const cxxopts::ParseResult& result, proto::Scenario& scenario) {
+  for (const FieldDescriptor* f : FlagFields()) {
+    google::protobuf::Message& s = f->containing_type() == proto::JobSpec::descriptor()
+                                       ? static_cast<google::protobuf::Message&>(*scenario.mutable_spec())
+                                       : scenario;
+    const auto* r = s.GetReflection();
     const std::string flag = FlagName(f);
     if (result.count(flag) == 0) continue;
     const std::string text = result[flag].as<std::string>();
+    if (f->is_repeated()) {  // a comma-separated list of whole numbers (attackers)
+      r->ClearField(&s, f);
+      std::stringstream items(text);
+      for (std::string item; std::getline(items, item, ',');) {
+        MURMUR_ASSIGN_OR_RETURN(std::uint64_t v,
+                                ParseUnsigned(flag, item, std::numeric_limits<std::uint32_t>::max()));
+        r->AddUInt32(&s, f, static_cast<std::uint32_t>(v));
+      }
+      continue;
+    }
     switch (f->cpp_type()) {
       case FieldDescriptor::CPPTYPE_STRING: r->SetString(&s, f, text); break;
       case FieldDescriptor::CPPTYPE_UINT32: {

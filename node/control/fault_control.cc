@@ -6,16 +6,14 @@ namespace murmur::node {
 
 namespace {
 
-Nanos Seconds(double s) { return Nanos(static_cast<std::int64_t>(s * 1e9)); }
-
 LinkFaults ToLinkFaults(const proto::FaultConfig& c) {
   LinkFaults f;
   f.drop = c.drop();
   f.duplicate = c.duplicate();
   f.reorder = c.reorder();
   f.corrupt = c.corrupt();
-  f.delay = Seconds(c.delay());
-  f.delay_jitter = Seconds(c.delay_jitter());
+  f.delay = FromSeconds(c.delay());
+  f.delay_jitter = FromSeconds(c.delay_jitter());
   return f;
 }
 

@@ -93,15 +93,16 @@ struct Fleet : testing::FedFleet {
   static proto::JobConfig Job(const std::string& id, std::uint64_t rounds) {
     proto::JobConfig job;
     job.set_job_id(id);
-    job.set_dataset("synthetic:blobs");
-    job.set_model("softmax");
-    job.set_nodes(kNodes);
-    job.set_topology("ring");
-    job.set_rounds(rounds);
-    job.set_lr(0.05);
+    job.mutable_spec()->set_dataset("synthetic:blobs");
+    job.mutable_spec()->set_model("softmax");
+    job.mutable_spec()->set_nodes(kNodes);
+    job.mutable_spec()->set_topology("ring");
+    job.mutable_spec()->set_rounds(rounds);
+    job.mutable_spec()->set_lr(0.05);
+    job.mutable_spec()->set_compression("none");
     job.set_checkpoint_every(5);
-    job.set_eval_every(10);
-    job.set_round_timeout(2);
+    job.mutable_spec()->set_eval_every(10);
+    job.mutable_spec()->set_round_timeout(2);
     return job;
   }
 };
@@ -184,7 +185,7 @@ TEST_CASE("A submitted job runs on idle daemons, status, stop, resubmission and 
   Fleet fleet;
   proto::ControlRequest bad;
   auto bad_job = Fleet::Job("x", 10);
-  bad_job.set_algorithm("fedsgd");
+  bad_job.mutable_spec()->set_algorithm("fedsgd");
   *bad.mutable_submit()->mutable_job() = bad_job;
   auto refused = fleet.Call(0, bad);
   REQUIRE(refused.ok());
