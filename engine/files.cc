@@ -123,6 +123,29 @@ std::vector<std::string> MoveFlatFields(const Message& old, proto::JobSpec* spec
   return moved;
 }
 
+// 0.1's fault_* fields of a scenario, in milliseconds where they were times,
+// are the faults { } message now (seconds).
+void MoveOldFaults(const proto::LegacyScenario& old, proto::FaultConfig* faults,
+                   std::vector<std::string>* moved) {
+  auto note = [&](bool set, const char* from, const char* to) {
+    if (set) moved->push_back(std::string(from) + " (now faults." + to + ")");
+    return set;
+  };
+  if (note(old.has_fault_drop(), "fault_drop", "drop")) faults->set_drop(old.fault_drop());
+  if (note(old.has_fault_duplicate(), "fault_duplicate", "duplicate"))
+    faults->set_duplicate(old.fault_duplicate());
+  if (note(old.has_fault_reorder(), "fault_reorder", "reorder")) faults->set_reorder(old.fault_reorder());
+  if (note(old.has_fault_corrupt(), "fault_corrupt", "corrupt")) faults->set_corrupt(old.fault_corrupt());
+  if (note(old.has_fault_delay_ms(), "fault_delay_ms", "delay, seconds"))
+    faults->set_delay(old.fault_delay_ms() / 1000);
+  if (note(old.has_fault_jitter_ms(), "fault_jitter_ms", "delay_jitter, seconds"))
+    faults->set_delay_jitter(old.fault_jitter_ms() / 1000);
+  if (note(old.has_fault_reorder_hold_ms(), "fault_reorder_hold_ms", "reorder_hold, seconds"))
+    faults->set_reorder_hold(old.fault_reorder_hold_ms() / 1000);
+  if (note(old.has_fault_partition(), "fault_partition", "partition"))
+    faults->set_partition(old.fault_partition());
+}
+
 std::string Join(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
@@ -201,7 +224,9 @@ Result<proto::Scenario> ParseScenario(const std::string& text, const std::string
   if (!old.ok())
     return Status::InvalidArgument(parsed.status().message() + SpecHint(parsed.status().message()));
   proto::Scenario s;
-  const auto moved = MoveFlatFields(*old, s.mutable_spec(), &s, {});
+  auto moved = MoveFlatFields(*old, s.mutable_spec(), &s, {});
+  MoveOldFaults(*old, s.mutable_faults(), &moved);
+  if (s.faults().ByteSizeLong() == 0) s.clear_faults();
   if (warnings != nullptr && !moved.empty())
     warnings->push_back(
         origin + ": a murmur 0.1 scenario (flat layout), read for this release: " + Join(moved) +

@@ -2,8 +2,8 @@
 
 #include <set>
 
+#include "engine/faults.h"
 #include "engine/files.h"
-#include "node/control/fault_control.h"
 #include "node/job/job_data.h"
 
 namespace murmur::node {
@@ -51,7 +51,9 @@ Status ValidateNodeConfig(const proto::NodeConfig& c) {
   if (c.has_faults()) {
     if (!c.fault_injection())
       return Status::InvalidArgument("config field 'faults' needs 'fault_injection: true'");
-    MURMUR_RETURN_IF_ERROR(ValidateFaultConfig(c.faults()).WithContext("config field 'faults'"));
+    MURMUR_RETURN_IF_ERROR(
+        engine::ValidateFaults(c.faults(), engine::kMaxFaultNodeId, engine::FaultTime::kUntilCleared)
+            .WithContext("config field 'faults'"));
   }
   return Status::Ok();
 }

@@ -12,10 +12,10 @@
 #include "crypto/certificate.h"
 #include "crypto/file_io.h"
 #include "crypto/identity.h"
+#include "engine/faults.h"
 #include "engine/files.h"
 #include "node/certificate_reload.h"
 #include "node/config.h"
-#include "node/control/fault_control.h"
 #include "node/daemon_impl.h"
 #include "node/job/checkpoint.h"
 #include "node/job/decoders.h"
@@ -84,10 +84,12 @@ Status DaemonImpl::Init() {
   env_->RegisterDecoder(membership::kMembershipMessageKind, membership::MembershipDecoder());
   if (config_.fault_injection()) {
     faulty_ = std::make_unique<FaultyEnv>(env_.get(), &fault_plan_);
-    MURMUR_RETURN_IF_ERROR(
-        ApplyFaultConfig(config_.faults(), fault_plan_).WithContext("config field 'faults'"));
+    MURMUR_RETURN_IF_ERROR(engine::ApplyFaults(config_.faults(), engine::kMaxFaultNodeId,
+                                               engine::FaultTime::kUntilCleared, fault_plan_)
+                               .WithContext("config field 'faults'"));
     faults_ = config_.faults();
-    MURMUR_LOG(kWarning) << "node " << self << ": fault injection is on; faults: " << DescribeFaults(faults_);
+    MURMUR_LOG(kWarning) << "node " << self
+                         << ": fault injection is on; faults: " << engine::DescribeFaults(faults_);
   }
   MURMUR_RETURN_IF_ERROR(transport_->Start());
   // Membership (SWIM with Lifeguard, docs/membership.md): the configured

@@ -3,8 +3,8 @@
 #include <map>
 
 #include "core/log.h"
+#include "engine/faults.h"
 #include "node/certificate_reload.h"
-#include "node/control/fault_control.h"
 #include "node/daemon_impl.h"
 
 namespace murmur::node {
@@ -109,13 +109,14 @@ proto::ControlResponse DaemonImpl::Submit(const proto::JobConfig& job) {
 
 proto::ControlResponse DaemonImpl::SetFaults(const proto::FaultConfig& faults) {
   if (!faulty_) return Refuse("fault injection is off on this daemon (config field 'fault_injection')");
-  Status st = ApplyFaultConfig(faults, fault_plan_);
+  Status st =
+      engine::ApplyFaults(faults, engine::kMaxFaultNodeId, engine::FaultTime::kUntilCleared, fault_plan_);
   if (!st.ok()) return Refuse(st.ToString());
   faults_ = faults;
-  MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": faults now " << DescribeFaults(faults_);
+  MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": faults now " << engine::DescribeFaults(faults_);
   proto::ControlResponse r;
   r.set_ok(true);
-  r.set_faults(DescribeFaults(faults_));
+  r.set_faults(engine::DescribeFaults(faults_));
   return r;
 }
 

@@ -136,7 +136,7 @@ Status ScenarioRun::Build() {
   for (NodeId i = 0; i < n; ++i) {
     if (coalition_ != nullptr && coalition_->byzantine(i)) {
       MessageSink* sink = coalition_.get();
-      if (s_.fault_corrupt() > 0) {  // so that every corrupted message meets a decoder and is counted
+      if (s_.faults().corrupt() > 0) {  // so that every corrupted message meets a decoder and is counted
         decoding_sinks_.push_back(std::make_unique<DecodingSink>(sink, GossipWireDecoder()));
         sink = decoding_sinks_.back().get();
       }
@@ -159,7 +159,7 @@ Status ScenarioRun::Build() {
     MURMUR_ASSIGN_OR_RETURN(auto node, engine::MakeGossipNode(spec_, world_->initial.Clone(), host));
     nodes_.push_back(std::move(node));
     MessageSink* sink = nodes_.back().get();
-    if (s_.fault_corrupt() > 0) {
+    if (s_.faults().corrupt() > 0) {
       decoding_sinks_.push_back(std::make_unique<DecodingSink>(sink, GossipWireDecoder()));
       sink = decoding_sinks_.back().get();
     }

@@ -37,7 +37,7 @@ Status ValidateScenario(const proto::Scenario& s) {
   if (s.threads() > 1024) return Bad("threads", "must be at most 1024");
   MURMUR_RETURN_IF_ERROR(ValidateScenarioFaults(s));
   if (federated && HasScenarioFaults(s))
-    return Bad("fault_*", "apply to gossip algorithms only; federated runs do not inject faults yet");
+    return Bad("faults", "apply to gossip algorithms only; federated runs do not inject faults yet");
   if (engine::TopologyKind(spec.topology()) == "vehicles") {
     if (s.rsus() >= spec.nodes()) return Bad("rsus", "must be fewer than nodes");
     if (s.grid_blocks() < 1) return Bad("grid_blocks", "must be at least 1");

@@ -11,12 +11,42 @@ namespace {
 
 using google::protobuf::FieldDescriptor;
 
-std::string FlagName(const FieldDescriptor* f) {
-  std::string name = f->name();
+// One flag: a scalar field of the spec, of the scenario, or of a message the
+// scenario embeds with a flag_prefix (faults.drop is --fault-drop).
+struct Flag {
+  const FieldDescriptor* field;
+  const FieldDescriptor* holder;  // null: spec or scenario itself
+  std::string name;               // with dashes
+};
+
+std::string Dashed(std::string name) {
   for (char& c : name) {
     if (c == '_') c = '-';
   }
   return name;
+}
+
+// The JobSpec's fields, then the Scenario's own and its prefixed messages'.
+// No two names collide (proto/scenario.proto), so flags stay flat.
+std::vector<Flag> Flags() {
+  std::vector<Flag> flags;
+  auto add = [&](const google::protobuf::Descriptor* d, const FieldDescriptor* holder,
+                 const std::string& prefix) {
+    for (int i = 0; i < d->field_count(); ++i) {
+      const FieldDescriptor* f = d->field(i);
+      if (f->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE)
+        flags.push_back({f, holder, Dashed(prefix + f->name())});
+    }
+  };
+  add(proto::JobSpec::descriptor(), nullptr, "");
+  const auto* scenario = proto::Scenario::descriptor();
+  add(scenario, nullptr, "");
+  for (int i = 0; i < scenario->field_count(); ++i) {
+    const FieldDescriptor* f = scenario->field(i);
+    if (f->options().HasExtension(proto::flag_prefix))
+      add(f->message_type(), f, f->options().GetExtension(proto::flag_prefix));
+  }
+  return flags;
 }
 
 std::string DefaultText(const FieldDescriptor* f) {
@@ -55,41 +85,32 @@ Result<std::uint64_t> ParseUnsigned(const std::string& flag, const std::string& 
 
 }  // namespace
 
-// The flags' fields: the JobSpec's, then the Scenario's own (not `spec`
-// itself). No two share a name (proto/scenario.proto), so flags stay flat.
-std::vector<const FieldDescriptor*> FlagFields() {
-  std::vector<const FieldDescriptor*> fields;
-  for (const auto* d : {proto::JobSpec::descriptor(), proto::Scenario::descriptor()}) {
-    for (int i = 0; i < d->field_count(); ++i) {
-      const FieldDescriptor* f = d->field(i);
-      if (f->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE) fields.push_back(f);
-    }
-  }
-  return fields;
-}
-
 void AddScenarioFlags(cxxopts::Options& options) {
   auto adder = options.add_options("scenario");
-  for (const FieldDescriptor* f : FlagFields()) {
+  for (const Flag& flag : Flags()) {
+    const FieldDescriptor* f = flag.field;
     std::string help = f->options().GetExtension(proto::help);
     std::string def = DefaultText(f);
     if (!def.empty()) help += " (default: " + def + ")";
     if (f->cpp_type() == FieldDescriptor::CPPTYPE_BOOL) {
-      adder(FlagName(f), help, cxxopts::value<std::string>()->implicit_value("true"));
+      adder(flag.name, help, cxxopts::value<std::string>()->implicit_value("true"));
     } else {
-      adder(FlagName(f), help, cxxopts::value<std::string>());
+      adder(flag.name, help, cxxopts::value<std::string>());
     }
   }
 }
 
 Status ApplyScenarioFlags(const cxxopts::ParseResult& result, proto::Scenario& scenario) {
-  for (const FieldDescriptor* f : FlagFields()) {
-    google::protobuf::Message& s = f->containing_type() == proto::JobSpec::descriptor()
-                                       ? static_cast<google::protobuf::Message&>(*scenario.mutable_spec())
-                                       : scenario;
-    const auto* r = s.GetReflection();
-    const std::string flag = FlagName(f);
+  for (const Flag& spelled : Flags()) {
+    const FieldDescriptor* f = spelled.field;
+    const std::string& flag = spelled.name;
     if (result.count(flag) == 0) continue;
+    google::protobuf::Message* holder = &scenario;
+    if (f->containing_type() == proto::JobSpec::descriptor()) holder = scenario.mutable_spec();
+    if (spelled.holder != nullptr)
+      holder = scenario.GetReflection()->MutableMessage(&scenario, spelled.holder);
+    google::protobuf::Message& s = *holder;
+    const auto* r = s.GetReflection();
     const std::string text = result[flag].as<std::string>();
     if (f->is_repeated()) {  // a comma-separated list of whole numbers (attackers)
       r->ClearField(&s, f);

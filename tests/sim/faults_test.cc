@@ -236,11 +236,11 @@ proto::Scenario SmallFaulty() {
   s.mutable_spec()->set_lr(0.1);
   s.mutable_spec()->set_compression("none");
   s.mutable_spec()->set_round_timeout(0.2);
-  s.set_fault_drop(0.05);
-  s.set_fault_duplicate(0.1);
-  s.set_fault_reorder(0.1);
-  s.set_fault_corrupt(0.02);
-  s.set_fault_jitter_ms(5);
+  s.mutable_faults()->set_drop(0.05);
+  s.mutable_faults()->set_duplicate(0.1);
+  s.mutable_faults()->set_reorder(0.1);
+  s.mutable_faults()->set_corrupt(0.02);
+  s.mutable_faults()->set_delay_jitter(5 / 1000.0);
   return s;
 }
 
@@ -276,7 +276,7 @@ TEST_CASE("Faults combine with gossip attackers, and every corrupted message mee
   s.mutable_spec()->set_attack("sign-flip");
   s.mutable_spec()->set_attack_fraction(0.2);
   s.mutable_spec()->set_gossip_aggregation("clipped");
-  s.set_fault_corrupt(0.2);
+  s.mutable_faults()->set_corrupt(0.2);
   auto r = RunScenario(s).value();
   CHECK(r.rounds_done == 40);
   CHECK(r.faults.corrupted > 50);
@@ -286,21 +286,21 @@ TEST_CASE("Faults combine with gossip attackers, and every corrupted message mee
 
 TEST_CASE("Bad fault fields are named") {
   proto::Scenario s = SmallFaulty();
-  s.set_fault_drop(1.0);
+  s.mutable_faults()->set_drop(1.0);
   auto r = RunScenario(s);
   REQUIRE(!r.ok());
-  CHECK(r.status().message().find("fault_drop") != std::string::npos);
+  CHECK(r.status().message().find("fault field 'drop'") != std::string::npos);
   s = SmallFaulty();
-  s.set_fault_partition("0-3|4-9");
+  s.mutable_faults()->set_partition("0-3|4-9");
   r = RunScenario(s);
   REQUIRE(!r.ok());
-  CHECK(r.status().message().find("fault_partition") != std::string::npos);
+  CHECK(r.status().message().find("fault field 'partition'") != std::string::npos);
   s = SmallFaulty();
   s.mutable_spec()->set_algorithm("fedavg");
   s.mutable_spec()->set_clients_per_round(0);
   r = RunScenario(s);
   REQUIRE(!r.ok());
-  CHECK(r.status().message().find("fault_") != std::string::npos);
+  CHECK(r.status().message().find("scenario field 'faults'") != std::string::npos);
 }
 
 TEST_CASE("Partition then heal: both halves train, consensus distance rises and falls, the job finishes") {
@@ -314,7 +314,7 @@ TEST_CASE("Partition then heal: both halves train, consensus distance rises and 
   s.set_eval_samples(500);
   s.mutable_spec()->set_compression("none");
   s.mutable_spec()->set_round_timeout(0.2);
-  s.set_fault_partition("0-3|4-7@0.5s-4.5s");  // a ring: edges 3-4 and 7-0 cross
+  s.mutable_faults()->set_partition("0-3|4-7@0.5s-4.5s");  // a ring: edges 3-4 and 7-0 cross
   s.set_threads(1);
   auto r = RunScenario(s).value();
   CHECK(r.rounds_done == 150);
