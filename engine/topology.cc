@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include "topology/analysis.h"
 #include "topology/spectral.h"
 
 namespace murmur::engine {
@@ -81,6 +82,13 @@ Result<GraphTopology> MakeGraphTopology(const proto::JobSpec& s, NodeId nodes, b
   if (!made.ok()) return made.status().WithContext("spec field 'topology'");
   GraphTopology t;
   t.schedule = std::move(made).value();
+  // No gossip algorithm reaches consensus across the components of a static
+  // graph: refuse it rather than run nodes that can never agree.
+  if (t.schedule->period() == 1 && nodes > 1 && !topology::IsConnected(t.schedule->GraphAt(0)))
+    return Status::InvalidArgument("spec field 'topology': '" + s.topology() + "' over " +
+                                   std::to_string(nodes) + " nodes is not connected" +
+                                   (t.schedule->GraphAt(0).directed() ? " (strongly)" : "") +
+                                   "; gossip can never reach consensus across its parts");
   std::ostringstream desc;
   desc << s.topology();
   if (t.schedule->period() == 1) {

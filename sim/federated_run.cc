@@ -173,6 +173,11 @@ Status FederatedRun::Build() {
     << "server, " << a << " (" << o.clients_per_round << " per round, aggregation " << spec_.robust() << "), "
     << spec_.model() << " (" << world_->initial.size() << " parameters), " << spec_.dataset() << " "
     << spec_.partition() << ", upload " << spec_.upload_compression();
+  const std::vector<bool> attackers = engine::AttackersOf(spec_);
+  if (!attackers.empty()) {
+    d << ", " << std::count(attackers.begin(), attackers.end(), true) << " attackers (" << spec_.attack()
+      << ")";
+  }
   if (spec_.secure_aggregation()) {
     d << ", SecAgg+ (k " << spec_.secagg_neighbours() << ", " << spec_.secagg_bits() << " bits, R "
       << spec_.secagg_range() << ")";
@@ -220,6 +225,7 @@ void FederatedRun::Evaluate(std::uint64_t round) {
   EvalPoint p = evaluator_->Evaluate({&server_->params()});
   StampPoint(*sim_, spec_.nodes(), round, WallSeconds(), &p);
   p.train_loss = last_loss_;
+  p.epsilon = server_->epsilon();
   summary_.points.push_back(p);
   writer_->Write(p);
   if (progress_) progress_(round, spec_.rounds(), &summary_.points.back());
@@ -235,9 +241,22 @@ RunSummary FederatedRun::Run(FederatedStats* stats) {
   sim_->RunUntil(s_.time_budget() > 0 ? FromSeconds(s_.time_budget()) : Nanos::max());
   if (summary_.points.empty() || summary_.points.back().round != rounds_done_) Evaluate(rounds_done_);
   FinishSummary(*sim_, rounds_done_, WallSeconds(), &summary_);
+  if (server_->finished()) {
+    summary_.stop_reason =
+        server_->stop_reason() == "all rounds done" ? "rounds done" : server_->stop_reason();
+  } else if (s_.time_budget() > 0 && sim_->now() >= FromSeconds(s_.time_budget())) {
+    summary_.stop_reason = "time budget";
+  } else {
+    summary_.stop_reason = "no more events (no client could deliver a result)";
+  }
+  summary_.epsilon = server_->epsilon();
+  summary_.contributors = server_->contributors();
+  summary_.clients = num_clients_;
+  summary_.points.back().stop = summary_.stop_reason;
+  writer_->Finish(summary_.stop_reason);
   if (stats != nullptr) {
     stats->epsilon = server_->epsilon();
-    stats->stop_reason = server_->finished() ? server_->stop_reason() : "time budget or no more events";
+    stats->stop_reason = summary_.stop_reason;
     stats->results_accepted = server_->results_accepted();
     stats->results_dropped = server_->results_dropped();
     stats->contributors = server_->contributors();

@@ -31,6 +31,11 @@ struct RunSummary {
   FaultStats faults;
   std::uint64_t corrupt_rejected = 0;  // corrupted messages the receivers' decoder refused
   std::uint64_t corrupt_accepted = 0;  // corrupted messages that still decoded (and were delivered)
+  std::string stop_reason;             // why the run ended (also the last point's `stop`)
+  double epsilon = 0;                  // DP-FedAvg: (epsilon, dp_delta) spent; 0 otherwise
+  // Federated: clients (flat) or edges with at least one accepted result, of `clients`.
+  std::size_t contributors = 0;
+  std::size_t clients = 0;
   // With RunOptions::keep_final_models: every learning node's model at the
   // end, by node id (Byzantine nodes: empty); federated: the server's model.
   std::vector<std::vector<float>> final_models;

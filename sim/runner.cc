@@ -271,6 +271,15 @@ RunSummary ScenarioRun::Run(const RunOptions& options) {
   }
   if (summary_.points.empty() || summary_.points.back().round != rounds_done_) Evaluate(rounds_done_);
   FinishSummary(*sim_, rounds_done_, WallSeconds(), &summary_);
+  if (gl ? rounds_done_ == spec_.rounds() : rounds_done_ == spec_.rounds()) {
+    summary_.stop_reason = "rounds done";
+  } else if (s_.time_budget() > 0 && sim_->now() >= FromSeconds(s_.time_budget())) {
+    summary_.stop_reason = "time budget";
+  } else {
+    summary_.stop_reason = "no more events (the nodes that were left could not finish their rounds)";
+  }
+  summary_.points.back().stop = summary_.stop_reason;
+  writer_->Finish(summary_.stop_reason);
   for (const auto& e : faulty_envs_) summary_.faults += e->stats();
   for (const auto& d : decoding_sinks_) {
     summary_.corrupt_rejected += d->rejected();

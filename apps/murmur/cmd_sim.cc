@@ -9,6 +9,8 @@
 #include "apps/murmur/progress.h"
 #include "apps/murmur/scenario_flags.h"
 #include "core/log.h"
+#include "engine/algorithms.h"
+#include "engine/federated_builder.h"
 #include "engine/files.h"
 #include "engine/gossip_builder.h"
 #include "sim/runner.h"
@@ -34,21 +36,65 @@ void PrintTable(const sim::RunSummary& r) {
   }
 }
 
+// What a run does in a few words, for headers and plot legends: the
+// algorithm and what it sends, and the rule and attackers where they matter.
+std::string RunLabel(const proto::JobSpec& spec) {
+  std::string label = spec.algorithm();
+  const bool attacked = spec.attack() != "none" && (spec.attack_fraction() > 0 || spec.attackers_size() > 0);
+  if (!engine::IsFederatedAlgorithm(spec.algorithm())) {
+    label += " " + engine::CompressionOf(spec);
+    if (spec.gossip_aggregation() != "mean") label += " " + spec.gossip_aggregation();
+  } else {
+    if (spec.upload_compression() != "none") label += " upload " + spec.upload_compression();
+    if (spec.robust() != "mean") label += " " + spec.robust();
+    if (spec.dp_clip() > 0) label += " dp";
+    if (spec.secure_aggregation()) label += " secagg";
+  }
+  if (attacked) label += " vs " + spec.attack();
+  return label;
+}
+
+// "76.2x fewer bytes than dense fp32 models" only when it is fewer.
+std::string DenseRatio(double dense, double sent) {
+  char buf[96];
+  const double ratio = dense / sent;
+  if (ratio >= 1.05) {
+    std::snprintf(buf, sizeof(buf), "%.1fx fewer bytes than dense fp32 models", ratio);
+  } else if (ratio > 0.95) {
+    std::snprintf(buf, sizeof(buf), "as many bytes as dense fp32 models");
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2fx the bytes of dense fp32 models", 1 / ratio);
+  }
+  return buf;
+}
+
 void PrintSummary(const sim::RunSummary& r, const proto::Scenario& s) {
   if (r.points.empty()) return;
   const sim::EvalPoint& last = r.points.back();
-  const std::uint32_t learning =
-      r.learning_nodes > 0 ? r.learning_nodes : s.spec().nodes();  // Byzantine nodes are not evaluated
-  std::size_t evaluated = std::min<std::size_t>(s.eval_nodes() == 0 ? learning : s.eval_nodes(), learning);
-  std::printf(
-      "\nfinal (round %llu): averaged-model test accuracy %.4f, node accuracy mean %.4f (min %.4f, max %.4f) "
-      "over %zu of %u nodes\n",
-      static_cast<unsigned long long>(last.round), last.avg_acc, last.acc_mean, last.acc_min, last.acc_max,
-      evaluated, learning);
+  const proto::JobSpec& spec = s.spec();
+  if (engine::IsFederatedAlgorithm(spec.algorithm())) {
+    std::printf("\nfinal (round %llu): global model test accuracy %.4f, test loss %.4f\n",
+                static_cast<unsigned long long>(last.round), last.avg_acc, last.avg_loss);
+    std::printf("stopped: %s; %zu of %zu clients contributed", r.stop_reason.c_str(), r.contributors,
+                r.clients);
+    if (spec.dp_clip() > 0) std::printf("; epsilon %.4g at delta %.3g", r.epsilon, spec.dp_delta());
+    std::printf("\n");
+  } else {
+    const std::uint32_t learning =
+        r.learning_nodes > 0 ? r.learning_nodes : spec.nodes();  // Byzantine nodes are not evaluated
+    std::size_t evaluated = std::min<std::size_t>(s.eval_nodes() == 0 ? learning : s.eval_nodes(), learning);
+    std::printf(
+        "\nfinal (round %llu): averaged-model test accuracy %.4f, node accuracy mean %.4f (min %.4f, max "
+        "%.4f) "
+        "over %zu of %u nodes\n",
+        static_cast<unsigned long long>(last.round), last.avg_acc, last.acc_mean, last.acc_min, last.acc_max,
+        evaluated, learning);
+    std::printf("stopped: %s\n", r.stop_reason.c_str());
+  }
   double dense = static_cast<double>(r.messages_sent) * 4.0 * static_cast<double>(r.params_per_node);
   std::printf("traffic: %s MB sent", Megabytes(last.bytes_sent).c_str());
   if (last.bytes_sent > 0)
-    std::printf(" (%.1fx less than dense fp32 models)", dense / static_cast<double>(last.bytes_sent));
+    std::printf(" (%s)", DenseRatio(dense, static_cast<double>(last.bytes_sent)).c_str());
   std::printf(", %llu messages lost\n", static_cast<unsigned long long>(last.messages_lost));
   if (r.faults.sent > 0) {
     const FaultStats& f = r.faults;
@@ -133,10 +179,16 @@ int RunSim(int argc, char** argv) {
     }
     if (!quiet) bar.Update(done, status);
   };
-  std::fprintf(stderr, "murmur sim: %u nodes, %s, %s, %s, %s, %llu rounds\n", scenario.spec().nodes(),
-               scenario.spec().topology().c_str(), scenario.spec().algorithm().c_str(),
-               scenario.spec().model().c_str(), engine::CompressionOf(scenario.spec()).c_str(),
-               static_cast<unsigned long long>(scenario.spec().rounds()));
+  const proto::JobSpec& spec = scenario.spec();
+  if (engine::IsFederatedAlgorithm(spec.algorithm())) {
+    std::fprintf(stderr, "murmur sim: %u clients (%zu per round), %s, %s, %llu rounds\n",
+                 engine::FederatedClients(spec), engine::ClientsPerRound(spec), RunLabel(spec).c_str(),
+                 spec.model().c_str(), static_cast<unsigned long long>(spec.rounds()));
+  } else {
+    std::fprintf(stderr, "murmur sim: %u nodes, %s, %s, %s, %llu rounds\n", spec.nodes(),
+                 spec.topology().c_str(), RunLabel(spec).c_str(), spec.model().c_str(),
+                 static_cast<unsigned long long>(spec.rounds()));
+  }
   auto run = sim::RunScenario(scenario, progress);
   if (!quiet) bar.Finish(status);
   if (!run.ok()) return Failure("sim", run.status().ToString());
@@ -144,9 +196,7 @@ int RunSim(int argc, char** argv) {
   PrintTable(*run);
   PrintSummary(*run, scenario);
   if (!scenario.plot().empty()) {
-    Status st = PlotMetrics({run->points},
-                            {scenario.spec().algorithm() + " " + engine::CompressionOf(scenario.spec())},
-                            scenario.plot());
+    Status st = PlotMetrics({run->points}, {RunLabel(scenario.spec())}, scenario.plot());
     if (!st.ok()) return Failure("sim", st.message());
     std::printf("plot: %s\n", scenario.plot().c_str());
   }

@@ -82,6 +82,7 @@ TEST_CASE(
     mid.bytes_received = end.bytes_received;
     mid.messages_lost = end.messages_lost;
     mid.virtual_s = end.virtual_s;
+    mid.stop = end.stop;  // only the last point says why the run ended
     CHECK(CsvRow(mid) == CsvRow(end));
   }
 }
@@ -218,6 +219,95 @@ TEST_CASE("Every scenario in examples/ parses, validates, and names its run comm
     CHECK(text.find("--scenario examples/" + entry.path().filename().string()) != std::string::npos);
   }
   CHECK(count >= 6);
+}
+
+}  // namespace
+}  // namespace murmur::sim
+
+namespace murmur::sim {
+namespace {
+
+TEST_CASE("Gossip learning trains to its last wake-up whatever eval_every, and the last point says so") {
+  // rounds 7, eval_every 3: points at 0, 3, 6 and the end, 7 periods in.
+  proto::Scenario s = Small();
+  s.mutable_spec()->set_algorithm("gossip-learning");
+  s.mutable_spec()->set_compression("none");
+  s.mutable_spec()->set_rounds(7);
+  s.mutable_spec()->set_eval_every(3);
+  auto run = RunScenario(s).value();
+  REQUIRE(run.points.size() == 4);
+  const EvalPoint& six = run.points[2];
+  const EvalPoint& last = run.points.back();
+  CHECK(six.round == 6);
+  CHECK(last.round == 7);
+  CHECK(last.virtual_s == doctest::Approx(7.0));
+  CHECK(last.bytes_sent > six.bytes_sent);  // the seventh period's messages count
+  CHECK(last.stop == "rounds done");
+  // Fewer rounds than eval_every: the last point is the end, not round 0.
+  s.mutable_spec()->set_rounds(5);
+  s.mutable_spec()->set_eval_every(50);
+  run = RunScenario(s).value();
+  CHECK(run.points.back().round == 5);
+  CHECK(run.points.back().bytes_sent > 0);
+  CHECK(run.points.back().avg_acc > run.points.front().avg_acc + 0.1);
+  // A time budget shorter than eval_every stops at its own time, as many periods in.
+  s.mutable_spec()->set_rounds(40);
+  s.set_time_budget(2.5);
+  run = RunScenario(s).value();
+  CHECK(run.points.back().round == 2);
+  CHECK(run.points.back().bytes_sent > 0);
+  CHECK(run.stop_reason == "time budget");
+}
+
+TEST_CASE("A DP budget that stops a federated run before its first round reports why, and epsilon 0") {
+  proto::Scenario s = Small();
+  s.mutable_spec()->set_algorithm("fedavg");
+  s.mutable_spec()->set_nodes(20);
+  s.mutable_spec()->set_clients_per_round(10);
+  s.mutable_spec()->set_dp_clip(1);
+  s.mutable_spec()->set_dp_noise(1);
+  s.mutable_spec()->set_epsilon_budget(3);
+  auto run = RunScenario(s).value();
+  CHECK(run.rounds_done == 0);
+  CHECK(run.epsilon == 0);  // nothing was released
+  CHECK(run.stop_reason.find("privacy budget: round 1 would take epsilon from 0 to ") == 0);
+  CHECK(run.points.back().stop == run.stop_reason);
+  // With room for rounds: epsilon grows with them and every point carries it.
+  s.mutable_spec()->set_epsilon_budget(0);
+  s.mutable_spec()->set_dp_noise(4);
+  s.mutable_spec()->set_rounds(4);
+  s.mutable_spec()->set_eval_every(2);
+  run = RunScenario(s).value();
+  REQUIRE(run.points.size() == 3);
+  CHECK(run.points[0].epsilon == 0);
+  CHECK(run.points[1].epsilon > 0);
+  CHECK(run.points[2].epsilon > run.points[1].epsilon);
+  CHECK(run.epsilon == run.points[2].epsilon);
+  CHECK(run.stop_reason == "rounds done");
+  // The CSV's last column holds the stop reason on the last row only.
+  CHECK(CsvRow(run.points[1]).back() == ',');
+  CHECK(CsvRow(run.points[2]).find(",rounds done") != std::string::npos);
+}
+
+TEST_CASE("An edge-list file must match the node count and be connected") {
+  const std::string dir = std::string(MURMUR_TESTDATA_DIR) + "/topology/";
+  proto::Scenario s = Small();
+  s.mutable_spec()->set_compression("none");
+  s.mutable_spec()->set_rounds(4);
+  s.mutable_spec()->set_topology("file:" + dir + "path4.edges");  // 0-1-2-3
+  s.mutable_spec()->set_nodes(12);
+  auto mismatch = RunScenario(s);
+  REQUIRE_FALSE(mismatch.ok());
+  CHECK(mismatch.status().message().find("has 4 nodes (ids 0 .. 3), not the 12 asked for") !=
+        std::string::npos);
+  s.mutable_spec()->set_nodes(4);
+  auto run = RunScenario(s);
+  REQUIRE_MESSAGE(run.ok(), run.status().ToString());
+  CHECK(run->description.find("(spectral gap 0.") != std::string::npos);
+  s.mutable_spec()->set_topology("file:" + dir + "two_pairs.edges");  // 0-1, 2-3
+  auto split = RunScenario(s);
+  REQUIRE_FALSE(split.ok());
+  CHECK(split.status().message().find("is not connected") != std::string::npos);
 }
 
 }  // namespace
