@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -26,6 +27,15 @@ namespace murmur::sim {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Synchronous nodes are not told where the run ends. A run of R rounds is
+// the first R rounds of a longer one: nodes that finish round R early go on
+// into round R + 1, as they would in a longer run, until the last node has
+// finished round R and the run stops. Their next round's traffic shares the
+// links with the stragglers' last messages; were they to stop at R, the
+// stragglers' last round would see less contention, make more deadlines,
+// and round R's metrics would depend on whether the run goes on.
+constexpr std::uint64_t kNoLastRound = std::numeric_limits<std::uint64_t>::max();
 
 // Uniform access to the nodes of any algorithm.
 class NodeRef {
@@ -227,7 +237,7 @@ Status ScenarioRun::Build() {
     if (a == "dpsgd" || a == "dpsgd-cta") {
       gossip::DecentralizedSgdOptions o;
       o.order = a == "dpsgd" ? gossip::MixOrder::kAdaptThenCombine : gossip::MixOrder::kCombineThenAdapt;
-      o.rounds = s_.rounds();
+      o.rounds = kNoLastRound;
       o.local_steps = static_cast<int>(s_.local_steps());
       o.gamma = gamma;
       o.round_timeout = timeout;
@@ -238,14 +248,14 @@ Status ScenarioRun::Build() {
           vectors + (a == "dpsgd-cta"), env, topo, learner, std::move(x0), MakeCodec(i), o, this));
     } else if (a == "push-sum") {
       gossip::PushSumOptions o;
-      o.rounds = s_.rounds();
+      o.rounds = kNoLastRound;
       o.local_steps = static_cast<int>(s_.local_steps());
       o.round_timeout = timeout;
       nodes_.push_back(std::make_unique<NodeAdapter<gossip::PushSumNode>>(
           3 + 2 * topo.Out(0).Row(i).size(), env, topo, learner, std::move(x0), MakeCodec(i), o, this));
     } else if (a == "dsgt") {
       gossip::GradientTrackingOptions o;
-      o.rounds = s_.rounds();
+      o.rounds = kNoLastRound;
       o.round_timeout = timeout;
       nodes_.push_back(std::make_unique<NodeAdapter<gossip::GradientTrackingNode>>(
           7, env, topo, learner, std::move(x0), MakeCodec(i), o, this));
@@ -302,8 +312,8 @@ void ScenarioRun::OnRoundDone(NodeId node, std::uint64_t round, double loss) {
   last_loss_[node] = loss;
   if (s_.algorithm() == "gossip-learning") return;  // evaluated on a clock instead
   const std::uint64_t done = round + 1;
-  // After the last round no node trains again, so live models are final.
-  if (done % s_.eval_every() == 0 && done < s_.rounds()) {
+  // Nodes go on past the last round (kNoLastRound), so it is copied too.
+  if (done <= s_.rounds() && (done % s_.eval_every() == 0 || done == s_.rounds())) {
     Snapshot& snap = snapshots_[done];
     if (snap.params.empty()) {
       snap.params.resize(n_);
@@ -318,7 +328,8 @@ void ScenarioRun::OnRoundDone(NodeId node, std::uint64_t round, double loss) {
   rounds_done_ = done;
   if (progress_) progress_(rounds_done_, s_.rounds(), nullptr);
   if (rounds_done_ % s_.eval_every() == 0 || rounds_done_ == s_.rounds()) Evaluate(rounds_done_);
-  // Every node is done: stop, even though churn may still have events queued.
+  // Every node has finished the last round: stop, though the nodes would go
+  // on (kNoLastRound) and churn may still have events queued.
   if (rounds_done_ == s_.rounds()) sim_->Stop();
 }
 
