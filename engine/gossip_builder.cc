@@ -1,5 +1,7 @@
 #include "engine/gossip_builder.h"
 
+#include <limits>
+
 #include "engine/algorithms.h"
 #include "gossip/decentralized_sgd.h"
 #include "gossip/gossip_learning.h"
@@ -34,10 +36,11 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
   auto codec = MakeCodec(spec, codec_spec, self, x0.layout());
   const Nanos timeout = FromSeconds(spec.round_timeout());
   const bool static_topology = host.topology != nullptr && host.topology->is_static();
+  const std::uint64_t rounds = host.open_ended ? std::numeric_limits<std::uint64_t>::max() : spec.rounds();
   if (a == "dpsgd" || a == "dpsgd-cta") {
     gossip::DecentralizedSgdOptions o;
     o.order = a == "dpsgd" ? gossip::MixOrder::kAdaptThenCombine : gossip::MixOrder::kCombineThenAdapt;
-    o.rounds = spec.rounds();
+    o.rounds = rounds;
     o.first_round = host.first_round;
     o.local_steps = static_cast<int>(spec.local_steps());
     o.gamma = spec.gamma() > 0 ? spec.gamma() : (codec_spec.full_model_safe ? 1.0 : 0.05);
@@ -56,7 +59,7 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
   }
   if (a == "push-sum") {
     gossip::PushSumOptions o;
-    o.rounds = spec.rounds();
+    o.rounds = rounds;
     o.first_round = host.first_round;
     o.local_steps = static_cast<int>(spec.local_steps());
     o.round_timeout = timeout;
@@ -66,7 +69,7 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
   }
   if (a == "dsgt") {
     gossip::GradientTrackingOptions o;
-    o.rounds = spec.rounds();
+    o.rounds = rounds;
     o.first_round = host.first_round;
     o.round_timeout = timeout;
     o.catch_up = host.catch_up && static_topology;

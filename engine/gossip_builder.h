@@ -64,6 +64,11 @@ struct GossipHost {
   // Env::Offload trains on another thread while messages arrive (AsioEnv), so
   // received models wait until the training is done.
   bool concurrent_training = false;
+  // Synchronous algorithms: the node is not told spec.rounds and runs on
+  // until the host stops it (the simulator stops a run when the slowest node
+  // finishes the last round, so that round sees the traffic a longer run
+  // would give it). Off, the node stops after spec.rounds (a daemon).
+  bool open_ended = false;
 };
 
 // The spec's compressor spec with "default" resolved: topk:0.01 (CHOCO-SGD

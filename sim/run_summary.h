@@ -36,8 +36,8 @@ struct RunSummary {
   // Federated: clients (flat) or edges with at least one accepted result, of `clients`.
   std::size_t contributors = 0;
   std::size_t clients = 0;
-  // With RunOptions::keep_final_models: every learning node's model at the
-  // end, by node id (Byzantine nodes: empty); federated: the server's model.
+  // With RunOptions::keep_final_models: every learning node's model as it
+  // ended the last round (Byzantine nodes left out); federated: the server's.
   std::vector<std::vector<float>> final_models;
 };
 

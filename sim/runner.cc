@@ -82,6 +82,7 @@ class ScenarioRun final : public RoundObserver {
   };
   std::map<std::uint64_t, Snapshot> snapshots_;
   std::uint64_t rounds_done_ = 0;
+  bool keep_final_models_ = false;
   RunSummary summary_;
 };
 
@@ -156,6 +157,14 @@ Status ScenarioRun::Build() {
     host.learner = learners_[i].get();
     host.observer = this;
     host.nodes = n;
+    // Synchronous nodes are not told where the run ends. A run of R rounds is
+    // the first R rounds of a longer one: nodes that finish round R early go on
+    // into round R + 1, as they would in a longer run, until the last node has
+    // finished round R and the run stops. Their next round's traffic shares the
+    // links with the stragglers' last messages; were they to stop at R, the
+    // stragglers' last round would see less contention, make more deadlines,
+    // and round R's metrics would depend on whether the run goes on.
+    host.open_ended = true;
     MURMUR_ASSIGN_OR_RETURN(auto node, engine::MakeGossipNode(spec_, world_->initial.Clone(), host));
     nodes_.push_back(std::move(node));
     MessageSink* sink = nodes_.back().get();
@@ -200,8 +209,8 @@ void ScenarioRun::OnRoundDone(NodeId node, std::uint64_t round, double loss) {
   last_loss_[node] = loss;
   if (spec_.algorithm() == "gossip-learning") return;  // evaluated on a clock instead
   const std::uint64_t done = round + 1;
-  // After the last round no node trains again, so live models are final.
-  if (EvaluatedAt(done) && done < spec_.rounds()) {
+  // Nodes go on past the last round (GossipHost::open_ended), so it is copied too.
+  if (done <= spec_.rounds() && (EvaluatedAt(done) || done == spec_.rounds())) {
     Snapshot& snap = snapshots_[done];
     if (snap.params.empty()) {
       snap.params.resize(n_);
@@ -216,7 +225,8 @@ void ScenarioRun::OnRoundDone(NodeId node, std::uint64_t round, double loss) {
   rounds_done_ = done;
   if (progress_) progress_(rounds_done_, spec_.rounds(), nullptr);
   if (EvaluatedAt(rounds_done_) || rounds_done_ == spec_.rounds()) Evaluate(rounds_done_);
-  // Every node is done: stop, even though churn may still have events queued.
+  // Every node has finished the last round: stop, though the nodes would go
+  // on (GossipHost::open_ended) and churn may still have events queued.
   if (rounds_done_ == spec_.rounds()) sim_->Stop();
 }
 
@@ -228,6 +238,10 @@ void ScenarioRun::Evaluate(std::uint64_t round) {
     if (nodes_[i] == nullptr) continue;  // a Byzantine node
     params.push_back(snap != snapshots_.end() ? &snap->second.params[i] : &nodes_[i]->params());
   }
+  // The models of the last round, as the nodes ended it (they go on past it).
+  if (keep_final_models_ && round == spec_.rounds())
+    for (const ParamVector* x : params)
+      summary_.final_models.emplace_back(x->span().begin(), x->span().end());
   EvalPoint p = evaluator_->Evaluate(params);
   StampPoint(*sim_, n_, round, WallSeconds(), &p);
   const std::vector<double>& losses = snap != snapshots_.end() ? snap->second.loss : last_loss_;
@@ -241,6 +255,7 @@ void ScenarioRun::Evaluate(std::uint64_t round) {
 }
 
 RunSummary ScenarioRun::Run(const RunOptions& options) {
+  keep_final_models_ = options.keep_final_models;
   Evaluate(0);
   const bool gl = spec_.algorithm() == "gossip-learning";
   const double horizon_s = gl ? spec_.period() * static_cast<double>(spec_.rounds()) : 0;
@@ -285,12 +300,10 @@ RunSummary ScenarioRun::Run(const RunOptions& options) {
     summary_.corrupt_rejected += d->rejected();
     summary_.corrupt_accepted += d->accepted();
   }
-  if (options.keep_final_models) {
-    for (const auto& node : nodes_) {
-      summary_.final_models.emplace_back();
+  if (keep_final_models_ && summary_.final_models.empty()) {  // stopped before its last round
+    for (const auto& node : nodes_)
       if (node != nullptr)
-        summary_.final_models.back().assign(node->params().span().begin(), node->params().span().end());
-    }
+        summary_.final_models.emplace_back(node->params().span().begin(), node->params().span().end());
   }
   return std::move(summary_);
 }
