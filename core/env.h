@@ -30,6 +30,9 @@ inline constexpr NodeId kNoNode = 0xFFFFFFFFu;
 using Nanos = std::chrono::nanoseconds;
 using TimerId = std::uint64_t;
 
+// Seconds as the configs and scenarios write them, in Env time (truncated to the nanosecond).
+inline Nanos FromSeconds(double s) { return Nanos(static_cast<std::int64_t>(s * 1e9)); }
+
 // An immutable message. The simulator moves it between nodes as a shared
 // pointer without copying or encoding, charging EncodedSize() bytes to the
 // links; the real transport calls EncodeTo. The two must agree exactly.

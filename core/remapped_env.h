@@ -18,31 +18,21 @@
 #include <vector>
 
 #include "core/env.h"
+#include "core/env_wrapper.h"
 
 namespace murmur {
 
-class RemappedEnv final : public Env {
+class RemappedEnv final : public EnvWrapper {
  public:
   // REQUIRES: `peers` distinct.
-  RemappedEnv(Env& base, std::vector<NodeId> peers) : base_(base), peers_(std::move(peers)) {}
+  RemappedEnv(Env& base, std::vector<NodeId> peers) : EnvWrapper(&base), peers_(std::move(peers)) {}
 
-  NodeId self() const override { return base_.self(); }
-  Nanos Now() const override { return base_.Now(); }
-  TimerId StartTimer(Nanos delay, std::function<void()> fn) override {
-    return base_.StartTimer(delay, std::move(fn));
-  }
-  void CancelTimer(TimerId id) override { base_.CancelTimer(id); }
   // A local id outside 0 .. peers.size() - 1 has nowhere to go and is dropped.
   void Send(NodeId to, MessagePtr msg) override {
-    if (to < peers_.size()) base_.Send(peers_[to], std::move(msg));
-  }
-  Rng MakeRng(RngPurpose purpose) const override { return base_.MakeRng(purpose); }
-  void Offload(double flops, std::function<void()> work, std::function<void()> done) override {
-    base_.Offload(flops, std::move(work), std::move(done));
+    if (to < peers_.size()) EnvWrapper::Send(peers_[to], std::move(msg));
   }
 
  private:
-  Env& base_;
   std::vector<NodeId> peers_;
 };
 

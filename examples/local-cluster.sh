@@ -3,8 +3,9 @@
 # its own identity and coordinator-signed certificate, run a gossip job and
 # then a federated job (FedAvg, daemon 0 aggregates, the others are its
 # clients) that an operator submits with `murmur job submit`; the script
-# prints accuracy as the jobs go, runs `murmur sim` with the federated job's
-# configuration for comparison, then stops everything it started.
+# prints accuracy as the jobs go, runs `murmur sim --job` on each job file
+# (the same spec in the simulator) for comparison, then stops everything it
+# started.
 #
 #   examples/local-cluster.sh                 # 8 daemons, D-PSGD softmax on Fashion-MNIST, ring; FedAvg
 #   NODES=4 ROUNDS=100 examples/local-cluster.sh
@@ -70,21 +71,23 @@ OP=("${FLEET_OP[@]}")
 if [ "$GOSSIP" != 0 ]; then
 cat >"$WORK/gossip.job" <<JOB
 job_id: "gossip-demo"
-algorithm: "$ALGORITHM"
-compression: "$COMPRESSION"
-gamma: $GAMMA
-model: "$MODEL"
-dataset: "fashion-mnist"
-dataset_dir: "$DATA_DIR"
-nodes: $NODES
-topology: "$TOPOLOGY"
-rounds: $ROUNDS
-lr: 0.1
-batch: 32
-round_timeout: 10
-eval_every: $((ROUNDS / 10 > 0 ? ROUNDS / 10 : 1))
+spec {
+  algorithm: "$ALGORITHM"
+  compression: "$COMPRESSION"
+  gamma: $GAMMA
+  model: "$MODEL"
+  dataset: "fashion-mnist"
+  data_dir: "$DATA_DIR"
+  nodes: $NODES
+  topology: "$TOPOLOGY"
+  rounds: $ROUNDS
+  lr: 0.1
+  batch: 32
+  round_timeout: 10
+  eval_every: $((ROUNDS / 10 > 0 ? ROUNDS / 10 : 1))
+  seed: 1
+}
 checkpoint_every: 10
-seed: 1
 JOB
 say "submitting $WORK/gossip.job"
 "$MURMUR" job submit "$WORK/gossip.job" "${OP[@]}"
@@ -92,54 +95,47 @@ say "submitting $WORK/gossip.job"
 say "node 0's peers:"
 "$MURMUR" peers --daemon "127.0.0.1:$((BASE_PORT + 100))" "${OP[@]:2}"
 if [ "$SIM" != 0 ]; then
-  say "murmur sim of the same configuration (mean test accuracy over all $NODES nodes, full test set):"
-  "$MURMUR" sim --algorithm "$ALGORITHM" --model "$MODEL" --dataset fashion-mnist --data-dir "$DATA_DIR" \
-    --partition iid --nodes "$NODES" --topology "$TOPOLOGY" --rounds "$ROUNDS" --lr 0.1 --batch 32 \
-    --compression "$COMPRESSION" --gamma "$GAMMA" --eval-every "$ROUNDS" --eval-nodes "$NODES" --eval-samples 10000 --seed 1 \
+  say "murmur sim of the same spec (mean test accuracy over all $NODES nodes, full test set):"
+  "$MURMUR" sim --job "$WORK/gossip.job" --eval-every "$ROUNDS" --eval-nodes "$NODES" --eval-samples 10000 \
     --metrics-csv "$WORK/gossip-sim.csv" >/dev/null 2>&1
   tail -n 1 "$WORK/gossip-sim.csv" | awk -F, '{printf "local-cluster: murmur sim round %s: mean node test accuracy %.4f\n", $1, $4}'
 fi
 fi
 
 # 4. A federated job: FedAvg, daemon 0 the aggregator, daemons 1..NODES-1 its
-# clients (the engine's clients 0..NODES-2), every client in every round, one
-# local epoch each. On the clients, the accuracy shown is that of the last
-# global model they received; the aggregator's is the current global model's.
+# NODES-1 clients (the engine's clients 0..NODES-2), every client in every
+# round, one local epoch each. On the clients, the accuracy shown is that of
+# the last global model they received; the aggregator's is the current global model's.
 if [ "$FED_ROUNDS" != 0 ]; then
+FED_EXTRA=""
+[ "$FED_SECAGG" != 0 ] && FED_EXTRA+=$'\n  secure_aggregation: true'
+[ -n "$FED_DP" ] && FED_EXTRA+=$'\n  '"dp_clip: ${FED_DP%%:*} dp_noise: ${FED_DP#*:}"
+if [ "$FED_ROBUST" != mean ] || [ "$FED_ATTACK" != none ]; then
+  FED_EXTRA+=$'\n  '"robust: \"$FED_ROBUST\" attack: \"$FED_ATTACK\" attack_fraction: $FED_ATTACK_FRACTION"
+  FED_EXTRA+=" attack_scale: $FED_ATTACK_SCALE"
+fi
 cat >"$WORK/federated.job" <<JOB
 job_id: "federated-demo"
-algorithm: "fedavg"
+spec {
+  algorithm: "fedavg"
+  model: "$MODEL"
+  dataset: "fashion-mnist"
+  data_dir: "$DATA_DIR"
+  partition: "$FED_PARTITION"
+  nodes: $((NODES - 1))
+  clients_per_round: 0
+  rounds: $FED_ROUNDS
+  lr: 0.05
+  batch: 32
+  local_epochs: 1
+  deadline: 300
+  secagg_timeout: 30
+  eval_every: $((FED_ROUNDS / 10 > 0 ? FED_ROUNDS / 10 : 1))
+  seed: 1$FED_EXTRA
+}
 aggregator: 0
-model: "$MODEL"
-dataset: "fashion-mnist"
-dataset_dir: "$DATA_DIR"
-partition: "$FED_PARTITION"
-nodes: $NODES
-clients_per_round: 0
-rounds: $FED_ROUNDS
-lr: 0.05
-batch: 32
-local_epochs: 1
-deadline: 300
-eval_every: $((FED_ROUNDS / 10 > 0 ? FED_ROUNDS / 10 : 1))
 checkpoint_every: 5
-seed: 1
 JOB
-SIM_FED_FLAGS=()
-if [ "$FED_SECAGG" != 0 ]; then
-  echo "secure_aggregation: true" >>"$WORK/federated.job"
-  SIM_FED_FLAGS=(--secure-aggregation)
-fi
-if [ -n "$FED_DP" ]; then
-  printf 'dp_clip: %s\ndp_noise: %s\n' "${FED_DP%%:*}" "${FED_DP#*:}" >>"$WORK/federated.job"
-  SIM_FED_FLAGS+=(--dp-clip "${FED_DP%%:*}" --dp-noise "${FED_DP#*:}")
-fi
-if [ "$FED_ROBUST" != mean ] || [ "$FED_ATTACK" != none ]; then
-  printf 'robust: "%s"\nattack: "%s"\nattack_fraction: %s\nattack_scale: %s\n' "$FED_ROBUST" "$FED_ATTACK" \
-    "$FED_ATTACK_FRACTION" "$FED_ATTACK_SCALE" >>"$WORK/federated.job"
-  SIM_FED_FLAGS+=(--robust "$FED_ROBUST" --attack "$FED_ATTACK" --attack-fraction "$FED_ATTACK_FRACTION"
-    --attack-scale "$FED_ATTACK_SCALE")
-fi
 say "submitting $WORK/federated.job"
 "$MURMUR" job submit "$WORK/federated.job" "${OP[@]}"
 start=$(date +%s)
@@ -164,11 +160,9 @@ say "federated job: $(( $(date +%s) - start )) s; the aggregator's global model:
 say "aggregator traffic since it started (all jobs): $("$MURMUR" metrics --daemon "127.0.0.1:$((BASE_PORT + 100))" \
   "${OP[@]:2}" | awk '/^murmur_bytes_(received|sent)_total/ { printf "%s %s  ", $1, $2 }')"
 if [ "$SIM" != 0 ]; then
-  say "murmur sim of the same configuration ($((NODES - 1)) clients):"
-  "$MURMUR" sim --algorithm fedavg --model "$MODEL" --dataset fashion-mnist --data-dir "$DATA_DIR" \
-    --partition "$FED_PARTITION" --nodes $((NODES - 1)) --clients-per-round $((NODES - 1)) \
-    --rounds "$FED_ROUNDS" --lr 0.05 --batch 32 --local-epochs 1 --eval-every "$FED_ROUNDS" --seed 1 \
-    "${SIM_FED_FLAGS[@]}" --metrics-csv "$WORK/federated-sim.csv" >/dev/null 2>&1
+  say "murmur sim of the same spec ($((NODES - 1)) clients):"
+  "$MURMUR" sim --job "$WORK/federated.job" --eval-every "$FED_ROUNDS" --metrics-csv "$WORK/federated-sim.csv" \
+    >/dev/null 2>&1
   tail -n 1 "$WORK/federated-sim.csv" | awk -F, '{printf "local-cluster: murmur sim round %s: global model test accuracy %.4f\n", $1, $8}'
 fi
 fi

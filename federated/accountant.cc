@@ -55,6 +55,12 @@ double RdpAccountant::SubsampledGaussianRdp(double q, double noise_multiplier, i
 double RdpAccountant::EpsilonFromRdp(const std::vector<int>& orders, const std::vector<double>& rdp,
                                      double delta, int* best_order) {
   MURMUR_CHECK(orders.size() == rdp.size() && delta > 0 && delta < 1);
+  // Nothing composed yet: nothing was released, so nothing was spent (the
+  // conversion below is not tight at zero RDP: it would give log(1/delta)/(a-1) > 0).
+  if (std::all_of(rdp.begin(), rdp.end(), [](double x) { return x == 0; })) {
+    if (best_order != nullptr) *best_order = 0;
+    return 0;
+  }
   double best = kInf;
   int arg = 0;
   for (std::size_t k = 0; k < orders.size(); ++k) {

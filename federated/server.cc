@@ -1,5 +1,7 @@
 #include "federated/server.h"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <cmath>
 
@@ -101,9 +103,13 @@ void FedServer::StartRound() {
   if (options_.dp_noise > 0 && options_.epsilon_budget > 0) {
     RdpAccountant next = accountant_;
     next.Compose(q, options_.dp_noise);
-    if (next.Epsilon(options_.dp_delta) > options_.epsilon_budget) {
-      return Finish("privacy budget: another round would take epsilon from " + std::to_string(epsilon()) +
-                    " past " + std::to_string(options_.epsilon_budget));
+    const double after = next.Epsilon(options_.dp_delta);
+    if (after > options_.epsilon_budget) {
+      char why[160];
+      std::snprintf(why, sizeof(why),
+                    "privacy budget: round %llu would take epsilon from %.4g to %.4g, past the budget %.4g",
+                    static_cast<unsigned long long>(round_ + 1), epsilon(), after, options_.epsilon_budget);
+      return Finish(why);
     }
   }
   if (options_.dp_noise > 0) accountant_.Compose(q, options_.dp_noise);

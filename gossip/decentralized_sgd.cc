@@ -479,4 +479,10 @@ void DecentralizedSgdNode::MixFull(const std::vector<Received>& got, std::vector
   std::swap(x_, acc_);  // x <- acc without a pass over memory
 }
 
+std::size_t DecentralizedSgdNode::state_floats() const {
+  std::size_t vectors = choco_ ? 3 + !codec_->error_feedback() : 2;
+  if (options_.order == MixOrder::kCombineThenAdapt) ++vectors;
+  return vectors * x_->size();
+}
+
 }  // namespace murmur::gossip

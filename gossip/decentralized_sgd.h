@@ -64,6 +64,7 @@
 #include "core/round_observer.h"
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
+#include "gossip/node.h"
 #include "gossip/node_state.h"
 #include "gossip/robust_mixing.h"
 #include "gossip/round_topology.h"
@@ -100,7 +101,7 @@ struct DecentralizedSgdOptions {
   MixingOptions mixing;
 };
 
-class DecentralizedSgdNode final : public MessageSink {
+class DecentralizedSgdNode final : public Node {
  public:
   // `topology`, `learner` and `observer` must outlive the node. `x0` is the
   // initial model (the same on every node for D-PSGD's analysis, though not required).
@@ -109,20 +110,23 @@ class DecentralizedSgdNode final : public MessageSink {
                        std::unique_ptr<Codec> codec, DecentralizedSgdOptions options,
                        RoundObserver* observer);
 
-  void Start();
+  void Start() override;
   void OnMessage(NodeId from, MessagePtr msg) override;
   // The state after the last completed round (gossip/node_state.h): call it
   // between rounds (from RoundObserver::OnRoundDone, or once finished).
   // FailedPrecondition when the codec's state cannot be exported.
-  Result<NodeState> ExportState() const;
+  Result<NodeState> ExportState() const override;
   // Restores an exported state. REQUIRES: before Start(), with
   // options.first_round the rounds the state had completed.
-  Status ImportState(const NodeState& state);
+  Status ImportState(const NodeState& state) override;
   // The membership view changed: the round may now be complete.
-  void PeersChanged() { MaybeCombine(); }
+  void PeersChanged() override { MaybeCombine(); }
 
-  const ParamVector& params() const { return *x_; }
-  std::uint64_t round() const { return round_; }
+  const ParamVector& params() const override { return *x_; }
+  std::uint64_t round() const override { return round_; }
+  // x and the outgoing buffer; CHOCO adds x^ and s (and the residual without
+  // error feedback in the codec), combine-then-adapt one more.
+  std::size_t state_floats() const override;
   bool finished() const { return round_ >= options_.rounds; }
   bool choco() const { return choco_; }
 

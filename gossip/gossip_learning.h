@@ -29,6 +29,7 @@
 #include "core/round_observer.h"
 #include "gossip/codec.h"
 #include "gossip/messages.h"
+#include "gossip/node.h"
 #include "gossip/node_state.h"
 #include "gossip/peer_sampler.h"
 #include "gossip/round_topology.h"
@@ -52,7 +53,7 @@ struct GossipLearningOptions {
   bool defer_merges = false;
 };
 
-class GossipLearningNode final : public MessageSink {
+class GossipLearningNode final : public Node {
  public:
   // `topology` supplies neighbours unless options.uniform_peers; it may be null then.
   // REQUIRES: codec->full_model_safe().
@@ -60,18 +61,20 @@ class GossipLearningNode final : public MessageSink {
                      ParamVector x0, std::unique_ptr<Codec> codec, GossipLearningOptions options,
                      RoundObserver* observer);
 
-  void Start();
+  void Start() override;
   void OnMessage(NodeId from, MessagePtr msg) override;
   // Draws each peer from `sampler` (not owned; must outlive the node); a wake-up
   // with no peer to draw sends nothing.
   void SetPeerSampler(PeerSampler* sampler) { sampler_ = sampler; }
 
-  const ParamVector& params() const { return x_; }
+  const ParamVector& params() const override { return x_; }
   double age() const { return age_; }
   std::uint64_t wakeups() const { return wakeups_; }
-  Result<NodeState> ExportState() const;
+  std::uint64_t round() const override { return wakeups_; }
+  std::size_t state_floats() const override { return x_.size(); }
+  Result<NodeState> ExportState() const override;
   // REQUIRES: before Start().
-  Status ImportState(const NodeState& state);
+  Status ImportState(const NodeState& state) override;
 
  private:
   static constexpr std::size_t kMaxDeferred = 256;

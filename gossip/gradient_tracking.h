@@ -32,6 +32,7 @@
 #include "core/round_observer.h"
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
+#include "gossip/node.h"
 #include "gossip/node_state.h"
 #include "gossip/round_topology.h"
 
@@ -49,7 +50,7 @@ struct GradientTrackingOptions {
   bool catch_up = false;
 };
 
-class GradientTrackingNode final : public MessageSink {
+class GradientTrackingNode final : public Node {
  public:
   // Rounds an acknowledgement covers: its mask travels as the tracker
   // message's f64 scalar, exact up to 52 bits.
@@ -60,19 +61,21 @@ class GradientTrackingNode final : public MessageSink {
                        std::unique_ptr<Codec> codec, GradientTrackingOptions options,
                        RoundObserver* observer);
 
-  void Start();
+  void Start() override;
   void OnMessage(NodeId from, MessagePtr msg) override;
   // The state after the last completed round (gossip/node_state.h): x, the
   // tracker y and the previous gradient g (with catch_up also the rounds it
   // mixed and the mixes not yet matched). Call between rounds or once finished.
-  Result<NodeState> ExportState() const;
+  Result<NodeState> ExportState() const override;
   // REQUIRES: before Start(), with options.first_round set. Start() then
   // skips y_0 = g(x_0) and goes on with the restored tracker.
-  Status ImportState(const NodeState& state);
+  Status ImportState(const NodeState& state) override;
 
-  const ParamVector& params() const { return x_; }
+  const ParamVector& params() const override { return x_; }
   const ParamVector& tracker() const { return y_; }
-  std::uint64_t round() const { return round_; }
+  std::uint64_t round() const override { return round_; }
+  // x, y, g, the previous x and g, and the two mixing sums.
+  std::size_t state_floats() const override { return 7 * x_.size(); }
   bool finished() const { return round_ >= options_.rounds; }
 
  private:

@@ -22,6 +22,7 @@ PushSumNode::PushSumNode(Env& env, RoundTopology& topology, LocalLearner& learne
                    "push-sum sends running sums whole: use none, fp16, bf16 or int8");
   z_ = x_.Clone();
   next_x_ = ParamVector(x_.layout());
+  out_degree0_ = topology_.Out(0).Row(env_.self()).size();
   round_ = ahead_ = options_.first_round;
   if (round_ > 0) inbox_.Close(round_ - 1);  // earlier rounds are over
 }
@@ -69,46 +70,107 @@ Status PushSumNode::ImportState(const NodeState& state) {
   return Status::Ok();
 }
 
+// Whether no new mass has come since this node's previous push although it
+// had in-neighbours in the previous round (see the header: it trains alone).
+bool PushSumNode::Alone() {
+  if (!pushed_before_ || round_ == 0 || got_mass_) return false;
+  const NodeId self = env_.self();
+  for (const auto& e : topology_.In(round_ - 1).Row(self)) {
+    if (e.col != self) return true;
+  }
+  return false;
+}
+
 void PushSumNode::BeginRound() {
   if (finished()) return;
   pushed_ = false;
+  training_ = true;
+  const bool alone = Alone();
   env_.Offload(
       options_.local_steps * learner_.FlopsPerStep() +
           codec_->FlopsPerElement() * static_cast<double>(x_.size()),
-      [this] {
-        // SGP: x <- x - eta g(z), the steps taken on z = x / w.
+      [this, alone] {
+        // SGP: x <- x - eta g(z), the steps taken on z = x / w. Alone:
+        // x <- x - eta w g(z), so that z moves by the steps themselves.
         const float inv_w = static_cast<float>(1.0 / w_);
         z_.vec() = x_.vec() * inv_w;
         next_x_.CopyFrom(z_);
         loss_ = learner_.Train(next_x_, options_.local_steps);
-        x_.vec() += next_x_.vec() - z_.vec();
+        if (alone) {
+          x_.vec() += static_cast<float>(w_) * (next_x_.vec() - z_.vec());
+        } else {
+          x_.vec() += next_x_.vec() - z_.vec();
+        }
       },
       [this] {
+        training_ = false;
+        std::vector<Received> parked;
+        parked.swap(parked_);
+        for (const Received& r : parked) Absorb(r.from, *r.msg, x_, w_);
         Push();
         MaybeCombine();
       });
 }
 
+// Whether in-neighbour j of the previous round showed that it is reachable:
+// its message of that round (or a later one) came, or any message of it came
+// since this node's previous push (a neighbour whose messages queue behind a
+// slow uplink is late, not gone).
+bool PushSumNode::Heard(NodeId j) const {
+  auto it = heard_.find(j);
+  return it != heard_.end() && (it->second.since_push || it->second.round + 1 >= round_);
+}
+
+// The out-neighbours of this round that get no new mass (see the header):
+// in-neighbours of the previous round not heard from, or all of them when
+// this node heard from none of its in-neighbours. A node that has not pushed
+// yet (a fresh start, or a resume from a checkpoint) has no evidence.
+std::vector<NodeId> PushSumNode::SilentOutNeighbours() {
+  std::vector<NodeId> silent;
+  if (!pushed_before_ || round_ == 0) return silent;
+  const NodeId self = env_.self();
+  const topology::MixingMatrix& before = topology_.In(round_ - 1);
+  bool any_in = false, any_heard = false;
+  for (const auto& e : before.Row(self)) {
+    if (e.col == self) continue;
+    any_in = true;
+    any_heard = any_heard || Heard(e.col);
+  }
+  const bool cut_off = any_in && !any_heard;
+  for (const auto& e : topology_.Out(round_).Row(self)) {
+    if (e.col == self) continue;
+    if (cut_off || (before.At(self, e.col) > 0 && !Heard(e.col))) silent.push_back(e.col);
+  }
+  return silent;
+}
+
 void PushSumNode::Push() {
   const NodeId self = env_.self();
+  const std::vector<NodeId> silent = SilentOutNeighbours();
+  auto is_silent = [&](NodeId j) { return std::find(silent.begin(), silent.end(), j) != silent.end(); };
   const auto& out = topology_.Out(round_);
-  next_x_.SetZero();
-  next_w_ = 0;
+  // The shares this node keeps: P_ii, and P_ji of every silent j.
+  double keep = 0;
   for (const auto& e : out.Row(self)) {
-    if (e.col == self) {
-      next_x_.vec() += static_cast<float>(e.weight) * x_.vec();
-      next_w_ += e.weight * w_;
-      continue;
-    }
+    if (e.col == self || is_silent(e.col)) keep += e.weight;
+  }
+  next_x_.vec() = static_cast<float>(keep) * x_.vec();
+  next_w_ = keep * w_;
+  for (const auto& e : out.Row(self)) {
+    if (e.col == self) continue;
     auto [it, fresh] = sent_.try_emplace(e.col);
     if (fresh) it->second.x = ParamVector(x_.layout());
-    it->second.x.vec() += static_cast<float>(e.weight) * x_.vec();
-    it->second.w += e.weight * w_;
+    if (!is_silent(e.col)) {
+      it->second.x.vec() += static_cast<float>(e.weight) * x_.vec();
+      it->second.w += e.weight * w_;
+    }
     auto msg = std::make_shared<const GossipMessage>(Channel::kPushSum, round_, it->second.w,
                                                      codec_->Compress(it->second.x.span(), round_));
     env_.Send(e.col, std::move(msg));
   }
-  pushed_ = true;
+  pushed_ = pushed_before_ = true;
+  got_mass_ = false;
+  for (auto& [j, h] : heard_) h.since_push = false;
   const std::uint64_t r = round_;
   timeout_ = env_.StartTimer(options_.round_timeout, [this, r] {
     timeout_ = 0;
@@ -121,7 +183,9 @@ void PushSumNode::Absorb(NodeId from, const GossipMessage& m, ParamVector& x, do
   auto [it, fresh] = received_.try_emplace(from);
   RunningSum& rho = it->second;
   if (fresh) rho.x = ParamVector(x_.layout());
-  if (m.scalar() < rho.w) return;  // an older running sum overtaken by a newer one: nothing new in it
+  // An older running sum overtaken by a newer one, or the same again (a
+  // sender that pushed nothing new to this node): nothing new in it.
+  if (m.scalar() <= rho.w) return;
   x.vec() -= rho.x.vec();
   Status st = m.update().AddTo(x.span());
   MURMUR_CHECK_MSG(st.ok(), st.ToString());
@@ -130,22 +194,17 @@ void PushSumNode::Absorb(NodeId from, const GossipMessage& m, ParamVector& x, do
   MURMUR_CHECK_MSG(st.ok(), st.ToString());
   w += m.scalar() - rho.w;
   rho.w = m.scalar();
+  got_mass_ = true;
 }
 
 void PushSumNode::OnMessage(NodeId from, MessagePtr msg) {
   if (msg->kind() != kGossipMessageKind) return;
   auto m = std::static_pointer_cast<const GossipMessage>(msg);
   if (m->channel() != Channel::kPushSum || m->update().size() != x_.size()) return;
-  if (m->round() < inbox_.closed_below()) {
-    // Late mass is still mass: it joins the node's state now (the round
-    // being assembled, once this node has pushed its shares).
-    if (pushed_) {
-      Absorb(from, *m, next_x_, next_w_);
-    } else {
-      Absorb(from, *m, x_, w_);
-    }
-    return;
-  }
+  auto [heard, fresh] = heard_.try_emplace(from, Hearing{m->round(), true});
+  heard->second.round = std::max(heard->second.round, m->round());
+  heard->second.since_push = true;
+  if (m->round() < inbox_.closed_below()) return AbsorbLate(from, std::move(m));
   if (topology_.In(m->round()).At(env_.self(), from) <= 0) return;
   if (inbox_.Has(m->round(), Channel::kPushSum, from)) return;
   if (options_.catch_up) {
@@ -155,6 +214,19 @@ void PushSumNode::OnMessage(NodeId from, MessagePtr msg) {
   }
   inbox_.Add(from, std::move(m));
   MaybeCombine();
+}
+
+// Late mass is still mass: it joins the node's state now (the round being
+// assembled once this node has pushed its shares; x and w before that, after
+// the local steps that use them, and after the run's last round).
+void PushSumNode::AbsorbLate(NodeId from, std::shared_ptr<const GossipMessage> m) {
+  if (training_) {
+    parked_.push_back(Received{from, std::move(m)});
+  } else if (pushed_) {
+    Absorb(from, *m, next_x_, next_w_);
+  } else {
+    Absorb(from, *m, x_, w_);
+  }
 }
 
 // catch_up: a neighbour already past this round without its message here
@@ -187,6 +259,7 @@ void PushSumNode::Combine() {
   for (const Received& r : got) Absorb(r.from, *r.msg, next_x_, next_w_);
   std::swap(x_, next_x_);
   w_ = next_w_;
+  pushed_ = false;  // next_x_ is stale now: late mass goes to x_ until the next push
   MURMUR_CHECK_MSG(w_ > 0, "push-sum weight must stay positive");
   z_.vec() = x_.vec() * static_cast<float>(1.0 / w_);
   const std::uint64_t done = round_++;
@@ -208,5 +281,7 @@ void PushSumNode::Combine() {
   if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), done, loss_);
   BeginRound();
 }
+
+std::size_t PushSumNode::state_floats() const { return (3 + 2 * out_degree0_) * x_.size(); }
 
 }  // namespace murmur::gossip

@@ -15,6 +15,32 @@
 // sigma_ij - rho_ji, the part it has not yet seen (rho_ji is the last running
 // sum it received from i). A lost message's mass arrives with the next one.
 //
+// Churn (docs/algorithms.md, "Push-sum under churn"). Mass pushed towards a
+// node that cannot receive it (offline, or its link down) waits in the
+// running sum until that node is back, and meanwhile is missing from the
+// live nodes: under churn every live node's weight shrank geometrically, and
+// since SGP subtracts eta g(z) from x unscaled, z = x / w moved by eta g / w
+// and diverged. Two rules keep the weights up; neither acts in a fault-free
+// run, where every expected message arrives before its round ends:
+//  - Silent neighbours get no new mass: node i does not add to sigma_ij for
+//    an out-neighbour j that was its in-neighbour in the previous round when
+//    neither j's message of that round (or a later one) nor any message of
+//    j since i's previous push has come. It keeps P_ji (x_i, w_i) instead,
+//    which keeps its column stochastic, and still sends j the unchanged
+//    running sum (j hears from it, and gets any mass lost before). A node
+//    that heard from none of its in-neighbours (it is the one cut off)
+//    keeps its whole mass. Over a directed link j -> i there is no such
+//    evidence and i pushes as always.
+//  - A node that got no new mass since its previous push although it has
+//    in-neighbours trains alone: its steps move z itself
+//    (x <- x - eta w g(z)), as a lone node's SGD would; SGP's step would move
+//    z by eta g / w with w what the node kept when its last pushes went
+//    nowhere. Nothing is mixed in such a round, so the network's fixed point
+//    is the same.
+// Late mass is absorbed whenever it comes: into x and w after the run's last
+// round too, and once the offloaded local steps are done if it comes while
+// they read and write x and w.
+//
 // Catch-up (options.catch_up, static topologies): a node that finds an
 // in-neighbour two or more rounds ahead (it was down and resumed from a
 // checkpoint) ends its round at once and jumps to that round; it absorbs the
@@ -28,11 +54,13 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "core/learner.h"
 #include "core/round_observer.h"
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
+#include "gossip/node.h"
 #include "gossip/node_state.h"
 #include "gossip/round_topology.h"
 
@@ -51,25 +79,27 @@ struct PushSumOptions {
   bool catch_up = false;
 };
 
-class PushSumNode final : public MessageSink {
+class PushSumNode final : public Node {
  public:
   // `topology` gives column-stochastic matrices (topology::PushSumWeights).
   // REQUIRES: codec->full_model_safe() (running sums are sent whole).
   PushSumNode(Env& env, RoundTopology& topology, LocalLearner& learner, ParamVector x0,
               std::unique_ptr<Codec> codec, PushSumOptions options, RoundObserver* observer);
 
-  void Start();
+  void Start() override;
   void OnMessage(NodeId from, MessagePtr msg) override;
   // The state after the last completed round (gossip/node_state.h): x, w and
   // every running sum. Call between rounds or once finished.
-  Result<NodeState> ExportState() const;
+  Result<NodeState> ExportState() const override;
   // REQUIRES: before Start(), with options.first_round set.
-  Status ImportState(const NodeState& state);
+  Status ImportState(const NodeState& state) override;
 
   // The de-biased model z = x / w, current as of the last combine.
-  const ParamVector& params() const { return z_; }
+  const ParamVector& params() const override { return z_; }
   double weight() const { return w_; }
-  std::uint64_t round() const { return round_; }
+  std::uint64_t round() const override { return round_; }
+  // x, z, the incoming sum and two running sums per out-neighbour (of round 0).
+  std::size_t state_floats() const override;
   bool finished() const { return round_ >= options_.rounds; }
 
  private:
@@ -77,9 +107,17 @@ class PushSumNode final : public MessageSink {
     ParamVector x;
     double w = 0;
   };
+  struct Hearing {
+    std::uint64_t round = 0;  // the highest round of a message from the sender
+    bool since_push = false;  // a message of it came since this node's last push
+  };
   void BeginRound();
   void Push();
   void Absorb(NodeId from, const GossipMessage& m, ParamVector& x, double& w);
+  void AbsorbLate(NodeId from, std::shared_ptr<const GossipMessage> m);
+  bool Heard(NodeId j) const;
+  bool Alone();
+  std::vector<NodeId> SilentOutNeighbours();
   void MaybeCombine();
   void Combine();
   bool Gone(NodeId j) const;
@@ -98,11 +136,19 @@ class PushSumNode final : public MessageSink {
   double next_w_ = 0;
   std::map<NodeId, RunningSum> sent_;      // sigma_ij per out-neighbour
   std::map<NodeId, RunningSum> received_;  // rho_ij per in-neighbour
+  std::map<NodeId, Hearing> heard_;        // per sender
+  // Messages of closed rounds that came while the offloaded local steps
+  // read and write x and w; absorbed once they are done.
+  std::vector<Received> parked_;
   RoundInbox inbox_;
   std::uint64_t round_ = 0;
+  std::size_t out_degree0_ = 0;             // out-neighbours in round 0, self included (state_floats)
   std::uint64_t ahead_ = 0;                 // catch_up: the highest round seen from an in-neighbour
   std::map<NodeId, std::uint64_t> latest_;  // catch_up: the highest round seen from each
   bool pushed_ = false;
+  bool pushed_before_ = false;  // this node has pushed at least once since it was built
+  bool training_ = false;       // the offloaded local steps of this round are running
+  bool got_mass_ = false;       // some running sum brought new mass since the last push
   TimerId timeout_ = 0;
   double loss_ = 0;
 };

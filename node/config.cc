@@ -1,72 +1,24 @@
 #include "node/config.h"
 
-#include <google/protobuf/io/tokenizer.h>
-#include <google/protobuf/text_format.h>
-#include <google/protobuf/util/json_util.h>
-
 #include <set>
 
-#include "crypto/file_io.h"
-#include "node/control/fault_control.h"
+#include "engine/faults.h"
+#include "engine/files.h"
 #include "node/job/job_data.h"
 
 namespace murmur::node {
 
-namespace {
-class FirstError final : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, google::protobuf::io::ColumnNumber column, const std::string& message) override {
-    if (first.empty())
-      first = "line " + std::to_string(line + 1) + ":" + std::to_string(column + 1) + ": " + message;
-  }
-  std::string first;
-};
-}  // namespace
-
-namespace {
-// Parses `text` into *c: protobuf text, or JSON when it starts with '{'.
-Status ParseConfigText(const std::string& text, const std::string& origin, google::protobuf::Message* c) {
-  const std::size_t first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && text[first] == '{') {
-    google::protobuf::util::JsonParseOptions opts;
-    opts.ignore_unknown_fields = false;
-    auto st = google::protobuf::util::JsonStringToMessage(text, c, opts);
-    if (!st.ok()) return Status::InvalidArgument(origin + ": " + std::string(st.message()));
-    return Status::Ok();
-  }
-  google::protobuf::TextFormat::Parser parser;
-  FirstError errors;
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text, c)) {
-    return Status::InvalidArgument(origin + ": " +
-                                   (errors.first.empty() ? "not a valid " + c->GetTypeName() : errors.first));
-  }
-  return Status::Ok();
-}
-}  // namespace
-
 Result<proto::NodeConfig> ParseNodeConfig(const std::string& text, const std::string& origin) {
   proto::NodeConfig c;
-  MURMUR_RETURN_IF_ERROR(ParseConfigText(text, origin, &c));
+  Status st = engine::ParseMessageText(text, origin, &c);
+  // A job block in the layout of murmur 0.1 gets a hint naming its fields' new place.
+  if (!st.ok()) return Status::InvalidArgument(st.message() + engine::OldNodeJobHint(text));
   return c;
-}
-
-Result<proto::JobConfig> ParseJobConfig(const std::string& text, const std::string& origin) {
-  proto::JobConfig c;
-  MURMUR_RETURN_IF_ERROR(ParseConfigText(text, origin, &c));
-  return c;
-}
-
-Result<proto::JobConfig> LoadJobConfig(const std::string& path) {
-  auto text = crypto::ReadSmallFile(path, std::size_t{1} << 20);
-  if (!text.ok()) return text.status().WithContext("job '" + path + "'");
-  return ParseJobConfig(*text, path);
 }
 
 Result<proto::NodeConfig> LoadNodeConfig(const std::string& path) {
-  auto text = crypto::ReadSmallFile(path, std::size_t{1} << 20);
-  if (!text.ok()) return text.status().WithContext("config '" + path + "'");
-  return ParseNodeConfig(*text, path);
+  MURMUR_ASSIGN_OR_RETURN(std::string text, engine::ReadConfigFile(path, "config"));
+  return ParseNodeConfig(text, path);
 }
 
 Status ValidateNodeConfig(const proto::NodeConfig& c) {
@@ -113,7 +65,9 @@ Status ValidateNodeConfig(const proto::NodeConfig& c) {
   if (c.has_faults()) {
     if (!c.fault_injection())
       return Status::InvalidArgument("config field 'faults' needs 'fault_injection: true'");
-    MURMUR_RETURN_IF_ERROR(ValidateFaultConfig(c.faults()).WithContext("config field 'faults'"));
+    MURMUR_RETURN_IF_ERROR(
+        engine::ValidateFaults(c.faults(), engine::kMaxFaultNodeId, engine::FaultTime::kUntilCleared)
+            .WithContext("config field 'faults'"));
   }
   return Status::Ok();
 }

@@ -12,19 +12,20 @@
 #include "crypto/certificate.h"
 #include "crypto/file_io.h"
 #include "crypto/identity.h"
+#include "engine/faults.h"
+#include "engine/files.h"
 #include "node/certificate_reload.h"
 #include "node/config.h"
-#include "node/control/fault_control.h"
 #include "node/daemon_impl.h"
 #include "node/fd_budget.h"
 #include "node/job/checkpoint.h"
 #include "node/job/decoders.h"
+#include "node/job/factory.h"
 #include "node/job/job_message.h"
 
 namespace murmur::node {
 
 namespace {
-Nanos Seconds(double s) { return Nanos(static_cast<std::int64_t>(s * 1e9)); }
 
 constexpr const char* kJobFile = "job.conf";
 constexpr const char* kJobStateFile = "job.state";
@@ -66,7 +67,7 @@ Status DaemonImpl::Init() {
   MURMUR_ASSIGN_OR_RETURN(HostPort listen, ParseHostPort(config_.listen()));
   to.listen_host = listen.host;
   to.listen_port = listen.port;
-  to.seed = config_.has_job() ? config_.job().seed() : self + 1;
+  to.seed = config_.has_job() ? config_.job().spec().seed() : self + 1;
   to.max_sessions = config_.max_sessions();
   to.pending = {config_.max_pending_handshakes(), config_.max_pending_handshakes_per_address()};
   to.scoring.messages_per_second = config_.message_rate_per_address();
@@ -93,10 +94,12 @@ Status DaemonImpl::Init() {
   env_->RegisterDecoder(membership::kMembershipMessageKind, membership::MembershipDecoder());
   if (config_.fault_injection()) {
     faulty_ = std::make_unique<FaultyEnv>(env_.get(), &fault_plan_);
-    MURMUR_RETURN_IF_ERROR(
-        ApplyFaultConfig(config_.faults(), fault_plan_).WithContext("config field 'faults'"));
+    MURMUR_RETURN_IF_ERROR(engine::ApplyFaults(config_.faults(), engine::kMaxFaultNodeId,
+                                               engine::FaultTime::kUntilCleared, fault_plan_)
+                               .WithContext("config field 'faults'"));
     faults_ = config_.faults();
-    MURMUR_LOG(kWarning) << "node " << self << ": fault injection is on; faults: " << DescribeFaults(faults_);
+    MURMUR_LOG(kWarning) << "node " << self
+                         << ": fault injection is on; faults: " << engine::DescribeFaults(faults_);
   }
   MURMUR_RETURN_IF_ERROR(transport_->Start());
   // Membership (SWIM with Lifeguard, docs/membership.md): the configured
@@ -118,7 +121,7 @@ Status DaemonImpl::Init() {
   MURMUR_ASSIGN_OR_RETURN(HostPort mhp, ParseHostPort(config_.metrics_listen()));
   MURMUR_RETURN_IF_ERROR(metrics_->Start(mhp.host, mhp.port));
   ControlServerOptions co;
-  co.handshake_timeout = Seconds(config_.control_handshake_timeout());
+  co.handshake_timeout = FromSeconds(config_.control_handshake_timeout());
   co.max_sessions = config_.control_max_sessions();
   co.pending = {config_.control_max_pending(), config_.control_max_pending_per_address()};
   control_ = std::make_unique<ControlServer>(
@@ -141,10 +144,13 @@ Status DaemonImpl::Init() {
   auto state = crypto::ReadSmallFile(DataPath(kJobStateFile), 4096);
   auto text = crypto::ReadSmallFile(DataPath(kJobFile), std::size_t{1} << 20);
   if (state.ok() && text.ok()) {
-    proto::JobConfig job;
-    if (!google::protobuf::TextFormat::ParseFromString(*text, &job))
-      return Status::DataLoss("'" + DataPath(kJobFile) +
-                              "' is not a valid JobConfig; remove it to start idle");
+    std::vector<std::string> warnings;
+    auto parsed = engine::ParseJobConfig(*text, DataPath(kJobFile), &warnings);
+    if (!parsed.ok())
+      return Status::DataLoss("'" + DataPath(kJobFile) + "' is not a valid JobConfig (" +
+                              parsed.status().message() + "); remove it to start idle");
+    for (const auto& w : warnings) MURMUR_LOG(kWarning) << "node " << self << ": " << w;
+    proto::JobConfig job = std::move(parsed).value();
     job_state_ = state->substr(0, state->find('\n'));
     if (job_state_ == "running") {
       MURMUR_LOG(kInfo) << "node " << self << ": resuming job " << job.job_id();
@@ -225,7 +231,7 @@ void DaemonImpl::OnJobEnd(Job::End how) {
     job_state_ = "stopped";
   }  // a shutdown leaves it "running" on disk: it resumes at the next start
   if (!exit_after_job_ && !(shutting_down_ && how != Job::End::kCompleted)) SaveJobState();
-  if (exit_after_job_) return Finish(how == Job::End::kCompleted ? Seconds(config_.linger()) : Nanos(0));
+  if (exit_after_job_) return Finish(how == Job::End::kCompleted ? FromSeconds(config_.linger()) : Nanos(0));
   if (shutting_down_) Finish(Nanos(0));
 }
 
@@ -235,7 +241,7 @@ void DaemonImpl::BeginDrain(const std::string& why) {
   MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": " << why << ", draining job "
                     << job_->config().job_id() << " after round " << job_->rounds_done();
   job_->Drain();
-  drain_timer_.expires_after(Seconds(config_.drain_timeout()));
+  drain_timer_.expires_after(FromSeconds(config_.drain_timeout()));
   drain_timer_.async_wait([this](const asio::error_code& ec) {
     if (ec || !job_ || job_->ended()) return;
     MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": abandoning the round in progress";

@@ -85,7 +85,7 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   std::atomic<std::uint64_t> cert_reloads_{0};  // renewed certificates taken
   std::atomic<std::uint64_t> cert_reload_failures_{0};  // reloads refused (the old certificate stays)
   std::unique_ptr<AsioEnv> env_;
-  // Fault injection (config field 'fault_injection', node/control/fault_control.h):
+  // Fault injection (config field 'fault_injection', engine/faults.h):
   // when set, membership and jobs send through faulty_, which applies fault_plan_.
   FaultPlan fault_plan_;
   std::unique_ptr<FaultyEnv> faulty_;

@@ -3,8 +3,8 @@
 #include <map>
 
 #include "core/log.h"
+#include "engine/faults.h"
 #include "node/certificate_reload.h"
-#include "node/control/fault_control.h"
 #include "node/daemon_impl.h"
 
 namespace murmur::node {
@@ -109,13 +109,14 @@ proto::ControlResponse DaemonImpl::Submit(const proto::JobConfig& job) {
 
 proto::ControlResponse DaemonImpl::SetFaults(const proto::FaultConfig& faults) {
   if (!faulty_) return Refuse("fault injection is off on this daemon (config field 'fault_injection')");
-  Status st = ApplyFaultConfig(faults, fault_plan_);
+  Status st =
+      engine::ApplyFaults(faults, engine::kMaxFaultNodeId, engine::FaultTime::kUntilCleared, fault_plan_);
   if (!st.ok()) return Refuse(st.ToString());
   faults_ = faults;
-  MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": faults now " << DescribeFaults(faults_);
+  MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": faults now " << engine::DescribeFaults(faults_);
   proto::ControlResponse r;
   r.set_ok(true);
-  r.set_faults(DescribeFaults(faults_));
+  r.set_faults(engine::DescribeFaults(faults_));
   return r;
 }
 
@@ -133,10 +134,10 @@ proto::JobStatus DaemonImpl::JobStatus() const {
   if (!job_error_.empty()) s.set_error(job_error_);
   if (!job_) return s;
   s.set_job_id(job_->config().job_id());
-  s.set_algorithm(job_->config().algorithm());
+  s.set_algorithm(job_->config().spec().algorithm());
   s.set_rounds_done(job_->rounds_done());
   s.set_epsilon(job_->epsilon());  // after rounds_done: at least that round's
-  s.set_rounds_total(job_->config().rounds());
+  s.set_rounds_total(job_->config().spec().rounds());
   s.set_test_accuracy(job_->accuracy());
   s.set_train_loss(job_->loss());
   if (job_error_.empty()) {

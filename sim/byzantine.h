@@ -1,9 +1,7 @@
-// ByzantineCoalition: the Byzantine nodes of a gossip simulation, and
-// TapEnv, the Env decorator through which the coalition sees what honest
-// nodes send.
+// ByzantineCoalition: the Byzantine nodes of a gossip simulation.
 //
-// Each honest node runs on a TapEnv that forwards everything to its SimEnv and
-// shows the coalition every model it sends. Once the honest models an attack
+// Each honest node runs on a TapEnv (sim/tap_env.h) that forwards everything
+// to its SimEnv and shows the coalition every model it sends. Once the honest models an attack
 // needs for round t have been sent (sim/gossip_attack.h says which), the
 // coalition crafts the Byzantine models of round t and sends them from the
 // Byzantine nodes' own Envs, so links, latency and bytes count as for anyone.
@@ -17,8 +15,7 @@
 // silent neighbour.
 //
 // REQUIRES: a static topology W and whole models (a full-model codec).
-// Thread-safety: event loop only. The Simulator and W must outlive the coalition;
-// each TapEnv's inner Env and coalition must outlive it.
+// Thread-safety: event loop only. The Simulator and W must outlive the coalition.
 #pragma once
 
 #include <cstdint>
@@ -77,30 +74,6 @@ class ByzantineCoalition final : public MessageSink {
   std::vector<std::uint64_t> last_round_;  // node -> the last round it was seen sending
   std::map<std::uint64_t, Round> rounds_;
   std::uint64_t crafted_ = 0;
-};
-
-class TapEnv final : public Env {
- public:
-  TapEnv(Env& inner, ByzantineCoalition& coalition) : inner_(inner), coalition_(coalition) {}
-
-  NodeId self() const override { return inner_.self(); }
-  Nanos Now() const override { return inner_.Now(); }
-  TimerId StartTimer(Nanos delay, std::function<void()> fn) override {
-    return inner_.StartTimer(delay, std::move(fn));
-  }
-  void CancelTimer(TimerId id) override { inner_.CancelTimer(id); }
-  void Send(NodeId to, MessagePtr msg) override {
-    coalition_.Observe(inner_.self(), msg);
-    inner_.Send(to, std::move(msg));
-  }
-  Rng MakeRng(RngPurpose purpose) const override { return inner_.MakeRng(purpose); }
-  void Offload(double flops, std::function<void()> work, std::function<void()> done) override {
-    inner_.Offload(flops, std::move(work), std::move(done));
-  }
-
- private:
-  Env& inner_;
-  ByzantineCoalition& coalition_;
 };
 
 }  // namespace murmur::sim

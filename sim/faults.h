@@ -1,11 +1,13 @@
-// The scenario's injected faults: the fault_* fields of proto::Scenario as a
-// FaultPlan (core/fault_plan.h) applied by a FaultyEnv around every node's
-// SimEnv, and the gossip decoder that a DecodingSink runs on corrupted
-// messages in front of every node (core/corrupted_message.h).
+// The scenario's injected faults: its `faults` (proto/faults.proto, checked
+// and applied by engine/faults.h as murmurd's are) as a FaultPlan
+// (core/fault_plan.h) applied by a FaultyEnv around every node's SimEnv, and
+// the gossip decoder that a DecodingSink runs on corrupted messages in front
+// of every node (core/corrupted_message.h).
 //
-// The fields apply to every link for the whole run; fault_partition adds its
-// windows (syntax in core/fault_plan.h). The simulator's own `loss`, latency
-// and jitter stay as they are and act on what FaultyEnv lets through.
+// The probabilities and delays apply to every link for the whole run; the
+// partition adds its windows (syntax in core/fault_plan.h). The simulator's
+// own `loss`, latency and jitter stay as they are and act on what FaultyEnv
+// lets through.
 //
 // Thread-safety: free functions; the plan is read-only once built.
 #pragma once
@@ -19,13 +21,13 @@
 
 namespace murmur::sim {
 
-// Whether any fault_* field asks for a fault.
+// Whether the scenario's faults ask for anything.
 bool HasScenarioFaults(const proto::Scenario& s);
 
-// Checks the fault_* fields; errors name the field.
+// Checks the faults; errors name the field ("fault field 'drop' ...").
 Status ValidateScenarioFaults(const proto::Scenario& s);
 
-// The plan of the fault_* fields. REQUIRES: ValidateScenarioFaults(s).ok().
+// The plan of the faults; ValidateScenarioFaults's Status when they are bad.
 Result<std::unique_ptr<FaultPlan>> MakeScenarioFaultPlan(const proto::Scenario& s);
 
 // Decodes gossip messages (gossip::GossipMessage::Decode with default limits),

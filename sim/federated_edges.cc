@@ -8,39 +8,6 @@
 
 namespace murmur::sim {
 
-NodeId FederatedClientCount(const proto::Scenario& s) {
-  if (s.edge_aggregators() > 0 && s.edge_assignment() == "nearest-rsu")
-    return s.nodes() - s.edge_aggregators();
-  return s.nodes();
-}
-
-Status ValidateEdgeFields(const proto::Scenario& s) {
-  auto bad = [](const std::string& field, const std::string& why) {
-    return Status::InvalidArgument("scenario field '" + field + "' " + why);
-  };
-  const std::uint32_t e = s.edge_aggregators();
-  if (e == 0) return Status::Ok();
-  if (s.edge_assignment() != "id" && s.edge_assignment() != "nearest-rsu") {
-    return bad("edge_assignment", "'" + s.edge_assignment() + "' is not id or nearest-rsu");
-  }
-  if (s.edge_assignment() == "nearest-rsu") {
-    if (s.topology() != "vehicles" || s.rsus() != e) {
-      return bad("edge_assignment", "nearest-rsu needs topology \"vehicles\" with rsus = edge_aggregators (" +
-                                        std::to_string(e) + ")");
-    }
-    if (e >= s.nodes()) return bad("edge_aggregators", "must be fewer than nodes (the RSUs are nodes)");
-  } else if (e > s.nodes()) {
-    return bad("edge_aggregators", "must be at most nodes (" + std::to_string(s.nodes()) + ")");
-  }
-  if (s.algorithm() == "scaffold" || s.algorithm() == "fedbuff") {
-    return bad("edge_aggregators", "works with synchronous rounds without SCAFFOLD, not " + s.algorithm());
-  }
-  if (s.dp_clip() > 0) return bad("edge_aggregators", "does not combine with DP-FedAvg (dp_clip)");
-  auto devices = MakeDeviceProfiles(s.edge_devices(), 1, 1);
-  if (!devices.ok()) return devices.status().WithContext("scenario field 'edge_devices'");
-  return Status::Ok();
-}
-
 std::vector<std::uint32_t> EdgesById(NodeId clients, NodeId edges) {
   std::vector<std::uint32_t> edge_of(clients);
   for (NodeId i = 0; i < clients; ++i) {

@@ -32,12 +32,6 @@
 
 namespace murmur::sim {
 
-// C: the scenario's nodes that are clients.
-NodeId FederatedClientCount(const proto::Scenario& s);
-
-// Checks edge_aggregators, edge_assignment and edge_devices, naming the field.
-Status ValidateEdgeFields(const proto::Scenario& s);
-
 // edge_of[i] for clients 0 .. clients-1 by id: floor(i edges / clients).
 std::vector<std::uint32_t> EdgesById(NodeId clients, NodeId edges);
 

@@ -39,15 +39,8 @@
 
 namespace murmur::sim {
 
-// Whether `algorithm` names a federated algorithm run by RunFederatedScenario.
-bool IsFederatedAlgorithm(const std::string& algorithm);
-
-// Checks the federated fields (clients_per_round, robust, attack, DP, deadline,
-// ...) with messages naming the field. The gossip fields are ValidateScenario's.
-Status ValidateFederatedScenario(const proto::Scenario& s);
-
-// Runs a federated scenario. REQUIRES: IsFederatedAlgorithm(s.algorithm());
-// returns ValidateFederatedScenario's Status otherwise.
+// Runs a federated scenario. REQUIRES: engine::IsFederatedAlgorithm(s.spec().algorithm());
+// returns ValidateScenario's Status otherwise.
 Result<RunSummary> RunFederatedScenario(const proto::Scenario& s, const ProgressFn& progress = {});
 
 // What a federated run reports beyond RunSummary (for tests and docs).

@@ -30,26 +30,37 @@ struct EvalPoint {
   std::uint64_t bytes_received = 0;
   std::uint64_t messages_lost = 0;
   std::uint32_t online = 0;  // nodes online at this point
+  double epsilon = 0;        // DP-FedAvg: (epsilon, dp_delta) spent so far; 0 without DP or before any round
+  // The last point only: why the run stopped ("rounds done", "time budget",
+  // "privacy budget: ...", ...); empty on every other point.
+  std::string stop;
 };
 
-// The CSV header and one row per point; JSON lines have the same keys.
+// The CSV header and one row per point; JSON lines have the same keys. The
+// last column, `stop`, is text without commas or quotes (empty but on the last point).
 std::string CsvHeader();
 std::string CsvRow(const EvalPoint& p);
 std::string JsonLine(const EvalPoint& p);
 
-// Appends points to a CSV file and/or a JSON-lines file as they come.
+// Appends points to a CSV file and/or a JSON-lines file as they come. A point
+// is written when the next one comes, or at Finish with the run's stop reason.
 class MetricsWriter {
  public:
   // Either path may be empty. Fails when a file cannot be created.
   static Result<std::unique_ptr<MetricsWriter>> Open(const std::string& csv_path,
                                                      const std::string& json_path);
   void Write(const EvalPoint& p);
+  // Writes the last point with `stop` as its stop reason.
+  void Finish(const std::string& stop);
 
  private:
+  void Flush();
   std::ofstream csv_, json_;
+  std::unique_ptr<EvalPoint> pending_;
 };
 
-// Reads a metrics CSV written by MetricsWriter (for `murmur plot`).
+// Reads a metrics CSV written by MetricsWriter (for `murmur plot`), also one
+// of murmur 0.1 (without the epsilon and stop columns).
 Result<std::vector<EvalPoint>> ReadMetricsCsv(const std::string& path);
 
 }  // namespace murmur::sim

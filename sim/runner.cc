@@ -6,11 +6,10 @@
 #include <map>
 #include <sstream>
 
+#include "engine/algorithms.h"
+#include "engine/gossip_builder.h"
+#include "engine/learner.h"
 #include "federated/attack.h"
-#include "gossip/decentralized_sgd.h"
-#include "gossip/gossip_learning.h"
-#include "gossip/gradient_tracking.h"
-#include "gossip/push_sum.h"
 #include "ml/ml_learner.h"
 #include "sim/byzantine.h"
 #include "sim/churn.h"
@@ -19,6 +18,7 @@
 #include "sim/federated_run.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
+#include "sim/tap_env.h"
 #include "sim/world.h"
 
 namespace murmur::sim {
@@ -27,61 +27,35 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Uniform access to the nodes of any algorithm.
-class NodeRef {
- public:
-  virtual ~NodeRef() = default;
-  virtual MessageSink* sink() = 0;
-  virtual void Start() = 0;
-  virtual const ParamVector& params() const = 0;
-  virtual std::size_t state_floats() const = 0;
-};
-
-template <typename Node>
-class NodeAdapter final : public NodeRef {
- public:
-  template <typename... Args>
-  explicit NodeAdapter(std::size_t state_vectors, Args&&... args)
-      : node_(std::forward<Args>(args)...), state_vectors_(state_vectors) {}
-  MessageSink* sink() override { return &node_; }
-  void Start() override { node_.Start(); }
-  const ParamVector& params() const override { return node_.params(); }
-  std::size_t state_floats() const override { return state_vectors_ * node_.params().size(); }
-
- private:
-  Node node_;
-  std::size_t state_vectors_;
-};
-
 class ScenarioRun final : public RoundObserver {
  public:
   ScenarioRun(const proto::Scenario& s, std::unique_ptr<World> world, const ProgressFn& progress)
       : s_(s),
+        spec_(s.spec()),
         world_(std::move(world)),
-        n_(static_cast<NodeId>(s.nodes() + world_->attached_to.size())),
+        n_(static_cast<NodeId>(s.spec().nodes() + world_->attached_to.size())),
         progress_(progress),
         start_(Clock::now()) {}
 
   Status Build();
-  RunSummary Run();
+  RunSummary Run(const RunOptions& options);
 
   void OnRoundDone(NodeId node, std::uint64_t round, double loss) override;
 
  private:
   void Evaluate(std::uint64_t round);
-  Status BuildByzantine(gossip::MixingOptions* mixing);
-  std::unique_ptr<gossip::Codec> MakeCodec(NodeId i) const {
-    return std::make_unique<gossip::Codec>(codec_spec_, i, world_->initial.layout(),
-                                           Rng(s_.seed(), i, RngPurpose::kCompression));
+  // Whether round `done` is an evaluation point (eval_every 0: only the end).
+  bool EvaluatedAt(std::uint64_t done) const {
+    return spec_.eval_every() > 0 && done % spec_.eval_every() == 0;
   }
-
+  Status BuildByzantine();
   const proto::Scenario& s_;
+  const proto::JobSpec& spec_;
   std::unique_ptr<World> world_;
   NodeId n_;  // simulated nodes: the scenario's, and Byzantine ones attached to them
   ProgressFn progress_;
   Clock::time_point start_;
   double WallSeconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
-  gossip::CodecSpec codec_spec_;
   std::unique_ptr<Simulator> sim_;
   // Injected faults: a FaultyEnv around each node's SimEnv and, when messages
   // may be corrupted, a DecodingSink in front of each node. Declared after
@@ -90,7 +64,7 @@ class ScenarioRun final : public RoundObserver {
   std::vector<std::unique_ptr<FaultyEnv>> faulty_envs_;
   std::vector<std::unique_ptr<DecodingSink>> decoding_sinks_;
   std::vector<std::unique_ptr<ml::MlLearner>> learners_;
-  std::vector<std::unique_ptr<NodeRef>> nodes_;  // null for a Byzantine node
+  std::vector<std::unique_ptr<gossip::Node>> nodes_;  // null for a Byzantine node
   std::unique_ptr<ByzantineCoalition> coalition_;
   std::vector<std::unique_ptr<TapEnv>> taps_;
   NodeId honest_ = 0;  // nodes that learn (all but the Byzantine ones)
@@ -108,46 +82,29 @@ class ScenarioRun final : public RoundObserver {
   };
   std::map<std::uint64_t, Snapshot> snapshots_;
   std::uint64_t rounds_done_ = 0;
+  bool keep_final_models_ = false;
   RunSummary summary_;
 };
 
-// Byzantine-robust gossip (docs/security.md): the mixing rule, and the
-// Byzantine nodes with their attack.
-Status ScenarioRun::BuildByzantine(gossip::MixingOptions* mixing) {
+// Byzantine-robust gossip (docs/security.md): the Byzantine nodes and their
+// attack. The honest nodes' mixing rule is the spec's (engine/gossip_builder.h).
+Status ScenarioRun::BuildByzantine() {
   const NodeId n = n_;
   honest_ = n;
-  auto rule = gossip::ParseMixingRule(s_.gossip_aggregation(), s_.clip_suspects());
-  if (!rule.ok()) return rule.status().WithContext("scenario field 'gossip_aggregation'");
-  *mixing = rule.value();
-  mixing->honest_majority = s_.clip_honest_majority();
-  if (mixing->rule != gossip::MixingRule::kMean && !codec_spec_.full_model_safe) {
-    return Status::InvalidArgument("scenario field 'gossip_aggregation': '" + s_.gossip_aggregation() +
-                                   "' mixes whole models; use compression none, fp16, bf16 or int8 (got '" +
-                                   s_.compression() + "')");
-  }
   AttackParams params;
-  auto attack = ParseGossipAttack(s_.attack());
-  if (!attack.ok()) return attack.status().WithContext("scenario field 'attack'");
-  params.kind = attack.value();
+  MURMUR_ASSIGN_OR_RETURN(params.kind, ParseGossipAttack(spec_.attack()));
   // Placement (sim/byzantine_placement.h): extra nodes after the scenario's, or members chosen by the seed.
   std::vector<bool> byzantine(n, false);
   if (!world_->attached_to.empty()) {
-    for (NodeId i = s_.nodes(); i < n; ++i) byzantine[i] = true;
+    for (NodeId i = spec_.nodes(); i < n; ++i) byzantine[i] = true;
   } else {
-    byzantine = ChooseByzantine(n, s_.attack_fraction(), s_.seed());
+    byzantine = ChooseByzantine(n, spec_.attack_fraction(), spec_.seed());
   }
   std::size_t f = 0;
   for (bool b : byzantine) f += b;
   if (params.kind == GossipAttack::kNone || f == 0) return Status::Ok();
-  if (f >= n)
-    return Status::InvalidArgument("scenario field 'attack_fraction': no honest node would be left");
-  if (!codec_spec_.full_model_safe || !world_->topology->is_static()) {
-    return Status::InvalidArgument(
-        "scenario field 'attack': gossip attackers need whole models (compression "
-        "none, fp16, bf16 or int8) on a static topology (got '" +
-        s_.compression() + "' on '" + s_.topology() + "')");
-  }
-  params.scale = s_.attack_scale();
+  if (f >= n) return Status::InvalidArgument("spec field 'attack_fraction': no honest node would be left");
+  params.scale = spec_.attack_scale();
   params.alie_z = federated::AlieZ(n, f);
   coalition_ =
       std::make_unique<ByzantineCoalition>(*sim_, world_->topology->In(0), std::move(byzantine), params);
@@ -157,56 +114,30 @@ Status ScenarioRun::BuildByzantine(gossip::MixingOptions* mixing) {
 
 Status ScenarioRun::Build() {
   const NodeId n = n_;
-  auto codec = gossip::CodecSpec::Parse(s_.compression());
-  if (!codec.ok()) return codec.status().WithContext("scenario field 'compression'");
-  codec_spec_ = std::move(codec).value();
-  const bool needs_full = s_.algorithm() != "dpsgd" && s_.algorithm() != "dpsgd-cta";
-  if (needs_full && !codec_spec_.full_model_safe) {
-    return Status::InvalidArgument("scenario field 'compression': " + s_.algorithm() +
-                                   " sends whole vectors; use none, fp16, bf16 or int8 (got '" +
-                                   s_.compression() + "')");
-  }
-  if (!codec_spec_.full_model_safe && !world_->topology->is_static()) {
-    return Status::InvalidArgument(
-        "scenario field 'compression': '" + s_.compression() +
-        "' is sent as CHOCO differences, which need a static topology; use fp16, bf16 or "
-        "int8 with '" +
-        s_.topology() + "'");
-  }
   SimulatorOptions so;
-  so.seed = s_.seed();
+  so.seed = spec_.seed();
   so.threads = s_.threads() == 0 ? HardwareThreads() : static_cast<int>(s_.threads());
   so.network.loss = s_.loss();
   so.network.extra_latency = FromSeconds(s_.latency_ms() / 1000);
   so.network.jitter = s_.jitter();
   sim_ = std::make_unique<Simulator>(so, world_->devices);
-  gossip::MixingOptions mixing;
-  MURMUR_RETURN_IF_ERROR(BuildByzantine(&mixing));
+  MURMUR_RETURN_IF_ERROR(BuildByzantine());
   if (HasScenarioFaults(s_)) {
     MURMUR_ASSIGN_OR_RETURN(fault_plan_, MakeScenarioFaultPlan(s_));
     for (NodeId i = 0; i < n; ++i)
       faulty_envs_.push_back(std::make_unique<FaultyEnv>(&sim_->env(i), fault_plan_.get()));
   }
-
-  ml::MlLearnerOptions lo;
-  lo.batch = static_cast<int>(s_.batch());
-  lo.lr = s_.lr();
-  lo.momentum = s_.momentum();
-  lo.weight_decay = s_.weight_decay();
-  MURMUR_ASSIGN_OR_RETURN(lo.schedule, ScenarioSchedule(s_));
+  MURMUR_ASSIGN_OR_RETURN(ml::MlLearnerOptions lo, engine::LearnerOptionsOf(spec_));
   last_loss_.assign(n, 0.0);
-  for (NodeId i = 0; i < s_.nodes(); ++i) {  // attached Byzantine nodes do not learn
+  for (NodeId i = 0; i < spec_.nodes(); ++i) {  // attached Byzantine nodes do not learn
     learners_.push_back(std::make_unique<ml::MlLearner>(*world_->model, world_->data.train,
                                                         world_->partition->node(i), lo,
-                                                        Rng(s_.seed(), i, RngPurpose::kBatch)));
+                                                        Rng(spec_.seed(), i, RngPurpose::kBatch)));
   }
-  const double gamma = s_.gamma() > 0 ? s_.gamma() : (codec_spec_.full_model_safe ? 1.0 : 0.05);
-  const Nanos timeout = FromSeconds(s_.round_timeout());
-  gossip::RoundTopology& topo = *world_->topology;
   for (NodeId i = 0; i < n; ++i) {
     if (coalition_ != nullptr && coalition_->byzantine(i)) {
       MessageSink* sink = coalition_.get();
-      if (s_.fault_corrupt() > 0) {  // so that every corrupted message meets a decoder and is counted
+      if (s_.faults().corrupt() > 0) {  // so that every corrupted message meets a decoder and is counted
         decoding_sinks_.push_back(std::make_unique<DecodingSink>(sink, GossipWireDecoder()));
         sink = decoding_sinks_.back().get();
       }
@@ -215,53 +146,29 @@ Status ScenarioRun::Build() {
       continue;
     }
     // SimEnv, then injected faults, then the coalition's tap (it sees what the node meant to send).
-    Env* env_ptr = fault_plan_ ? static_cast<Env*>(faulty_envs_[i].get()) : &sim_->env(i);
+    Env* env = fault_plan_ ? static_cast<Env*>(faulty_envs_[i].get()) : &sim_->env(i);
     if (coalition_ != nullptr) {
-      taps_.push_back(std::make_unique<TapEnv>(*env_ptr, *coalition_));
-      env_ptr = taps_.back().get();
+      taps_.push_back(std::make_unique<TapEnv>(env, *coalition_));
+      env = taps_.back().get();
     }
-    Env& env = *env_ptr;
-    ParamVector x0 = world_->initial.Clone();
-    ml::MlLearner& learner = *learners_[i];
-    const std::string& a = s_.algorithm();
-    if (a == "dpsgd" || a == "dpsgd-cta") {
-      gossip::DecentralizedSgdOptions o;
-      o.order = a == "dpsgd" ? gossip::MixOrder::kAdaptThenCombine : gossip::MixOrder::kCombineThenAdapt;
-      o.rounds = s_.rounds();
-      o.local_steps = static_cast<int>(s_.local_steps());
-      o.gamma = gamma;
-      o.round_timeout = timeout;
-      o.common_init = true;
-      o.mixing = mixing;
-      std::size_t vectors = codec_spec_.full_model_safe ? 2 : 3 + !codec_spec_.error_feedback;
-      nodes_.push_back(std::make_unique<NodeAdapter<gossip::DecentralizedSgdNode>>(
-          vectors + (a == "dpsgd-cta"), env, topo, learner, std::move(x0), MakeCodec(i), o, this));
-    } else if (a == "push-sum") {
-      gossip::PushSumOptions o;
-      o.rounds = s_.rounds();
-      o.local_steps = static_cast<int>(s_.local_steps());
-      o.round_timeout = timeout;
-      nodes_.push_back(std::make_unique<NodeAdapter<gossip::PushSumNode>>(
-          3 + 2 * topo.Out(0).Row(i).size(), env, topo, learner, std::move(x0), MakeCodec(i), o, this));
-    } else if (a == "dsgt") {
-      gossip::GradientTrackingOptions o;
-      o.rounds = s_.rounds();
-      o.round_timeout = timeout;
-      nodes_.push_back(std::make_unique<NodeAdapter<gossip::GradientTrackingNode>>(
-          7, env, topo, learner, std::move(x0), MakeCodec(i), o, this));
-    } else {
-      gossip::GossipLearningOptions o;
-      o.period = FromSeconds(s_.period());
-      o.horizon = FromSeconds(s_.period() * static_cast<double>(s_.rounds()));
-      o.local_steps = static_cast<int>(s_.local_steps());
-      o.fanout = static_cast<int>(s_.fanout());
-      o.age_weighted = s_.age_weighted();
-      o.uniform_peers = s_.topology() == "complete";
-      nodes_.push_back(std::make_unique<NodeAdapter<gossip::GossipLearningNode>>(
-          1, env, o.uniform_peers ? nullptr : &topo, n, learner, std::move(x0), MakeCodec(i), o, this));
-    }
-    MessageSink* sink = nodes_.back()->sink();
-    if (s_.fault_corrupt() > 0) {
+    engine::GossipHost host;
+    host.env = env;
+    host.topology = world_->topology.get();
+    host.learner = learners_[i].get();
+    host.observer = this;
+    host.nodes = n;
+    // Synchronous nodes are not told where the run ends. A run of R rounds is
+    // the first R rounds of a longer one: nodes that finish round R early go on
+    // into round R + 1, as they would in a longer run, until the last node has
+    // finished round R and the run stops. Their next round's traffic shares the
+    // links with the stragglers' last messages; were they to stop at R, the
+    // stragglers' last round would see less contention, make more deadlines,
+    // and round R's metrics would depend on whether the run goes on.
+    host.open_ended = true;
+    MURMUR_ASSIGN_OR_RETURN(auto node, engine::MakeGossipNode(spec_, world_->initial.Clone(), host));
+    nodes_.push_back(std::move(node));
+    MessageSink* sink = nodes_.back().get();
+    if (s_.faults().corrupt() > 0) {
       decoding_sinks_.push_back(std::make_unique<DecodingSink>(sink, GossipWireDecoder()));
       sink = decoding_sinks_.back().get();
     }
@@ -269,17 +176,17 @@ Status ScenarioRun::Build() {
     summary_.state_bytes += nodes_.back()->state_floats() * sizeof(float);
   }
   evaluator_ = std::make_unique<Evaluator>(*world_->model, world_->data.test, s_.eval_nodes(),
-                                           s_.eval_samples(), s_.seed(), sim_->pool());
+                                           s_.eval_samples(), spec_.seed(), sim_->pool());
   auto writer = MetricsWriter::Open(s_.metrics_csv(), s_.metrics_json());
   if (!writer.ok()) return writer.status();
   writer_ = std::move(writer).value();
   std::ostringstream d;
-  d << n << " nodes, " << world_->topology_description << ", " << s_.algorithm() << ", " << s_.model() << " ("
-    << world_->initial.size() << " parameters), " << s_.dataset() << " " << s_.partition() << ", compression "
-    << s_.compression();
-  if (s_.gossip_aggregation() != "mean") d << ", gossip aggregation " << s_.gossip_aggregation();
+  d << n << " nodes, " << world_->topology_description << ", " << spec_.algorithm() << ", " << spec_.model()
+    << " (" << world_->initial.size() << " parameters), " << spec_.dataset() << " " << spec_.partition()
+    << ", compression " << engine::CompressionOf(spec_);
+  if (spec_.gossip_aggregation() != "mean") d << ", gossip aggregation " << spec_.gossip_aggregation();
   if (honest_ < n) {
-    d << ", " << n - honest_ << " Byzantine nodes (" << s_.attack();
+    d << ", " << n - honest_ << " Byzantine nodes (" << spec_.attack();
     if (n - honest_ <= 8) {
       const char* sep = "): ";
       for (NodeId i = 0; i < n; ++i) {
@@ -300,10 +207,10 @@ Status ScenarioRun::Build() {
 
 void ScenarioRun::OnRoundDone(NodeId node, std::uint64_t round, double loss) {
   last_loss_[node] = loss;
-  if (s_.algorithm() == "gossip-learning") return;  // evaluated on a clock instead
+  if (spec_.algorithm() == "gossip-learning") return;  // evaluated on a clock instead
   const std::uint64_t done = round + 1;
-  // After the last round no node trains again, so live models are final.
-  if (done % s_.eval_every() == 0 && done < s_.rounds()) {
+  // Nodes go on past the last round (GossipHost::open_ended), so it is copied too.
+  if (done <= spec_.rounds() && (EvaluatedAt(done) || done == spec_.rounds())) {
     Snapshot& snap = snapshots_[done];
     if (snap.params.empty()) {
       snap.params.resize(n_);
@@ -316,10 +223,11 @@ void ScenarioRun::OnRoundDone(NodeId node, std::uint64_t round, double loss) {
   if (++count < honest_) return;
   completed_.erase(round);
   rounds_done_ = done;
-  if (progress_) progress_(rounds_done_, s_.rounds(), nullptr);
-  if (rounds_done_ % s_.eval_every() == 0 || rounds_done_ == s_.rounds()) Evaluate(rounds_done_);
-  // Every node is done: stop, even though churn may still have events queued.
-  if (rounds_done_ == s_.rounds()) sim_->Stop();
+  if (progress_) progress_(rounds_done_, spec_.rounds(), nullptr);
+  if (EvaluatedAt(rounds_done_) || rounds_done_ == spec_.rounds()) Evaluate(rounds_done_);
+  // Every node has finished the last round: stop, though the nodes would go
+  // on (GossipHost::open_ended) and churn may still have events queued.
+  if (rounds_done_ == spec_.rounds()) sim_->Stop();
 }
 
 void ScenarioRun::Evaluate(std::uint64_t round) {
@@ -330,6 +238,10 @@ void ScenarioRun::Evaluate(std::uint64_t round) {
     if (nodes_[i] == nullptr) continue;  // a Byzantine node
     params.push_back(snap != snapshots_.end() ? &snap->second.params[i] : &nodes_[i]->params());
   }
+  // The models of the last round, as the nodes ended it (they go on past it).
+  if (keep_final_models_ && round == spec_.rounds())
+    for (const ParamVector* x : params)
+      summary_.final_models.emplace_back(x->span().begin(), x->span().end());
   EvalPoint p = evaluator_->Evaluate(params);
   StampPoint(*sim_, n_, round, WallSeconds(), &p);
   const std::vector<double>& losses = snap != snapshots_.end() ? snap->second.loss : last_loss_;
@@ -339,20 +251,21 @@ void ScenarioRun::Evaluate(std::uint64_t round) {
   if (snap != snapshots_.end()) snapshots_.erase(snap);
   summary_.points.push_back(p);
   writer_->Write(p);
-  if (progress_) progress_(round, s_.rounds(), &summary_.points.back());
+  if (progress_) progress_(round, spec_.rounds(), &summary_.points.back());
 }
 
-RunSummary ScenarioRun::Run() {
+RunSummary ScenarioRun::Run(const RunOptions& options) {
+  keep_final_models_ = options.keep_final_models;
   Evaluate(0);
-  const bool gl = s_.algorithm() == "gossip-learning";
-  const double horizon_s = gl ? s_.period() * static_cast<double>(s_.rounds()) : 0;
+  const bool gl = spec_.algorithm() == "gossip-learning";
+  const double horizon_s = gl ? spec_.period() * static_cast<double>(spec_.rounds()) : 0;
   const double churn_horizon_s = s_.time_budget() > 0 ? s_.time_budget() : (gl ? horizon_s : 1e9);
   StartScenarioChurn(*sim_, s_, *world_, FromSeconds(churn_horizon_s), {});
   if (gl) {
     // Gossip learning has no rounds: evaluate every eval_every periods, and
     // count a "round" as one period (one wake-up per node on average).
-    for (std::uint64_t r = s_.eval_every(); r <= s_.rounds(); r += s_.eval_every()) {
-      sim_->At(FromSeconds(s_.period() * static_cast<double>(r)), [this, r] {
+    for (std::uint64_t r = spec_.eval_every(); r > 0 && r <= spec_.rounds(); r += spec_.eval_every()) {
+      sim_->At(FromSeconds(spec_.period() * static_cast<double>(r)), [this, r] {
         rounds_done_ = r;
         Evaluate(r);
       });
@@ -364,25 +277,51 @@ RunSummary ScenarioRun::Run() {
   Nanos until = s_.time_budget() > 0 ? FromSeconds(s_.time_budget()) : Nanos::max();
   if (gl) until = std::min(until, FromSeconds(horizon_s + 1e-9));
   sim_->RunUntil(until);
+  if (gl) {
+    // The periods that passed: every node has had its wake-ups up to now, also
+    // past the last evaluation point (or before the first).
+    const auto periods = static_cast<std::uint64_t>(
+        std::floor(std::chrono::duration<double>(sim_->now()).count() / spec_.period() + 1e-9));
+    rounds_done_ = std::min<std::uint64_t>(spec_.rounds(), periods);
+  }
   if (summary_.points.empty() || summary_.points.back().round != rounds_done_) Evaluate(rounds_done_);
   FinishSummary(*sim_, rounds_done_, WallSeconds(), &summary_);
+  if (gl ? rounds_done_ == spec_.rounds() : rounds_done_ == spec_.rounds()) {
+    summary_.stop_reason = "rounds done";
+  } else if (s_.time_budget() > 0 && sim_->now() >= FromSeconds(s_.time_budget())) {
+    summary_.stop_reason = "time budget";
+  } else {
+    summary_.stop_reason = "no more events (the nodes that were left could not finish their rounds)";
+  }
+  summary_.points.back().stop = summary_.stop_reason;
+  writer_->Finish(summary_.stop_reason);
   for (const auto& e : faulty_envs_) summary_.faults += e->stats();
   for (const auto& d : decoding_sinks_) {
     summary_.corrupt_rejected += d->rejected();
     summary_.corrupt_accepted += d->accepted();
+  }
+  if (keep_final_models_ && summary_.final_models.empty()) {  // stopped before its last round
+    for (const auto& node : nodes_)
+      if (node != nullptr)
+        summary_.final_models.emplace_back(node->params().span().begin(), node->params().span().end());
   }
   return std::move(summary_);
 }
 
 }  // namespace
 
-Result<RunSummary> RunScenario(const proto::Scenario& s, const ProgressFn& progress) {
+Result<RunSummary> RunScenario(const proto::Scenario& s, const ProgressFn& progress, RunOptions options) {
   MURMUR_RETURN_IF_ERROR(ValidateScenario(s));
-  if (IsFederatedAlgorithm(s.algorithm())) return RunFederatedScenario(s, progress);
+  if (engine::IsFederatedAlgorithm(s.spec().algorithm())) {
+    FederatedStats stats;
+    MURMUR_ASSIGN_OR_RETURN(RunSummary summary, RunFederatedScenario(s, progress, &stats));
+    if (options.keep_final_models) summary.final_models.push_back(std::move(stats.final_model));
+    return summary;
+  }
   MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<World> world, BuildWorld(s));
   ScenarioRun run(s, std::move(world), progress);
   MURMUR_RETURN_IF_ERROR(run.Build());
-  return run.Run();
+  return run.Run(options);
 }
 
 }  // namespace murmur::sim

@@ -31,9 +31,6 @@ namespace murmur::sim {
 
 class SimEnv;
 
-// Seconds (of a scenario field) as virtual-time Nanos.
-inline Nanos FromSeconds(double s) { return Nanos(static_cast<std::int64_t>(s * 1e9)); }
-
 struct NetworkOptions {
   // Probability that any message is lost, independently (on top of churn).
   double loss = 0.0;

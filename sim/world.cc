@@ -3,113 +3,46 @@
 #include <cmath>
 #include <sstream>
 
+#include "engine/topology.h"
 #include "ml/dataset_spec.h"
 #include "ml/model_spec.h"
 #include "sim/byzantine_placement.h"
-#include "topology/factory.h"
-#include "topology/spectral.h"
 #include "topology/weights.h"
 
 namespace murmur::sim {
 
 namespace {
 
-// "kind:a:b" -> {"kind", "a", "b"}.
-std::vector<std::string> SplitColons(const std::string& s) {
-  std::vector<std::string> parts;
-  std::stringstream ss(s);
-  std::string p;
-  while (std::getline(ss, p, ':')) parts.push_back(p);
-  return parts;
-}
-
-Result<double> ParseNumber(const std::string& field, const std::string& text) {
-  try {
-    std::size_t used = 0;
-    double v = std::stod(text, &used);
-    if (used == text.size() && std::isfinite(v)) return v;
-  } catch (const std::exception&) {
-  }
-  return Status::InvalidArgument("scenario field '" + field + "': '" + text + "' is not a number");
-}
-
 // The partition spec's partitioner (ml/dataset_spec.h), shared with murmurd's local data.
 Result<std::unique_ptr<ml::Partition>> MakePartition(const proto::Scenario& s, const ml::Dataset& train) {
-  auto made = ml::PartitionBySpec(s.partition(), train, s.nodes(), s.seed());
-  if (!made.ok()) return made.status().WithContext("scenario field 'partition'");
+  auto made = ml::PartitionBySpec(s.spec().partition(), train, s.spec().nodes(), s.spec().seed());
+  if (!made.ok()) return made.status().WithContext("spec field 'partition'");
   return std::make_unique<ml::Partition>(std::move(made).value());
 }
 
 Result<std::vector<DeviceProfile>> MakeDevices(const proto::Scenario& s) {
   std::vector<DeviceProfile> devices;
   if (s.devices().rfind("trace:", 0) == 0) {
-    MURMUR_ASSIGN_OR_RETURN(devices, ReadDeviceTrace(s.devices().substr(6), s.nodes()));
+    MURMUR_ASSIGN_OR_RETURN(devices, ReadDeviceTrace(s.devices().substr(6), s.spec().nodes()));
   } else {
-    auto made = MakeDeviceProfiles(s.devices(), s.nodes(), s.seed());
+    auto made = MakeDeviceProfiles(s.devices(), s.spec().nodes(), s.spec().seed());
     if (!made.ok()) return made.status().WithContext("scenario field 'devices'");
     devices = std::move(made).value();
   }
-  if (s.topology() == "vehicles") {
+  if (s.spec().topology() == "vehicles") {
     // Roadside units are wired edge servers.
-    auto rsu = MakeDeviceProfiles("edge-server", s.rsus(), s.seed() + 1).value();
-    for (std::uint32_t r = 0; r < s.rsus(); ++r) devices[s.nodes() - s.rsus() + r] = rsu[r];
+    auto rsu = MakeDeviceProfiles("edge-server", s.rsus(), s.spec().seed() + 1).value();
+    for (std::uint32_t r = 0; r < s.rsus(); ++r) devices[s.spec().nodes() - s.rsus() + r] = rsu[r];
   }
   return devices;
 }
 
-Result<topology::WeightOptions> WeightsFor(const proto::Scenario& s, bool* given) {
-  *given = true;
-  if (s.algorithm() == "push-sum") return topology::WeightOptions{topology::WeightRule::kPushSum, false};
-  if (s.weights() == "default") {
-    *given = false;
-    return topology::WeightOptions{};
-  }
-  auto w = topology::ParseWeightOptions(s.weights());
-  if (!w.ok()) return w.status().WithContext("scenario field 'weights'");
-  return w;
-}
-
 Status BuildGraphTopology(const proto::Scenario& s, World& w) {
-  auto parts = SplitColons(s.topology());
-  topology::TopologySpec spec;
-  spec.kind = parts[0];
-  spec.nodes = s.nodes();
-  spec.seed = s.seed();
-  MURMUR_ASSIGN_OR_RETURN(spec.weights, WeightsFor(s, &spec.weights_given));
-  if (spec.kind == "regular" && parts.size() == 2) {
-    MURMUR_ASSIGN_OR_RETURN(double d, ParseNumber("topology", parts[1]));
-    spec.degree = static_cast<std::uint32_t>(d);
-  } else if (spec.kind == "erdos-renyi" && parts.size() == 2) {
-    MURMUR_ASSIGN_OR_RETURN(spec.prob, ParseNumber("topology", parts[1]));
-  } else if (spec.kind == "small-world" && parts.size() == 3) {
-    MURMUR_ASSIGN_OR_RETURN(double d, ParseNumber("topology", parts[1]));
-    spec.degree = static_cast<std::uint32_t>(d);
-    MURMUR_ASSIGN_OR_RETURN(spec.beta, ParseNumber("topology", parts[2]));
-  } else if (spec.kind == "geometric" && parts.size() == 2) {
-    MURMUR_ASSIGN_OR_RETURN(spec.radius, ParseNumber("topology", parts[1]));
-  } else if (spec.kind == "file" && parts.size() >= 2) {
-    spec.file = s.topology().substr(5);
-  } else if (parts.size() != 1) {
-    return Status::InvalidArgument("scenario field 'topology': '" + s.topology() +
-                                   "' has unexpected parameters");
-  }
-  auto made = topology::MakeSchedule(spec);
-  if (!made.ok()) return made.status().WithContext("scenario field 'topology'");
-  w.schedule = std::move(made).value();
-  std::ostringstream desc;
-  desc << s.topology();
-  if (w.schedule->period() == 1) {
-    const topology::MixingMatrix& m = w.schedule->At(0);
-    if (s.nodes() <= 4096) {
-      auto info = topology::SecondLargestEigenvalue(m);
-      desc << " (spectral gap " << info.gap() << ")";
-    }
-    w.topology = std::make_unique<gossip::RoundTopology>(m);
-  } else {
-    topology::Schedule* sched = w.schedule.get();
-    w.topology = std::make_unique<gossip::RoundTopology>([sched](std::uint64_t t) { return sched->At(t); });
-  }
-  w.topology_description = desc.str();
+  MURMUR_ASSIGN_OR_RETURN(engine::GraphTopology t,
+                          engine::MakeGraphTopology(s.spec(), s.spec().nodes(), true));
+  w.schedule = std::move(t.schedule);
+  w.topology = std::move(t.rounds);
+  w.topology_description = std::move(t.description);
   return Status::Ok();
 }
 
@@ -120,9 +53,9 @@ Status BuildVehicleTopology(const proto::Scenario& s, World& w) {
   mo.speed = s.speed();
   mo.radio_range = s.radio_range();
   mo.rsus = s.rsus();
-  w.mobility = std::make_unique<ManhattanMobility>(s.nodes(), mo, s.seed());
+  w.mobility = std::make_unique<ManhattanMobility>(s.spec().nodes(), mo, s.spec().seed());
   bool given = false;
-  MURMUR_ASSIGN_OR_RETURN(topology::WeightOptions weights, WeightsFor(s, &given));
+  MURMUR_ASSIGN_OR_RETURN(topology::WeightOptions weights, engine::WeightsFor(s.spec(), &given));
   if (!given) weights.rule = topology::WeightRule::kMetropolisHastings;  // contact graphs are irregular
   ManhattanMobility* mobility = w.mobility.get();
   const double interval = s.round_interval();
@@ -139,24 +72,25 @@ Status BuildVehicleTopology(const proto::Scenario& s, World& w) {
 
 // attack_placement attached: the honest graph plus the Byzantine nodes joined to it.
 Status AttachByzantineNodes(const proto::Scenario& s, World& w) {
-  auto placement = ParseAttackPlacement(s.attack_placement());
-  if (!placement.ok()) return placement.status().WithContext("scenario field 'attack_placement'");
-  const auto f = static_cast<std::size_t>(std::llround(s.attack_fraction() * s.nodes()));
-  if (placement.value() != AttackPlacement::kAttached || s.attack() == "none" || f == 0) return Status::Ok();
+  auto placement = ParseAttackPlacement(s.spec().attack_placement());
+  if (!placement.ok()) return placement.status().WithContext("spec field 'attack_placement'");
+  const auto f = static_cast<std::size_t>(std::llround(s.spec().attack_fraction() * s.spec().nodes()));
+  if (placement.value() != AttackPlacement::kAttached || s.spec().attack() == "none" || f == 0)
+    return Status::Ok();
   if (w.schedule == nullptr || w.schedule->period() != 1 || w.schedule->At(0).SupportGraph().directed()) {
     return Status::InvalidArgument(
-        "scenario field 'attack_placement': attached needs a static undirected graph (got '" + s.topology() +
-        "')");
+        "spec field 'attack_placement': attached needs a static undirected graph (got '" +
+        s.spec().topology() + "')");
   }
-  const bool dumbbell = SplitColons(s.topology())[0] == "dumbbell";
-  if (dumbbell && s.nodes() < 2)
-    return Status::InvalidArgument("scenario field 'attack_placement': a dumbbell of 1 node has no bridge");
-  AttachedGraph a = AttachByzantine(w.schedule->At(0).SupportGraph(), f, dumbbell, s.seed());
+  const bool dumbbell = engine::TopologyKind(s.spec().topology()) == "dumbbell";
+  if (dumbbell && s.spec().nodes() < 2)
+    return Status::InvalidArgument("spec field 'attack_placement': a dumbbell of 1 node has no bridge");
+  AttachedGraph a = AttachByzantine(w.schedule->At(0).SupportGraph(), f, dumbbell, s.spec().seed());
   bool given = false;
-  MURMUR_ASSIGN_OR_RETURN(topology::WeightOptions weights, WeightsFor(s, &given));
+  MURMUR_ASSIGN_OR_RETURN(topology::WeightOptions weights, engine::WeightsFor(s.spec(), &given));
   if (!given) weights = AttachedWeights(dumbbell);
   auto m = topology::MakeWeights(a.graph, weights);
-  if (!m.ok()) return m.status().WithContext("scenario field 'attack_placement'");
+  if (!m.ok()) return m.status().WithContext("spec field 'attack_placement'");
   std::ostringstream desc;
   desc << w.topology_description << ", " << f << " Byzantine nodes attached to";
   for (std::size_t k = 0; k < f && k < 8; ++k) desc << (k == 0 ? " " : ", ") << a.targets[k];
@@ -173,27 +107,28 @@ Status AttachByzantineNodes(const proto::Scenario& s, World& w) {
 
 Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s) {
   auto w = std::make_unique<World>();
-  auto data = ml::LoadDatasetSpec(s.dataset(), s.data_dir(), s.seed());
-  if (!data.ok()) return data.status().WithContext("scenario field 'dataset'");
+  auto data = ml::LoadDatasetSpec(s.spec().dataset(), s.spec().data_dir(), s.spec().seed());
+  if (!data.ok()) return data.status().WithContext("spec field 'dataset'");
   w->data = std::move(data).value();
-  if (static_cast<std::uint64_t>(w->data.train.num_samples) < s.nodes() && s.partition() != "iid") {
-    return Status::InvalidArgument("scenario: " + std::to_string(s.nodes()) + " nodes but only " +
+  if (static_cast<std::uint64_t>(w->data.train.num_samples) < s.spec().nodes() &&
+      s.spec().partition() != "iid") {
+    return Status::InvalidArgument("scenario: " + std::to_string(s.spec().nodes()) + " nodes but only " +
                                    std::to_string(w->data.train.num_samples) + " training samples");
   }
   MURMUR_ASSIGN_OR_RETURN(w->partition, MakePartition(s, w->data.train));
-  auto model = ml::MakeModel(s.model(), w->data.train.dim, w->data.train.num_classes);
-  if (!model.ok()) return model.status().WithContext("scenario field 'model'");
+  auto model = ml::MakeModel(s.spec().model(), w->data.train.dim, w->data.train.num_classes);
+  if (!model.ok()) return model.status().WithContext("spec field 'model'");
   w->model = std::move(model).value();
   w->initial = ParamVector(w->model->layout());
-  Rng init(s.seed(), 0, RngPurpose::kInit);
+  Rng init(s.spec().seed(), 0, RngPurpose::kInit);
   w->model->InitParams(w->initial, init);
   MURMUR_ASSIGN_OR_RETURN(w->devices, MakeDevices(s));
   if (!s.churn_trace().empty()) {
-    auto trace = ReadChurnTrace(s.churn_trace(), s.nodes());
+    auto trace = ReadChurnTrace(s.churn_trace(), s.spec().nodes());
     if (!trace.ok()) return trace.status().WithContext("scenario field 'churn_trace'");
     w->churn_trace = std::move(trace).value();
   }
-  if (s.topology() == "vehicles") {
+  if (s.spec().topology() == "vehicles") {
     MURMUR_RETURN_IF_ERROR(BuildVehicleTopology(s, *w));
   } else {
     MURMUR_RETURN_IF_ERROR(BuildGraphTopology(s, *w));

@@ -45,18 +45,22 @@ network_id: "rss"
 coordinator_key: "$WORK/coord/identity.pub"
 peers { id: $j address: "127.0.0.1:$((BASE + j))" }
 job {
-  algorithm: "dpsgd"
-  model: "softmax"
-  dataset: "$DATASET"
-  dataset_dir: "/usr/share/datasets/fashion-mnist"
-  partition: "iid"
-  nodes: 2
-  topology: "ring"
-  rounds: $ROUNDS
-  lr: 0.1
-  batch: 32
+  spec {
+    algorithm: "dpsgd"
+    compression: "none"
+    model: "softmax"
+    dataset: "$DATASET"
+    data_dir: "/usr/share/datasets/fashion-mnist"
+    partition: "iid"
+    nodes: 2
+    topology: "ring"
+    rounds: $ROUNDS
+    lr: 0.1
+    batch: 32
+    round_timeout: 30
+    eval_every: 0
+  }
   checkpoint_every: 50
-  eval_every: 0
 }
 $LOCAL
 threads: 1

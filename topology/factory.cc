@@ -81,8 +81,15 @@ Result<std::unique_ptr<Schedule>> MakeSchedule(const TopologySpec& spec) {
   if (spec.kind == "file") {
     if (spec.file.empty()) return Status::InvalidArgument("topology 'file' needs an edge-list file");
     MURMUR_ASSIGN_OR_RETURN(
-        file, ReadEdgeList(spec.file, spec.nodes,
-                           spec.directed ? Directedness::kDirected : Directedness::kUndirected));
+        file,
+        ReadEdgeList(spec.file, 0, spec.directed ? Directedness::kDirected : Directedness::kUndirected));
+    // The file says how many nodes there are (1 + its largest id): a count
+    // that disagrees would add nodes no edge reaches, or drop some.
+    if (spec.nodes != 0 && spec.nodes != file.graph.num_nodes())
+      return Status::InvalidArgument("topology 'file' " + spec.file + " has " +
+                                     std::to_string(file.graph.num_nodes()) + " nodes (ids 0 .. " +
+                                     std::to_string(file.graph.num_nodes() - 1) + "), not the " +
+                                     std::to_string(spec.nodes) + " asked for");
     graph = std::move(file.graph);
   } else {
     MURMUR_ASSIGN_OR_RETURN(graph, MakeGraph(spec));

@@ -11,7 +11,9 @@
 //   small-world     d (Watts-Strogatz, rewiring beta)
 //   random-matching 1 per round (fresh each round)
 //   geometric       ~ pi r^2 n (n uniform points in the unit square, radius r)
-//   file            from an edge-list file (topology/edge_list.h)
+//   file            from an edge-list file (topology/edge_list.h); its node
+//                   count is 1 + its largest id, and `nodes` (0: the file's)
+//                   must agree with it
 //
 // Thread-safety: pure functions.
 #pragma once

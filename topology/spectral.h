@@ -39,7 +39,12 @@ struct SpectralInfo {
   double rho = 0;         // second-largest eigenvalue magnitude, or the contraction
   bool converged = true;  // false: no method converged; rho is the last power-iteration estimate
   std::string method;     // "dense symmetric", "Lanczos (Spectra)", ...
-  double gap() const { return 1.0 - rho; }
+  // 1 - rho; exactly 0 within rounding of it (a disconnected graph's
+  // rho = 1 comes out as 1 + 2e-16, which is no gap, not a negative one).
+  double gap() const {
+    const double g = 1.0 - rho;
+    return g > -1e-12 && g < 1e-12 ? 0.0 : g;
+  }
 };
 
 // rho of W. For n <= 1 rho = 0 (nothing to disagree about).

@@ -31,11 +31,12 @@ Result<SimRate> TimeRun(const proto::Scenario& s) {
   auto progress = [&](std::uint64_t done, std::uint64_t, const sim::EvalPoint* p) {
     if (p != nullptr) return;
     if (done == 1) first = std::chrono::steady_clock::now();
-    if (done == s.rounds()) last = std::chrono::steady_clock::now();
+    if (done == s.spec().rounds()) last = std::chrono::steady_clock::now();
   };
   MURMUR_ASSIGN_OR_RETURN(sim::RunSummary summary, sim::RunScenario(s, progress));
   SimRate r;
-  r.rounds_per_s = static_cast<double>(s.rounds() - 1) / std::chrono::duration<double>(last - first).count();
+  r.rounds_per_s =
+      static_cast<double>(s.spec().rounds() - 1) / std::chrono::duration<double>(last - first).count();
   r.summary = std::move(summary);
   return r;
 }
@@ -97,12 +98,12 @@ int BenchSim(int argc, char** argv) {
               "ratio", "peak RSS MB", "state MB", "RSS/state");
   for (std::uint32_t n : node_counts) {
     proto::Scenario s;
-    s.set_nodes(n);
-    s.set_model(model_spec);
-    s.set_compression(compression);
-    s.set_rounds(rounds);
-    s.set_eval_every(rounds);
-    s.set_batch(batch);
+    s.mutable_spec()->set_nodes(n);
+    s.mutable_spec()->set_model(model_spec);
+    s.mutable_spec()->set_compression(compression);
+    s.mutable_spec()->set_rounds(rounds);
+    s.mutable_spec()->set_eval_every(rounds);
+    s.mutable_spec()->set_batch(batch);
     s.set_threads(static_cast<std::uint32_t>(threads));
     auto run = TimeRun(s);
     if (!run.ok()) return Failure(kCmd, run.status().ToString());

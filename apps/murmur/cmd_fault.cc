@@ -9,7 +9,7 @@
 
 #include "apps/murmur/command.h"
 #include "apps/murmur/operator.h"
-#include "node/control/fault_control.h"
+#include "engine/faults.h"
 
 namespace murmur::cli {
 namespace {
@@ -67,7 +67,9 @@ int Set(int argc, char** argv) {
   if (args.count("delay")) f.set_delay(args["delay"].as<double>());
   if (args.count("jitter")) f.set_delay_jitter(args["jitter"].as<double>());
   if (args.count("partition")) f.set_partition(args["partition"].as<std::string>());
-  if (Status st = node::ValidateFaultConfig(f); !st.ok()) return UsageError(kName, st.ToString());
+  if (Status st = engine::ValidateFaults(f, engine::kMaxFaultNodeId, engine::FaultTime::kUntilCleared);
+      !st.ok())
+    return UsageError(kName, st.ToString());
   auto ctx = LoadOperatorContext(args);
   if (!ctx.ok()) return UsageError(kName, ctx.status().ToString());
   return Send(*ctx, request);

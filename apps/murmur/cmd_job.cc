@@ -8,6 +8,7 @@
 
 #include "apps/murmur/command.h"
 #include "apps/murmur/operator.h"
+#include "engine/files.h"
 #include "node/config.h"
 
 namespace murmur::cli {
@@ -71,8 +72,10 @@ int Submit(int argc, char** argv) {
   cxxopts::ParseResult args;
   if (auto rc = ParseFlags(options, argc, argv, kName, &args)) return *rc;
   if (!args.count("job")) return UsageError(kName, "submit: missing JOB (a JobConfig file)");
-  auto job = node::LoadJobConfig(args["job"].as<std::string>());
+  std::vector<std::string> warnings;
+  auto job = engine::LoadJobConfig(args["job"].as<std::string>(), &warnings);
   if (!job.ok()) return UsageError(kName, job.status().ToString());
+  for (const auto& w : warnings) std::fprintf(stderr, "murmur job submit: warning: %s\n", w.c_str());
   auto ctx = LoadOperatorContext(args);
   if (!ctx.ok()) return UsageError(kName, ctx.status().ToString());
   proto::ControlRequest request;

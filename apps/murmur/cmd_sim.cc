@@ -9,6 +9,10 @@
 #include "apps/murmur/progress.h"
 #include "apps/murmur/scenario_flags.h"
 #include "core/log.h"
+#include "engine/algorithms.h"
+#include "engine/federated_builder.h"
+#include "engine/files.h"
+#include "engine/gossip_builder.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
 
@@ -32,21 +36,65 @@ void PrintTable(const sim::RunSummary& r) {
   }
 }
 
+// What a run does in a few words, for headers and plot legends: the
+// algorithm and what it sends, and the rule and attackers where they matter.
+std::string RunLabel(const proto::JobSpec& spec) {
+  std::string label = spec.algorithm();
+  const bool attacked = spec.attack() != "none" && (spec.attack_fraction() > 0 || spec.attackers_size() > 0);
+  if (!engine::IsFederatedAlgorithm(spec.algorithm())) {
+    label += " " + engine::CompressionOf(spec);
+    if (spec.gossip_aggregation() != "mean") label += " " + spec.gossip_aggregation();
+  } else {
+    if (spec.upload_compression() != "none") label += " upload " + spec.upload_compression();
+    if (spec.robust() != "mean") label += " " + spec.robust();
+    if (spec.dp_clip() > 0) label += " dp";
+    if (spec.secure_aggregation()) label += " secagg";
+  }
+  if (attacked) label += " vs " + spec.attack();
+  return label;
+}
+
+// "76.2x fewer bytes than dense fp32 models" only when it is fewer.
+std::string DenseRatio(double dense, double sent) {
+  char buf[96];
+  const double ratio = dense / sent;
+  if (ratio >= 1.05) {
+    std::snprintf(buf, sizeof(buf), "%.1fx fewer bytes than dense fp32 models", ratio);
+  } else if (ratio > 0.95) {
+    std::snprintf(buf, sizeof(buf), "as many bytes as dense fp32 models");
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.2fx the bytes of dense fp32 models", 1 / ratio);
+  }
+  return buf;
+}
+
 void PrintSummary(const sim::RunSummary& r, const proto::Scenario& s) {
   if (r.points.empty()) return;
   const sim::EvalPoint& last = r.points.back();
-  const std::uint32_t learning =
-      r.learning_nodes > 0 ? r.learning_nodes : s.nodes();  // Byzantine nodes are not evaluated
-  std::size_t evaluated = std::min<std::size_t>(s.eval_nodes() == 0 ? learning : s.eval_nodes(), learning);
-  std::printf(
-      "\nfinal (round %llu): averaged-model test accuracy %.4f, node accuracy mean %.4f (min %.4f, max %.4f) "
-      "over %zu of %u nodes\n",
-      static_cast<unsigned long long>(last.round), last.avg_acc, last.acc_mean, last.acc_min, last.acc_max,
-      evaluated, learning);
+  const proto::JobSpec& spec = s.spec();
+  if (engine::IsFederatedAlgorithm(spec.algorithm())) {
+    std::printf("\nfinal (round %llu): global model test accuracy %.4f, test loss %.4f\n",
+                static_cast<unsigned long long>(last.round), last.avg_acc, last.avg_loss);
+    std::printf("stopped: %s; %zu of %zu clients contributed", r.stop_reason.c_str(), r.contributors,
+                r.clients);
+    if (spec.dp_clip() > 0) std::printf("; epsilon %.4g at delta %.3g", r.epsilon, spec.dp_delta());
+    std::printf("\n");
+  } else {
+    const std::uint32_t learning =
+        r.learning_nodes > 0 ? r.learning_nodes : spec.nodes();  // Byzantine nodes are not evaluated
+    std::size_t evaluated = std::min<std::size_t>(s.eval_nodes() == 0 ? learning : s.eval_nodes(), learning);
+    std::printf(
+        "\nfinal (round %llu): averaged-model test accuracy %.4f, node accuracy mean %.4f (min %.4f, max "
+        "%.4f) "
+        "over %zu of %u nodes\n",
+        static_cast<unsigned long long>(last.round), last.avg_acc, last.acc_mean, last.acc_min, last.acc_max,
+        evaluated, learning);
+    std::printf("stopped: %s\n", r.stop_reason.c_str());
+  }
   double dense = static_cast<double>(r.messages_sent) * 4.0 * static_cast<double>(r.params_per_node);
   std::printf("traffic: %s MB sent", Megabytes(last.bytes_sent).c_str());
   if (last.bytes_sent > 0)
-    std::printf(" (%.1fx less than dense fp32 models)", dense / static_cast<double>(last.bytes_sent));
+    std::printf(" (%s)", DenseRatio(dense, static_cast<double>(last.bytes_sent)).c_str());
   std::printf(", %llu messages lost\n", static_cast<unsigned long long>(last.messages_lost));
   if (r.faults.sent > 0) {
     const FaultStats& f = r.faults;
@@ -74,7 +122,10 @@ int RunSim(int argc, char** argv) {
       "first (flags override it).\n");
   options.add_options()("h,help", "show this help")("scenario", "scenario file (protobuf text or JSON)",
                                                     cxxopts::value<std::string>())(
-      "print-scenario", "print the effective scenario as protobuf text and exit")("quiet", "no progress bar")(
+      "job", "a murmurd job file (JobConfig): run its spec { } block here (after --scenario, before flags)",
+      cxxopts::value<std::string>())("print-scenario",
+                                     "print the effective scenario as protobuf text and exit (its spec { } "
+                                     "block is what a murmurd job file holds)")("quiet", "no progress bar")(
       "log-level", "debug, info, warning or error", cxxopts::value<std::string>());
   AddScenarioFlags(options);
   cxxopts::ParseResult result;
@@ -98,18 +149,27 @@ int RunSim(int argc, char** argv) {
   }
   proto::Scenario scenario;
   if (result.count("scenario")) {
-    auto loaded = sim::LoadScenarioFile(result["scenario"].as<std::string>());
+    std::vector<std::string> warnings;
+    auto loaded = engine::LoadScenarioFile(result["scenario"].as<std::string>(), &warnings);
     if (!loaded.ok()) return UsageError("sim", loaded.status().message());
+    for (const auto& w : warnings) std::fprintf(stderr, "murmur sim: warning: %s\n", w.c_str());
     scenario = std::move(loaded).value();
+  }
+  if (result.count("job")) {  // a murmurd job file: its spec, in a simulated world
+    std::vector<std::string> warnings;
+    auto job = engine::LoadJobConfig(result["job"].as<std::string>(), &warnings);
+    if (!job.ok()) return UsageError("sim", job.status().message());
+    for (const auto& w : warnings) std::fprintf(stderr, "murmur sim: warning: %s\n", w.c_str());
+    *scenario.mutable_spec() = job->spec();
   }
   if (Status st = ApplyScenarioFlags(result, scenario); !st.ok()) return UsageError("sim", st.message());
   if (Status st = sim::ValidateScenario(scenario); !st.ok()) return UsageError("sim", st.message());
   if (result.count("print-scenario")) {
-    std::printf("%s", sim::ScenarioToText(scenario).c_str());
+    std::printf("%s", engine::ToTextWithDefaults(scenario).c_str());
     return kExitOk;
   }
   const bool quiet = result.count("quiet") > 0;
-  ProgressBar bar("sim", scenario.rounds());
+  ProgressBar bar("sim", scenario.spec().rounds());
   std::string status = "";
   auto progress = [&](std::uint64_t done, std::uint64_t, const sim::EvalPoint* p) {
     if (p != nullptr) {
@@ -119,9 +179,16 @@ int RunSim(int argc, char** argv) {
     }
     if (!quiet) bar.Update(done, status);
   };
-  std::fprintf(stderr, "murmur sim: %u nodes, %s, %s, %s, %s, %llu rounds\n", scenario.nodes(),
-               scenario.topology().c_str(), scenario.algorithm().c_str(), scenario.model().c_str(),
-               scenario.compression().c_str(), static_cast<unsigned long long>(scenario.rounds()));
+  const proto::JobSpec& spec = scenario.spec();
+  if (engine::IsFederatedAlgorithm(spec.algorithm())) {
+    std::fprintf(stderr, "murmur sim: %u clients (%zu per round), %s, %s, %llu rounds\n",
+                 engine::FederatedClients(spec), engine::ClientsPerRound(spec), RunLabel(spec).c_str(),
+                 spec.model().c_str(), static_cast<unsigned long long>(spec.rounds()));
+  } else {
+    std::fprintf(stderr, "murmur sim: %u nodes, %s, %s, %s, %llu rounds\n", spec.nodes(),
+                 spec.topology().c_str(), RunLabel(spec).c_str(), spec.model().c_str(),
+                 static_cast<unsigned long long>(spec.rounds()));
+  }
   auto run = sim::RunScenario(scenario, progress);
   if (!quiet) bar.Finish(status);
   if (!run.ok()) return Failure("sim", run.status().ToString());
@@ -129,8 +196,7 @@ int RunSim(int argc, char** argv) {
   PrintTable(*run);
   PrintSummary(*run, scenario);
   if (!scenario.plot().empty()) {
-    Status st =
-        PlotMetrics({run->points}, {scenario.algorithm() + " " + scenario.compression()}, scenario.plot());
+    Status st = PlotMetrics({run->points}, {RunLabel(scenario.spec())}, scenario.plot());
     if (!st.ok()) return Failure("sim", st.message());
     std::printf("plot: %s\n", scenario.plot().c_str());
   }

@@ -62,7 +62,7 @@ int RunTopology(int argc, char** argv) {
   // clang-format off
   options.add_options()
     ("kind", "topology kind", cxxopts::value<std::string>())
-    ("n,nodes", "number of nodes (file: 0 infers it from the ids)", cxxopts::value<std::uint32_t>()->default_value("16"))
+    ("n,nodes", "number of nodes (default 16; file: the file's, 1 + its largest id)", cxxopts::value<std::uint32_t>())
     ("seed", "seed of the random kinds", cxxopts::value<std::uint64_t>()->default_value("1"))
     ("weights", "uniform, mh, maxdeg, lazy-uniform, lazy-mh, lazy-maxdeg or push-sum "
                 "(default: mh; uniform on directed graphs; a weighted file's own weights)",
@@ -91,7 +91,7 @@ int RunTopology(int argc, char** argv) {
   const auto& kinds = topology::TopologyKinds();
   if (std::find(kinds.begin(), kinds.end(), spec.kind) == kinds.end())
     return UsageError(kName, "unknown topology '" + spec.kind + "' (one of: " + JoinKinds() + ")");
-  spec.nodes = args["nodes"].as<std::uint32_t>();
+  spec.nodes = args.count("nodes") ? args["nodes"].as<std::uint32_t>() : (spec.kind == "file" ? 0 : 16);
   spec.seed = args["seed"].as<std::uint64_t>();
   spec.degree = args["degree"].as<std::uint32_t>();
   spec.prob = args["prob"].as<double>();
@@ -105,6 +105,9 @@ int RunTopology(int argc, char** argv) {
   if (spec.beta < 0 || spec.beta > 1) return UsageError(kName, "--beta must be in [0, 1]");
   if (spec.radius < 0) return UsageError(kName, "--radius must be positive");
   if (args.count("weights")) {
+    if (spec.kind == "one-peer-exponential" || spec.kind == "random-matching")
+      return UsageError(kName, "--weights cannot apply to '" + spec.kind +
+                                   "', whose rounds pair each node with one peer at weight 1/2");
     auto w = topology::ParseWeightOptions(args["weights"].as<std::string>());
     if (!w.ok()) return UsageError(kName, w.status().message());
     spec.weights = *w;

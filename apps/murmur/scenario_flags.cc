@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 namespace murmur::cli {
 
@@ -10,12 +11,42 @@ namespace {
 
 using google::protobuf::FieldDescriptor;
 
-std::string FlagName(const FieldDescriptor* f) {
-  std::string name = f->name();
+// One flag: a scalar field of the spec, of the scenario, or of a message the
+// scenario embeds with a flag_prefix (faults.drop is --fault-drop).
+struct Flag {
+  const FieldDescriptor* field;
+  const FieldDescriptor* holder;  // null: spec or scenario itself
+  std::string name;               // with dashes
+};
+
+std::string Dashed(std::string name) {
   for (char& c : name) {
     if (c == '_') c = '-';
   }
   return name;
+}
+
+// The JobSpec's fields, then the Scenario's own and its prefixed messages'.
+// No two names collide (proto/scenario.proto), so flags stay flat.
+std::vector<Flag> Flags() {
+  std::vector<Flag> flags;
+  auto add = [&](const google::protobuf::Descriptor* d, const FieldDescriptor* holder,
+                 const std::string& prefix) {
+    for (int i = 0; i < d->field_count(); ++i) {
+      const FieldDescriptor* f = d->field(i);
+      if (f->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE)
+        flags.push_back({f, holder, Dashed(prefix + f->name())});
+    }
+  };
+  add(proto::JobSpec::descriptor(), nullptr, "");
+  const auto* scenario = proto::Scenario::descriptor();
+  add(scenario, nullptr, "");
+  for (int i = 0; i < scenario->field_count(); ++i) {
+    const FieldDescriptor* f = scenario->field(i);
+    if (f->options().HasExtension(proto::flag_prefix))
+      add(f->message_type(), f, f->options().GetExtension(proto::flag_prefix));
+  }
+  return flags;
 }
 
 std::string DefaultText(const FieldDescriptor* f) {
@@ -55,29 +86,42 @@ Result<std::uint64_t> ParseUnsigned(const std::string& flag, const std::string& 
 }  // namespace
 
 void AddScenarioFlags(cxxopts::Options& options) {
-  const auto* d = proto::Scenario::descriptor();
   auto adder = options.add_options("scenario");
-  for (int i = 0; i < d->field_count(); ++i) {
-    const FieldDescriptor* f = d->field(i);
+  for (const Flag& flag : Flags()) {
+    const FieldDescriptor* f = flag.field;
     std::string help = f->options().GetExtension(proto::help);
     std::string def = DefaultText(f);
     if (!def.empty()) help += " (default: " + def + ")";
     if (f->cpp_type() == FieldDescriptor::CPPTYPE_BOOL) {
-      adder(FlagName(f), help, cxxopts::value<std::string>()->implicit_value("true"));
+      adder(flag.name, help, cxxopts::value<std::string>()->implicit_value("true"));
     } else {
-      adder(FlagName(f), help, cxxopts::value<std::string>());
+      adder(flag.name, help, cxxopts::value<std::string>());
     }
   }
 }
 
-Status ApplyScenarioFlags(const cxxopts::ParseResult& result, proto::Scenario& s) {
-  const auto* d = proto::Scenario::descriptor();
-  const auto* r = s.GetReflection();
-  for (int i = 0; i < d->field_count(); ++i) {
-    const FieldDescriptor* f = d->field(i);
-    const std::string flag = FlagName(f);
+Status ApplyScenarioFlags(const cxxopts::ParseResult& result, proto::Scenario& scenario) {
+  for (const Flag& spelled : Flags()) {
+    const FieldDescriptor* f = spelled.field;
+    const std::string& flag = spelled.name;
     if (result.count(flag) == 0) continue;
+    google::protobuf::Message* holder = &scenario;
+    if (f->containing_type() == proto::JobSpec::descriptor()) holder = scenario.mutable_spec();
+    if (spelled.holder != nullptr)
+      holder = scenario.GetReflection()->MutableMessage(&scenario, spelled.holder);
+    google::protobuf::Message& s = *holder;
+    const auto* r = s.GetReflection();
     const std::string text = result[flag].as<std::string>();
+    if (f->is_repeated()) {  // a comma-separated list of whole numbers (attackers)
+      r->ClearField(&s, f);
+      std::stringstream items(text);
+      for (std::string item; std::getline(items, item, ',');) {
+        MURMUR_ASSIGN_OR_RETURN(std::uint64_t v,
+                                ParseUnsigned(flag, item, std::numeric_limits<std::uint32_t>::max()));
+        r->AddUInt32(&s, f, static_cast<std::uint32_t>(v));
+      }
+      continue;
+    }
     switch (f->cpp_type()) {
       case FieldDescriptor::CPPTYPE_STRING: r->SetString(&s, f, text); break;
       case FieldDescriptor::CPPTYPE_UINT32: {

@@ -7,8 +7,9 @@
 #include <mutex>
 #include <optional>
 
-#include "compression/compressor.h"
 #include "core/log.h"
+#include "engine/federated_builder.h"
+#include "engine/learner.h"
 #include "federated/client.h"
 #include "federated/secagg_messages.h"
 #include "federated/server.h"
@@ -48,7 +49,9 @@ Result<federated::ServerState> GetServerState(const Checkpoint& c) {
   return s;
 }
 
-Nanos Seconds(double s) { return Nanos(static_cast<std::int64_t>(s * 1e9)); }
+// Daemons draw SecAgg+ secrets from the system's randomness, and their
+// sign-flip and gaussian attackers send their poisoned updates themselves.
+constexpr engine::FederatedHost kDaemonHost{true, true};
 
 }  // namespace
 
@@ -57,11 +60,12 @@ class FederatedJobImpl final : public MessageSink, public RoundObserver {
   FederatedJobImpl(proto::JobConfig job, Env& env, std::string checkpoint_path, Job::OnEnd on_end,
                    std::function<bool(NodeId)> peer_alive, LocalData local, JobKeys keys)
       : job_(std::move(job)),
+        spec_(job_.spec()),
         peer_alive_(std::move(peer_alive)),
         local_(std::move(local)),
-        map_{job_.aggregator(), job_.nodes() - 1},
-        env_(env, job_.seed(), JobTag(job_)),
-        index_env_(env_, map_, job_.seed()),
+        map_{job_.aggregator(), spec_.nodes()},
+        env_(env, spec_.seed(), JobTag(job_)),
+        index_env_(env_, map_, spec_.seed()),
         checkpoint_path_(std::move(checkpoint_path)),
         on_end_(std::move(on_end)),
         keys_(std::move(keys)) {}
@@ -89,6 +93,7 @@ class FederatedJobImpl final : public MessageSink, public RoundObserver {
   bool is_server() const { return env_.self() == job_.aggregator(); }
 
   proto::JobConfig job_;
+  const proto::JobSpec& spec_;              // job_.spec()
   std::function<bool(NodeId)> peer_alive_;  // the daemon's membership view (may be empty)
   LocalData local_;
   IdMap map_;
@@ -112,7 +117,6 @@ class FederatedJobImpl final : public MessageSink, public RoundObserver {
   std::vector<ml::SampleIndex> samples_;  // this client's: all of data_.train
   std::unique_ptr<ml::MlLearner> learner_;
   std::unique_ptr<federated::FedClient> client_;
-  std::shared_ptr<const compression::Compressor> upload_;
 
   std::uint64_t start_round_ = 0;
   std::atomic<std::uint64_t> rounds_done_{0};
@@ -128,7 +132,7 @@ class FederatedJobImpl final : public MessageSink, public RoundObserver {
 };
 
 Status FederatedJobImpl::Init() {
-  MURMUR_RETURN_IF_ERROR(ValidateFederatedJob(job_, env_.self()));
+  MURMUR_RETURN_IF_ERROR(ValidateJobConfig(job_, env_.self()));
   // The aggregator keeps only the test set; a client its own samples too.
   MURMUR_ASSIGN_OR_RETURN(
       JobData loaded,
@@ -137,13 +141,8 @@ Status FederatedJobImpl::Init() {
   samples_ = std::move(loaded.samples);
   model_ = std::move(loaded.model);
   eval_ws_ = model_->NewWorkspace();
-  if (job_.upload_compression() != "none") {
-    auto made = compression::MakeCompressor(job_.upload_compression());
-    if (!made.ok()) return made.status().WithContext("job field 'upload_compression'");
-    upload_ = std::move(made).value();
-  }
   ParamVector x0(model_->layout());
-  Rng init(job_.seed(), 0, RngPurpose::kInit);
+  Rng init(spec_.seed(), 0, RngPurpose::kInit);
   model_->InitParams(x0, init);
   last_params_.assign(x0.span().begin(), x0.span().end());
   return is_server() ? InitServer(std::move(x0)) : InitClient();
@@ -157,36 +156,12 @@ Status FederatedJobImpl::InitServer(ParamVector x0) {
   } else if (ckpt.status().code() != StatusCode::kNotFound) {
     return ckpt.status();
   }
-  const std::string& a = job_.algorithm();
-  const NodeId n = map_.clients;
-  federated::ServerOptions o;  // as sim/federated_run.cc builds it
-  o.num_clients = n;
-  o.rounds = job_.rounds();
-  o.clients_per_round = job_.clients_per_round() == 0 ? n : job_.clients_per_round();
-  o.over_commit = job_.over_commit();
-  o.deadline = Seconds(job_.deadline());
-  o.min_results = job_.min_clients();
-  o.scaffold = a == "scaffold";
-  o.async = a == "fedbuff";
-  o.concurrency = job_.fedbuff_concurrency();
-  o.buffer = job_.fedbuff_buffer();
-  MURMUR_ASSIGN_OR_RETURN(o.selection.kind, federated::ParseSelection(job_.selection()));
-  auto kind = federated::ParseServerOptimizer(a);
-  o.optimizer.kind = kind.ok() ? kind.value() : federated::ServerOptimizerKind::kFedAvg;
-  o.optimizer.lr = job_.server_lr() > 0 ? job_.server_lr() : federated::DefaultServerLr(o.optimizer.kind);
-  o.optimizer.momentum = job_.server_momentum();
-  o.optimizer.beta1 = job_.server_beta1();
-  o.optimizer.beta2 = job_.server_beta2();
-  o.optimizer.tau = job_.server_tau();
+  MURMUR_ASSIGN_OR_RETURN(federated::ServerOptions o, engine::MakeServerOptions(spec_, kDaemonHost));
   if (peer_alive_) o.available = [this](NodeId c) { return peer_alive_(map_.ToNode(c)); };
-  MURMUR_RETURN_IF_ERROR(FillServerPrivacy(job_, &o));
-  MURMUR_RETURN_IF_ERROR(FillServerAttack(job_, &o));
-  if (job_.dp_clip() > 0) index_env_.MakeSecret(RngPurpose::kPrivacy);  // DP noise from real randomness
-  if (job_.secure_aggregation()) o.secagg.directory = Directory();
-  // Lossless uploads and no DP: clients return models, FedAvg is exact.
-  o.request_model = upload_ == nullptr && job_.dp_clip() == 0;
+  if (spec_.dp_clip() > 0) index_env_.MakeSecret(RngPurpose::kPrivacy);  // DP noise from real randomness
+  if (spec_.secure_aggregation()) o.secagg.directory = Directory();
   server_ = std::make_unique<federated::FedServer>(index_env_, std::move(x0), o, this);
-  joined_.assign(n, false);
+  joined_.assign(map_.clients, false);
   if (ckpt.ok()) MURMUR_RETURN_IF_ERROR(Resume(*ckpt));
   epsilon_ = server_->epsilon();
   rounds_done_ = start_round_;
@@ -207,7 +182,7 @@ Status FederatedJobImpl::Resume(const Checkpoint& ckpt) {
                                       "remove the file to restart the job from round 0");
   Status st = server_->ImportState(*state);
   if (!st.ok()) return st.WithContext("checkpoint '" + checkpoint_path_ + "'");
-  start_round_ = std::min(server_->rounds_done(), job_.rounds());
+  start_round_ = std::min(server_->rounds_done(), spec_.rounds());
   if (ckpt.round != server_->rounds_done())
     return Status::InvalidArgument("checkpoint '" + checkpoint_path_ + "': round " +
                                    std::to_string(ckpt.round) + " but server state of round " +
@@ -220,42 +195,35 @@ Status FederatedJobImpl::Resume(const Checkpoint& ckpt) {
 Status FederatedJobImpl::InitClient() {
   const NodeId n = map_.clients;
   const NodeId c = map_.ToIndex(env_.self());
-  ml::MlLearnerOptions lo;
-  lo.batch = static_cast<int>(job_.batch());
-  lo.lr = job_.lr();
-  lo.momentum = job_.momentum();
-  lo.weight_decay = job_.weight_decay();
-  const std::span<const ml::SampleIndex> part = samples_;
-  federated::ClientOptions co;
-  if (FillClientAttack(job_, c, &co) && job_.attack() == "label-flip") {
+  if (engine::FlipsLabels(spec_, c)) {
     // Data poisoning (Fang et al., USENIX Security 2020), as sim/label_flip.h: y -> C - 1 - y.
     for (auto& y : data_.train.labels) y = data_.train.num_classes - 1 - y;
   }
+  MURMUR_ASSIGN_OR_RETURN(ml::MlLearnerOptions lo, engine::LearnerOptionsOf(spec_));
+  const std::span<const ml::SampleIndex> part = samples_;
   learner_ = std::make_unique<ml::MlLearner>(*model_, data_.train, part, lo,
-                                             Rng(job_.seed(), c, RngPurpose::kBatch));
-  co.local_steps = job_.local_epochs() > 0 ? 0 : static_cast<int>(job_.local_steps());
-  co.local_epochs = job_.local_epochs();
-  co.batch = lo.batch;
-  co.num_samples = static_cast<double>(part.size());
-  co.prox_mu = job_.algorithm() == "fedprox" ? job_.prox_mu() : 0.0;
-  co.scaffold = job_.algorithm() == "scaffold";
-  co.upload = upload_;
-  FillClientPrivacy(job_, &co);
-  // Client-side DP noise is drawn from the client's kCompression stream (federated/client.cc).
-  if (co.dp_clip > 0 && co.dp_noise_stddev > 0) index_env_.MakeSecret(RngPurpose::kCompression);
-  if (job_.secure_aggregation()) {
+                                             Rng(spec_.seed(), c, RngPurpose::kBatch));
+  // n_max: a public bound on every client's n_i, alike at every client: the
+  // largest share of the job's partition. Local data has no such bound.
+  double max_samples = 1;
+  if (spec_.secure_aggregation()) {
     if (keys_.identity == nullptr || !keys_.peer_key)
-      return Status::FailedPrecondition("job field 'secure_aggregation': this daemon has no identity key");
-    co.secagg.identity = keys_.identity;
-    co.secagg.directory = Directory();
-    // n_max: a public bound on every client's n_i, alike at every client: the
-    // largest share of the job's partition. Local data has no such bound.
+      return Status::FailedPrecondition("spec field 'secure_aggregation': this daemon has no identity key");
     if (!local_.data.empty())
       return Status::FailedPrecondition(
-          "job field 'secure_aggregation': needs the job's partition (a public bound on every client's "
+          "spec field 'secure_aggregation': needs the job's partition (a public bound on every client's "
           "sample count); this daemon's config field 'data' gives it local data");
-    MURMUR_ASSIGN_OR_RETURN(std::size_t max_samples, LargestShard(job_, n));
-    co.secagg_weight_scale = static_cast<double>(max_samples);
+    MURMUR_ASSIGN_OR_RETURN(std::size_t largest, LargestShard(job_, n));
+    max_samples = static_cast<double>(largest);
+  }
+  MURMUR_ASSIGN_OR_RETURN(
+      federated::ClientOptions co,
+      engine::MakeClientOptions(spec_, c, static_cast<double>(part.size()), max_samples, kDaemonHost));
+  // Client-side DP noise is drawn from the client's kCompression stream (federated/client.cc).
+  if (co.dp_clip > 0 && co.dp_noise_stddev > 0) index_env_.MakeSecret(RngPurpose::kCompression);
+  if (spec_.secure_aggregation()) {
+    co.secagg.identity = keys_.identity;
+    co.secagg.directory = Directory();
   }
   client_ = std::make_unique<federated::FedClient>(index_env_, n, *learner_, model_->layout(), co);
   return Status::Ok();
@@ -263,23 +231,23 @@ Status FederatedJobImpl::InitClient() {
 
 void FederatedJobImpl::Start() {
   if (is_server()) {
-    if (start_round_ >= job_.rounds()) {
+    if (start_round_ >= spec_.rounds()) {
       for (NodeId c = 0; c < map_.clients; ++c)
         env_.Send(map_.ToNode(c),
                   std::make_shared<const FedControlMessage>(FedControlMessage::What::kDone, start_round_));
       return End(Job::End::kCompleted);
     }
-    env_.StartTimer(Seconds(job_.join_timeout()), [this] { StartServer(); });
+    env_.StartTimer(FromSeconds(job_.join_timeout()), [this] { StartServer(); });
     return;
   }
-  join_until_ = env_.Now() + Seconds(job_.join_timeout());
+  join_until_ = env_.Now() + FromSeconds(job_.join_timeout());
   Join();
 }
 
 void FederatedJobImpl::Join() {
   // SecAgg+: wait (up to join_timeout) until every other daemon of the job has a
   // session, so that the neighbours' signed keys can be checked when they come.
-  if (job_.secure_aggregation() && !PeersKeyed() && env_.Now() < join_until_) {
+  if (spec_.secure_aggregation() && !PeersKeyed() && env_.Now() < join_until_) {
     env_.StartTimer(kJoinInterval / 10, [this] { Join(); });
     return;
   }
@@ -298,7 +266,7 @@ void FederatedJobImpl::StartServer() {
 }
 
 void FederatedJobImpl::OnMessage(NodeId from, MessagePtr msg) {
-  if (ended_ || from >= job_.nodes() || from == env_.self()) return;
+  if (ended_ || from >= DaemonsOf(job_) || from == env_.self()) return;
   const NodeId index = map_.ToIndex(from);
   if (msg->kind() == kFedControlMessageKind) {
     const auto& m = static_cast<const FedControlMessage&>(*msg);
@@ -332,7 +300,7 @@ void FederatedJobImpl::OnTask(const federated::FedMessage& task) {
     last_params_.assign(x.span().begin(), x.span().end());
   }
   rounds_done_ = round;
-  if (job_.eval_every() > 0 && round % job_.eval_every() == 0) Evaluate(x);
+  if (spec_.eval_every() > 0 && round % spec_.eval_every() == 0) Evaluate(x);
 }
 
 federated::SignKeyDirectory FederatedJobImpl::Directory() {
@@ -349,14 +317,14 @@ federated::SignKeyDirectory FederatedJobImpl::Directory() {
 }
 
 bool FederatedJobImpl::PeersKeyed() const {
-  for (NodeId node = 0; node < job_.nodes(); ++node)
+  for (NodeId node = 0; node < DaemonsOf(job_); ++node)
     if (node != env_.self() && !(keys_.peer_key && keys_.peer_key(node))) return false;
   return true;
 }
 
 void FederatedJobImpl::CheckServer() {
-  if (ended_ || !server_ || !server_->finished() || rounds_done_ >= job_.rounds()) return;
-  Warn("ended after " + std::to_string(rounds_done_.load()) + " of " + std::to_string(job_.rounds()) +
+  if (ended_ || !server_ || !server_->finished() || rounds_done_ >= spec_.rounds()) return;
+  Warn("ended after " + std::to_string(rounds_done_.load()) + " of " + std::to_string(spec_.rounds()) +
        " rounds: " + server_->stop_reason());
   for (NodeId c = 0; c < map_.clients; ++c)
     env_.Send(map_.ToNode(c),
@@ -385,10 +353,10 @@ void FederatedJobImpl::OnRoundDone(NodeId, std::uint64_t round, double loss) {
   epsilon_ = server_->epsilon();  // charged for rounds 0 .. round (the next one is charged when it starts)
   rounds_done_ = done;
   loss_ = loss;
-  if (job_.eval_every() > 0 && (done % job_.eval_every() == 0 || done == job_.rounds())) {
+  if ((spec_.eval_every() > 0 && done % spec_.eval_every() == 0) || done == spec_.rounds()) {
     Evaluate(server_->params());
     MURMUR_LOG(kInfo) << "node " << env_.self() << ": federated job " << job_.job_id() << " round " << done
-                      << "/" << job_.rounds() << " train loss " << loss << " test accuracy "
+                      << "/" << spec_.rounds() << " train loss " << loss << " test accuracy "
                       << accuracy_.load();
   }
   if (server_->secagg_rounds_aborted() > secagg_aborted_) {
@@ -397,8 +365,8 @@ void FederatedJobImpl::OnRoundDone(NodeId, std::uint64_t round, double loss) {
          std::to_string(secagg_aborted_) +
          " rounds aborted so far): " + server_->secagg_last_status().ToString());
   }
-  if (done % job_.checkpoint_every() == 0 || done >= job_.rounds() || draining_) WriteCheckpoint();
-  if (done >= job_.rounds()) {
+  if (done % job_.checkpoint_every() == 0 || done >= spec_.rounds() || draining_) WriteCheckpoint();
+  if (done >= spec_.rounds()) {
     for (NodeId c = 0; c < map_.clients; ++c)
       env_.Send(map_.ToNode(c),
                 std::make_shared<const FedControlMessage>(FedControlMessage::What::kDone, done));

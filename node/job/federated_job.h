@@ -4,13 +4,14 @@
 // of the job runs federated::FedClient; both unchanged, on a JobEnv over the
 // daemon's AsioEnv.
 //
-// Ids: the engine numbers clients 0 .. n-1 and the server n (n = nodes - 1),
-// as `murmur sim` does; client index c is node id c below the aggregator and
-// c + 1 above it. Everything is derived from the job seed exactly as the
-// simulator derives it for its run with n clients (initial model, each
-// client's partition, batch and compression streams, the server's selection
-// stream), so a job and `murmur sim` of the same configuration train the same
-// model (docs/daemon.md, "Federated jobs").
+// Ids: the engine numbers clients 0 .. n-1 and the server n (n = spec.nodes),
+// as `murmur sim` does; the job's daemons are ids 0 .. n, client index c is
+// node id c below the aggregator and c + 1 above it. The server's and clients'
+// options come from the engine (engine/federated_builder.h), and everything
+// is derived from the spec's seed exactly as the simulator derives it for the
+// same spec (initial model, each client's partition, batch and compression
+// streams, the server's selection stream), so a job and `murmur sim` of the
+// same spec train the same model (docs/daemon.md, "Federated jobs").
 //
 // Start: each client sends a "join" (node/job/federated_control.h) every second
 // while the job runs; the aggregator starts its first round when every client
@@ -57,7 +58,7 @@
 // run as in `murmur sim`, the same clients attacking: a sign-flip or gaussian
 // attacker daemon sends its poisoned update itself, a label-flip attacker
 // trains on flipped labels, and the aggregator plays the omniscient ALIE and
-// IPM attackers (node/job/federated_job_attack.cc; docs/daemon.md "Simulated attacks").
+// IPM attackers (engine/federated_builder.h; docs/daemon.md "Simulated attacks").
 //
 // Thread-safety: everything on the daemon's io thread, except the atomics and
 // params(), which may be read from any thread.
@@ -69,42 +70,11 @@
 
 #include "core/env.h"
 #include "core/status.h"
-#include "federated/client.h"
-#include "federated/server.h"
 #include "node/job/job.h"
+#include "node/job/job_data.h"
 #include "proto/node.pb.h"
 
 namespace murmur::node {
-
-// Whether `algorithm` names a federated job.
-bool IsFederatedJob(const std::string& algorithm);
-
-// Checks the fields of a federated job (after the common ones, node/job/job.h).
-Status ValidateFederatedJob(const proto::JobConfig& job, NodeId self);
-// The SecAgg+, DP and robust-rule fields: what sim::ValidateFederatedScenario
-// refuses for the scenario fields of the same names (SecAgg+ with DP, a robust
-// rule or SCAFFOLD; DP with a robust rule or FedBuff; ...).
-Status ValidateFederatedPrivacy(const proto::JobConfig& job);
-
-// ServerOptions / ClientOptions of those fields as sim/federated_run.cc sets
-// them (the SecAgg+ key directory and identity are the caller's). REQUIRES:
-// the job passed ValidateFederatedJob.
-Status FillServerPrivacy(const proto::JobConfig& job, federated::ServerOptions* options);
-void FillClientPrivacy(const proto::JobConfig& job, federated::ClientOptions* options);
-
-// The attack fields: what sim::ValidateFederatedScenario refuses, and what
-// daemons cannot run (a poisoning attack with FedBuff, DP-FedAvg or upload
-// compression; attackers named twice, out of range or the aggregator).
-Status ValidateFederatedAttack(const proto::JobConfig& job);
-// Which clients (by client index) attack: those `attackers` names, or those
-// the simulator draws for attack_fraction from the job seed; empty: none.
-std::vector<bool> AttackersOf(const proto::JobConfig& job);
-// The server's attack options and Krum's default f (attackers expected per
-// round, at least 1), as sim/federated_run.cc sets them.
-Status FillServerAttack(const proto::JobConfig& job, federated::ServerOptions* options);
-// Whether client `index` attacks; if so, sets its options for the attacks a
-// client runs itself (sign-flip, gaussian). REQUIRES: the job is valid.
-bool FillClientAttack(const proto::JobConfig& job, NodeId index, federated::ClientOptions* options);
 
 class FederatedJobImpl;
 

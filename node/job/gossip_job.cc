@@ -4,75 +4,35 @@
 
 #include "core/check.h"
 #include "core/log.h"
-#include "gossip/codec.h"
-#include "ml/dataset_spec.h"
+#include "engine/gossip_builder.h"
+#include "engine/learner.h"
+#include "engine/topology.h"
 #include "ml/ml_learner.h"
-#include "ml/schedule.h"
 #include "node/job/checkpoint.h"
-#include "node/job/gossip_algorithm.h"
 #include "node/job/job_data.h"
 #include "node/job/job_env.h"
+#include "node/job/job_peer_sampler.h"
 
 namespace murmur::node {
 
-Status ValidateGossipJob(const proto::JobConfig& j, NodeId self) {
-  (void)self;
-  if (!IsGossipJob(j.algorithm()))
-    return Status::InvalidArgument("job field 'algorithm': '" + j.algorithm() +
-                                   "' is not a gossip algorithm murmurd runs (dpsgd, dpsgd-cta, push-sum, "
-                                   "dsgt, gossip-learning)");
-  MURMUR_RETURN_IF_ERROR(ml::CheckPartitionSpec(j.partition()).WithContext("job field 'partition'"));
-  if (j.rounds() == 0 || j.batch() == 0 || j.local_steps() == 0 || j.checkpoint_every() == 0)
-    return Status::InvalidArgument(
-        "job fields rounds, batch, local_steps and checkpoint_every must be positive");
-  if (!(j.lr() > 0) || !(j.round_timeout() > 0))
-    return Status::InvalidArgument("job fields lr and round_timeout must be positive");
-  MURMUR_RETURN_IF_ERROR(
-      ml::ParseRoundSchedule(j.lr_schedule(), j.lr(), j.lr_min(), j.rounds(), j.local_steps(), "job")
-          .status());
-  if (!(j.gamma() >= 0 && j.gamma() <= 1))
-    return Status::InvalidArgument("job field 'gamma': must be in [0, 1] (0 picks the default), got " +
-                                   std::to_string(j.gamma()));
-  if (!(j.momentum() >= 0 && j.momentum() < 1))
-    return Status::InvalidArgument("job field 'momentum': must be in [0, 1), got " +
-                                   std::to_string(j.momentum()));
-  if (!(j.weight_decay() >= 0))
-    return Status::InvalidArgument("job field 'weight_decay': must be >= 0, got " +
-                                   std::to_string(j.weight_decay()));
-  auto codec = gossip::CodecSpec::Parse(j.compression());
-  if (!codec.ok()) return codec.status().WithContext("job field 'compression'");
-  if (j.compression().rfind("powersgd", 0) == 0)
-    return Status::InvalidArgument(
-        "job field 'compression': PowerSGD's low-rank state is not checkpointed by "
-        "murmurd; use topk, randk or a value coding");
-  if (j.algorithm() == "dsgt" && j.momentum() != 0)
-    return Status::InvalidArgument(
-        "job field 'momentum': dsgt applies its gradients itself and takes no "
-        "momentum (got " +
-        std::to_string(j.momentum()) + ")");
-  if (j.algorithm() == "gossip-learning") {
-    if (!(j.period() > 0 && j.period() <= 86400))
-      return Status::InvalidArgument("job field 'period': must be in (0, 86400] seconds, got " +
-                                     std::to_string(j.period()));
-    if (j.fanout() < 1 || j.fanout() >= j.nodes())
-      return Status::InvalidArgument("job field 'fanout': must be in [1, nodes - 1], got " +
-                                     std::to_string(j.fanout()));
-  }
-  const bool dpsgd = j.algorithm() == "dpsgd" || j.algorithm() == "dpsgd-cta";
-  if (!codec->full_model_safe && !dpsgd)
-    return Status::InvalidArgument("job field 'compression': " + j.algorithm() +
-                                   " sends whole vectors; use none, fp16, bf16 or int8 (got '" +
-                                   j.compression() + "')");
-  return Status::Ok();
+namespace {
+
+// "ALGORITHM COMPRESSION": what a checkpoint records, so that a job never
+// resumes from another algorithm's state.
+std::string GossipStateTag(const proto::JobSpec& spec) {
+  return spec.algorithm() + " " + engine::CompressionOf(spec);
 }
+
+}  // namespace
 
 class GossipJobImpl final : public RoundObserver {
  public:
   GossipJobImpl(proto::JobConfig job, Env& env, std::string checkpoint_path, Job::OnEnd on_end,
                 LocalData local)
       : job_(std::move(job)),
+        spec_(job_.spec()),
         local_(std::move(local)),
-        env_(env, job_.seed(), JobTag(job_)),
+        env_(env, spec_.seed(), JobTag(job_)),
         checkpoint_path_(std::move(checkpoint_path)),
         on_end_(std::move(on_end)) {}
 
@@ -90,6 +50,7 @@ class GossipJobImpl final : public RoundObserver {
   }
 
   proto::JobConfig job_;
+  const proto::JobSpec& spec_;  // job_.spec()
   LocalData local_;
   JobEnv env_;
   std::string checkpoint_path_;
@@ -98,8 +59,10 @@ class GossipJobImpl final : public RoundObserver {
   std::unique_ptr<ml::Model> model_;
   std::vector<ml::SampleIndex> samples_;  // this node's: all of data_.train
   std::unique_ptr<ml::MlLearner> learner_;
-  JobTopology topology_;
-  std::unique_ptr<GossipAlgorithm> node_;
+  engine::GraphTopology topology_;  // gossip learning: none (peers from the sampler)
+  std::vector<NodeId> neighbours_;
+  std::unique_ptr<JobPeerSampler> sampler_;  // gossip learning
+  std::unique_ptr<gossip::Node> node_;
   std::unique_ptr<ml::ModelWorkspace> eval_ws_;
   std::uint64_t start_round_ = 0;
   std::atomic<std::uint64_t> rounds_done_{0};
@@ -118,21 +81,14 @@ class GossipJobImpl final : public RoundObserver {
 
 Status GossipJobImpl::Init() {
   const NodeId self = env_.self();
-  MURMUR_RETURN_IF_ERROR(ValidateGossipJob(job_, self));
-  MURMUR_ASSIGN_OR_RETURN(JobData loaded, LoadJobData(job_, local_, job_.nodes(), self));
+  MURMUR_RETURN_IF_ERROR(ValidateJobConfig(job_, self));
+  MURMUR_ASSIGN_OR_RETURN(JobData loaded, LoadJobData(job_, local_, spec_.nodes(), self));
   data_ = std::move(loaded.data);
   samples_ = std::move(loaded.samples);
   model_ = std::move(loaded.model);
-  ml::MlLearnerOptions learner_options;
-  learner_options.batch = static_cast<int>(job_.batch());
-  learner_options.lr = job_.lr();
-  learner_options.momentum = job_.momentum();
-  learner_options.weight_decay = job_.weight_decay();
-  MURMUR_ASSIGN_OR_RETURN(learner_options.schedule,
-                          ml::ParseRoundSchedule(job_.lr_schedule(), job_.lr(), job_.lr_min(), job_.rounds(),
-                                                 job_.local_steps(), "job"));
+  MURMUR_ASSIGN_OR_RETURN(ml::MlLearnerOptions learner_options, engine::LearnerOptionsOf(spec_));
   learner_ = std::make_unique<ml::MlLearner>(*model_, data_.train, samples_, learner_options,
-                                             Rng(job_.seed(), self, RngPurpose::kBatch));
+                                             Rng(spec_.seed(), self, RngPurpose::kBatch));
   eval_ws_ = model_->NewWorkspace();
   return InitAlgorithm();
 }
@@ -140,23 +96,39 @@ Status GossipJobImpl::Init() {
 // The topology and the engine, from the initial model or the checkpoint.
 Status GossipJobImpl::InitAlgorithm() {
   const NodeId self = env_.self();
-  auto topology = MakeJobTopology(job_, self);
-  if (!topology.ok()) return topology.status();
-  topology_ = std::move(topology).value();
+  if (spec_.algorithm() == "gossip-learning" && spec_.topology() == "complete") {  // anyone of the job
+    for (NodeId j = 0; j < spec_.nodes(); ++j)
+      if (j != self) neighbours_.push_back(j);
+  } else {
+    MURMUR_ASSIGN_OR_RETURN(topology_, engine::MakeGraphTopology(spec_, spec_.nodes()));
+    neighbours_ = engine::NeighboursOf(*topology_.schedule, self);
+  }
+  if (spec_.algorithm() == "gossip-learning") {
+    // The peers the simulator's node draws from: everyone on complete, else
+    // this node's out-neighbours (W_ji != 0); membership's view filters them.
+    std::vector<NodeId> candidates = neighbours_;
+    if (topology_.schedule) {
+      const topology::MixingMatrix& w = topology_.schedule->At(0);
+      candidates.clear();
+      for (NodeId j : neighbours_)
+        if (w.At(j, self) != 0) candidates.push_back(j);
+    }
+    sampler_ = std::make_unique<JobPeerSampler>(env_, spec_.nodes(), std::move(candidates), peer_alive_);
+  }
 
   ParamVector x0(model_->layout());
-  Rng init(job_.seed(), 0, RngPurpose::kInit);
+  Rng init(spec_.seed(), 0, RngPurpose::kInit);
   model_->InitParams(x0, init);
   auto ckpt = LoadCheckpoint(checkpoint_path_, x0.size());
   if (!ckpt.ok() && ckpt.status().code() != StatusCode::kNotFound) return ckpt.status();
   // A checkpoint of round 0 holds the initial state: start afresh.
   const bool resume = ckpt.ok() && ckpt->round > 0;
   if (resume) {
-    if (ckpt->algorithm != GossipStateTag(job_))
+    if (ckpt->algorithm != GossipStateTag(spec_))
       return Status::FailedPrecondition("checkpoint '" + checkpoint_path_ + "' holds the state of a '" +
-                                        ckpt->algorithm + "' job, this job runs '" + GossipStateTag(job_) +
+                                        ckpt->algorithm + "' job, this job runs '" + GossipStateTag(spec_) +
                                         "'");
-    start_round_ = std::min(ckpt->round, job_.rounds());
+    start_round_ = std::min(ckpt->round, spec_.rounds());
     ml::MlLearnerState ls;
     auto batches = ckpt->scalars.find("learner/batches");
     auto steps = ckpt->scalars.find("learner/steps");
@@ -167,21 +139,26 @@ Status GossipJobImpl::InitAlgorithm() {
     if (auto v = ckpt->vectors.find("learner/velocity"); v != ckpt->vectors.end()) ls.velocity = v->second;
     MURMUR_RETURN_IF_ERROR(learner_->RestoreState(ls));
   }
-  GossipAlgorithmInputs in;
-  in.env = &env_;
-  in.topology = topology_.rounds.get();
-  in.learner = learner_.get();
-  in.observer = this;
-  in.first_round = start_round_;
-  in.peer_alive = peer_alive_;
-  MURMUR_ASSIGN_OR_RETURN(node_, MakeGossipAlgorithm(job_, std::move(x0), std::move(in)));
+  engine::GossipHost host;
+  host.env = &env_;
+  host.topology = topology_.rounds.get();
+  host.learner = learner_.get();
+  host.observer = this;
+  host.nodes = spec_.nodes();
+  host.first_round = start_round_;
+  host.catch_up = true;  // on static topologies: a restarted daemon rejoins its neighbours
+  host.peer_alive = peer_alive_;
+  host.peers = sampler_.get();
+  host.bound_by_wakeups = true;
+  host.concurrent_training = true;  // AsioEnv trains on a worker thread
+  MURMUR_ASSIGN_OR_RETURN(node_, engine::MakeGossipNode(spec_, std::move(x0), host));
   if (resume) {
     gossip::NodeState state;
     state.vectors = std::move(ckpt->vectors);
     state.scalars = std::move(ckpt->scalars);
     Status st = node_->ImportState(state);
     if (!st.ok()) return st.WithContext("checkpoint '" + checkpoint_path_ + "'");
-    if (start_round_ < job_.rounds()) {
+    if (start_round_ < spec_.rounds()) {
       MURMUR_LOG(kInfo) << "node " << self << ": job " << job_.job_id() << " resumes after round "
                         << start_round_;
     } else {
@@ -200,7 +177,7 @@ void GossipJobImpl::Snapshot(std::uint64_t done) {
   c.round = done;
   const auto p = node_->params().span();
   c.params.assign(p.begin(), p.end());
-  c.algorithm = GossipStateTag(job_);
+  c.algorithm = GossipStateTag(spec_);
   auto exported = node_->ExportState();
   // ValidateGossipJob refuses the codecs whose state cannot be exported.
   MURMUR_CHECK_MSG(exported.ok(), exported.status().ToString());
@@ -227,13 +204,13 @@ void GossipJobImpl::OnRoundDone(NodeId, std::uint64_t round, double loss) {
   Snapshot(done);
   rounds_done_ = done;
   loss_ = loss;
-  if (job_.eval_every() > 0 && (done % job_.eval_every() == 0 || done == job_.rounds())) {
+  if ((spec_.eval_every() > 0 && done % spec_.eval_every() == 0) || done >= spec_.rounds()) {
     accuracy_ = model_->Evaluate(node_->params(), data_.test, *eval_ws_).accuracy;
     MURMUR_LOG(kInfo) << "node " << env_.self() << ": job " << job_.job_id() << " round " << done << "/"
-                      << job_.rounds() << " loss " << loss << " test accuracy " << accuracy_.load();
+                      << spec_.rounds() << " loss " << loss << " test accuracy " << accuracy_.load();
   }
-  if (done % job_.checkpoint_every() == 0 || done >= job_.rounds() || draining_) WriteCheckpoint();
-  if (done >= job_.rounds()) {
+  if (done % job_.checkpoint_every() == 0 || done >= spec_.rounds() || draining_) WriteCheckpoint();
+  if (done >= spec_.rounds()) {
     End(Job::End::kCompleted);
   } else if (draining_) {
     End(Job::End::kDrained);
@@ -266,16 +243,16 @@ Result<std::unique_ptr<Job>> GossipJob::Create(const proto::JobConfig& job, Env&
   return std::unique_ptr<Job>(new GossipJob(std::move(impl)));
 }
 
-MessageSink* GossipJob::sink() { return impl_->node_->sink(); }
+MessageSink* GossipJob::sink() { return impl_->node_.get(); }
 
 void GossipJob::PeersChanged() {
   if (!impl_->ended_) impl_->node_->PeersChanged();
 }
 
-std::vector<NodeId> GossipJob::neighbours() const { return impl_->topology_.neighbours; }
+std::vector<NodeId> GossipJob::neighbours() const { return impl_->neighbours_; }
 
 void GossipJob::Start() {
-  if (impl_->start_round_ >= impl_->job_.rounds()) return impl_->End(End::kCompleted);
+  if (impl_->start_round_ >= impl_->spec_.rounds()) return impl_->End(End::kCompleted);
   impl_->node_->Start();
 }
 
@@ -295,7 +272,9 @@ double GossipJob::loss() const { return impl_->loss_; }
 std::uint64_t GossipJob::checkpoints() const { return impl_->checkpoints_; }
 std::uint64_t GossipJob::rounds_mixed_twice() const { return impl_->mixed_twice_; }
 std::uint64_t GossipJob::rounds_skipped() const { return impl_->skipped_; }
-std::vector<std::uint64_t> GossipJob::peer_draws() const { return impl_->node_->peer_draws(); }
+std::vector<std::uint64_t> GossipJob::peer_draws() const {
+  return impl_->sampler_ ? impl_->sampler_->draws() : std::vector<std::uint64_t>{};
+}
 std::vector<float> GossipJob::params() const {
   std::lock_guard<std::mutex> lock(impl_->mu_);
   return impl_->last_.params;

@@ -1,8 +1,9 @@
-// GossipJob: one gossip job inside a daemon. It builds what the job config
-// names, exactly as the simulator derives it from the same seed (model and
-// initial parameters, this node's IID shard, the topology, the codec), and
-// runs its gossip engine (node/job/gossip_algorithm.h) on a JobEnv over the daemon's AsioEnv,
-// writing a checkpoint every `checkpoint_every` rounds.
+// GossipJob: one gossip job inside a daemon. It builds what the job's spec
+// names through the engine, exactly as the simulator builds it from the same
+// spec (model and initial parameters, this node's share of the data, the
+// topology, the learner, the gossip node: engine/gossip_builder.h), and runs
+// the node on a JobEnv over the daemon's AsioEnv, writing a checkpoint every
+// `checkpoint_every` rounds.
 //
 // Resume: when the checkpoint file holds a model of the right size, the job
 // starts from it after round r and runs rounds r+1 .. rounds; its messages
@@ -26,15 +27,12 @@
 #include <vector>
 
 #include "core/env.h"
-#include "core/round_observer.h"
 #include "core/status.h"
 #include "node/job/job.h"
+#include "node/job/job_data.h"
 #include "proto/node.pb.h"
 
 namespace murmur::node {
-
-// Checks the fields of a gossip job (after the common ones, node/job/job.h).
-Status ValidateGossipJob(const proto::JobConfig& job, NodeId self);
 
 class GossipJobImpl;
 

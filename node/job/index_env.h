@@ -16,6 +16,7 @@
 #include <set>
 
 #include "core/env.h"
+#include "core/env_wrapper.h"
 #include "crypto/key_agreement.h"
 #include "node/job/job_env.h"
 
@@ -32,16 +33,11 @@ struct IdMap {
   }
 };
 
-class IndexEnv final : public Env {
+class IndexEnv final : public EnvWrapper {
  public:
-  IndexEnv(JobEnv& target, IdMap map, std::uint64_t seed) : target_(target), map_(map), seed_(seed) {}
-  NodeId self() const override { return map_.ToIndex(target_.self()); }
-  Nanos Now() const override { return target_.Now(); }
-  TimerId StartTimer(Nanos delay, std::function<void()> fn) override {
-    return target_.StartTimer(delay, std::move(fn));
-  }
-  void CancelTimer(TimerId id) override { target_.CancelTimer(id); }
-  void Send(NodeId to, MessagePtr msg) override { target_.Send(map_.ToNode(to), std::move(msg)); }
+  IndexEnv(JobEnv& target, IdMap map, std::uint64_t seed) : EnvWrapper(&target), map_(map), seed_(seed) {}
+  NodeId self() const override { return map_.ToIndex(EnvWrapper::self()); }
+  void Send(NodeId to, MessagePtr msg) override { EnvWrapper::Send(map_.ToNode(to), std::move(msg)); }
   Rng MakeRng(RngPurpose purpose) const override {
     if (secret_.count(purpose) == 0) return Rng(seed_, self(), purpose);
     const crypto::MaskSeed random = crypto::RandomSeed();
@@ -51,12 +47,8 @@ class IndexEnv final : public Env {
   }
   // Streams of `purpose` made after this call are seeded from randombytes.
   void MakeSecret(RngPurpose purpose) { secret_.insert(purpose); }
-  void Offload(double flops, std::function<void()> work, std::function<void()> done) override {
-    target_.Offload(flops, std::move(work), std::move(done));
-  }
 
  private:
-  JobEnv& target_;
   IdMap map_;
   std::uint64_t seed_;
   std::set<RngPurpose> secret_;

@@ -1,42 +1,49 @@
 #include "node/job/job.h"
 
-#include "node/job/federated_job.h"
-#include "node/job/gossip_algorithm.h"
-#include "node/job/gossip_job.h"
+#include <cmath>
+
+#include "engine/algorithms.h"
+#include "engine/validate.h"
 
 namespace murmur::node {
 
+NodeId DaemonsOf(const proto::JobConfig& job) {
+  const NodeId nodes = job.spec().nodes();
+  return engine::IsFederatedAlgorithm(job.spec().algorithm()) ? nodes + 1 : nodes;
+}
+
 Status ValidateJobConfig(const proto::JobConfig& j, NodeId self) {
+  auto bad = [](const std::string& field, const std::string& why) {
+    return Status::InvalidArgument("job field '" + field + "' " + why);
+  };
   if (j.job_id().empty() || j.job_id().size() > 64 ||
       j.job_id().find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
           std::string::npos)
-    return Status::InvalidArgument("job field 'job_id': '" + j.job_id() +
-                                   "' must be 1-64 characters of letters, digits, '-', '_', '.'");
-  if (j.nodes() < 2) return Status::InvalidArgument("job field 'nodes': at least 2");
-  if (self >= j.nodes())
-    return Status::InvalidArgument("node_id " + std::to_string(self) + " is not below job.nodes " +
-                                   std::to_string(j.nodes()));
-  if (IsGossipJob(j.algorithm())) {
-    if (j.attack() != "none" || j.attack_fraction() != 0 || j.attackers_size() > 0)
-      return Status::InvalidArgument("job field 'attack': simulated attacks run in federated jobs only (" +
-                                     j.algorithm() + " is a gossip job)");
-    return ValidateGossipJob(j, self);
+    return bad("job_id", "'" + j.job_id() + "' must be 1-64 characters of letters, digits, '-', '_', '.'");
+  // A 0.1 job sent as binary by an older murmur arrives as unknown fields only.
+  if (!j.GetReflection()->GetUnknownFields(j).empty())
+    return Status::InvalidArgument(
+        "job: fields this murmurd does not know (a job from an older or newer murmur? murmur 0.1 jobs are "
+        "converted by `murmur job submit` of this version)");
+  MURMUR_RETURN_IF_ERROR(engine::ValidateJobSpec(j.spec(), engine::Host::kDaemon));
+  const bool federated = engine::IsFederatedAlgorithm(j.spec().algorithm());
+  if (!federated && j.spec().nodes() < 2)
+    return Status::InvalidArgument("spec field 'nodes': a gossip job needs at least 2");
+  if (j.checkpoint_every() < 1) return bad("checkpoint_every", "must be at least 1");
+  if (federated) {
+    if (j.aggregator() > j.spec().nodes())
+      return bad("aggregator", std::to_string(j.aggregator()) +
+                                   " is not a daemon of the job (ids 0 .. spec.nodes = " +
+                                   std::to_string(j.spec().nodes()) + ")");
+    if (!(j.join_timeout() > 0 && j.join_timeout() <= 86400))
+      return bad("join_timeout", "must be in (0, 86400] seconds");
   }
-  if (IsFederatedJob(j.algorithm())) return ValidateFederatedJob(j, self);
-  return Status::InvalidArgument("job field 'algorithm': '" + j.algorithm() +
-                                 "' (murmurd runs dpsgd, dpsgd-cta, push-sum, dsgt, gossip-learning, fedavg, "
-                                 "fedprox, scaffold, fedavgm, fedadam, fedyogi, fedadagrad, fedbuff)");
-}
-
-Result<std::unique_ptr<Job>> MakeJob(const proto::JobConfig& job, Env& env, std::string checkpoint_path,
-                                     Job::OnEnd on_end, std::function<bool(NodeId)> peer_alive,
-                                     const LocalData& local, JobKeys keys) {
-  MURMUR_RETURN_IF_ERROR(ValidateJobConfig(job, env.self()));
-  if (IsFederatedJob(job.algorithm()))
-    return FederatedJob::Create(job, env, std::move(checkpoint_path), std::move(on_end),
-                                std::move(peer_alive), local, std::move(keys));
-  return GossipJob::Create(job, env, std::move(checkpoint_path), std::move(on_end), std::move(peer_alive),
-                           local);
+  const NodeId daemons = DaemonsOf(j);
+  if (self >= daemons)
+    return Status::InvalidArgument("node_id " + std::to_string(self) +
+                                   " is not a daemon of the job (ids 0 .. " + std::to_string(daemons - 1) +
+                                   ")");
+  return Status::Ok();
 }
 
 }  // namespace murmur::node

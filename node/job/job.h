@@ -20,7 +20,6 @@
 #include "core/env.h"
 #include "core/status.h"
 #include "crypto/identity.h"
-#include "node/job/job_data.h"
 #include "proto/node.pb.h"
 
 namespace murmur::node {
@@ -78,18 +77,13 @@ struct JobKeys {
   std::function<std::optional<crypto::SignPublicKey>(NodeId)> peer_key;
 };
 
-// Checks a job for node `self` (the fields every kind of job shares, then the kind's own).
-Status ValidateJobConfig(const proto::JobConfig& job, NodeId self);
+// The daemons of a job: its gossip nodes, or its clients and the aggregator.
+NodeId DaemonsOf(const proto::JobConfig& job);
 
-// Builds the job the config names (by its algorithm). `env` (the daemon's
-// AsioEnv) must outlive the job; `checkpoint_path` is read for a resume and
-// written as the job goes. `peer_alive` (may be empty) is the membership's
-// view: a gossip round does not wait for a neighbour it calls dead, and a
-// federated aggregator does not select a client it calls dead. `local` is the
-// daemon's local data (node/job/job_data.h). `keys`: see JobKeys (a federated job
-// with secure_aggregation needs both).
-Result<std::unique_ptr<Job>> MakeJob(const proto::JobConfig& job, Env& env, std::string checkpoint_path,
-                                     Job::OnEnd on_end, std::function<bool(NodeId)> peer_alive = {},
-                                     const LocalData& local = {}, JobKeys keys = {});
+// Checks a job for node `self`: the fields a fleet adds (job_id, aggregator,
+// checkpoint_every, join_timeout, that `self` is one of the job's daemons) and
+// the spec, by the one validation murmur sim runs too
+// (engine::ValidateJobSpec for the daemon host). InvalidArgument names the field.
+Status ValidateJobConfig(const proto::JobConfig& job, NodeId self);
 
 }  // namespace murmur::node

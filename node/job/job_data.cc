@@ -60,23 +60,25 @@ Status CheckLocalData(const std::string& data) {
 
 Result<JobData> LoadJobData(const proto::JobConfig& job, const LocalData& local, std::size_t num_nodes,
                             std::size_t index, bool train) {
-  const std::string dir = local.dataset_dir.empty() ? job.dataset_dir() : local.dataset_dir;
+  const std::string dir = local.dataset_dir.empty() ? job.spec().data_dir() : local.dataset_dir;
   Result<ml::TrainTest> data = Status::Internal("no data");
   if (local.data.empty()) {
-    data = ml::LoadDatasetShard(job.dataset(), job.dataset_dir(), job.seed(),
-                                ml::ShardSpec{job.partition(), num_nodes, index, train});
-    if (!data.ok()) return data.status().WithContext("job field 'dataset'");
+    data = ml::LoadDatasetShard(job.spec().dataset(), dir, job.spec().seed(),
+                                ml::ShardSpec{job.spec().partition(), num_nodes, index, train});
+    if (!data.ok()) return data.status().WithContext("spec field 'dataset'");
   } else if (IsNamedPartition(local.data)) {
     MURMUR_ASSIGN_OR_RETURN(NamedPartition named, ParseNamedPartition(local.data));
-    data = ml::LoadDatasetShard("fashion-mnist", dir, job.seed(),
+    data = ml::LoadDatasetShard("fashion-mnist", dir, job.spec().seed(),
                                 ml::ShardSpec{named.partition, named.parts, named.part, train});
   } else if (std::filesystem::is_directory(local.data)) {
-    data = ml::LoadDatasetShard("fashion-mnist", local.data, job.seed(), ml::ShardSpec{"iid", 1, 0, train});
+    data = ml::LoadDatasetShard("fashion-mnist", local.data, job.spec().seed(),
+                                ml::ShardSpec{"iid", 1, 0, train});
   } else if (local.data.rfind("csv:", 0) != 0 && local.data.size() > 4 &&
              local.data.compare(local.data.size() - 4, 4, ".csv") == 0) {
-    data = ml::LoadDatasetShard("csv:" + local.data, dir, job.seed(), ml::ShardSpec{"iid", 1, 0, train});
+    data =
+        ml::LoadDatasetShard("csv:" + local.data, dir, job.spec().seed(), ml::ShardSpec{"iid", 1, 0, train});
   } else {
-    data = ml::LoadDatasetShard(local.data, dir, job.seed(), ml::ShardSpec{"iid", 1, 0, train});
+    data = ml::LoadDatasetShard(local.data, dir, job.spec().seed(), ml::ShardSpec{"iid", 1, 0, train});
   }
   if (!data.ok()) return data.status().WithContext("config field 'data'");
   JobData out;
@@ -85,16 +87,16 @@ Result<JobData> LoadJobData(const proto::JobConfig& job, const LocalData& local,
     return Status::InvalidArgument("node " + std::to_string(index) + " of " + std::to_string(num_nodes) +
                                    " has no training samples");
   out.samples = ml::AllIndices(out.data.train);
-  auto model = ml::MakeModel(job.model(), out.data.train.dim, out.data.train.num_classes);
-  if (!model.ok()) return model.status().WithContext("job field 'model'");
+  auto model = ml::MakeModel(job.spec().model(), out.data.train.dim, out.data.train.num_classes);
+  if (!model.ok()) return model.status().WithContext("spec field 'model'");
   out.model = std::move(model).value();
   return out;
 }
 
 Result<std::size_t> LargestShard(const proto::JobConfig& job, std::size_t num_nodes) {
-  auto partition =
-      ml::PartitionOfSpec(job.dataset(), job.dataset_dir(), job.seed(), job.partition(), num_nodes);
-  if (!partition.ok()) return partition.status().WithContext("job fields 'dataset' and 'partition'");
+  auto partition = ml::PartitionOfSpec(job.spec().dataset(), job.spec().data_dir(), job.spec().seed(),
+                                       job.spec().partition(), num_nodes);
+  if (!partition.ok()) return partition.status().WithContext("spec fields 'dataset' and 'partition'");
   std::size_t largest = 1;
   for (std::size_t i = 0; i < num_nodes; ++i) largest = std::max(largest, partition->node(i).size());
   return largest;

@@ -14,38 +14,35 @@
 #include <memory>
 
 #include "core/env.h"
+#include "core/env_wrapper.h"
 #include "node/job/job_message.h"
 
 namespace murmur::node {
 
-class JobEnv final : public Env {
+class JobEnv final : public EnvWrapper {
  public:
   // `tag`: the job's JobTag, carried by every message the job sends.
-  JobEnv(Env& target, std::uint64_t seed, std::uint64_t tag) : target_(target), seed_(seed), tag_(tag) {}
+  JobEnv(Env& target, std::uint64_t seed, std::uint64_t tag) : EnvWrapper(&target), seed_(seed), tag_(tag) {}
 
   void Halt() { *halted_ = true; }
   bool halted() const { return *halted_; }
 
-  NodeId self() const override { return target_.self(); }
-  Nanos Now() const override { return target_.Now(); }
   TimerId StartTimer(Nanos delay, std::function<void()> fn) override {
-    return target_.StartTimer(delay, [halted = halted_, fn = std::move(fn)] {
+    return EnvWrapper::StartTimer(delay, [halted = halted_, fn = std::move(fn)] {
       if (!*halted) fn();
     });
   }
-  void CancelTimer(TimerId id) override { target_.CancelTimer(id); }
   void Send(NodeId to, MessagePtr msg) override {
-    if (!*halted_) target_.Send(to, std::make_shared<const JobMessage>(tag_, std::move(msg)));
+    if (!*halted_) EnvWrapper::Send(to, std::make_shared<const JobMessage>(tag_, std::move(msg)));
   }
-  Rng MakeRng(RngPurpose purpose) const override { return Rng(seed_, target_.self(), purpose); }
+  Rng MakeRng(RngPurpose purpose) const override { return Rng(seed_, self(), purpose); }
   void Offload(double flops, std::function<void()> work, std::function<void()> done) override {
-    target_.Offload(flops, std::move(work), [halted = halted_, done = std::move(done)] {
+    EnvWrapper::Offload(flops, std::move(work), [halted = halted_, done = std::move(done)] {
       if (!*halted) done();
     });
   }
 
  private:
-  Env& target_;
   std::uint64_t seed_;
   std::uint64_t tag_;
   std::shared_ptr<bool> halted_ = std::make_shared<bool>(false);

@@ -35,16 +35,33 @@ constexpr char kTagDomain[] = "murmur-job-tag-v1";  // hashed with its terminati
 
 }  // namespace
 
+namespace {
+
+// Clears every singular field at its default; an embedded message is made
+// canonical too and cleared when nothing is left in it.
+void Canonicalize(google::protobuf::Message* m) {
+  const auto* d = m->GetDescriptor();
+  const auto* r = m->GetReflection();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    if (f->is_repeated() || !r->HasField(*m, f)) continue;
+    if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      google::protobuf::Message* inner = r->MutableMessage(m, f);
+      Canonicalize(inner);
+      if (inner->ByteSizeLong() == 0) r->ClearField(m, f);
+    } else if (AtDefault(*m, f)) {
+      r->ClearField(m, f);
+    }
+  }
+}
+
+}  // namespace
+
 std::string CanonicalJobConfig(const proto::JobConfig& job) {
   proto::JobConfig c = job;
   c.DiscardUnknownFields();
-  c.clear_dataset_dir();
-  const auto* d = c.GetDescriptor();
-  const auto* r = c.GetReflection();
-  for (int i = 0; i < d->field_count(); ++i) {
-    const FieldDescriptor* f = d->field(i);
-    if (!f->is_repeated() && r->HasField(c, f) && AtDefault(c, f)) r->ClearField(&c, f);
-  }
+  if (c.has_spec()) c.mutable_spec()->clear_data_dir();
+  Canonicalize(&c);
   // Deterministic serialization writes the known fields in number order.
   std::string out;
   {

@@ -38,9 +38,11 @@ inline constexpr std::size_t kJobMessageHeaderSize = 4 + 8;
 
 // The bytes JobTag hashes: the JobConfig's protobuf binary encoding, fields in
 // increasing number order, holding only the fields whose value differs from
-// the field's declared default, without `dataset_dir` (a path that may differ
-// from daemon to daemon) and without unknown fields. So a field written out
-// at its default, or a new field a job leaves at its default, changes nothing.
+// the field's declared default, the embedded `spec` encoded by the same rule
+// (without `data_dir`, a path that may differ from daemon to daemon) and left
+// out when none of its fields differs, and without unknown fields. So a field
+// written out at its default, or a new field a job leaves at its default,
+// changes nothing.
 std::string CanonicalJobConfig(const proto::JobConfig& job);
 
 // The job's tag: the first 8 bytes of BLAKE2b-512 (unkeyed) over the 18 bytes

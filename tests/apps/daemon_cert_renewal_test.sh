@@ -36,8 +36,9 @@ for i in $(seq 0 $((NODES - 1))); do
   fleet_start "$i"
 done
 cat >"$FLEET/job" <<JOB
-job_id: "cert-test" model: "softmax" dataset: "synthetic:blobs" nodes: $NODES topology: "ring"
-rounds: $ROUNDS lr: 0.05 batch: 32 round_timeout: 5 checkpoint_every: 100 eval_every: $ROUNDS seed: 3
+job_id: "cert-test" checkpoint_every: 100
+spec { model: "softmax" dataset: "synthetic:blobs" nodes: $NODES topology: "ring" compression: "none"
+       rounds: $ROUNDS lr: 0.05 batch: 32 round_timeout: 5 eval_every: $ROUNDS seed: 3 }
 JOB
 "$MURMUR" job submit "$FLEET/job" "${FLEET_OP[@]}" >/dev/null || fail "submit"
 for _ in $(seq 100); do

@@ -23,12 +23,14 @@ trap 'fleet_stop_all; [ -n "${KEEP:-}" ] || rm -rf "$FLEET"' EXIT
 fail() { echo "FAIL: $*"; for i in 0 1 2 5 6; do echo "--- node $i"; tail -n 8 "$FLEET/node$i/log" 2>/dev/null; done; exit 1; }
 
 NODES=8 ROUNDS=400 EXTRA=""
+EXTRA='compression: "none"'
 [ "$VARIANT" = choco ] && { ROUNDS=3000; EXTRA='compression: "topk:0.1"'; }
 fleet_make $NODES
 for i in $(seq 0 $((NODES - 1))); do fleet_start "$i"; done
 cat >"$FLEET/job" <<JOB
-job_id: "kill-test" model: "softmax" dataset: "synthetic:blobs" nodes: $NODES topology: "ring"
-rounds: $ROUNDS lr: 0.05 round_timeout: 1 checkpoint_every: 5 eval_every: 50 seed: 3 $EXTRA
+job_id: "kill-test" checkpoint_every: 5
+spec { model: "softmax" dataset: "synthetic:blobs" nodes: $NODES topology: "ring"
+       rounds: $ROUNDS lr: 0.05 round_timeout: 1 eval_every: 50 seed: 3 $EXTRA }
 JOB
 "$MURMUR" job submit "$FLEET/job" "${FLEET_OP[@]}" >/dev/null || fail "submit"
 
@@ -84,8 +86,9 @@ fi
 
 # 2. Kill a daemon repeatedly while it checkpoints every round.
 cat >"$FLEET/job2" <<JOB
-job_id: "ckpt-test" model: "softmax" dataset: "synthetic:blobs" nodes: 2 topology: "ring"
-rounds: 100000 lr: 0.05 round_timeout: 1 checkpoint_every: 1 eval_every: 0 seed: 4
+job_id: "ckpt-test" checkpoint_every: 1
+spec { model: "softmax" dataset: "synthetic:blobs" nodes: 2 topology: "ring" compression: "none"
+       rounds: 100000 lr: 0.05 round_timeout: 1 eval_every: 0 seed: 4 }
 JOB
 fleet_start 0
 fleet_start 1

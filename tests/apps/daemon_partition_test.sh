@@ -61,9 +61,10 @@ for i in $(seq 0 $((NODES - 1))); do
   fleet_start "$i"
 done
 cat >"$FLEET/job" <<JOB
-job_id: "partition-test" model: "softmax" dataset: "fashion-mnist" dataset_dir: "$DATA_DIR"
-nodes: $NODES topology: "ring" rounds: $ROUNDS lr: 0.05 batch: 32 round_timeout: 1
-checkpoint_every: 100 eval_every: $ROUNDS seed: 5
+job_id: "partition-test" checkpoint_every: 100
+spec { model: "softmax" dataset: "fashion-mnist" data_dir: "$DATA_DIR" compression: "none"
+       nodes: $NODES topology: "ring" rounds: $ROUNDS lr: 0.05 batch: 32 round_timeout: 1
+       eval_every: $ROUNDS seed: 5 }
 JOB
 "$MURMUR" job submit "$FLEET/job" "${FLEET_OP[@]}" >/dev/null || fail "submit"
 for _ in $(seq 600); do [ "$(fleet_rounds 0)" -ge 50 ] && break; sleep 0.1; done

@@ -8,6 +8,7 @@
 #include "federated/server.h"
 #include "sim/federated_edges.h"
 #include "sim/federated_run.h"
+#include "sim/scenario.h"
 #include "sim/world.h"
 
 namespace murmur::sim {
@@ -15,12 +16,12 @@ namespace {
 
 proto::Scenario Blobs(std::uint32_t clients, std::uint64_t rounds) {
   proto::Scenario s;
-  s.set_dataset("synthetic:blobs");
-  s.set_model("mlp:16");
-  s.set_algorithm("fedavg");
-  s.set_nodes(clients);
-  s.set_rounds(rounds);
-  s.set_eval_every(rounds);
+  s.mutable_spec()->set_dataset("synthetic:blobs");
+  s.mutable_spec()->set_model("mlp:16");
+  s.mutable_spec()->set_algorithm("fedavg");
+  s.mutable_spec()->set_nodes(clients);
+  s.mutable_spec()->set_rounds(rounds);
+  s.mutable_spec()->set_eval_every(rounds);
   s.set_threads(2);
   return s;
 }
@@ -34,12 +35,12 @@ TEST_CASE("Hierarchical FedAvg lands on flat FedAvg's global model: weighted mea
   for (std::uint32_t edges : {2u, 3u, 5u}) {
     CAPTURE(edges);
     proto::Scenario flat = Blobs(15, 20);
-    flat.set_partition("dirichlet:0.5");
-    flat.set_clients_per_round(15);
-    flat.set_local_epochs(0);
-    flat.set_local_steps(1);
+    flat.mutable_spec()->set_partition("dirichlet:0.5");
+    flat.mutable_spec()->set_clients_per_round(15);
+    flat.mutable_spec()->set_local_epochs(0);
+    flat.mutable_spec()->set_local_steps(1);
     proto::Scenario hier = flat;
-    hier.set_edge_aggregators(edges);
+    hier.mutable_spec()->set_edge_aggregators(edges);
     FederatedStats fs, hs;
     auto f = RunFederatedScenario(flat, {}, &fs);
     auto h = RunFederatedScenario(hier, {}, &hs);
@@ -66,9 +67,9 @@ TEST_CASE("Hierarchical FedAvg lands on flat FedAvg's global model: weighted mea
 
 TEST_CASE("An edge none of whose clients answer in time answers empty, and the top moves on") {
   proto::Scenario s = Blobs(12, 6);
-  s.set_edge_aggregators(3);
-  s.set_clients_per_round(6);
-  s.set_deadline(1e-6);  // no client can train and upload in a microsecond
+  s.mutable_spec()->set_edge_aggregators(3);
+  s.mutable_spec()->set_clients_per_round(6);
+  s.mutable_spec()->set_deadline(1e-6);  // no client can train and upload in a microsecond
   FederatedStats stats;
   auto run = RunFederatedScenario(s, {}, &stats);
   REQUIRE(run.ok());
@@ -180,11 +181,11 @@ TEST_CASE("Clients are assigned to edges in contiguous blocks of ids, k_e in pro
 
 TEST_CASE("Vehicles report to the nearest roadside unit, and a run over RSUs trains") {
   proto::Scenario s = Blobs(24, 10);
-  s.set_topology("vehicles");
+  s.mutable_spec()->set_topology("vehicles");
   s.set_rsus(4);
-  s.set_edge_aggregators(4);
-  s.set_edge_assignment("nearest-rsu");
-  s.set_clients_per_round(8);
+  s.mutable_spec()->set_edge_aggregators(4);
+  s.mutable_spec()->set_edge_assignment("nearest-rsu");
+  s.mutable_spec()->set_clients_per_round(8);
   auto world = BuildWorld(s).value();
   world->mobility->Advance(30);
   auto edge_of = NearestRsu(*world->mobility, 20, 4);
@@ -205,20 +206,21 @@ TEST_CASE("Vehicles report to the nearest roadside unit, and a run over RSUs tra
 
 TEST_CASE("Edge fields are validated by name") {
   proto::Scenario s = Blobs(10, 5);
-  s.set_edge_aggregators(11);
-  CHECK(ValidateFederatedScenario(s).message().find("'edge_aggregators'") != std::string::npos);
-  s.set_edge_aggregators(2);
-  CHECK(ValidateFederatedScenario(s).ok());
-  s.set_edge_assignment("nearest-rsu");
-  CHECK(ValidateFederatedScenario(s).message().find("'edge_assignment'") != std::string::npos);
-  s.set_edge_assignment("by-region");
-  CHECK(ValidateFederatedScenario(s).message().find("by-region") != std::string::npos);
-  s.set_edge_assignment("id");
+  s.mutable_spec()->set_clients_per_round(5);
+  s.mutable_spec()->set_edge_aggregators(11);
+  CHECK(ValidateScenario(s).message().find("'edge_aggregators'") != std::string::npos);
+  s.mutable_spec()->set_edge_aggregators(2);
+  CHECK(ValidateScenario(s).ok());
+  s.mutable_spec()->set_edge_assignment("nearest-rsu");
+  CHECK(ValidateScenario(s).message().find("'edge_assignment'") != std::string::npos);
+  s.mutable_spec()->set_edge_assignment("by-region");
+  CHECK(ValidateScenario(s).message().find("by-region") != std::string::npos);
+  s.mutable_spec()->set_edge_assignment("id");
   s.set_edge_devices("satellite");
-  CHECK(ValidateFederatedScenario(s).message().find("'edge_devices'") != std::string::npos);
+  CHECK(ValidateScenario(s).message().find("'edge_devices'") != std::string::npos);
   s.set_edge_devices("edge-server");
-  s.set_algorithm("scaffold");
-  CHECK(ValidateFederatedScenario(s).message().find("scaffold") != std::string::npos);
+  s.mutable_spec()->set_algorithm("scaffold");
+  CHECK(ValidateScenario(s).message().find("scaffold") != std::string::npos);
 }
 
 }  // namespace

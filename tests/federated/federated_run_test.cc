@@ -3,8 +3,10 @@
 #include <doctest/doctest.h>
 
 #include "core/sysinfo.h"
+#include "engine/algorithms.h"
 #include "ml/ml_learner.h"
 #include "sim/label_flip.h"
+#include "sim/scenario.h"
 #include "sim/world.h"
 
 namespace murmur::sim {
@@ -12,22 +14,22 @@ namespace {
 
 proto::Scenario Blobs(const std::string& algorithm, std::uint32_t clients, std::uint64_t rounds) {
   proto::Scenario s;
-  s.set_dataset("synthetic:blobs");
-  s.set_model("softmax");
-  s.set_algorithm(algorithm);
-  s.set_nodes(clients);
-  s.set_rounds(rounds);
-  s.set_eval_every(rounds);
+  s.mutable_spec()->set_dataset("synthetic:blobs");
+  s.mutable_spec()->set_model("softmax");
+  s.mutable_spec()->set_algorithm(algorithm);
+  s.mutable_spec()->set_nodes(clients);
+  s.mutable_spec()->set_rounds(rounds);
+  s.mutable_spec()->set_eval_every(rounds);
   s.set_threads(2);
   return s;
 }
 
 TEST_CASE("FedAvg with one client doing one local step is centralized SGD, bit for bit") {
   proto::Scenario s = Blobs("fedavg", 1, 25);
-  s.set_model("mlp:16");
-  s.set_clients_per_round(1);
-  s.set_local_epochs(0);
-  s.set_local_steps(1);
+  s.mutable_spec()->set_model("mlp:16");
+  s.mutable_spec()->set_clients_per_round(1);
+  s.mutable_spec()->set_local_epochs(0);
+  s.mutable_spec()->set_local_steps(1);
   FederatedStats stats;
   auto run = RunFederatedScenario(s, {}, &stats);
   REQUIRE(run.ok());
@@ -36,10 +38,10 @@ TEST_CASE("FedAvg with one client doing one local step is centralized SGD, bit f
   // The same world, the same learner stream, 25 plain SGD steps.
   auto world = BuildWorld(s).value();
   ml::MlLearnerOptions lo;
-  lo.batch = static_cast<int>(s.batch());
-  lo.lr = s.lr();
+  lo.batch = static_cast<int>(s.spec().batch());
+  lo.lr = s.spec().lr();
   ml::MlLearner learner(*world->model, world->data.train, world->partition->node(0), lo,
-                        Rng(s.seed(), 0, RngPurpose::kBatch));
+                        Rng(s.spec().seed(), 0, RngPurpose::kBatch));
   ParamVector x = world->initial.Clone();
   for (int t = 0; t < 25; ++t) learner.Train(x, 1);
   REQUIRE(stats.final_model.size() == x.size());
@@ -51,26 +53,26 @@ TEST_CASE("FedAvg with one client doing one local step is centralized SGD, bit f
 
 TEST_CASE("Federated scenario fields are validated by name") {
   proto::Scenario s = Blobs("fedavg", 10, 5);
-  CHECK(ValidateFederatedScenario(s).ok());
-  s.set_robust("bulyan");
-  CHECK(ValidateFederatedScenario(s).message().find("'robust'") != std::string::npos);
+  CHECK(ValidateScenario(s).ok());
+  s.mutable_spec()->set_robust("bulyan");
+  CHECK(ValidateScenario(s).message().find("'robust'") != std::string::npos);
   s = Blobs("fedsgd", 10, 5);
-  CHECK(ValidateFederatedScenario(s).message().find("'fedsgd'") != std::string::npos);
+  CHECK(ValidateScenario(s).message().find("'fedsgd'") != std::string::npos);
   s = Blobs("fedavg", 10, 5);
-  s.set_dp_noise(1);
-  CHECK(ValidateFederatedScenario(s).message().find("dp_clip") != std::string::npos);
+  s.mutable_spec()->set_dp_noise(1);
+  CHECK(ValidateScenario(s).message().find("dp_clip") != std::string::npos);
   s = Blobs("fedavg", 10, 5);
-  s.set_broadcast_compression("topk:0.1");
-  CHECK(ValidateFederatedScenario(s).message().find("broadcast_compression") != std::string::npos);
-  CHECK(IsFederatedAlgorithm("scaffold"));
-  CHECK(!IsFederatedAlgorithm("dpsgd"));
+  s.mutable_spec()->set_broadcast_compression("topk:0.1");
+  CHECK(ValidateScenario(s).message().find("broadcast_compression") != std::string::npos);
+  CHECK(engine::IsFederatedAlgorithm("scaffold"));
+  CHECK(!engine::IsFederatedAlgorithm("dpsgd"));
 }
 
 TEST_CASE(
     "Label-flip attackers train on y -> C - 1 - y; a majority of them teaches the model the flipped labels") {
   proto::Scenario s = Blobs("fedavg", 10, 30);
-  s.set_model("mlp:16");
-  s.set_clients_per_round(10);
+  s.mutable_spec()->set_model("mlp:16");
+  s.mutable_spec()->set_clients_per_round(10);
   auto world = BuildWorld(s).value();
   const ml::Dataset& train = world->data.train;
   std::vector<bool> attacker(10, false);
@@ -88,8 +90,8 @@ TEST_CASE(
   // 9 of 10 clients flip: FedAvg learns the flipped task, so on the test set
   // with labels flipped the same way the model is as good as the clean one is
   // on the true labels.
-  s.set_attack("label-flip");
-  s.set_attack_fraction(0.9);
+  s.mutable_spec()->set_attack("label-flip");
+  s.mutable_spec()->set_attack_fraction(0.9);
   FederatedStats stats;
   auto run = RunFederatedScenario(s, {}, &stats);
   REQUIRE(run.ok());
@@ -115,11 +117,11 @@ TEST_SUITE("slow") {
     for (const char* rule : {"mean", "median"}) {
       CAPTURE(rule);
       proto::Scenario s = Blobs("fedavg", 50, 1000);
-      s.set_model("mlp:1024");
-      s.set_robust(rule);
-      s.set_local_epochs(0);
-      s.set_local_steps(1);
-      s.set_eval_every(10);
+      s.mutable_spec()->set_model("mlp:1024");
+      s.mutable_spec()->set_robust(rule);
+      s.mutable_spec()->set_local_epochs(0);
+      s.mutable_spec()->set_local_steps(1);
+      s.mutable_spec()->set_eval_every(10);
       s.set_eval_samples(200);
       std::uint64_t at10 = 0, at1000 = 0;
       auto progress = [&](std::uint64_t, std::uint64_t, const EvalPoint* p) {

@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "sim/federated_run.h"
+#include "sim/scenario.h"
 #include "sim/world.h"
 
 namespace murmur::sim {
@@ -15,13 +16,13 @@ namespace {
 
 proto::Scenario Blobs(std::uint32_t clients, std::uint64_t rounds) {
   proto::Scenario s;
-  s.set_dataset("synthetic:blobs");
-  s.set_model("softmax");
-  s.set_algorithm("fedavg");
-  s.set_nodes(clients);
-  s.set_clients_per_round(clients);
-  s.set_rounds(rounds);
-  s.set_eval_every(rounds);
+  s.mutable_spec()->set_dataset("synthetic:blobs");
+  s.mutable_spec()->set_model("softmax");
+  s.mutable_spec()->set_algorithm("fedavg");
+  s.mutable_spec()->set_nodes(clients);
+  s.mutable_spec()->set_clients_per_round(clients);
+  s.mutable_spec()->set_rounds(rounds);
+  s.mutable_spec()->set_eval_every(rounds);
   s.set_threads(2);
   return s;
 }
@@ -32,10 +33,10 @@ TEST_CASE("One SecAgg+ FedAvg round equals the plain round within the quantizati
     proto::Scenario s = Blobs(12, 1);
     FederatedStats plain;
     REQUIRE(RunFederatedScenario(s, {}, &plain).ok());
-    s.set_secure_aggregation(true);
-    s.set_secagg_neighbours(k);
-    s.set_secagg_bits(16);
-    s.set_secagg_range(2);
+    s.mutable_spec()->set_secure_aggregation(true);
+    s.mutable_spec()->set_secagg_neighbours(k);
+    s.mutable_spec()->set_secagg_bits(16);
+    s.mutable_spec()->set_secagg_range(2);
     FederatedStats secure;
     auto run = RunFederatedScenario(s, {}, &secure);
     REQUIRE_MESSAGE(run.ok(), run.status().ToString());
@@ -73,13 +74,13 @@ TEST_CASE("SecAgg+ runs with 10% and 30% dropouts after key sharing keep trainin
     CAPTURE(dropout);
     const std::uint32_t k = dropout < 0.2 ? 16 : 0;
     proto::Scenario s = Blobs(30, 8);
-    s.set_deadline(30);
+    s.mutable_spec()->set_deadline(30);
     FederatedStats plain;
     auto base = RunFederatedScenario(s, {}, &plain);
     REQUIRE(base.ok());
-    s.set_secure_aggregation(true);
-    s.set_secagg_neighbours(k);
-    s.set_secagg_dropout(dropout);
+    s.mutable_spec()->set_secure_aggregation(true);
+    s.mutable_spec()->set_secagg_neighbours(k);
+    s.mutable_spec()->set_secagg_dropout(dropout);
     FederatedStats secure;
     auto run = RunFederatedScenario(s, {}, &secure);
     REQUIRE_MESSAGE(run.ok(), run.status().ToString());
@@ -93,19 +94,19 @@ TEST_CASE("SecAgg+ runs with 10% and 30% dropouts after key sharing keep trainin
 
 TEST_CASE("SecAgg+ scenario fields are validated by name") {
   proto::Scenario s = Blobs(10, 2);
-  s.set_secure_aggregation(true);
-  CHECK(ValidateFederatedScenario(s).ok());
-  s.set_algorithm("scaffold");
-  CHECK(ValidateFederatedScenario(s).message().find("'secure_aggregation'") != std::string::npos);
-  s.set_algorithm("fedavg");
-  s.set_secagg_neighbours(3);
-  CHECK(ValidateFederatedScenario(s).message().find("'secagg_neighbours'") != std::string::npos);
-  s.set_secagg_neighbours(4);
-  s.set_secagg_bits(30);  // 10 clients of 30 bits overflow 32 bits
-  CHECK(ValidateFederatedScenario(s).message().find("'secagg_bits'") != std::string::npos);
-  s.set_secagg_bits(20);
-  s.set_robust("median");
-  CHECK(ValidateFederatedScenario(s).message().find("robust = mean") != std::string::npos);
+  s.mutable_spec()->set_secure_aggregation(true);
+  CHECK(ValidateScenario(s).ok());
+  s.mutable_spec()->set_algorithm("scaffold");
+  CHECK(ValidateScenario(s).message().find("'secure_aggregation'") != std::string::npos);
+  s.mutable_spec()->set_algorithm("fedavg");
+  s.mutable_spec()->set_secagg_neighbours(3);
+  CHECK(ValidateScenario(s).message().find("'secagg_neighbours'") != std::string::npos);
+  s.mutable_spec()->set_secagg_neighbours(4);
+  s.mutable_spec()->set_secagg_bits(30);  // 10 clients of 30 bits overflow 32 bits
+  CHECK(ValidateScenario(s).message().find("'secagg_bits'") != std::string::npos);
+  s.mutable_spec()->set_secagg_bits(20);
+  s.mutable_spec()->set_robust("median");
+  CHECK(ValidateScenario(s).message().find("robust = mean") != std::string::npos);
 }
 
 }  // namespace

@@ -3,15 +3,17 @@
 // quadratic learners are deterministic, so with a lossless codec and no
 // timeouts the two transports must give the same models bit for bit; the
 // models must also reach the closed-form optimum's neighbourhood. Push-sum,
-// DSGT and CHOCO-SGD (top-k with error feedback) are built as murmurd builds
-// them (node/job/gossip_algorithm.h) and must agree bit for bit as well.
+// DSGT and CHOCO-SGD (top-k with error feedback) are built by the one builder
+// both hosts use (engine/gossip_builder.h) and must agree bit for bit as well.
 #include <doctest/doctest.h>
 
 #include <cmath>
 
+#include "engine/gossip_builder.h"
+#include "engine/topology.h"
 #include "gossip/decentralized_sgd.h"
 #include "node/job/checkpoint.h"
-#include "node/job/gossip_algorithm.h"
+#include "proto/node.pb.h"
 #include "sim/simulator.h"
 #include "tests/gossip/quadratic.h"
 #include "tests/node/loopback.h"
@@ -157,40 +159,49 @@ struct AlgorithmCase {
 
 proto::JobConfig QuadraticJob(const AlgorithmCase& c, NodeId n, std::uint64_t rounds) {
   proto::JobConfig job;
-  job.set_algorithm(c.algorithm);
-  job.set_compression(c.compression);
-  job.set_gamma(c.gamma);
-  job.set_nodes(n);
-  job.set_topology("ring");
-  job.set_rounds(rounds);
-  job.set_seed(7);
+  job.mutable_spec()->set_algorithm(c.algorithm);
+  job.mutable_spec()->set_compression(c.compression);
+  job.mutable_spec()->set_gamma(c.gamma);
+  job.mutable_spec()->set_nodes(n);
+  job.mutable_spec()->set_topology("ring");
+  job.mutable_spec()->set_rounds(rounds);
+  job.mutable_spec()->set_seed(7);
   return job;
 }
 
-std::unique_ptr<GossipAlgorithm> MakeQuadraticNode(const proto::JobConfig& job, Env& env,
-                                                   gossip::RoundTopology& topo, LocalLearner& learner,
-                                                   std::uint64_t first_round = 0) {
-  GossipAlgorithmInputs in;
-  in.env = &env;
-  in.topology = &topo;
-  in.learner = &learner;
-  in.first_round = first_round;
-  auto made = MakeGossipAlgorithm(job, ParamVector(kDim), std::move(in));
+// Built as both hosts build it (engine/gossip_builder.h), with a daemon's catch-up.
+std::unique_ptr<gossip::Node> MakeQuadraticNode(const proto::JobConfig& job, Env& env,
+                                                gossip::RoundTopology& topo, LocalLearner& learner,
+                                                std::uint64_t first_round = 0) {
+  engine::GossipHost host;
+  host.env = &env;
+  host.topology = &topo;
+  host.learner = &learner;
+  host.nodes = job.spec().nodes();
+  host.first_round = first_round;
+  host.catch_up = true;
+  auto made = engine::MakeGossipNode(job.spec(), ParamVector(kDim), host);
   REQUIRE_MESSAGE(made.ok(), made.status().ToString());
   return std::move(made).value();
+}
+
+engine::GraphTopology TopologyOf(const proto::JobConfig& job) {
+  auto t = engine::MakeGraphTopology(job.spec(), job.spec().nodes());
+  REQUIRE_MESSAGE(t.ok(), t.status().ToString());
+  return std::move(t).value();
 }
 
 // With `from`, every node resumes from its checkpoint; with `to`, every
 // node's final state is checkpointed (through the file encoding).
 Run SimulatedJob(const proto::JobConfig& job, double lr, const std::vector<Checkpoint>* from = nullptr,
                  std::vector<Checkpoint>* to = nullptr) {
-  const NodeId n = job.nodes();
+  const NodeId n = job.spec().nodes();
   sim::Simulator simulator(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(n));
-  std::vector<JobTopology> topos;
+  std::vector<engine::GraphTopology> topos;
   std::vector<std::unique_ptr<gossip::testing::QuadraticLearner>> learners;
-  std::vector<std::unique_ptr<GossipAlgorithm>> nodes;
+  std::vector<std::unique_ptr<gossip::Node>> nodes;
   for (NodeId i = 0; i < n; ++i) {
-    topos.push_back(MakeJobTopology(job, i).value());
+    topos.push_back(TopologyOf(job));
     learners.push_back(std::make_unique<gossip::testing::QuadraticLearner>(Target(i), lr));
     nodes.push_back(MakeQuadraticNode(job, simulator.env(i), *topos[i].rounds, *learners[i],
                                       from != nullptr ? (*from)[i].round : 0));
@@ -198,13 +209,13 @@ Run SimulatedJob(const proto::JobConfig& job, double lr, const std::vector<Check
       gossip::NodeState state{(*from)[i].vectors, (*from)[i].scalars};
       REQUIRE(nodes.back()->ImportState(state).ok());
     }
-    simulator.SetSink(i, nodes.back()->sink());
+    simulator.SetSink(i, nodes.back().get());
   }
   for (auto& nd : nodes) nd->Start();
   simulator.RunUntil(Nanos::max());
   Run r;
   for (auto& nd : nodes) {
-    REQUIRE(nd->round() == job.rounds());
+    REQUIRE(nd->round() == job.spec().rounds());
     r.params.emplace_back(nd->params().span().begin(), nd->params().span().end());
     if (to != nullptr) {
       Checkpoint c;
@@ -224,11 +235,11 @@ Run SimulatedJob(const proto::JobConfig& job, double lr, const std::vector<Check
 }
 
 Run JobOverLoopback(const proto::JobConfig& job, double lr) {
-  const NodeId n = job.nodes();
+  const NodeId n = job.spec().nodes();
   auto coordinator = testing::Seeded(100);
-  std::vector<JobTopology> topos;
+  std::vector<engine::GraphTopology> topos;
   std::vector<std::unique_ptr<gossip::testing::QuadraticLearner>> learners;
-  std::vector<std::unique_ptr<GossipAlgorithm>> nodes(n);
+  std::vector<std::unique_ptr<gossip::Node>> nodes(n);
   std::vector<std::unique_ptr<testing::Endpoint>> eps;
   for (NodeId i = 0; i < n; ++i) {
     eps.push_back(std::make_unique<testing::Endpoint>(
@@ -236,19 +247,20 @@ Run JobOverLoopback(const proto::JobConfig& job, double lr) {
         testing::Policy(coordinator)));
   }
   for (NodeId i = 0; i < n; ++i) {
-    topos.push_back(MakeJobTopology(job, i).value());
+    topos.push_back(TopologyOf(job));
     learners.push_back(std::make_unique<gossip::testing::QuadraticLearner>(Target(i), lr));
   }
   for (NodeId i = 0; i < n; ++i) {
-    for (NodeId j : topos[i].neighbours) eps[i]->AddPeer({j, "127.0.0.1", eps[j]->port(), std::nullopt});
+    for (NodeId j : engine::NeighboursOf(*topos[i].schedule, i))
+      eps[i]->AddPeer({j, "127.0.0.1", eps[j]->port(), std::nullopt});
   }
   for (NodeId i = 0; i < n; ++i) {
     eps[i]->Do([&, i] {
       nodes[i] = MakeQuadraticNode(job, eps[i]->env(), *topos[i].rounds, *learners[i]);
-      eps[i]->env().SetSink(nodes[i]->sink());
+      eps[i]->env().SetSink(nodes[i].get());
     });
   }
-  return StartAndCollect(eps, nodes, [&](const auto& node) { return node.round() == job.rounds(); });
+  return StartAndCollect(eps, nodes, [&](const auto& node) { return node.round() == job.spec().rounds(); });
 }
 
 TEST_CASE(
@@ -321,7 +333,7 @@ TEST_CASE(
 TEST_CASE("A resumed node refuses a state that lacks a vector or has the wrong size, naming it") {
   proto::JobConfig job = QuadraticJob({"dsgt", "none", 0}, 4, 10);
   sim::Simulator simulator(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(4));
-  JobTopology topo = MakeJobTopology(job, 0).value();
+  engine::GraphTopology topo = TopologyOf(job);
   gossip::testing::QuadraticLearner learner(Target(0), 0.1);
   auto node = MakeQuadraticNode(job, simulator.env(0), *topo.rounds, learner, 5);
   gossip::NodeState state;
@@ -336,7 +348,7 @@ TEST_CASE("A resumed node refuses a state that lacks a vector or has the wrong s
   CHECK(size.message().find("'g' has 17 elements, the model has 16") != std::string::npos);
 
   proto::JobConfig ps = QuadraticJob({"push-sum", "none", 0}, 4, 10);
-  JobTopology ps_topo = MakeJobTopology(ps, 0).value();
+  engine::GraphTopology ps_topo = TopologyOf(ps);
   auto ps_node = MakeQuadraticNode(ps, simulator.env(0), *ps_topo.rounds, learner, 5);
   gossip::NodeState ps_state = ps_node->ExportState().value();  // a valid state ...
   ps_state.vectors["sent/9"].assign(kDim, 0.0f);                // node 9 is not in a job of 4

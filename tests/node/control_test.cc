@@ -13,10 +13,10 @@
 #include "core/rng.h"
 #include "crypto/certificate.h"
 #include "crypto/frame_codec.h"
+#include "engine/faults.h"
 #include "node/config.h"
 #include "node/control/client.h"
 #include "node/control/codec.h"
-#include "node/control/fault_control.h"
 #include "node/daemon.h"
 #include "tests/node/fed_fleet.h"
 #include "tests/node/loopback.h"
@@ -94,15 +94,16 @@ struct Fleet : testing::FedFleet {
   static proto::JobConfig Job(const std::string& id, std::uint64_t rounds) {
     proto::JobConfig job;
     job.set_job_id(id);
-    job.set_dataset("synthetic:blobs");
-    job.set_model("softmax");
-    job.set_nodes(kNodes);
-    job.set_topology("ring");
-    job.set_rounds(rounds);
-    job.set_lr(0.05);
+    job.mutable_spec()->set_dataset("synthetic:blobs");
+    job.mutable_spec()->set_model("softmax");
+    job.mutable_spec()->set_nodes(kNodes);
+    job.mutable_spec()->set_topology("ring");
+    job.mutable_spec()->set_rounds(rounds);
+    job.mutable_spec()->set_lr(0.05);
+    job.mutable_spec()->set_compression("none");
     job.set_checkpoint_every(5);
-    job.set_eval_every(10);
-    job.set_round_timeout(2);
+    job.mutable_spec()->set_eval_every(10);
+    job.mutable_spec()->set_round_timeout(2);
     return job;
   }
 };
@@ -217,7 +218,7 @@ TEST_CASE("A submitted job runs on idle daemons, status, stop, resubmission and 
   Fleet fleet;
   proto::ControlRequest bad;
   auto bad_job = Fleet::Job("x", 10);
-  bad_job.set_algorithm("fedsgd");
+  bad_job.mutable_spec()->set_algorithm("fedsgd");
   *bad.mutable_submit()->mutable_job() = bad_job;
   auto refused = fleet.Call(0, bad);
   REQUIRE(refused.ok());
@@ -270,6 +271,11 @@ double MetricValue(const std::string& text, const std::string& name) {
   return -1;
 }
 
+// A daemon's faults (engine/faults.h): its partition holds until cleared.
+Status ApplyDaemonFaults(const proto::FaultConfig& f, FaultPlan& plan) {
+  return engine::ApplyFaults(f, engine::kMaxFaultNodeId, engine::FaultTime::kUntilCleared, plan);
+}
+
 TEST_CASE(
     "A FaultConfig becomes one rule for every link and a partition until cleared and bad ones are named") {
   proto::FaultConfig f;
@@ -277,19 +283,19 @@ TEST_CASE(
   f.set_delay(0.05);
   f.set_partition("0-3|4-7");
   FaultPlan plan;
-  REQUIRE(ApplyFaultConfig(f, plan).ok());
+  REQUIRE(ApplyDaemonFaults(f, plan).ok());
   CHECK(plan.FaultsFor(2, 9, Nanos(0)).drop == 0.25);
   CHECK(plan.FaultsFor(2, 9, Nanos(0)).delay == std::chrono::milliseconds(50));
   CHECK(plan.Partitioned(0, 4, Nanos(0)));
   CHECK(plan.Partitioned(7, 3, std::chrono::hours(1)));
   CHECK_FALSE(plan.Partitioned(0, 3, Nanos(0)));
   CHECK_FALSE(plan.Partitioned(0, 8, Nanos(0)));  // node 8 is in no group
-  CHECK(DescribeFaults(f) == "drop 0.25, delay s 0.05, partition 0-3|4-7");
+  CHECK(engine::DescribeFaults(f) == "drop 0.25, delay s 0.05, partition 0-3|4-7");
   // Replacing: what the new config leaves out is gone.
-  REQUIRE(ApplyFaultConfig(proto::FaultConfig{}, plan).ok());
+  REQUIRE(ApplyDaemonFaults(proto::FaultConfig{}, plan).ok());
   CHECK_FALSE(plan.Partitioned(0, 4, Nanos(0)));
   CHECK(plan.FaultsFor(2, 9, Nanos(0)).drop == 0);
-  CHECK(DescribeFaults(proto::FaultConfig{}) == "none");
+  CHECK(engine::DescribeFaults(proto::FaultConfig{}) == "none");
 
   const std::pair<std::string, std::string> bad[] = {
       {"drop 1", "'drop' must be in [0, 1)"},
@@ -297,7 +303,7 @@ TEST_CASE(
       {"partition 0-3", "at least two groups"},
       {"partition 0|1@10s-20s", "no @ window"},
       {"partition 0|70000", "not below the 65536 nodes"},
-      {"delay -1", "must be >= 0"},
+      {"delay -1", "'delay' must be in [0, 86400] seconds"},
   };
   for (const auto& [what, expect] : bad) {
     CAPTURE(what);
@@ -308,7 +314,7 @@ TEST_CASE(
     if (what.rfind("partition", 0) == 0) b.set_partition(value);
     FaultPlan untouched;
     REQUIRE(untouched.SetManualPartition({{0}, {1}}).ok());
-    Status st = ApplyFaultConfig(b, untouched);
+    Status st = ApplyDaemonFaults(b, untouched);
     CHECK(st.code() == StatusCode::kInvalidArgument);
     CHECK_MESSAGE(st.ToString().find(expect) != std::string::npos, st.ToString());
     CHECK(untouched.Partitioned(0, 1, Nanos(0)));  // an error leaves the plan as it was

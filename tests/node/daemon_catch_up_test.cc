@@ -19,11 +19,11 @@
 #include <string>
 #include <thread>
 
+#include "engine/topology.h"
 #include "ml/dataset_spec.h"
 #include "ml/model_spec.h"
 #include "node/daemon.h"
 #include "node/job/checkpoint.h"
-#include "node/job/gossip_algorithm.h"
 #include "sim/runner.h"
 #include "tests/node/daemon_cluster.h"
 #include "tests/node/loopback.h"
@@ -64,9 +64,9 @@ constexpr double kAccuracyTolerance = 0.03;
 constexpr double kTrackingTolerance = 1e-4;
 
 void Job(proto::JobConfig& job, const std::string& algorithm) {
-  job.set_algorithm(algorithm);
-  job.set_topology("ring");
-  job.set_round_timeout(kRoundTimeout);
+  job.mutable_spec()->set_algorithm(algorithm);
+  job.mutable_spec()->set_topology("ring");
+  job.mutable_spec()->set_round_timeout(kRoundTimeout);
   job.set_checkpoint_every(5);
 }
 
@@ -152,7 +152,7 @@ double RelativeDistance(const std::vector<float>& a, const std::vector<float>& b
 CopyErrors ChocoCopyErrors(const std::vector<Checkpoint>& cs, const proto::JobConfig& job) {
   CopyErrors e;
   for (NodeId i = 0; i < cs.size(); ++i) {
-    auto topology = MakeJobTopology(job, i);
+    auto topology = engine::MakeGraphTopology(job.spec(), job.spec().nodes());
     REQUIRE(topology.ok());
     const auto& w = topology->rounds->In(0);
     const auto& own = cs[i].vectors.at("x_hat");
@@ -259,18 +259,9 @@ std::pair<double, double> SimulatedSpread(const proto::JobConfig& job) {
   double lo = 1, hi = 0;
   for (std::uint64_t seed = 1; seed <= 5; ++seed) {
     proto::Scenario s;
-    s.set_dataset(job.dataset());
-    s.set_model(job.model());
-    s.set_nodes(job.nodes());
-    s.set_algorithm(job.algorithm());
-    s.set_compression(job.compression());
-    s.set_topology(job.topology());
-    s.set_rounds(job.rounds());
-    s.set_eval_every(job.rounds());
-    s.set_lr(job.lr());
-    s.set_batch(job.batch());
-    s.set_local_steps(job.local_steps());
-    s.set_seed(seed);
+    *s.mutable_spec() = job.spec();
+    s.mutable_spec()->set_eval_every(job.spec().rounds());
+    s.mutable_spec()->set_seed(seed);
     auto run = sim::RunScenario(s);
     REQUIRE_MESSAGE(run.ok(), run.status().ToString());
     REQUIRE(!run->points.empty());
@@ -292,7 +283,7 @@ Outcome CheckCatchUp(const std::string& algorithm, bool rollback, const std::str
   Outcome o;
   auto tweak = [&](proto::JobConfig& job) {
     Job(job, algorithm);
-    job.set_compression(compression);
+    job.mutable_spec()->set_compression(compression);
   };
   std::vector<std::vector<float>> whole;
   {  // (Clusters of one process share a directory: one at a time.)

@@ -1,8 +1,7 @@
 // Cluster: four in-process murmurd daemons on loopback for the daemon tests
 // (tests/node/daemon_test.cc, daemon_algorithms_test.cc), each with its own data
 // directory, identity and certificate, running one gossip job given by the
-// config; Simulate: the same D-PSGD job in the simulator, built the way the
-// daemon builds it.
+// config; Simulate: the same job's spec run by `murmur sim`.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -14,18 +13,12 @@
 #include <thread>
 
 #include "crypto/certificate.h"
-#include "gossip/decentralized_sgd.h"
 #include "ml/dataset_spec.h"
 #include "ml/idx.h"
-#include "ml/ml_learner.h"
 #include "ml/model_spec.h"
-#include "ml/partition.h"
 #include "node/daemon.h"
-#include "sim/scenario.h"
-#include "sim/simulator.h"
-#include "sim/world.h"
+#include "sim/runner.h"
 #include "tests/node/loopback.h"
-#include "topology/factory.h"
 
 namespace murmur::node::testing {
 
@@ -89,14 +82,16 @@ struct Cluster {
       p->set_address("127.0.0.1:" + std::to_string(ports[j]));
     }
     auto* job = c.mutable_job();
-    job->set_dataset("synthetic:blobs");
-    job->set_model("softmax");
-    job->set_nodes(kNodes);
-    job->set_topology("ring");
-    job->set_rounds(rounds);
-    job->set_lr(0.05);
+    job->mutable_spec()->set_dataset("synthetic:blobs");
+    job->mutable_spec()->set_model("softmax");
+    job->mutable_spec()->set_nodes(kNodes);
+    job->mutable_spec()->set_topology("ring");
+    job->mutable_spec()->set_rounds(rounds);
+    job->mutable_spec()->set_lr(0.05);
+    job->mutable_spec()->set_compression("none");
+    job->mutable_spec()->set_round_timeout(30);
     job->set_checkpoint_every(5);
-    job->set_eval_every(0);
+    job->mutable_spec()->set_eval_every(0);
     if (job_tweak) job_tweak(*job);
     if (tweak) tweak(i, c);
     return c;
@@ -117,63 +112,20 @@ struct Cluster {
   }
 };
 
-// The same job in the simulator, built the way the daemon builds it, on the
-// data and partition murmur sim's world gives its nodes (sim/world.h) for
-// `dataset` and `partition` (default: the job's).
+// The same job in `murmur sim`: the job's spec run by the simulator (the one
+// engine builds both), on the data and partition murmur sim's world gives its
+// nodes for `dataset` and `partition` (default: the spec's). Every node's
+// final model.
 inline std::vector<std::vector<float>> Simulate(const proto::NodeConfig& config, std::string dataset = "",
                                                 std::string partition = "") {
-  const proto::JobConfig& job = config.job();
   proto::Scenario scenario;
-  scenario.set_dataset(dataset.empty() ? job.dataset() : dataset);
-  scenario.set_data_dir(ml::kFashionMnistDir);
-  scenario.set_partition(partition.empty() ? job.partition() : partition);
-  scenario.set_nodes(job.nodes());
-  scenario.set_seed(job.seed());
-  scenario.set_lr(job.lr());
-  scenario.set_lr_schedule(job.lr_schedule());
-  scenario.set_lr_min(job.lr_min());
-  scenario.set_rounds(job.rounds());
-  scenario.set_local_steps(job.local_steps());
-  auto lr_schedule = sim::ScenarioSchedule(scenario);
-  REQUIRE_MESSAGE(lr_schedule.ok(), lr_schedule.status().ToString());
-  auto world = sim::BuildWorld(scenario);
-  REQUIRE_MESSAGE(world.ok(), world.status().ToString());
-  const ml::TrainTest& data = (*world)->data;
-  const ml::Partition& part = *(*world)->partition;
-  auto model = ml::MakeModel(job.model(), data.train.dim, data.train.num_classes).value();
-  topology::TopologySpec spec;
-  spec.kind = job.topology();
-  spec.nodes = job.nodes();
-  spec.seed = job.seed();
-  auto schedule = topology::MakeSchedule(spec).value();
-  gossip::RoundTopology topo(schedule->At(0));
-  sim::Simulator simulator(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(job.nodes()));
-  std::vector<std::unique_ptr<ml::MlLearner>> learners;
-  std::vector<std::unique_ptr<gossip::DecentralizedSgdNode>> nodes;
-  auto cs = gossip::CodecSpec::Parse(job.compression()).value();
-  for (NodeId i = 0; i < job.nodes(); ++i) {
-    ml::MlLearnerOptions lo;
-    lo.batch = static_cast<int>(job.batch());
-    lo.lr = job.lr();
-    lo.schedule = *lr_schedule;
-    learners.push_back(std::make_unique<ml::MlLearner>(*model, data.train, part.node(i), lo,
-                                                       Rng(job.seed(), i, RngPurpose::kBatch)));
-    ParamVector x0(model->layout());
-    Rng init(job.seed(), 0, RngPurpose::kInit);
-    model->InitParams(x0, init);
-    gossip::DecentralizedSgdOptions o;
-    o.rounds = job.rounds();
-    nodes.push_back(std::make_unique<gossip::DecentralizedSgdNode>(
-        simulator.env(i), topo, *learners[i], std::move(x0),
-        std::make_unique<gossip::Codec>(cs, i, model->layout(), Rng(job.seed(), i, RngPurpose::kCompression)),
-        o, nullptr));
-    simulator.SetSink(i, nodes.back().get());
-  }
-  for (auto& n : nodes) n->Start();
-  simulator.RunUntil(Nanos::max());
-  std::vector<std::vector<float>> out;
-  for (auto& n : nodes) out.emplace_back(n->params().span().begin(), n->params().span().end());
-  return out;
+  *scenario.mutable_spec() = config.job().spec();
+  if (!dataset.empty()) scenario.mutable_spec()->set_dataset(dataset);
+  if (!partition.empty()) scenario.mutable_spec()->set_partition(partition);
+  scenario.set_threads(1);
+  auto run = sim::RunScenario(scenario, {}, sim::RunOptions{true});
+  REQUIRE_MESSAGE(run.ok(), run.status().ToString());
+  return std::move(run->final_models);
 }
 
 // Mean test accuracy of the nodes' own models on the synthetic blobs.

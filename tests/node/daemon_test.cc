@@ -23,7 +23,6 @@
 #include "node/config.h"
 #include "node/daemon.h"
 #include "node/job/checkpoint.h"
-#include "node/job/gossip_algorithm.h"
 #include "node/job/gossip_job.h"
 #include "node/job/job.h"
 #include "node/job/job_data.h"
@@ -50,18 +49,26 @@ TEST_CASE("A config with a misspelled field is refused by name, in text and in J
   auto json = ParseNodeConfig(R"({"nodeId": 1, "job": {"rounds": 5, "lr_rate": 0.1}})", "cfg");
   REQUIRE_FALSE(json.ok());
   CHECK(json.status().message().find("lr_rate") != std::string::npos);
+  // A job block in murmur 0.1's flat layout: the error says where its fields went.
+  auto old = ParseNodeConfig("node_id: 1 job { algorithm: \"dsgt\" rounds: 5 }", "old.conf");
+  REQUIRE_FALSE(old.ok());
+  CHECK(old.status().message().find("0.1 layout: algorithm, rounds now belong in job { spec") !=
+        std::string::npos);
   auto ok =
       ParseNodeConfig("node_id: 1 network_id: \"fleet\" coordinator_key: \"k\" data_dir: \"/tmp\"", "cfg");
   REQUIRE(ok.ok());
   CHECK(ValidateNodeConfig(*ok).ok());
-  ok->mutable_job()->set_nodes(4);
+  ok->mutable_job()->mutable_spec()->set_nodes(4);
   CHECK(ValidateJobConfig(ok->job(), 1).ok());
   CHECK(ValidateJobConfig(ok->job(), 4).message().find("node_id 4") != std::string::npos);
-  ok->mutable_job()->set_algorithm("fedsgd");
+  ok->mutable_job()->mutable_spec()->set_algorithm("fedsgd");
   CHECK(ValidateJobConfig(ok->job(), 1).message().find("fedsgd") != std::string::npos);
-  ok->mutable_job()->set_algorithm("fedavg");  // a federated job: aggregator 0, clients 1 .. 3
-  CHECK(ValidateJobConfig(ok->job(), 1).ok());
-  ok->mutable_job()->set_algorithm("dpsgd");
+  ok->mutable_job()->mutable_spec()->set_algorithm(
+      "fedavg");  // a federated job: aggregator 0, clients 1 .. 4
+  ok->mutable_job()->mutable_spec()->set_clients_per_round(0);
+  CHECK(ValidateJobConfig(ok->job(), 4).ok());
+  CHECK(ValidateJobConfig(ok->job(), 5).message().find("node_id 5") != std::string::npos);
+  ok->mutable_job()->mutable_spec()->set_algorithm("dpsgd");
   ok->mutable_job()->set_job_id("a b");
   CHECK(ValidateJobConfig(ok->job(), 1).message().find("job_id") != std::string::npos);
   CHECK(ParseHostPort("[::1]:7001")->host == "::1");
@@ -199,7 +206,7 @@ TEST_CASE("Gossip daemons train on non-IID shares: the job's partition, or each 
         c.set_data("fashion-mnist:shards:2:part=" + std::to_string(i) + "/4");
         c.set_dataset_dir(ml::kFashionMnistDir);
       } else {
-        c.mutable_job()->set_partition("dirichlet:0.5");
+        c.mutable_job()->mutable_spec()->set_partition("dirichlet:0.5");
       }
     };
     std::vector<std::uint64_t> done;
@@ -237,7 +244,7 @@ TEST_CASE("Local data given as a CSV path is that file whole and a missing file 
     for (int i = 0; i < 10; ++i) out << i % 3 << "," << 10 * (i % 3) << "\n";
   }
   proto::JobConfig job;
-  job.set_model("softmax");
+  job.mutable_spec()->set_model("softmax");
   auto whole = LoadJobData(job, LocalData{csv.string(), ""}, 4, 2);
   REQUIRE_MESSAGE(whole.ok(), whole.status().ToString());
   CHECK(whole->data.train.num_samples == 8);
@@ -258,7 +265,7 @@ TEST_CASE("A stop request drains: the daemon returns, and its checkpoint holds t
   Cluster cluster;
   // Node 0 alone: its neighbours never come, so each round waits out its timeout.
   auto config = cluster.Config(0, 1000);
-  config.mutable_job()->set_round_timeout(0.2);
+  config.mutable_job()->mutable_spec()->set_round_timeout(0.2);
   config.set_drain_timeout(5);
   auto d = Daemon::Create(config);
   REQUIRE(d.ok());

@@ -2,8 +2,8 @@
 // (tests/node/federated_job_test.cc, federated_privacy_test.cc): each with its
 // own data directory, identity and certificate from one test coordinator,
 // every other daemon in its `peers`; an operator calls them over the control
-// port. BlobsJob and ScenarioOf give a small federated job and the `murmur
-// sim` scenario of the same run.
+// port. BlobsJob gives a small federated job and ScenarioOf the `murmur sim`
+// scenario of its spec.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -146,41 +146,34 @@ struct FedFleet {
   bool WaitDone(std::chrono::seconds limit) { return WaitState("done", limit); }
 };
 
+// A federated job for `daemons` daemons: the aggregator and daemons - 1
+// clients, every client in every round, a 60 s deadline.
 inline proto::JobConfig BlobsJob(const std::string& id, const std::string& algorithm, NodeId aggregator,
-                                 NodeId nodes = 4) {
+                                 NodeId daemons = 4) {
   proto::JobConfig job;
   job.set_job_id(id);
-  job.set_algorithm(algorithm);
-  job.set_dataset("synthetic:blobs");
-  job.set_model("softmax");
-  job.set_nodes(nodes);
+  job.mutable_spec()->set_algorithm(algorithm);
+  job.mutable_spec()->set_dataset("synthetic:blobs");
+  job.mutable_spec()->set_model("softmax");
+  job.mutable_spec()->set_nodes(daemons - 1);
+  job.mutable_spec()->set_clients_per_round(0);
+  job.mutable_spec()->set_deadline(60);
+  job.mutable_spec()->set_secagg_timeout(30);
   job.set_aggregator(aggregator);
-  job.set_rounds(8);
-  job.set_lr(0.05);
-  job.set_local_epochs(0);
-  job.set_local_steps(20);
-  job.set_eval_every(4);
+  job.mutable_spec()->set_rounds(8);
+  job.mutable_spec()->set_lr(0.05);
+  job.mutable_spec()->set_local_epochs(0);
+  job.mutable_spec()->set_local_steps(20);
+  job.mutable_spec()->set_eval_every(4);
   job.set_checkpoint_every(4);
-  job.set_seed(7);
+  job.mutable_spec()->set_seed(7);
   return job;
 }
 
-// The `murmur sim` run of the same configuration: nodes - 1 clients.
+// The `murmur sim` run of the same job: its spec, as it is.
 inline proto::Scenario ScenarioOf(const proto::JobConfig& job) {
   proto::Scenario s;
-  s.set_algorithm(job.algorithm());
-  s.set_dataset(job.dataset());
-  s.set_model(job.model());
-  s.set_partition(job.partition());
-  s.set_nodes(job.nodes() - 1);
-  s.set_clients_per_round(job.clients_per_round() == 0 ? job.nodes() - 1 : job.clients_per_round());
-  s.set_rounds(job.rounds());
-  s.set_lr(job.lr());
-  s.set_batch(job.batch());
-  s.set_local_epochs(job.local_epochs());
-  s.set_local_steps(job.local_steps());
-  s.set_eval_every(job.rounds());
-  s.set_seed(job.seed());
+  *s.mutable_spec() = job.spec();
   s.set_threads(1);
   return s;
 }

@@ -12,9 +12,9 @@
 #include <cmath>
 #include <string>
 
+#include "engine/federated_builder.h"
 #include "federated/attack.h"
 #include "node/job/federated_job.h"
-#include "node/job/index_env.h"
 #include "sim/federated_run.h"
 #include "tests/node/fed_fleet.h"
 
@@ -29,19 +29,19 @@ using testing::ScenarioOf;
 // 0.4 of 5, as the simulator draws them from the seed.
 proto::JobConfig AttackJob(const std::string& attack, double scale, const std::string& robust) {
   proto::JobConfig job = BlobsJob("attack", "fedavg", 2, 6);
-  job.set_attack(attack);
-  job.set_attack_fraction(0.4);
-  job.set_attack_scale(scale);
-  job.set_robust(robust);
+  job.mutable_spec()->set_attack(attack);
+  job.mutable_spec()->set_attack_fraction(0.4);
+  job.mutable_spec()->set_attack_scale(scale);
+  job.mutable_spec()->set_robust(robust);
   return job;
 }
 
 proto::Scenario AttackScenario(const proto::JobConfig& job) {
   proto::Scenario s = ScenarioOf(job);
-  s.set_attack(job.attack());
-  s.set_attack_fraction(job.attack_fraction());
-  s.set_attack_scale(job.attack_scale());
-  s.set_robust(job.robust());
+  s.mutable_spec()->set_attack(job.spec().attack());
+  s.mutable_spec()->set_attack_fraction(job.spec().attack_fraction());
+  s.mutable_spec()->set_attack_scale(job.spec().attack_scale());
+  s.mutable_spec()->set_robust(job.spec().robust());
   return s;
 }
 
@@ -51,7 +51,7 @@ struct Outcome {
 };
 
 Outcome OnDaemons(const proto::JobConfig& job) {
-  FedFleet fleet(job.nodes());
+  FedFleet fleet(DaemonsOf(job));
   fleet.SubmitAll(job);
   REQUIRE(fleet.WaitDone(std::chrono::seconds(60)));
   Outcome o;
@@ -123,17 +123,17 @@ TEST_CASE("A gaussian attacker daemon adds noise of the simulator's scale s ||De
   // sign-flip (s = 1) runs, g / ||Delta_a|| = 2 (x_gauss - (x_honest + x_flip) / 2) /
   // ||x_honest - x_flip||, whose d coordinates are N(0, s^2 / d) under the attack.
   proto::JobConfig job = AttackJob("gaussian", 2, "mean");
-  job.set_attack_fraction(0.2);
-  job.set_rounds(1);
-  job.set_eval_every(1);
+  job.mutable_spec()->set_attack_fraction(0.2);
+  job.mutable_spec()->set_rounds(1);
+  job.mutable_spec()->set_eval_every(1);
   const Outcome daemons = OnDaemons(job);
   const Outcome sim_gauss = InSim(AttackScenario(job));
   proto::Scenario flip = AttackScenario(job);
-  flip.set_attack("sign-flip");
-  flip.set_attack_scale(1);
+  flip.mutable_spec()->set_attack("sign-flip");
+  flip.mutable_spec()->set_attack_scale(1);
   const Outcome sim_flip = InSim(flip);
   proto::Scenario honest = flip;
-  honest.set_attack("none");
+  honest.mutable_spec()->set_attack("none");
   const Outcome sim_honest = InSim(honest);
   const std::size_t d = daemons.model.size();
   REQUIRE(sim_flip.model.size() == d);
@@ -151,7 +151,7 @@ TEST_CASE("A gaussian attacker daemon adds noise of the simulator's scale s ||De
     sum += z;
     sum2 += z * z;
   }
-  const double n = static_cast<double>(d), sigma = job.attack_scale() / std::sqrt(n);
+  const double n = static_cast<double>(d), sigma = job.spec().attack_scale() / std::sqrt(n);
   const double mean = sum / n, sd = std::sqrt((sum2 - n * mean * mean) / (n - 1));
   MESSAGE("noise per coordinate: mean " << mean << ", sd " << sd << " against " << sigma);
   CHECK(std::abs(mean) < 5 * sigma / std::sqrt(n));
@@ -160,36 +160,36 @@ TEST_CASE("A gaussian attacker daemon adds noise of the simulator's scale s ||De
   CHECK(Differing(daemons.model, sim_gauss.model) > d / 2);
 }
 
-TEST_CASE("Attackers named by node id are the clients the job's fraction draws, and poison alike") {
-  // The attackers attack_fraction draws, named instead by their node ids: the same run.
+TEST_CASE("Attackers named by client index are the clients the job's fraction draws, and poison alike") {
+  // The attackers attack_fraction draws, named instead by their client indices: the same run.
   proto::JobConfig drawn = AttackJob("sign-flip", 3, "median");
-  const std::vector<bool> attacker = AttackersOf(drawn);
+  const std::vector<bool> attacker = engine::AttackersOf(drawn.spec());
   REQUIRE(attacker.size() == 5);
   proto::JobConfig named = drawn;
-  named.set_attack_fraction(0);
-  const IdMap map{named.aggregator(), 5};
+  named.mutable_spec()->set_attack_fraction(0);
   for (NodeId c = 0; c < 5; ++c)
-    if (attacker[c]) named.add_attackers(map.ToNode(c));
-  REQUIRE(named.attackers_size() == 2);
-  CHECK(AttackersOf(named) == attacker);
+    if (attacker[c]) named.mutable_spec()->add_attackers(c);
+  REQUIRE(named.spec().attackers_size() == 2);
+  CHECK(engine::AttackersOf(named.spec()) == attacker);
   // Krum's default f is the simulator's max(1, llround(attack_fraction K)) (sim/federated_run.cc),
   // with the fraction attackers / clients when they are named; an explicit krum_f stays.
+  const engine::FederatedHost daemon{true, true};
   for (const proto::JobConfig& j : {drawn, named}) {
-    federated::ServerOptions o;
-    o.clients_per_round = 5;
-    REQUIRE(FillServerPrivacy(j, &o).ok());
-    REQUIRE(FillServerAttack(j, &o).ok());
+    auto made = engine::MakeServerOptions(j.spec(), daemon);
+    REQUIRE(made.ok());
+    const federated::ServerOptions& o = *made;
+    CHECK(o.clients_per_round == 5);
     CHECK(o.robust.krum_f == 2);
     CHECK(o.attacker.empty());  // sign-flip attackers rewrite their own updates
   }
   {
     proto::JobConfig alie = drawn;
-    alie.set_attack("alie");
-    alie.set_krum_f(3);
-    federated::ServerOptions o;
-    o.clients_per_round = 4;
-    REQUIRE(FillServerPrivacy(alie, &o).ok());
-    REQUIRE(FillServerAttack(alie, &o).ok());
+    alie.mutable_spec()->set_attack("alie");
+    alie.mutable_spec()->set_krum_f(3);
+    alie.mutable_spec()->set_clients_per_round(4);
+    auto made = engine::MakeServerOptions(alie.spec(), daemon);
+    REQUIRE(made.ok());
+    const federated::ServerOptions& o = *made;
     CHECK(o.robust.krum_f == 3);
     CHECK(o.attacker == attacker);  // the aggregator plays ALIE for the drawn attackers
   }
@@ -199,7 +199,7 @@ TEST_CASE("Attackers named by node id are the clients the job's fraction draws, 
   // And a third attacker changes the run: the test can tell attackers apart.
   for (NodeId c = 0; c < 5; ++c) {
     if (!attacker[c]) {
-      named.add_attackers(map.ToNode(c));
+      named.mutable_spec()->add_attackers(c);
       break;
     }
   }
@@ -212,7 +212,7 @@ TEST_CASE("Label-flip attackers on daemons train on flipped labels as in the sim
   const Outcome sim = InSim(AttackScenario(job));
   CHECK(Differing(daemons.model, sim.model) == 0);
   proto::Scenario honest = AttackScenario(job);
-  honest.set_attack("none");
+  honest.mutable_spec()->set_attack("none");
   CHECK(Differing(InSim(honest).model, sim.model) > 0);
 }
 
@@ -220,69 +220,66 @@ TEST_CASE("Federated attack fields refuse bad values and what daemons cannot run
   const proto::JobConfig ok = AttackJob("sign-flip", 3, "median");
   CHECK(ValidateJobConfig(ok, 1).ok());
   testing::CheckRefusals(
-      ok, {
-              {"'attack'", [](proto::JobConfig& j) { j.set_attack("backdoor"); }},
-              {"'attack_fraction'", [](proto::JobConfig& j) { j.set_attack_fraction(1); }},
-              {"'attack_fraction'", [](proto::JobConfig& j) { j.set_attack_fraction(-0.1); }},
-              {"'attack_scale'", [](proto::JobConfig& j) { j.set_attack_scale(0); }},
-              {"'attack_scale'", [](proto::JobConfig& j) { j.set_attack_scale(std::nan("")); }},
-              {"'attackers'", [](proto::JobConfig& j) { j.add_attackers(1); }},  // and attack_fraction
-              {"'attackers'",
-               [](proto::JobConfig& j) {
-                 j.set_attack_fraction(0);
-                 j.add_attackers(6);
-               }},
-              {"'attackers'",
-               [](proto::JobConfig& j) {
-                 j.set_attack_fraction(0);
-                 j.add_attackers(2);  // the aggregator
-               }},
-              {"'attackers'",
-               [](proto::JobConfig& j) {
-                 j.set_attack_fraction(0);
-                 j.add_attackers(1);
-                 j.add_attackers(1);
-               }},
-              {"'attackers'",
-               [](proto::JobConfig& j) {
-                 j.set_attack_fraction(0);
-                 for (NodeId id : {0, 1, 3, 4, 5}) j.add_attackers(id);
-               }},
-              {"'attack'", [](proto::JobConfig& j) { j.set_algorithm("fedbuff"); }},
-              {"'attack'",
-               [](proto::JobConfig& j) {
-                 j.set_robust("mean");
-                 j.set_dp_clip(1);
-               }},
-              {"'attack'", [](proto::JobConfig& j) { j.set_upload_compression("topk:0.1"); }},
-              {"'secure_aggregation'",
-               [](proto::JobConfig& j) {
-                 j.set_attack("label-flip");
-                 j.set_robust("mean");
-                 j.set_secure_aggregation(true);
-               }},
-              {"'attack'",
-               [](proto::JobConfig& j) {
-                 j.set_algorithm("dpsgd");
-                 j.set_topology("ring");
-               }},
-          });
+      ok,
+      {
+          {"'attack'", [](proto::JobConfig& j) { j.mutable_spec()->set_attack("backdoor"); }},
+          {"'attack_fraction'", [](proto::JobConfig& j) { j.mutable_spec()->set_attack_fraction(1); }},
+          {"'attack_fraction'", [](proto::JobConfig& j) { j.mutable_spec()->set_attack_fraction(-0.1); }},
+          {"'attack_scale'", [](proto::JobConfig& j) { j.mutable_spec()->set_attack_scale(0); }},
+          {"'attack_scale'", [](proto::JobConfig& j) { j.mutable_spec()->set_attack_scale(std::nan("")); }},
+          {"'attackers'",
+           [](proto::JobConfig& j) { j.mutable_spec()->add_attackers(1); }},  // and attack_fraction
+          {"'attackers'",
+           [](proto::JobConfig& j) {
+             j.mutable_spec()->set_attack_fraction(0);
+             j.mutable_spec()->add_attackers(5);  // clients are 0 .. 4
+           }},
+          {"'attackers'",
+           [](proto::JobConfig& j) {
+             j.mutable_spec()->set_attack_fraction(0);
+             j.mutable_spec()->add_attackers(1);
+             j.mutable_spec()->add_attackers(1);
+           }},
+          {"'attackers'",
+           [](proto::JobConfig& j) {
+             j.mutable_spec()->set_attack_fraction(0);
+             for (NodeId c : {0, 1, 2, 3, 4}) j.mutable_spec()->add_attackers(c);
+           }},
+          {"'attack'", [](proto::JobConfig& j) { j.mutable_spec()->set_algorithm("fedbuff"); }},
+          {"'attack'",
+           [](proto::JobConfig& j) {
+             j.mutable_spec()->set_robust("mean");
+             j.mutable_spec()->set_dp_clip(1);
+           }},
+          {"'attack'", [](proto::JobConfig& j) { j.mutable_spec()->set_upload_compression("topk:0.1"); }},
+          {"'secure_aggregation'",
+           [](proto::JobConfig& j) {
+             j.mutable_spec()->set_attack("label-flip");
+             j.mutable_spec()->set_robust("mean");
+             j.mutable_spec()->set_secure_aggregation(true);
+           }},
+          {"'attack'",
+           [](proto::JobConfig& j) {
+             j.mutable_spec()->set_algorithm("dpsgd");
+             j.mutable_spec()->set_topology("ring");
+           }},
+      });
   // Through the control port, as `murmur job submit` sends it: the daemon refuses it by name.
   {
     FedFleet fleet(2);
     proto::ControlRequest r;
     *r.mutable_submit()->mutable_job() = BlobsJob("bad-attack", "fedavg", 0, 2);
-    r.mutable_submit()->mutable_job()->set_attack("backdoor");
+    r.mutable_submit()->mutable_job()->mutable_spec()->set_attack("backdoor");
     auto reply = fleet.Call(1, r);
     REQUIRE_MESSAGE(reply.ok(), reply.status().ToString());
     CHECK_FALSE(reply->ok());
-    CHECK(reply->error().find("job field 'attack'") != std::string::npos);
+    CHECK(reply->error().find("spec field 'attack'") != std::string::npos);
     CHECK(fleet.Status(1).state() == "idle");
   }
   // Label flip is data poisoning: FedBuff runs it, as the simulator does.
   proto::JobConfig flip = ok;
-  flip.set_attack("label-flip");
-  flip.set_algorithm("fedbuff");
+  flip.mutable_spec()->set_attack("label-flip");
+  flip.mutable_spec()->set_algorithm("fedbuff");
   CHECK(ValidateJobConfig(flip, 1).ok());
 }
 

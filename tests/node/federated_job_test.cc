@@ -25,16 +25,16 @@ TEST_CASE("A federated job on four daemons trains the simulator's global model, 
   // SCAFFOLD (its control variates travel as second updates), aggregator 0.
   proto::JobConfig fedavg = BlobsJob("fedavg", "fedavg", 1);
   proto::JobConfig fedadam = BlobsJob("fedadam", "fedadam", 3);
-  fedadam.set_clients_per_round(2);
-  fedadam.set_partition("dirichlet:0.5");
+  fedadam.mutable_spec()->set_clients_per_round(2);
+  fedadam.mutable_spec()->set_partition("dirichlet:0.5");
   proto::JobConfig scaffold = BlobsJob("scaffold", "scaffold", 0);
-  scaffold.set_partition("dirichlet:0.3");
+  scaffold.mutable_spec()->set_partition("dirichlet:0.3");
   for (const proto::JobConfig& job : {fedavg, fedadam, scaffold}) {
     CAPTURE(job.job_id());
     FedFleet fleet;
     fleet.SubmitAll(job);
     REQUIRE(fleet.WaitDone(std::chrono::seconds(120)));
-    for (NodeId i = 0; i < kNodes; ++i) CHECK(fleet.Status(i).rounds_done() == job.rounds());
+    for (NodeId i = 0; i < kNodes; ++i) CHECK(fleet.Status(i).rounds_done() == job.spec().rounds());
     const proto::JobStatus server = fleet.Status(job.aggregator());
     fleet.Stop();
     const std::vector<float> model = fleet.daemons[job.aggregator()]->params();
@@ -56,17 +56,17 @@ TEST_CASE("FedBuff on four daemons completes and lands near the simulator's accu
   // Asynchronous: which results share a buffer depends on arrival times, which differ
   // between loopback and the simulator, so the models differ; the accuracy should not much.
   proto::JobConfig job = BlobsJob("fedbuff", "fedbuff", 2);
-  job.set_rounds(12);
-  job.set_fedbuff_concurrency(3);
-  job.set_fedbuff_buffer(2);
+  job.mutable_spec()->set_rounds(12);
+  job.mutable_spec()->set_fedbuff_concurrency(3);
+  job.mutable_spec()->set_fedbuff_buffer(2);
   FedFleet fleet;
   fleet.SubmitAll(job);
   REQUIRE(fleet.WaitDone(std::chrono::seconds(120)));
   const proto::JobStatus server = fleet.Status(job.aggregator());
-  CHECK(server.rounds_done() == job.rounds());
+  CHECK(server.rounds_done() == job.spec().rounds());
   proto::Scenario s = ScenarioOf(job);
-  s.set_fedbuff_concurrency(3);
-  s.set_fedbuff_buffer(2);
+  s.mutable_spec()->set_fedbuff_concurrency(3);
+  s.mutable_spec()->set_fedbuff_buffer(2);
   auto run = sim::RunFederatedScenario(s, {}, nullptr);
   REQUIRE_MESSAGE(run.ok(), run.status().ToString());
   CHECK(server.test_accuracy() == doctest::Approx(run->points.back().avg_acc).epsilon(0.05));
@@ -76,10 +76,10 @@ TEST_CASE("FedBuff on four daemons completes and lands near the simulator's accu
 TEST_CASE("A stopped federated job resumes from the aggregator's checkpoint and completes") {
   FedFleet fleet;
   proto::JobConfig job = BlobsJob("resume", "fedavg", 2);
-  job.set_rounds(400);
-  job.set_local_steps(5);
+  job.mutable_spec()->set_rounds(400);
+  job.mutable_spec()->set_local_steps(5);
   job.set_checkpoint_every(1);
-  job.set_eval_every(0);
+  job.mutable_spec()->set_eval_every(0);
   fleet.SubmitAll(job);
   REQUIRE(fleet.Poll([&] { return fleet.Status(2).rounds_done() >= 10; }, std::chrono::seconds(60)));
   proto::ControlRequest stop;
@@ -88,11 +88,11 @@ TEST_CASE("A stopped federated job resumes from the aggregator's checkpoint and 
   REQUIRE(fleet.WaitState("stopped", std::chrono::seconds(30)));
   const std::uint64_t stopped_at = fleet.Status(2).rounds_done();
   REQUIRE(stopped_at >= 10);
-  REQUIRE(stopped_at < job.rounds());
+  REQUIRE(stopped_at < job.spec().rounds());
   fleet.SubmitAll(job);
   CHECK(fleet.Status(2).rounds_done() >= stopped_at);  // from the checkpoint, not from 0
   REQUIRE(fleet.WaitDone(std::chrono::seconds(120)));
-  for (NodeId i = 0; i < kNodes; ++i) CHECK(fleet.Status(i).rounds_done() == job.rounds());
+  for (NodeId i = 0; i < kNodes; ++i) CHECK(fleet.Status(i).rounds_done() == job.spec().rounds());
 }
 
 TEST_CASE("The aggregator stops selecting a client its membership calls dead and never waits for it") {
@@ -103,11 +103,11 @@ TEST_CASE("The aggregator stops selecting a client its membership calls dead and
   // only if it is never waited for (tests/federated/server_test.cc checks that it is
   // never selected).
   proto::JobConfig job = BlobsJob("dead", "fedavg", 0);
-  job.set_clients_per_round(2);
-  job.set_deadline(120);
-  job.set_rounds(1000);
-  job.set_local_steps(5);
-  job.set_eval_every(0);
+  job.mutable_spec()->set_clients_per_round(2);
+  job.mutable_spec()->set_deadline(120);
+  job.mutable_spec()->set_rounds(1000);
+  job.mutable_spec()->set_local_steps(5);
+  job.mutable_spec()->set_eval_every(0);
   job.set_checkpoint_every(100);
   FedFleet fleet;
   fleet.SubmitAll(job);
@@ -116,7 +116,7 @@ TEST_CASE("The aggregator stops selecting a client its membership calls dead and
   fleet.threads[3].join();
   const auto stopped = std::chrono::steady_clock::now();
   const std::uint64_t at = fleet.Status(0).rounds_done();
-  REQUIRE(at + 200 <= job.rounds());
+  REQUIRE(at + 200 <= job.spec().rounds());
   const bool done = fleet.Poll(
       [&] {
         for (NodeId i = 0; i < 3; ++i)
@@ -125,9 +125,9 @@ TEST_CASE("The aggregator stops selecting a client its membership calls dead and
       },
       std::chrono::seconds(60));
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count();
-  MESSAGE("rounds " << at << " to " << job.rounds() << " without client 3 took " << took << " s");
+  MESSAGE("rounds " << at << " to " << job.spec().rounds() << " without client 3 took " << took << " s");
   REQUIRE(done);
-  CHECK(fleet.Status(0).rounds_done() == job.rounds());
+  CHECK(fleet.Status(0).rounds_done() == job.spec().rounds());
   CHECK(took < 60);
 }
 
@@ -137,15 +137,17 @@ TEST_CASE("Bad federated jobs are refused naming the field") {
   testing::CheckRefusals(
       ok, {
               {"'aggregator'", [](proto::JobConfig& j) { j.set_aggregator(kNodes); }},
-              {"'fedsgd'", [](proto::JobConfig& j) { j.set_algorithm("fedsgd"); }},
-              {"'partition'", [](proto::JobConfig& j) { j.set_partition("zipf:2"); }},
-              {"'partition'", [](proto::JobConfig& j) { j.set_partition("dirichlet:-1"); }},
-              {"'clients_per_round'", [](proto::JobConfig& j) { j.set_clients_per_round(kNodes); }},
-              {"'min_clients'", [](proto::JobConfig& j) { j.set_min_clients(0); }},
-              {"'selection'", [](proto::JobConfig& j) { j.set_selection("best"); }},
-              {"'upload_compression'", [](proto::JobConfig& j) { j.set_upload_compression("zip"); }},
-              {"'server_momentum'", [](proto::JobConfig& j) { j.set_server_momentum(1); }},
-              {"'over_commit'", [](proto::JobConfig& j) { j.set_over_commit(0.5); }},
+              {"'fedsgd'", [](proto::JobConfig& j) { j.mutable_spec()->set_algorithm("fedsgd"); }},
+              {"'partition'", [](proto::JobConfig& j) { j.mutable_spec()->set_partition("zipf:2"); }},
+              {"'partition'", [](proto::JobConfig& j) { j.mutable_spec()->set_partition("dirichlet:-1"); }},
+              {"'clients_per_round'",
+               [](proto::JobConfig& j) { j.mutable_spec()->set_clients_per_round(kNodes); }},
+              {"'min_clients'", [](proto::JobConfig& j) { j.mutable_spec()->set_min_clients(0); }},
+              {"'selection'", [](proto::JobConfig& j) { j.mutable_spec()->set_selection("best"); }},
+              {"'upload_compression'",
+               [](proto::JobConfig& j) { j.mutable_spec()->set_upload_compression("zip"); }},
+              {"'server_momentum'", [](proto::JobConfig& j) { j.mutable_spec()->set_server_momentum(1); }},
+              {"'over_commit'", [](proto::JobConfig& j) { j.mutable_spec()->set_over_commit(0.5); }},
           });
 }
 

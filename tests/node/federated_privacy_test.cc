@@ -25,7 +25,7 @@ using testing::BlobsJob;
 using testing::FedFleet;
 using testing::ScenarioOf;
 
-// One job on a fresh fleet of job.nodes() daemons, to the end.
+// One job on a fresh fleet of its daemons (the aggregator and the clients), to the end.
 struct JobRun {
   std::vector<float> model;  // the aggregator's global model
   proto::JobStatus server;
@@ -51,7 +51,7 @@ double ProcessCpuSeconds() {
 }
 
 JobRun RunOnDaemons(const proto::JobConfig& job) {
-  FedFleet fleet(job.nodes());
+  FedFleet fleet(DaemonsOf(job));
   const auto start = std::chrono::steady_clock::now();
   fleet.SubmitAll(job);
   // From the aggregator's first update to the end: no start-up or joins in it.
@@ -64,13 +64,13 @@ JobRun RunOnDaemons(const proto::JobConfig& job) {
   JobRun run;
   const auto end = std::chrono::steady_clock::now();
   run.seconds = std::chrono::duration<double>(end - start).count();
-  if (job.rounds() > rounds_first) {
-    const double rounds = static_cast<double>(job.rounds() - rounds_first);
+  if (job.spec().rounds() > rounds_first) {
+    const double rounds = static_cast<double>(job.spec().rounds() - rounds_first);
     run.round_seconds = std::chrono::duration<double>(end - first).count() / rounds;
     run.round_cpu = (ProcessCpuSeconds() - cpu_first) / rounds;
   }
   run.server = fleet.Status(job.aggregator());
-  for (NodeId i = 0; i < job.nodes(); ++i) {
+  for (NodeId i = 0; i < DaemonsOf(job); ++i) {
     proto::ControlRequest r;
     r.mutable_metrics();
     auto m = fleet.Call(i, r);
@@ -93,12 +93,12 @@ sim::FederatedStats RunInSim(const proto::Scenario& s) {
 
 proto::JobConfig SecAggJob(const std::string& id, NodeId nodes) {
   proto::JobConfig job = BlobsJob(id, "fedavg", 1, nodes);
-  job.set_rounds(1);
-  job.set_eval_every(1);
-  job.set_secure_aggregation(true);
-  job.set_secagg_bits(16);
-  job.set_secagg_range(2);
-  job.set_round_timeout(10);
+  job.mutable_spec()->set_rounds(1);
+  job.mutable_spec()->set_eval_every(1);
+  job.mutable_spec()->set_secure_aggregation(true);
+  job.mutable_spec()->set_secagg_bits(16);
+  job.mutable_spec()->set_secagg_range(2);
+  job.mutable_spec()->set_secagg_timeout(10);
   return job;
 }
 
@@ -121,10 +121,11 @@ Bound QuantizationBound(const proto::JobConfig& job, const std::vector<NodeId>& 
   Bound b;
   b.x0.assign(world->initial.span().begin(), world->initial.span().end());
   double n_max = 0;
-  for (NodeId i = 0; i < job.nodes() - 1; ++i)
+  for (NodeId i = 0; i < job.spec().nodes(); ++i)
     n_max = std::max(n_max, static_cast<double>(world->partition->node(i).size()));
   for (NodeId i : survivors) b.total += static_cast<double>(world->partition->node(i).size()) / n_max;
-  b.e = static_cast<double>(survivors.size()) * job.secagg_range() / (std::ldexp(1.0, job.secagg_bits()) - 1);
+  b.e = static_cast<double>(survivors.size()) * job.spec().secagg_range() /
+        (std::ldexp(1.0, job.spec().secagg_bits()) - 1);
   return b;
 }
 
@@ -133,7 +134,7 @@ TEST_CASE("SecAgg+ between five daemons equals plain FedAvg within the quantizat
   proto::JobConfig secure = SecAggJob("secagg", 5);
   proto::JobConfig plain = secure;
   plain.set_job_id("plain");
-  plain.set_secure_aggregation(false);
+  plain.mutable_spec()->set_secure_aggregation(false);
   const JobRun p = RunOnDaemons(plain);
   const JobRun s = RunOnDaemons(secure);
   CHECK(s.server.rounds_done() == 1);
@@ -157,18 +158,18 @@ TEST_CASE("SecAgg+ on daemons recovers a client that stops after key sharing, an
   // 3 survivors >= 3 participants, each lost mask key rebuilt from t = 2 of 3 shares), and
   // where it loses two or more (fewer than 3 survivors: the round aborts, the model stays x0).
   proto::JobConfig job = SecAggJob("dropout", 5);
-  job.set_secagg_dropout(0.3);
-  job.set_deadline(3);  // the masked-input stage waits this long for the silent clients
+  job.mutable_spec()->set_secagg_dropout(0.3);
+  job.mutable_spec()->set_deadline(3);  // the masked-input stage waits this long for the silent clients
   std::uint64_t one = 0, two = 0;
   sim::FederatedStats one_stats;
   for (std::uint64_t seed = 1; seed <= 60 && (one == 0 || two == 0); ++seed) {
-    job.set_seed(seed);
+    job.mutable_spec()->set_seed(seed);
     proto::Scenario sc = ScenarioOf(job);
-    sc.set_secure_aggregation(true);
-    sc.set_secagg_bits(job.secagg_bits());
-    sc.set_secagg_range(job.secagg_range());
-    sc.set_secagg_dropout(job.secagg_dropout());
-    sc.set_deadline(job.deadline());
+    sc.mutable_spec()->set_secure_aggregation(true);
+    sc.mutable_spec()->set_secagg_bits(job.spec().secagg_bits());
+    sc.mutable_spec()->set_secagg_range(job.spec().secagg_range());
+    sc.mutable_spec()->set_secagg_dropout(job.spec().secagg_dropout());
+    sc.mutable_spec()->set_deadline(job.spec().deadline());
     const sim::FederatedStats st = RunInSim(sc);
     if (one == 0 && st.secagg_clients_dropped == 1 && st.secagg_rounds_aborted == 0) {
       one = seed;
@@ -180,7 +181,7 @@ TEST_CASE("SecAgg+ on daemons recovers a client that stops after key sharing, an
   REQUIRE(two > 0);
 
   {  // One client lost after key sharing: recovered.
-    job.set_seed(one);
+    job.mutable_spec()->set_seed(one);
     const JobRun run = RunOnDaemons(job);
     CHECK(run.server.rounds_done() == 1);
     CHECK(run.server.error().empty());
@@ -198,7 +199,7 @@ TEST_CASE("SecAgg+ on daemons recovers a client that stops after key sharing, an
     CHECK(changed > run.model.size() / 2);  // the round did move the model
   }
   {  // Two or more clients lost: the round aborts, the model is unchanged, the job says why.
-    job.set_seed(two);
+    job.mutable_spec()->set_seed(two);
     const JobRun run = RunOnDaemons(job);
     CHECK(run.server.rounds_done() == 1);
     CHECK(run.server.state() == "done");
@@ -218,11 +219,11 @@ TEST_CASE("Robust rules on five daemons train the simulator's model, bit for bit
   for (const char* rule : {"median", "trimmed-mean:0.25"}) {
     CAPTURE(rule);
     proto::JobConfig job = BlobsJob("robust", "fedavg", 2, 5);
-    job.set_rounds(4);
-    job.set_robust(rule);
+    job.mutable_spec()->set_rounds(4);
+    job.mutable_spec()->set_robust(rule);
     const JobRun run = RunOnDaemons(job);
     proto::Scenario sc = ScenarioOf(job);
-    sc.set_robust(rule);
+    sc.mutable_spec()->set_robust(rule);
     const sim::FederatedStats st = RunInSim(sc);
     REQUIRE(run.model.size() == st.final_model.size());
     std::size_t differing = 0;
@@ -239,28 +240,30 @@ TEST_CASE("DP-FedAvg on daemons: clipping as in the simulator, noise from real r
   // from randombytes: its sample deviation lies within 5 standard errors of z C / K,
   // and it is not the simulator's seeded noise.
   proto::JobConfig job = BlobsJob("dp", "fedavg", 0);
-  job.set_rounds(1);
-  job.set_dp_clip(0.05);
+  job.mutable_spec()->set_rounds(1);
+  job.mutable_spec()->set_dp_clip(0.05);
   proto::Scenario sc = ScenarioOf(job);
-  sc.set_dp_clip(job.dp_clip());
+  sc.mutable_spec()->set_dp_clip(job.spec().dp_clip());
   const sim::FederatedStats noiseless = RunInSim(sc);
   const Bound b = QuantizationBound(job, {});
   const JobRun clipped = RunOnDaemons(job);
   const std::size_t d = clipped.model.size();
   REQUIRE(d == noiseless.final_model.size());
   double step = 0, plain_step = 0, worst = 0;
-  const sim::FederatedStats plain = RunInSim(ScenarioOf(job));
+  proto::Scenario without_dp = ScenarioOf(job);
+  without_dp.mutable_spec()->clear_dp_clip();
+  const sim::FederatedStats plain = RunInSim(without_dp);
   for (std::size_t j = 0; j < d; ++j) {
     step += std::pow(clipped.model[j] - b.x0[j], 2);
     plain_step += std::pow(plain.final_model[j] - b.x0[j], 2);
     worst = std::max(worst, std::abs(static_cast<double>(clipped.model[j]) - noiseless.final_model[j]));
   }
-  CHECK(std::sqrt(plain_step) > 2 * job.dp_clip());  // the clip is active
-  CHECK(std::sqrt(step) <= job.dp_clip() * (1 + 1e-5));
+  CHECK(std::sqrt(plain_step) > 2 * job.spec().dp_clip());  // the clip is active
+  CHECK(std::sqrt(step) <= job.spec().dp_clip() * (1 + 1e-5));
   CHECK(worst <= 1e-6);
 
-  job.set_dp_noise(2);
-  sc.set_dp_noise(2);
+  job.mutable_spec()->set_dp_noise(2);
+  sc.mutable_spec()->set_dp_noise(2);
   const sim::FederatedStats seeded = RunInSim(sc);
   const JobRun noisy = RunOnDaemons(job);
   double sum = 0, sq = 0;
@@ -271,7 +274,7 @@ TEST_CASE("DP-FedAvg on daemons: clipping as in the simulator, noise from real r
     sq += n * n;
     same_as_seeded += noisy.model[j] == seeded.final_model[j];
   }
-  const double sigma = 2 * job.dp_clip() / 3;
+  const double sigma = 2 * job.spec().dp_clip() / 3;
   const double mean = sum / static_cast<double>(d);
   const double sd = std::sqrt(sq / static_cast<double>(d) - mean * mean);
   CAPTURE(d);
@@ -286,18 +289,18 @@ TEST_CASE("A DP job whose privacy budget runs out ends on every daemon where the
   // the aggregator must refuse the same round as the simulator, end the job, tell the
   // clients, and say why in the job status.
   proto::JobConfig job = BlobsJob("budget", "fedavg", 3);
-  job.set_rounds(50);
-  job.set_dp_clip(0.5);
-  job.set_dp_noise(1.5);
-  job.set_epsilon_budget(3);
+  job.mutable_spec()->set_rounds(50);
+  job.mutable_spec()->set_dp_clip(0.5);
+  job.mutable_spec()->set_dp_noise(1.5);
+  job.mutable_spec()->set_epsilon_budget(3);
   proto::Scenario sc = ScenarioOf(job);
-  sc.set_dp_clip(job.dp_clip());
-  sc.set_dp_noise(job.dp_noise());
-  sc.set_epsilon_budget(job.epsilon_budget());
+  sc.mutable_spec()->set_dp_clip(job.spec().dp_clip());
+  sc.mutable_spec()->set_dp_noise(job.spec().dp_noise());
+  sc.mutable_spec()->set_epsilon_budget(job.spec().epsilon_budget());
   auto sim_run = sim::RunFederatedScenario(sc, {}, nullptr);
   REQUIRE(sim_run.ok());
   REQUIRE(sim_run->rounds_done > 0);
-  REQUIRE(sim_run->rounds_done < job.rounds());
+  REQUIRE(sim_run->rounds_done < job.spec().rounds());
   FedFleet fleet;
   fleet.SubmitAll(job);
   REQUIRE(fleet.WaitDone(std::chrono::seconds(120)));
@@ -311,38 +314,40 @@ TEST_CASE("Federated privacy and robustness fields refuse what the simulator ref
   proto::JobConfig ok = SecAggJob("j", 5);
   CHECK(ValidateJobConfig(ok, 2).ok());
   testing::CheckRefusals(
-      ok, {
-              {"'secure_aggregation'", [](proto::JobConfig& j) { j.set_dp_clip(1); }},
-              {"'secure_aggregation'", [](proto::JobConfig& j) { j.set_robust("median"); }},
-              {"'secure_aggregation'", [](proto::JobConfig& j) { j.set_algorithm("scaffold"); }},
-              {"'secure_aggregation'", [](proto::JobConfig& j) { j.set_upload_compression("topk:0.1"); }},
-              {"'clients_per_round'", [](proto::JobConfig& j) { j.set_clients_per_round(2); }},
-              {"'secagg_neighbours'", [](proto::JobConfig& j) { j.set_secagg_neighbours(3); }},
-              {"'secagg_threshold'", [](proto::JobConfig& j) { j.set_secagg_threshold(1.5); }},
-              {"'secagg_dropout'", [](proto::JobConfig& j) { j.set_secagg_dropout(1); }},
-              {"'secagg_bits'", [](proto::JobConfig& j) { j.set_secagg_bits(31); }},
-              {"'round_timeout'", [](proto::JobConfig& j) { j.set_round_timeout(0); }},
-              {"'robust'", [](proto::JobConfig& j) { j.set_robust("mode"); }},
-              {"'dp_noise'",
-               [](proto::JobConfig& j) {
-                 j.set_secure_aggregation(false);
-                 j.set_dp_noise(1);
-               }},
-              {"'dp_clip'",
-               [](proto::JobConfig& j) {
-                 j.set_secure_aggregation(false);
-                 j.set_dp_clip(1);
-                 j.set_robust("median");
-               }},
-              {"'dp_clip'",
-               [](proto::JobConfig& j) {
-                 j.set_secure_aggregation(false);
-                 j.set_dp_clip(1);
-                 j.set_algorithm("fedbuff");
-               }},
-              {"'dp_side'", [](proto::JobConfig& j) { j.set_dp_side("edge"); }},
-              {"'dp_delta'", [](proto::JobConfig& j) { j.set_dp_delta(0); }},
-          });
+      ok,
+      {
+          {"'secure_aggregation'", [](proto::JobConfig& j) { j.mutable_spec()->set_dp_clip(1); }},
+          {"'secure_aggregation'", [](proto::JobConfig& j) { j.mutable_spec()->set_robust("median"); }},
+          {"'secure_aggregation'", [](proto::JobConfig& j) { j.mutable_spec()->set_algorithm("scaffold"); }},
+          {"'secure_aggregation'",
+           [](proto::JobConfig& j) { j.mutable_spec()->set_upload_compression("topk:0.1"); }},
+          {"'clients_per_round'", [](proto::JobConfig& j) { j.mutable_spec()->set_clients_per_round(2); }},
+          {"'secagg_neighbours'", [](proto::JobConfig& j) { j.mutable_spec()->set_secagg_neighbours(3); }},
+          {"'secagg_threshold'", [](proto::JobConfig& j) { j.mutable_spec()->set_secagg_threshold(1.5); }},
+          {"'secagg_dropout'", [](proto::JobConfig& j) { j.mutable_spec()->set_secagg_dropout(1); }},
+          {"'secagg_bits'", [](proto::JobConfig& j) { j.mutable_spec()->set_secagg_bits(31); }},
+          {"'secagg_timeout'", [](proto::JobConfig& j) { j.mutable_spec()->set_secagg_timeout(0); }},
+          {"'robust'", [](proto::JobConfig& j) { j.mutable_spec()->set_robust("mode"); }},
+          {"'dp_noise'",
+           [](proto::JobConfig& j) {
+             j.mutable_spec()->set_secure_aggregation(false);
+             j.mutable_spec()->set_dp_noise(1);
+           }},
+          {"'dp_clip'",
+           [](proto::JobConfig& j) {
+             j.mutable_spec()->set_secure_aggregation(false);
+             j.mutable_spec()->set_dp_clip(1);
+             j.mutable_spec()->set_robust("median");
+           }},
+          {"'dp_clip'",
+           [](proto::JobConfig& j) {
+             j.mutable_spec()->set_secure_aggregation(false);
+             j.mutable_spec()->set_dp_clip(1);
+             j.mutable_spec()->set_algorithm("fedbuff");
+           }},
+          {"'dp_side'", [](proto::JobConfig& j) { j.mutable_spec()->set_dp_side("edge"); }},
+          {"'dp_delta'", [](proto::JobConfig& j) { j.mutable_spec()->set_dp_delta(0); }},
+      });
 }
 
 TEST_SUITE("slow") {
@@ -368,10 +373,10 @@ TEST_SUITE("slow") {
           JobRun runs[2];
           for (int r = 0; r < 2; ++r) {
             proto::JobConfig job = SecAggJob("cost", nodes);
-            job.set_model(model);
-            job.set_secure_aggregation(secure == 1);
-            job.set_rounds(r == 0 ? 1 : 201);
-            job.set_eval_every(0);
+            job.mutable_spec()->set_model(model);
+            job.mutable_spec()->set_secure_aggregation(secure == 1);
+            job.mutable_spec()->set_rounds(r == 0 ? 1 : 201);
+            job.mutable_spec()->set_eval_every(0);
             runs[r] = RunOnDaemons(job);
             d = runs[r].model.size();
           }

@@ -258,23 +258,23 @@ TEST_CASE("An aggregator restarted mid-job ends with the never-stopped job's mod
   // SCAFFOLD (its server control variate), Dirichlet(0.3).
   proto::JobConfig fedavgm = BlobsJob("fedavgm", "fedavgm", 1);
   proto::JobConfig fedadam = BlobsJob("fedadam", "fedadam", 3);
-  fedadam.set_clients_per_round(2);
-  fedadam.set_partition("dirichlet:0.5");
+  fedadam.mutable_spec()->set_clients_per_round(2);
+  fedadam.mutable_spec()->set_partition("dirichlet:0.5");
   proto::JobConfig scaffold = BlobsJob("scaffold", "scaffold", 0);
-  scaffold.set_partition("dirichlet:0.3");
+  scaffold.mutable_spec()->set_partition("dirichlet:0.3");
   for (proto::JobConfig job : {fedavgm, fedadam, scaffold}) {
     CAPTURE(job.job_id());
-    job.set_rounds(30);
+    job.mutable_spec()->set_rounds(30);
     job.set_checkpoint_every(1);
-    job.set_eval_every(0);
+    job.mutable_spec()->set_eval_every(0);
     auto slow = SlowFleet(job.aggregator());
     FedFleet& fleet = *slow;
     fleet.SubmitAll(job);
     const std::uint64_t stopped_at = RestartAggregator(fleet, job, 3);
     MESSAGE(job.job_id() << ": aggregator stopped after round " << stopped_at);
-    REQUIRE(stopped_at < job.rounds());
+    REQUIRE(stopped_at < job.spec().rounds());
     REQUIRE(fleet.WaitDone(std::chrono::seconds(120)));
-    for (NodeId i = 0; i < kNodes; ++i) CHECK(fleet.Status(i).rounds_done() == job.rounds());
+    for (NodeId i = 0; i < kNodes; ++i) CHECK(fleet.Status(i).rounds_done() == job.spec().rounds());
     fleet.Stop();
     const std::vector<float> model = fleet.daemons[job.aggregator()]->params();
     sim::FederatedStats stats;
@@ -300,16 +300,16 @@ TEST_CASE("A restarted DP aggregator goes on with the spent privacy and stops at
   // allows some 20 rounds (computed below). The unstopped job charges one round at a time
   // and stops before the round that would pass the budget.
   proto::JobConfig job = BlobsJob("dp", "fedavg", 2);
-  job.set_rounds(200);
-  job.set_local_steps(5);
+  job.mutable_spec()->set_rounds(200);
+  job.mutable_spec()->set_local_steps(5);
   job.set_checkpoint_every(1);
-  job.set_eval_every(0);
-  job.set_dp_clip(1.0);
-  job.set_dp_noise(5.0);
-  job.set_epsilon_budget(4.0);
-  const std::vector<double> eps = EpsilonPerRound(1.0, 5.0, job.dp_delta(), 200);
+  job.mutable_spec()->set_eval_every(0);
+  job.mutable_spec()->set_dp_clip(1.0);
+  job.mutable_spec()->set_dp_noise(5.0);
+  job.mutable_spec()->set_epsilon_budget(4.0);
+  const std::vector<double> eps = EpsilonPerRound(1.0, 5.0, job.spec().dp_delta(), 200);
   std::uint64_t budget_rounds = 0;
-  while (eps[budget_rounds + 1] <= job.epsilon_budget()) ++budget_rounds;
+  while (eps[budget_rounds + 1] <= job.spec().epsilon_budget()) ++budget_rounds;
   MESSAGE("the budget allows " << budget_rounds << " rounds");
   REQUIRE(budget_rounds > 8);
   REQUIRE(budget_rounds < 100);
@@ -350,13 +350,13 @@ TEST_CASE("Adaptive clipping's norm continues from the checkpoint after a restar
   // After R rounds log(C_R / 1000) = -0.1 R within 0.01 sqrt(R) per standard
   // deviation if C continued through the restart, -0.1 (R - k) if it was reset.
   proto::JobConfig job = BlobsJob("clip", "fedavg", 1);
-  job.set_rounds(30);
-  job.set_local_steps(5);
+  job.mutable_spec()->set_rounds(30);
+  job.mutable_spec()->set_local_steps(5);
   job.set_checkpoint_every(1);
-  job.set_eval_every(0);
-  job.set_dp_clip(1000);
-  job.set_dp_noise(0.001);
-  job.set_dp_adaptive(true);
+  job.mutable_spec()->set_eval_every(0);
+  job.mutable_spec()->set_dp_clip(1000);
+  job.mutable_spec()->set_dp_noise(0.001);
+  job.mutable_spec()->set_dp_adaptive(true);
   auto slow = SlowFleet(job.aggregator());
   FedFleet& fleet = *slow;
   fleet.SubmitAll(job);
@@ -367,9 +367,9 @@ TEST_CASE("Adaptive clipping's norm continues from the checkpoint after a restar
       (fleet.root / std::string("n").append(std::to_string(job.aggregator())) / kCheckpointFile).string();
   auto ckpt = LoadCheckpoint(path, fleet.daemons[job.aggregator()]->params().size());
   REQUIRE_MESSAGE(ckpt.ok(), ckpt.status().ToString());
-  REQUIRE(ckpt->round == job.rounds());
+  REQUIRE(ckpt->round == job.spec().rounds());
   const double log_ratio = std::log(ckpt->scalars.at("server/clip") / 1000);
-  const double r = static_cast<double>(job.rounds());
+  const double r = static_cast<double>(job.spec().rounds());
   MESSAGE("log(C_R / C_0) = " << log_ratio << " (continued: " << -0.1 * r << ", reset after round " << k
                               << ": " << -0.1 * (r - k) << ")");
   CHECK(std::abs(log_ratio + 0.1 * r) < 6 * 0.01 * std::sqrt(r));

@@ -47,28 +47,33 @@ proto::JobConfig Parse(const std::string& text) {
 }
 
 TEST_CASE("The job tag hashes the canonical JobConfig byte for byte as docs/protocol.md gives it") {
-  // rounds 20 (field 8, varint), lr 0.5 (field 9, 64-bit), job_id "b" (field 17,
-  // length-delimited), written by hand; the other fields are at their
-  // defaults (written out or not) or are dataset_dir, and are left out.
+  // job_id "b" (field 100, length-delimited), then spec (field 101,
+  // length-delimited) holding lr 0.5 (field 18, 64-bit) and rounds 20 (field
+  // 30, varint), written by hand; the other fields are at their defaults
+  // (written out or not) or are data_dir, and are left out.
   const std::vector<std::uint8_t> canonical =
-      Bytes({0x40, 20, 0x49, 0, 0, 0, 0, 0, 0, 0xe0, 0x3f, 0x8a, 0x01, 1, 'b'});
-  const proto::JobConfig plain = Parse("job_id: 'b' rounds: 20 lr: 0.5");
+      Bytes({0xa2, 0x06, 1, 'b', 0xaa, 0x06, 13, 0x91, 0x01, 0, 0, 0, 0, 0, 0, 0xe0, 0x3f, 0xf0, 0x01, 20});
+  const proto::JobConfig plain = Parse("job_id: 'b' spec { rounds: 20 lr: 0.5 }");
   const proto::JobConfig spelled = Parse(
-      "lr: 0.5 algorithm: 'dpsgd' nodes: 4 dataset_dir: '/srv/data/fm' job_id: 'b' seed: 1 rounds: 20 "
-      "age_weighted: true secure_aggregation: false");
+      "spec { lr: 0.5 algorithm: 'dpsgd' nodes: 64 data_dir: '/srv/data/fm' seed: 1 rounds: 20 "
+      "age_weighted: true secure_aggregation: false } job_id: 'b' checkpoint_every: 10");
   const std::string c = CanonicalJobConfig(plain);
   CHECK(std::vector<std::uint8_t>(c.begin(), c.end()) == canonical);
   CHECK(CanonicalJobConfig(spelled) == c);
   CHECK(JobTag(plain) == ReferenceTag(canonical));
   CHECK(JobTag(spelled) == JobTag(plain));
-  // The empty config (every field at its default) hashes the domain alone.
+  // The empty config (every field at its default) hashes the domain alone,
+  // and so does one whose spec holds only defaults.
   CHECK(JobTag(proto::JobConfig{}) == ReferenceTag({}));
+  CHECK(JobTag(Parse("spec { nodes: 64 data_dir: '/x' }")) == ReferenceTag({}));
 
   // Any job field that differs from job to job changes the tag.
   std::set<std::uint64_t> tags{JobTag(plain)};
-  for (const char* change : {"job_id: 'c'", "rounds: 21", "lr: 0.25", "seed: 2", "algorithm: 'push-sum'",
-                             "topology: 'complete'", "nodes: 5", "compression: 'fp16'", "rounds: 0",
-                             "secure_aggregation: true", "dataset: 'synthetic:blobs'"}) {
+  for (const char* change : {"job_id: 'c'", "spec { rounds: 21 }", "spec { lr: 0.25 }", "spec { seed: 2 }",
+                             "spec { algorithm: 'push-sum' }", "spec { topology: 'complete' }",
+                             "spec { nodes: 5 }", "spec { compression: 'fp16' }", "spec { rounds: 0 }",
+                             "spec { secure_aggregation: true }", "spec { dataset: 'synthetic:blobs' }",
+                             "spec { attackers: 2 }", "aggregator: 1", "checkpoint_every: 3"}) {
     CAPTURE(change);
     proto::JobConfig changed = plain;
     changed.MergeFrom(Parse(change));
@@ -217,15 +222,17 @@ double OtherJobMessages(const testing::FedFleet& fleet, NodeId i) {
 proto::JobConfig RingJob(const std::string& id, double lr, std::uint64_t seed) {
   proto::JobConfig job;
   job.set_job_id(id);
-  job.set_dataset("synthetic:blobs");
-  job.set_model("softmax");
-  job.set_nodes(3);
-  job.set_topology("ring");
-  job.set_rounds(20);
-  job.set_lr(lr);
-  job.set_seed(seed);
+  job.mutable_spec()->set_dataset("synthetic:blobs");
+  job.mutable_spec()->set_model("softmax");
+  job.mutable_spec()->set_nodes(3);
+  job.mutable_spec()->set_topology("ring");
+  job.mutable_spec()->set_rounds(20);
+  job.mutable_spec()->set_lr(lr);
+  job.mutable_spec()->set_seed(seed);
+  job.mutable_spec()->set_compression("none");
+  job.mutable_spec()->set_round_timeout(30);
   job.set_checkpoint_every(5);
-  job.set_eval_every(0);
+  job.mutable_spec()->set_eval_every(0);
   return job;
 }
 
@@ -255,7 +262,7 @@ TEST_CASE(
   proto::JobConfig b = RingJob("b", 0.1, 3);
   proto::JobConfig b0 = b;
   b0.set_job_id("b-0");
-  b0.set_lr(0.2);
+  b0.mutable_spec()->set_lr(0.2);
   proto::ControlRequest submit;
   *submit.mutable_submit()->mutable_job() = b0;
   proto::ControlRequest stop;

@@ -184,3 +184,19 @@ TEST_CASE("Period contraction: dense SVD and Lanczos agree, and random matchings
 
 }  // namespace
 }  // namespace murmur::topology
+
+namespace murmur::topology {
+namespace {
+
+TEST_CASE("A disconnected graph has spectral gap exactly 0, never a negative zero") {
+  // Two disjoint edges: rho = 1 up to rounding, so 1 - rho is 0 or -2e-16.
+  const std::vector<Edge> edges = {{0, 1}, {2, 3}};
+  const Graph g = Graph::FromEdges(4, edges).value();
+  const SpectralInfo info = SecondLargestEigenvalue(MetropolisHastingsWeights(g));
+  CHECK(info.rho == doctest::Approx(1.0));
+  CHECK(info.gap() == 0.0);
+  CHECK_FALSE(std::signbit(info.gap()));
+}
+
+}  // namespace
+}  // namespace murmur::topology

@@ -1,0 +1,102 @@
+#include "engine/gossip_builder.h"
+
+#include <limits>
+
+#include "engine/algorithms.h"
+#include "gossip/decentralized_sgd.h"
+#include "gossip/gossip_learning.h"
+#include "gossip/gradient_tracking.h"
+#include "gossip/push_sum.h"
+#include "gossip/robust_mixing.h"
+
+namespace murmur::engine {
+
+std::string CompressionOf(const proto::JobSpec& spec) {
+  if (spec.compression() != "default") return spec.compression();
+  return IsDpsgd(spec.algorithm()) ? "topk:0.01" : "none";
+}
+
+Result<gossip::CodecSpec> GossipCodecOf(const proto::JobSpec& spec) {
+  auto codec = gossip::CodecSpec::Parse(CompressionOf(spec));
+  if (!codec.ok()) return codec.status().WithContext("spec field 'compression'");
+  return codec;
+}
+
+std::unique_ptr<gossip::Codec> MakeCodec(const proto::JobSpec& spec, const gossip::CodecSpec& codec,
+                                         NodeId self, const Layout& layout) {
+  return std::make_unique<gossip::Codec>(codec, self, layout,
+                                         Rng(spec.seed(), self, RngPurpose::kCompression));
+}
+
+Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec, ParamVector x0,
+                                                     const GossipHost& host) {
+  const std::string& a = spec.algorithm();
+  MURMUR_ASSIGN_OR_RETURN(gossip::CodecSpec codec_spec, GossipCodecOf(spec));
+  const NodeId self = host.env->self();
+  auto codec = MakeCodec(spec, codec_spec, self, x0.layout());
+  const Nanos timeout = FromSeconds(spec.round_timeout());
+  const bool static_topology = host.topology != nullptr && host.topology->is_static();
+  const std::uint64_t rounds = host.open_ended ? std::numeric_limits<std::uint64_t>::max() : spec.rounds();
+  if (a == "dpsgd" || a == "dpsgd-cta") {
+    gossip::DecentralizedSgdOptions o;
+    o.order = a == "dpsgd" ? gossip::MixOrder::kAdaptThenCombine : gossip::MixOrder::kCombineThenAdapt;
+    o.rounds = rounds;
+    o.first_round = host.first_round;
+    o.local_steps = static_cast<int>(spec.local_steps());
+    o.gamma = spec.gamma() > 0 ? spec.gamma() : (codec_spec.full_model_safe ? 1.0 : 0.05);
+    o.round_timeout = timeout;
+    o.common_init = true;  // every node starts from the seed's x0
+    // Catch-up reads "a neighbour two rounds ahead" as "I was down"; on a
+    // time-varying (one-peer, directed) graph peers drift apart legitimately.
+    o.catch_up = host.catch_up && static_topology;
+    o.peer_alive = host.peer_alive;
+    auto rule = gossip::ParseMixingRule(spec.gossip_aggregation(), spec.clip_suspects());
+    if (!rule.ok()) return rule.status().WithContext("spec field 'gossip_aggregation'");
+    o.mixing = rule.value();
+    o.mixing.honest_majority = spec.clip_honest_majority();
+    return std::unique_ptr<gossip::Node>(std::make_unique<gossip::DecentralizedSgdNode>(
+        *host.env, *host.topology, *host.learner, std::move(x0), std::move(codec), o, host.observer));
+  }
+  if (a == "push-sum") {
+    gossip::PushSumOptions o;
+    o.rounds = rounds;
+    o.first_round = host.first_round;
+    o.local_steps = static_cast<int>(spec.local_steps());
+    o.round_timeout = timeout;
+    o.catch_up = host.catch_up && static_topology;
+    return std::unique_ptr<gossip::Node>(std::make_unique<gossip::PushSumNode>(
+        *host.env, *host.topology, *host.learner, std::move(x0), std::move(codec), o, host.observer));
+  }
+  if (a == "dsgt") {
+    gossip::GradientTrackingOptions o;
+    o.rounds = rounds;
+    o.first_round = host.first_round;
+    o.round_timeout = timeout;
+    o.catch_up = host.catch_up && static_topology;
+    return std::unique_ptr<gossip::Node>(std::make_unique<gossip::GradientTrackingNode>(
+        *host.env, *host.topology, *host.learner, std::move(x0), std::move(codec), o, host.observer));
+  }
+  if (a == "gossip-learning") {
+    gossip::GossipLearningOptions o;
+    o.period = FromSeconds(spec.period());
+    if (host.bound_by_wakeups) {
+      o.horizon = Nanos::max();
+      o.max_wakeups = spec.rounds();
+    } else {
+      o.horizon = FromSeconds(spec.period() * static_cast<double>(spec.rounds()));
+    }
+    o.local_steps = static_cast<int>(spec.local_steps());
+    o.fanout = static_cast<int>(spec.fanout());
+    o.age_weighted = spec.age_weighted();
+    o.uniform_peers = host.peers != nullptr || spec.topology() == "complete";
+    o.defer_merges = host.concurrent_training;
+    auto node = std::make_unique<gossip::GossipLearningNode>(
+        *host.env, o.uniform_peers ? nullptr : host.topology, host.nodes, *host.learner, std::move(x0),
+        std::move(codec), o, host.observer);
+    if (host.peers != nullptr) node->SetPeerSampler(host.peers);
+    return std::unique_ptr<gossip::Node>(std::move(node));
+  }
+  return Status::InvalidArgument("spec field 'algorithm': '" + a + "' is not a gossip algorithm");
+}
+
+}  // namespace murmur::engine

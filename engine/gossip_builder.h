@@ -1,0 +1,90 @@
+// MakeGossipNode: the gossip node a JobSpec names, built once for both hosts
+// (the simulator's runner and a daemon's gossip job) from the gossip/ classes:
+//
+//   dpsgd, dpsgd-cta   gossip::DecentralizedSgdNode (adapt-then-combine or
+//                      combine-then-adapt); a sparsifying or other biased
+//                      `compression` makes it CHOCO-SGD with consensus step
+//                      `gamma` (0: 1 for full-model codecs, 0.05 otherwise),
+//                      with error feedback unless the spec says ",no-ef";
+//                      `gossip_aggregation` picks the mixing rule
+//   push-sum           gossip::PushSumNode (column-stochastic weights, from
+//                      engine/topology.h)
+//   dsgt               gossip::GradientTrackingNode
+//   gossip-learning    gossip::GossipLearningNode: peers from the host's
+//                      PeerSampler when it gives one (a daemon: membership's
+//                      view), else uniformly from all nodes on `complete`, else
+//                      the topology's neighbours
+//
+// Every node starts from the same x0, its codec draws from Rng(seed, id,
+// kCompression), and rounds, local steps and the round timeout come from the
+// spec. What differs between hosts is only what GossipHost says: where time
+// comes from (a daemon bounds gossip learning by wake-ups, the simulator by
+// its virtual horizon), whether training runs on another thread while
+// messages arrive, and a daemon's resume, catch-up and membership view.
+//
+// Thread-safety: a pure function; the node runs on host.env's executor.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "core/env.h"
+#include "core/learner.h"
+#include "core/param_vector.h"
+#include "core/round_observer.h"
+#include "core/status.h"
+#include "gossip/codec.h"
+#include "gossip/node.h"
+#include "gossip/peer_sampler.h"
+#include "gossip/round_topology.h"
+#include "proto/job_spec.pb.h"
+
+namespace murmur::engine {
+
+struct GossipHost {
+  Env* env = nullptr;  // the node's Env; env->self() is its id
+  gossip::RoundTopology* topology =
+      nullptr;                      // outlives the node (gossip learning: may be null with peers or complete)
+  LocalLearner* learner = nullptr;  // outlives the node
+  RoundObserver* observer = nullptr;  // outlives the node (may be null)
+  NodeId nodes = 0;                   // every node of the run (the simulator counts attached Byzantine ones)
+  // A daemon's resume: the rounds already done (gossip::*Options::first_round).
+  std::uint64_t first_round = 0;
+  // A daemon rejoins neighbours that went on without it (static topologies).
+  bool catch_up = false;
+  // A daemon's membership view: a round does not wait for a dead neighbour
+  // (D-PSGD), a dead peer is not drawn (gossip learning). Empty: all alive.
+  std::function<bool(NodeId)> peer_alive;
+  // Gossip learning: where peers come from (null: uniform on complete, else
+  // the topology). Not owned; outlives the node.
+  gossip::PeerSampler* peers = nullptr;
+  // Gossip learning: a daemon counts wake-ups (spec.rounds of them); the
+  // simulator stops at the virtual time period x rounds.
+  bool bound_by_wakeups = false;
+  // Env::Offload trains on another thread while messages arrive (AsioEnv), so
+  // received models wait until the training is done.
+  bool concurrent_training = false;
+  // Synchronous algorithms: the node is not told spec.rounds and runs on
+  // until the host stops it (the simulator stops a run when the slowest node
+  // finishes the last round, so that round sees the traffic a longer run
+  // would give it). Off, the node stops after spec.rounds (a daemon).
+  bool open_ended = false;
+};
+
+// The spec's compressor spec with "default" resolved: topk:0.01 (CHOCO-SGD
+// with error feedback) for dpsgd and dpsgd-cta, none for push-sum, dsgt and
+// gossip learning, which send whole vectors.
+std::string CompressionOf(const proto::JobSpec& spec);
+
+// The spec's gossip codec. InvalidArgument names the field.
+Result<gossip::CodecSpec> GossipCodecOf(const proto::JobSpec& spec);
+
+// The node's codec, drawing from Rng(seed, self, kCompression).
+std::unique_ptr<gossip::Codec> MakeCodec(const proto::JobSpec& spec, const gossip::CodecSpec& codec,
+                                         NodeId self, const Layout& layout);
+
+// REQUIRES: ValidateJobSpec(spec, host).ok() for the host, and a gossip algorithm.
+Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec, ParamVector x0,
+                                                     const GossipHost& host);
+
+}  // namespace murmur::engine

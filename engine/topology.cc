@@ -1,0 +1,127 @@
+#include "engine/topology.h"
+
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "topology/analysis.h"
+#include "topology/spectral.h"
+
+namespace murmur::engine {
+
+namespace {
+
+std::vector<std::string> SplitColons(const std::string& s) {
+  std::vector<std::string> parts;
+  std::stringstream ss(s);
+  std::string p;
+  while (std::getline(ss, p, ':')) parts.push_back(p);
+  return parts;
+}
+
+Result<double> ParseNumber(const std::string& text) {
+  try {
+    std::size_t used = 0;
+    double v = std::stod(text, &used);
+    if (used == text.size() && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  return Status::InvalidArgument("spec field 'topology': '" + text + "' is not a number");
+}
+
+}  // namespace
+
+bool IsTimeVarying(const std::string& topology) {
+  const std::string kind = TopologyKind(topology);
+  return kind == "one-peer-exponential" || kind == "random-matching" || kind == "vehicles";
+}
+
+std::string TopologyKind(const std::string& topology) { return topology.substr(0, topology.find(':')); }
+
+Result<topology::WeightOptions> WeightsFor(const proto::JobSpec& spec, bool* given) {
+  *given = true;
+  if (spec.algorithm() == "push-sum") return topology::WeightOptions{topology::WeightRule::kPushSum, false};
+  if (spec.weights() == "default") {
+    *given = false;
+    return topology::WeightOptions{};
+  }
+  auto w = topology::ParseWeightOptions(spec.weights());
+  if (!w.ok()) return w.status().WithContext("spec field 'weights'");
+  return w;
+}
+
+Result<topology::TopologySpec> GraphSpecOf(const proto::JobSpec& s, NodeId nodes) {
+  const auto parts = SplitColons(s.topology());
+  topology::TopologySpec spec;
+  spec.kind = parts.empty() ? "" : parts[0];
+  spec.nodes = nodes;
+  spec.seed = s.seed();
+  MURMUR_ASSIGN_OR_RETURN(spec.weights, WeightsFor(s, &spec.weights_given));
+  if (spec.kind == "regular" && parts.size() == 2) {
+    MURMUR_ASSIGN_OR_RETURN(double d, ParseNumber(parts[1]));
+    spec.degree = static_cast<std::uint32_t>(d);
+  } else if (spec.kind == "erdos-renyi" && parts.size() == 2) {
+    MURMUR_ASSIGN_OR_RETURN(spec.prob, ParseNumber(parts[1]));
+  } else if (spec.kind == "small-world" && parts.size() == 3) {
+    MURMUR_ASSIGN_OR_RETURN(double d, ParseNumber(parts[1]));
+    spec.degree = static_cast<std::uint32_t>(d);
+    MURMUR_ASSIGN_OR_RETURN(spec.beta, ParseNumber(parts[2]));
+  } else if (spec.kind == "geometric" && parts.size() == 2) {
+    MURMUR_ASSIGN_OR_RETURN(spec.radius, ParseNumber(parts[1]));
+  } else if (spec.kind == "file" && parts.size() >= 2) {
+    spec.file = s.topology().substr(5);
+  } else if (parts.size() != 1) {
+    return Status::InvalidArgument("spec field 'topology': '" + s.topology() + "' has unexpected parameters");
+  }
+  return spec;
+}
+
+Result<GraphTopology> MakeGraphTopology(const proto::JobSpec& s, NodeId nodes, bool describe) {
+  MURMUR_ASSIGN_OR_RETURN(topology::TopologySpec spec, GraphSpecOf(s, nodes));
+  auto made = topology::MakeSchedule(spec);
+  if (!made.ok()) return made.status().WithContext("spec field 'topology'");
+  GraphTopology t;
+  t.schedule = std::move(made).value();
+  // No gossip algorithm reaches consensus across the components of a static
+  // graph: refuse it rather than run nodes that can never agree.
+  if (t.schedule->period() == 1 && nodes > 1 && !topology::IsConnected(t.schedule->GraphAt(0)))
+    return Status::InvalidArgument("spec field 'topology': '" + s.topology() + "' over " +
+                                   std::to_string(nodes) + " nodes is not connected" +
+                                   (t.schedule->GraphAt(0).directed() ? " (strongly)" : "") +
+                                   "; gossip can never reach consensus across its parts");
+  std::ostringstream desc;
+  desc << s.topology();
+  if (t.schedule->period() == 1) {
+    const topology::MixingMatrix& m = t.schedule->At(0);
+    if (describe && nodes <= 4096) {
+      auto info = topology::SecondLargestEigenvalue(m);
+      desc << " (spectral gap " << info.gap() << ")";
+    }
+    t.rounds = std::make_unique<gossip::RoundTopology>(m);
+  } else {
+    topology::Schedule* sched = t.schedule.get();
+    t.rounds = std::make_unique<gossip::RoundTopology>([sched](std::uint64_t r) { return sched->At(r); });
+  }
+  if (describe) t.description = desc.str();
+  return t;
+}
+
+std::vector<NodeId> NeighboursOf(topology::Schedule& schedule, NodeId self) {
+  const NodeId n = schedule.num_nodes();
+  std::set<NodeId> peers;
+  const std::uint64_t period = schedule.period();
+  if (period == 0) {  // every round drawn afresh: anyone may be a neighbour
+    for (NodeId j = 0; j < n; ++j) peers.insert(j);
+  } else {
+    for (std::uint64_t r = 0; r < period; ++r) {
+      const topology::MixingMatrix& w = schedule.At(r);
+      for (NodeId j = 0; j < n; ++j) {
+        if (w.At(self, j) != 0 || w.At(j, self) != 0) peers.insert(j);
+      }
+    }
+  }
+  peers.erase(self);
+  return {peers.begin(), peers.end()};
+}
+
+}  // namespace murmur::engine

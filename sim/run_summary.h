@@ -1,0 +1,52 @@
+// RunSummary: what one simulation run reports (sim/runner.h,
+// sim/federated_run.h): the evaluation points, a one-line description, the
+// rounds and time it took, memory and traffic, and the faults injected; and
+// the progress callback a run calls as it goes.
+//
+// Thread-safety: a value.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/faulty_env.h"
+#include "sim/metrics.h"
+
+namespace murmur::sim {
+
+struct RunSummary {
+  std::vector<EvalPoint> points;
+  std::string description;  // one line: nodes, topology, algorithm, model, compression
+  std::size_t params_per_node = 0;
+  std::uint32_t learning_nodes = 0;  // nodes evaluated: all but the Byzantine ones
+  std::uint64_t rounds_done = 0;
+  double wall_s = 0;
+  double virtual_s = 0;
+  std::uint64_t peak_rss_bytes = 0;
+  std::uint64_t state_bytes = 0;  // the nodes' own algorithm state (models and buffers)
+  std::uint64_t messages_sent = 0;
+  // Injected faults (fault_* fields), summed over the nodes.
+  FaultStats faults;
+  std::uint64_t corrupt_rejected = 0;  // corrupted messages the receivers' decoder refused
+  std::uint64_t corrupt_accepted = 0;  // corrupted messages that still decoded (and were delivered)
+  std::string stop_reason;             // why the run ended (also the last point's `stop`)
+  double epsilon = 0;                  // DP-FedAvg: (epsilon, dp_delta) spent; 0 otherwise
+  // Federated: clients (flat) or edges with at least one accepted result, of `clients`.
+  std::size_t contributors = 0;
+  std::size_t clients = 0;
+  // With RunOptions::keep_final_models: every learning node's model as it
+  // ended the last round (Byzantine nodes left out); federated: the server's.
+  std::vector<std::vector<float>> final_models;
+};
+
+// How a run reports beyond its metrics.
+struct RunOptions {
+  bool keep_final_models = false;  // fill RunSummary::final_models (tests, conformance checks)
+};
+
+// Called as rounds complete (done of total) and after each evaluation (with its point).
+using ProgressFn = std::function<void(std::uint64_t done, std::uint64_t total, const EvalPoint* latest)>;
+
+}  // namespace murmur::sim

@@ -1,0 +1,87 @@
+// The engine's builders: what a spec turns into, the same for both hosts
+// except where FederatedHost or GossipHost says otherwise.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "engine/federated_builder.h"
+#include "engine/gossip_builder.h"
+#include "engine/topology.h"
+
+namespace murmur::engine {
+namespace {
+
+TEST_CASE("The default compression is top-1% for D-PSGD and none for the algorithms that send whole vectors") {
+  proto::JobSpec s;
+  CHECK(CompressionOf(s) == "topk:0.01");
+  for (const char* a : {"push-sum", "dsgt", "gossip-learning"}) {
+    s.set_algorithm(a);
+    CHECK(CompressionOf(s) == "none");
+  }
+  s.set_compression("fp16");
+  CHECK(CompressionOf(s) == "fp16");
+}
+
+TEST_CASE("Server options: every client for K = 0, Krum's f from the attackers, models requested when lossless") {
+  proto::JobSpec s;
+  s.set_algorithm("fedadam");
+  s.set_nodes(20);
+  s.set_clients_per_round(0);
+  auto o = MakeServerOptions(s, {});
+  REQUIRE(o.ok());
+  CHECK(o->num_clients == 20);
+  CHECK(o->clients_per_round == 20);
+  CHECK(o->optimizer.lr == doctest::Approx(0.01));  // the adaptive optimizers' default server rate
+  CHECK(o->request_model);
+  CHECK(o->robust.krum_f == 1);
+  // 5 of 20 attackers and K = 8: f = llround(0.25 x 8) = 2; the simulator's server plays them all.
+  s.set_clients_per_round(8);
+  s.set_attack("sign-flip");
+  s.set_attack_fraction(0.25);
+  s.set_robust("krum");
+  o = MakeServerOptions(s, {});
+  REQUIRE(o.ok());
+  CHECK(o->robust.krum_f == 2);
+  CHECK(o->attack == federated::AttackKind::kSignFlip);
+  const std::vector<bool> attackers = AttackersOf(s);
+  CHECK(std::count(attackers.begin(), attackers.end(), true) == 5);
+  CHECK(o->attacker == attackers);
+  // On daemons the sign-flip attackers are the clients themselves; the aggregator knows none.
+  const FederatedHost daemon{true, true};
+  o = MakeServerOptions(s, daemon);
+  REQUIRE(o.ok());
+  CHECK(o->attacker.empty());
+  int attacking = 0;
+  for (NodeId c = 0; c < 20; ++c) {
+    auto co = MakeClientOptions(s, c, 100, 100, daemon);
+    REQUIRE(co.ok());
+    attacking += co->attack == federated::AttackKind::kSignFlip;
+    CHECK((co->attack == federated::AttackKind::kSignFlip) == attackers[c]);
+  }
+  CHECK(attacking == 5);
+  // Compressed uploads: differences, not models.
+  s.set_upload_compression("topk:0.1");
+  o = MakeServerOptions(s, {});
+  REQUIRE(o.ok());
+  CHECK_FALSE(o->request_model);
+}
+
+TEST_CASE("Topologies parse their parameters and give each node its neighbours in every round") {
+  proto::JobSpec s;
+  s.set_topology("regular:3");
+  auto t = MakeGraphTopology(s, 8, true);
+  REQUIRE_MESSAGE(t.ok(), t.status().ToString());
+  for (NodeId i = 0; i < 8; ++i) CHECK(NeighboursOf(*t->schedule, i).size() == 3);
+  CHECK(t->description.find("regular:3 (spectral gap ") == 0);
+  s.set_topology("one-peer-exponential");  // period 3 over 8 nodes: peers at distance 1, 2, 4 both ways
+  t = MakeGraphTopology(s, 8);
+  REQUIRE(t.ok());
+  CHECK(NeighboursOf(*t->schedule, 0) == std::vector<NodeId>{1, 2, 4, 6, 7});
+  s.set_topology("small-world:4");
+  auto bad = MakeGraphTopology(s, 8);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("spec field 'topology'") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace murmur::engine

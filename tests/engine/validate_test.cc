@@ -1,0 +1,202 @@
+// engine::ValidateJobSpec: the one check both hosts run. Every refusal is an
+// InvalidArgument naming its field; what one host cannot run is refused there
+// with the reason and accepted by the other.
+#include "engine/validate.h"
+
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <string>
+
+namespace murmur::engine {
+namespace {
+
+struct Refusal {
+  const char* field;  // appears as 'field' in the message
+  std::function<void(proto::JobSpec&)> spoil;
+};
+
+void CheckRefused(const proto::JobSpec& ok, Host host, std::initializer_list<Refusal> cases) {
+  REQUIRE(ValidateJobSpec(ok, host).ok());
+  for (const Refusal& c : cases) {
+    CAPTURE(c.field);
+    proto::JobSpec s = ok;
+    c.spoil(s);
+    const Status st = ValidateJobSpec(s, host);
+    CAPTURE(st.ToString());
+    CHECK(st.code() == StatusCode::kInvalidArgument);
+    CHECK(st.message().find(std::string("spec field '") + c.field + "'") != std::string::npos);
+  }
+}
+
+TEST_CASE("The default spec is valid on both hosts, and bad common fields are refused by name") {
+  const proto::JobSpec ok;
+  for (Host host : {Host::kSimulator, Host::kDaemon}) {
+    CheckRefused(ok, host,
+                 {
+                     {"algorithm", [](proto::JobSpec& s) { s.set_algorithm("gossip"); }},
+                     {"nodes", [](proto::JobSpec& s) { s.set_nodes(0); }},
+                     {"partition", [](proto::JobSpec& s) { s.set_partition("dirichlet"); }},
+                     {"rounds", [](proto::JobSpec& s) { s.set_rounds(0); }},
+                     {"local_steps", [](proto::JobSpec& s) { s.set_local_steps(0); }},
+                     {"batch", [](proto::JobSpec& s) { s.set_batch(70000); }},
+                     {"lr", [](proto::JobSpec& s) { s.set_lr(-1); }},
+                     {"momentum", [](proto::JobSpec& s) { s.set_momentum(1); }},
+                     {"weight_decay", [](proto::JobSpec& s) { s.set_weight_decay(-0.1); }},
+                     {"lr_schedule", [](proto::JobSpec& s) { s.set_lr_schedule("linear"); }},
+                     {"round_timeout", [](proto::JobSpec& s) { s.set_round_timeout(0); }},
+                     {"compression", [](proto::JobSpec& s) { s.set_compression("zip:9"); }},
+                     {"gamma", [](proto::JobSpec& s) { s.set_gamma(2); }},
+                 });
+  }
+}
+
+TEST_CASE("What an algorithm cannot run is refused in both hosts alike") {
+  const proto::JobSpec ok;
+  for (Host host : {Host::kSimulator, Host::kDaemon}) {
+    CAPTURE(static_cast<int>(host));
+    CheckRefused(
+        ok, host,
+        {
+            // Whole-vector algorithms and sparsifiers.
+            {"compression",
+             [](proto::JobSpec& s) {
+               s.set_algorithm("push-sum");
+               s.set_compression("topk:0.1");
+             }},
+            // CHOCO's differences need one graph for the whole run.
+            {"compression", [](proto::JobSpec& s) { s.set_topology("one-peer-exponential"); }},
+            // DSGT takes one gradient step per round and no momentum.
+            {"local_steps",
+             [](proto::JobSpec& s) {
+               s.set_algorithm("dsgt");
+               s.set_local_steps(4);
+             }},
+            {"momentum",
+             [](proto::JobSpec& s) {
+               s.set_algorithm("dsgt");
+               s.set_momentum(0.9);
+             }},
+            // Weights a time-varying kind cannot take, and push-sum's own.
+            {"weights",
+             [](proto::JobSpec& s) {
+               s.set_topology("one-peer-exponential");
+               s.set_compression("none");
+               s.set_weights("lazy-mh");
+             }},
+            {"weights",
+             [](proto::JobSpec& s) {
+               s.set_algorithm("push-sum");
+               s.set_weights("mh");
+             }},
+            {"weights", [](proto::JobSpec& s) { s.set_weights("heavy"); }},
+            // Gossip learning: fanout at most n - 1.
+            {"fanout",
+             [](proto::JobSpec& s) {
+               s.set_algorithm("gossip-learning");
+               s.set_nodes(4);
+               s.set_fanout(4);
+             }},
+            {"period",
+             [](proto::JobSpec& s) {
+               s.set_algorithm("gossip-learning");
+               s.set_period(0);
+             }},
+            // Federated: K at most the clients, min_clients at most K.
+            {"clients_per_round",
+             [](proto::JobSpec& s) {
+               s.set_algorithm("fedavg");
+               s.set_nodes(4);
+             }},
+            {"min_clients",
+             [](proto::JobSpec& s) {
+               s.set_algorithm("fedavg");
+               s.set_min_clients(11);
+             }},
+            {"lr_schedule",
+             [](proto::JobSpec& s) {
+               s.set_algorithm("fedavg");
+               s.set_lr_schedule("cosine");
+             }},
+            {"dp_noise",
+             [](proto::JobSpec& s) {
+               s.set_algorithm("fedavg");
+               s.set_dp_noise(1);
+             }},
+            {"secure_aggregation",
+             [](proto::JobSpec& s) {
+               s.set_algorithm("scaffold");
+               s.set_secure_aggregation(true);
+             }},
+            {"attackers",
+             [](proto::JobSpec& s) {
+               s.set_algorithm("fedavg");
+               s.set_attack("sign-flip");
+               s.add_attackers(64);  // clients are 0 .. 63
+             }},
+            {"attackers",
+             [](proto::JobSpec& s) {
+               s.set_algorithm("fedavg");
+               s.set_attack("sign-flip");
+               s.set_attack_fraction(0.1);
+               s.add_attackers(3);
+             }},
+        });
+  }
+}
+
+TEST_CASE("What only the simulator runs is refused on daemons with the reason, and accepted by the simulator") {
+  struct Case {
+    const char* field;
+    const char* reason;
+    std::function<void(proto::JobSpec&)> make;
+  };
+  const Case cases[] = {
+      {"topology", "simulator only", [](proto::JobSpec& s) { s.set_topology("vehicles"); s.set_compression("fp16"); }},
+      {"gossip_aggregation", "simulator only",
+       [](proto::JobSpec& s) {
+         s.set_compression("none");
+         s.set_gossip_aggregation("clipped");
+       }},
+      {"attack", "simulator only",
+       [](proto::JobSpec& s) {
+         s.set_compression("none");
+         s.set_attack("dissensus");
+         s.set_attack_fraction(0.125);
+       }},
+      {"edge_aggregators", "simulator only",
+       [](proto::JobSpec& s) {
+         s.set_algorithm("fedavg");
+         s.set_edge_aggregators(4);
+       }},
+      {"compression", "not checkpointed", [](proto::JobSpec& s) { s.set_compression("powersgd:2"); }},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.field);
+    proto::JobSpec s;
+    c.make(s);
+    CHECK(ValidateJobSpec(s, Host::kSimulator).ok());
+    const Status st = ValidateJobSpec(s, Host::kDaemon);
+    CAPTURE(st.ToString());
+    CHECK(st.message().find(std::string("spec field '") + c.field + "'") != std::string::npos);
+    CHECK(st.message().find(c.reason) != std::string::npos);
+  }
+}
+
+TEST_CASE("clients_per_round 0 takes every client, and the default compression fits every gossip algorithm") {
+  proto::JobSpec s;
+  s.set_algorithm("fedavg");
+  s.set_nodes(4);
+  s.set_clients_per_round(0);
+  CHECK(ValidateJobSpec(s, Host::kSimulator).ok());
+  for (const char* a : {"dpsgd", "dpsgd-cta", "push-sum", "dsgt", "gossip-learning"}) {
+    CAPTURE(a);
+    proto::JobSpec g;
+    g.set_algorithm(a);
+    CHECK(ValidateJobSpec(g, Host::kSimulator).ok());
+    CHECK(ValidateJobSpec(g, Host::kDaemon).ok());
+  }
+}
+
+}  // namespace
+}  // namespace murmur::engine

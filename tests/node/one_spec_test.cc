@@ -1,0 +1,179 @@
+// One JobSpec, two hosts: the same spec run by `murmur sim` (sim::RunScenario)
+// and by a fleet of murmurd daemons on loopback (submitted through their
+// control ports as a JobConfig holding that spec, word for word). Both build
+// their nodes through the one engine (engine/gossip_builder.h,
+// engine/federated_builder.h), so for every gossip algorithm and every
+// federated strategy whose outcome is a function of the spec and the message
+// order they must end with the same models bit for bit: synchronous gossip
+// (D-PSGD in both orders, CHOCO-SGD, push-sum, DSGT) mixes in sender order
+// whatever the arrival order, and a synchronous federated round aggregates in
+// client order. The two asynchronous algorithms depend on timing (gossip
+// learning's wake-ups follow the real clock, FedBuff's buffer the arrival
+// order), so for them the daemons' accuracy must land within the spread of
+// the simulator's over seeds (docs/daemon.md, "Conformance").
+//
+// No test here writes a Scenario field from a JobConfig field: the spec is
+// copied whole.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "engine/algorithms.h"
+#include "node/job/job.h"
+#include "sim/runner.h"
+#include "tests/node/fed_fleet.h"
+
+namespace murmur::node {
+namespace {
+
+using testing::FedFleet;
+
+// Timing-dependent algorithms: at most this far from the simulator's accuracy
+// over seeds 1-5 (the same tolerance as the gossip-learning daemon test).
+constexpr double kAsynchronousTolerance = 0.05;
+
+proto::JobSpec BaseSpec(const std::string& algorithm) {
+  proto::JobSpec s;
+  s.set_algorithm(algorithm);
+  s.set_dataset("synthetic:blobs");
+  s.set_model("softmax");
+  s.set_lr(0.05);
+  s.set_batch(16);
+  s.set_seed(11);
+  s.set_eval_every(0);
+  s.set_round_timeout(30);
+  if (engine::IsFederatedAlgorithm(algorithm)) {
+    s.set_nodes(3);
+    s.set_clients_per_round(0);
+    s.set_rounds(6);
+    s.set_local_epochs(0);
+    s.set_local_steps(10);
+    s.set_deadline(60);
+  } else {
+    s.set_nodes(4);
+    s.set_rounds(25);
+    s.set_topology("ring");
+  }
+  return s;
+}
+
+struct Models {
+  std::vector<std::vector<float>> models;  // gossip: every node's; federated: the server's
+  double accuracy = 0;                     // the last evaluation's (gossip: mean node; federated: global)
+};
+
+Models InSimulator(const proto::JobSpec& spec) {
+  proto::Scenario s;
+  *s.mutable_spec() = spec;
+  s.set_eval_nodes(spec.nodes());
+  s.set_eval_samples(1000000);  // the whole test set, as each daemon evaluates
+  s.set_threads(1);
+  auto run = sim::RunScenario(s, {}, sim::RunOptions{true});
+  REQUIRE_MESSAGE(run.ok(), run.status().ToString());
+  const auto& last = run->points.back();
+  return {run->final_models, engine::IsFederatedAlgorithm(spec.algorithm()) ? last.avg_acc : last.acc_mean};
+}
+
+Models OnDaemons(const proto::JobSpec& spec, const std::string& id) {
+  proto::JobConfig job;
+  job.set_job_id(id);
+  *job.mutable_spec() = spec;
+  job.set_aggregator(1);  // not 0: the engine's indices differ from node ids
+  job.set_checkpoint_every(5);
+  FedFleet fleet(DaemonsOf(job));
+  fleet.SubmitAll(job);
+  REQUIRE(fleet.WaitDone(std::chrono::seconds(120)));
+  Models m;
+  const bool federated = engine::IsFederatedAlgorithm(spec.algorithm());
+  double sum = 0;
+  for (NodeId i = 0; i < fleet.nodes; ++i) {
+    if (federated && i != job.aggregator()) continue;
+    sum += fleet.Status(i).test_accuracy();
+  }
+  m.accuracy = federated ? sum : sum / fleet.nodes;
+  fleet.Stop();
+  if (federated) {
+    m.models.push_back(fleet.daemons[job.aggregator()]->params());
+  } else {
+    for (const auto& d : fleet.daemons) m.models.push_back(d->params());
+  }
+  return m;
+}
+
+TEST_CASE("One spec: every synchronous gossip algorithm ends with the simulator's models bit for bit") {
+  struct Case {
+    const char* algorithm;
+    const char* compression;
+    const char* topology;
+  };
+  for (const Case& c : {Case{"dpsgd", "none", "ring"}, Case{"dpsgd-cta", "fp16", "ring"},
+                        Case{"dpsgd", "topk:0.1", "ring"}, Case{"dpsgd", "fp16", "one-peer-exponential"},
+                        Case{"push-sum", "none", "exponential"}, Case{"dsgt", "none", "ring"}}) {
+    CAPTURE(c.algorithm);
+    CAPTURE(c.compression);
+    CAPTURE(c.topology);
+    proto::JobSpec spec = BaseSpec(c.algorithm);
+    spec.set_compression(c.compression);
+    spec.set_topology(c.topology);
+    const Models sim = InSimulator(spec);
+    const Models daemons = OnDaemons(spec, std::string("one-spec-") + c.algorithm);
+    REQUIRE(daemons.models.size() == sim.models.size());
+    for (std::size_t i = 0; i < sim.models.size(); ++i) {
+      CAPTURE(i);
+      CHECK(daemons.models[i] == sim.models[i]);
+    }
+    CHECK(sim.models[0] != sim.models[1]);  // the nodes' models are their own, not one shared vector
+  }
+}
+
+TEST_CASE(
+    "One spec: every synchronous federated strategy ends with the simulator's global model bit for bit") {
+  for (const char* a : {"fedavg", "fedprox", "scaffold", "fedavgm", "fedadam", "fedyogi", "fedadagrad"}) {
+    CAPTURE(std::string(a));
+    proto::JobSpec spec = BaseSpec(a);
+    spec.set_prox_mu(0.1);
+    const Models sim = InSimulator(spec);
+    const Models daemons = OnDaemons(spec, std::string("one-spec-") + a);
+    REQUIRE(daemons.models.size() == 1);
+    CHECK(daemons.models[0] == sim.models[0]);
+    CHECK(daemons.accuracy == doctest::Approx(sim.accuracy).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("One spec: gossip learning and FedBuff on daemons land within the simulator's spread over seeds") {
+  for (const char* a : {"gossip-learning", "fedbuff"}) {
+    CAPTURE(std::string(a));
+    proto::JobSpec spec = BaseSpec(a);
+    if (std::string(a) == "gossip-learning") {
+      spec.set_topology("complete");
+      spec.set_compression("none");
+      spec.set_period(0.05);
+      spec.set_rounds(60);
+      spec.set_lr(0.2);
+    } else {
+      spec.set_nodes(4);
+      spec.set_clients_per_round(2);
+      spec.set_rounds(12);
+    }
+    double lo = 1, hi = 0;
+    const std::uint64_t seed = spec.seed();
+    for (std::uint64_t k = 0; k < 5; ++k) {
+      proto::JobSpec seeded = spec;
+      seeded.set_seed(seed + k);
+      const double acc = InSimulator(seeded).accuracy;
+      lo = std::min(lo, acc);
+      hi = std::max(hi, acc);
+    }
+    const double daemons = OnDaemons(spec, std::string("one-spec-") + a).accuracy;
+    MESSAGE(std::string(a) << ": daemons " << daemons << ", murmur sim over 5 seeds [" << lo << ", " << hi
+                           << "]");
+    CHECK(daemons >= lo - kAsynchronousTolerance);
+    CHECK(daemons <= hi + kAsynchronousTolerance);
+  }
+}
+
+}  // namespace
+}  // namespace murmur::node
