@@ -345,8 +345,10 @@ void DaemonImpl::OnMemberAlive(const membership::Member& m) {
   if (hp.ok() && !transport_->IsConnected(m.id)) {
     bool configured = false;
     for (const auto& p : config_.peers()) configured = configured || p.id() == m.id;
-    // The address is the member's own signed word; the dial must meet the key that signed it.
-    if (!configured) transport_->AddPeer(PeerAddress{m.id, hp->host, hp->port, m.key});
+    // The address is the member's own signed word; who answers there must
+    // still present a certificate for that node id. No key is pinned: the
+    // coordinator may have certified a new one for it since (a re-keyed node).
+    if (!configured) transport_->AddPeer(PeerAddress{m.id, hp->host, hp->port, std::nullopt});
   }
   if (job_ && !job_->ended()) job_->PeersChanged();
 }

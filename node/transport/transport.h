@@ -219,8 +219,7 @@ class Transport {
   // The Ed25519 key of the certificate `peer` presented on its current
   // session; nullopt without one. (Membership verifies signatures with it.)
   std::optional<crypto::SignPublicKey> PeerKey(NodeId peer) const;
-  // The key `peer`'s address entry pins (the config's `public_key`, or the
-  // key its membership statement verified with), if any.
+  // The key `peer`'s address entry pins (the config's `public_key`), if any.
   std::optional<crypto::SignPublicKey> PinnedKey(NodeId peer) const;
   // The certificate `peer` holds on its current session: the handshake's, or
   // the last renewed one it sent there. nullopt without a session.
