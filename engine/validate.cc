@@ -62,8 +62,9 @@ Status ValidateCommon(const proto::JobSpec& s) {
   MURMUR_RETURN_IF_ERROR(
       ml::ParseRoundSchedule(s.lr_schedule(), s.lr(), s.lr_min(), s.rounds(), s.local_steps(), "spec")
           .status());
-  if (!(s.round_timeout() > 0 && s.round_timeout() <= 86400))
-    return Bad("round_timeout", "must be in (0, 86400] seconds, got " + Num(s.round_timeout()));
+  if (!(s.round_timeout() >= 0 && s.round_timeout() <= 86400))
+    return Bad("round_timeout",
+               "must be in [0, 86400] seconds (0: fitted to the host), got " + Num(s.round_timeout()));
   return Status::Ok();
 }
 

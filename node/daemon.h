@@ -1,6 +1,6 @@
 // Daemon: what murmurd runs. It loads the node's identity and certificate,
 // opens the secure Transport, the Prometheus endpoint and the operator's
-// control port, and runs gossip jobs (node/job/gossip_job.h) on an AsioEnv.
+// control port, and runs gossip and federated jobs (node/job/factory.h) on an AsioEnv.
 //
 // Jobs: a job comes from the config's `job` block (the daemon runs it and
 // exits when it ends) or from an operator's `murmur job submit` (the daemon
