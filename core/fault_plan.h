@@ -9,7 +9,8 @@
 // from a node of one group to a node of another (nodes in no group are not
 // affected). A test may also switch a partition on and off by hand.
 //
-// Partition syntax (the scenario field `fault_partition`): windows separated
+// Partition syntax (FaultConfig `partition`, proto/faults.proto: the
+// scenario's faults.partition or --fault-partition): windows separated
 // by ';', each `GROUP|GROUP[|GROUP...][@T0-T1]`. A group is a comma-separated
 // list of node ids and inclusive ranges A-B. T0 and T1 are times with an
 // optional unit (s, the default, or ms); T1 may be left out (until the end),

@@ -34,7 +34,8 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
   MURMUR_ASSIGN_OR_RETURN(gossip::CodecSpec codec_spec, GossipCodecOf(spec));
   const NodeId self = host.env->self();
   auto codec = MakeCodec(spec, codec_spec, self, x0.layout());
-  const Nanos timeout = FromSeconds(spec.round_timeout());
+  const Nanos timeout =
+      spec.round_timeout() > 0 ? FromSeconds(spec.round_timeout()) : host.auto_round_timeout;
   const bool static_topology = host.topology != nullptr && host.topology->is_static();
   const std::uint64_t rounds = host.open_ended ? std::numeric_limits<std::uint64_t>::max() : spec.rounds();
   if (a == "dpsgd" || a == "dpsgd-cta") {

@@ -25,6 +25,7 @@
 // Thread-safety: a pure function; the node runs on host.env's executor.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 
@@ -41,6 +42,10 @@
 
 namespace murmur::engine {
 
+// A daemon's round timeout when the spec leaves it at 0: real links are not
+// modelled, so a margin that tolerates slow devices and congested uplinks.
+inline constexpr Nanos kDaemonRoundTimeout = std::chrono::seconds(30);
+
 struct GossipHost {
   Env* env = nullptr;  // the node's Env; env->self() is its id
   gossip::RoundTopology* topology =
@@ -48,6 +53,9 @@ struct GossipHost {
   LocalLearner* learner = nullptr;  // outlives the node
   RoundObserver* observer = nullptr;  // outlives the node (may be null)
   NodeId nodes = 0;                   // every node of the run (the simulator counts attached Byzantine ones)
+  // What round_timeout 0 means here: the simulator fits it to its device and
+  // link model, a daemon takes kDaemonRoundTimeout.
+  Nanos auto_round_timeout = kDaemonRoundTimeout;
   // A daemon's resume: the rounds already done (gossip::*Options::first_round).
   std::uint64_t first_round = 0;
   // A daemon rejoins neighbours that went on without it (static topologies).

@@ -62,8 +62,9 @@ Status ValidateCommon(const proto::JobSpec& s) {
   MURMUR_RETURN_IF_ERROR(
       ml::ParseRoundSchedule(s.lr_schedule(), s.lr(), s.lr_min(), s.rounds(), s.local_steps(), "spec")
           .status());
-  if (!(s.round_timeout() > 0 && s.round_timeout() <= 86400))
-    return Bad("round_timeout", "must be in (0, 86400] seconds, got " + Num(s.round_timeout()));
+  if (!(s.round_timeout() >= 0 && s.round_timeout() <= 86400))
+    return Bad("round_timeout",
+               "must be in [0, 86400] seconds (0: fitted to the host), got " + Num(s.round_timeout()));
   return Status::Ok();
 }
 
@@ -229,6 +230,13 @@ Status ValidateAttack(const proto::JobSpec& s, Host host) {
 
 Status ValidateFederated(const proto::JobSpec& s, Host host) {
   const std::string& a = s.algorithm();
+  // `compression` is the gossip compressor: a federated run that named one
+  // would send uncompressed uploads under a compressed label.
+  if (s.compression() != "default" && s.compression() != "none")
+    return Bad("compression",
+               "is the gossip compressor; a federated job compresses its uploads with "
+               "upload_compression (got '" +
+                   s.compression() + "' with " + a + ")");
   // Edge aggregators (hierarchical FL); nearest-rsu also needs the simulated
   // vehicles, which the scenario checks.
   if (const std::uint32_t e = s.edge_aggregators(); e > 0) {

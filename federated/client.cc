@@ -119,6 +119,7 @@ void FedClient::SendMaskedResult() {
 void FedClient::Finish() {
   busy_ = false;
   ++tasks_done_;
+  last_loss_ = done_ > 0 ? loss_sum_ / done_ : 0;
   if (secagg_) return SendMaskedResult();
   FedHeader r;
   r.kind = FedKind::kResult;

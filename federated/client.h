@@ -26,6 +26,8 @@
 // Thread-safety: one Env executor; training runs inside Env::Offload.
 #pragma once
 
+#include <atomic>
+
 #include <memory>
 
 #include "compression/compressor.h"
@@ -73,6 +75,9 @@ class FedClient final : public MessageSink {
   // The last local model (the global model after the client's local training).
   const ParamVector& params() const { return y_; }
   std::uint64_t tasks_done() const { return tasks_done_; }
+  // The mean training loss of the last task's local steps (0 before the
+  // first); any thread may read it.
+  double last_loss() const { return last_loss_; }
   std::size_t state_floats() const;
 
  private:
@@ -97,6 +102,7 @@ class FedClient final : public MessageSink {
   int target_ = 0, done_ = 0;
   Nanos started_{0}, deadline_{0};
   double loss_sum_ = 0;
+  std::atomic<double> last_loss_{0};
   std::uint64_t tasks_done_ = 0;
   std::unique_ptr<SecAggClient> secagg_;  // this round's session
   Rng dropout_rng_;

@@ -1,5 +1,7 @@
 #include "gossip/gossip_learning.h"
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "core/check.h"
@@ -30,12 +32,24 @@ void GossipLearningNode::Start() {
   env_.StartTimer(first, [this] { Wake(); });
 }
 
+std::vector<NodeId> GossipLearningNode::PickPeers() {
+  const auto k = static_cast<std::size_t>(options_.fanout);
+  if (sampler_ != nullptr) return sampler_->Sample(k);  // distinct by contract
+  // Distinct peers by drawing again on a repeat: k is small (at most n - 1,
+  // and at most the out-degree on a graph), and one peer takes one draw, as
+  // a fanout of 1 always has.
+  std::size_t available = num_nodes_ > 0 ? num_nodes_ - 1 : 0;
+  if (!options_.uniform_peers) available = topology_->Out(wakeups_).Row(env_.self()).size() - 1;
+  std::vector<NodeId> peers;
+  while (peers.size() < std::min(k, available)) {
+    const NodeId p = PickPeer();
+    if (std::find(peers.begin(), peers.end(), p) == peers.end()) peers.push_back(p);
+  }
+  return peers;
+}
+
 NodeId GossipLearningNode::PickPeer() {
   const NodeId self = env_.self();
-  if (sampler_ != nullptr) {
-    std::vector<NodeId> peer = sampler_->Sample(1);
-    return peer.empty() ? self : peer.front();
-  }
   if (options_.uniform_peers) {
     if (num_nodes_ < 2) return self;
     auto j = static_cast<NodeId>(rng_.UniformInt(num_nodes_ - 1));
@@ -57,10 +71,7 @@ void GossipLearningNode::Wake() {
   if (options_.max_wakeups > 0 && wakeups_ >= options_.max_wakeups) return;
   auto msg = std::make_shared<const GossipMessage>(Channel::kGossipModel, wakeups_, age_,
                                                    codec_->Compress(x_.span(), wakeups_));
-  for (int k = 0; k < options_.fanout; ++k) {
-    NodeId peer = PickPeer();
-    if (peer != env_.self()) env_.Send(peer, msg);
-  }
+  for (NodeId peer : PickPeers()) env_.Send(peer, msg);
   training_ = true;
   env_.Offload(
       options_.local_steps * learner_.FlopsPerStep(),

@@ -80,6 +80,9 @@ class GossipLearningNode final : public Node {
   static constexpr std::size_t kMaxDeferred = 256;
 
   void Wake();
+  // `fanout` distinct peers (fewer when fewer are there), never this node.
+  std::vector<NodeId> PickPeers();
+  // One peer, uniform over the candidates other than this node. REQUIRES: one exists.
   NodeId PickPeer();
   void Merge(const GossipMessage& m);
 

@@ -3,7 +3,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <future>
+#include <optional>
 #include <sstream>
 
 #include <google/protobuf/text_format.h>
@@ -22,6 +24,7 @@
 #include "node/job/decoders.h"
 #include "node/job/factory.h"
 #include "node/job/job_message.h"
+#include "node/job/job_store.h"
 
 namespace murmur::node {
 
@@ -135,30 +138,46 @@ Status DaemonImpl::Init() {
         << control_->port() << "\n";
   MURMUR_RETURN_IF_ERROR(crypto::WriteFileAtomic(DataPath("ports"), crypto::AsBytes(ports.str()), 0644));
 
-  // The job: the config's, or the one a restart interrupted.
-  if (config_.has_job()) {
-    exit_after_job_ = true;
-    MURMUR_RETURN_IF_ERROR(ValidateJobConfig(config_.job(), self).WithContext("config field 'job'"));
-    return StartJob(config_.job(), /*resume=*/true);
-  }
+  // The last job a restart finds (job.conf), and the jobs' files.
   auto state = crypto::ReadSmallFile(DataPath(kJobStateFile), 4096);
   auto text = crypto::ReadSmallFile(DataPath(kJobFile), std::size_t{1} << 20);
-  if (state.ok() && text.ok()) {
+  std::optional<proto::JobConfig> last;
+  if (text.ok()) {
     std::vector<std::string> warnings;
     auto parsed = engine::ParseJobConfig(*text, DataPath(kJobFile), &warnings);
     if (!parsed.ok())
       return Status::DataLoss("'" + DataPath(kJobFile) + "' is not a valid JobConfig (" +
                               parsed.status().message() + "); remove it to start idle");
     for (const auto& w : warnings) MURMUR_LOG(kWarning) << "node " << self << ": " << w;
-    proto::JobConfig job = std::move(parsed).value();
+    last = std::move(parsed).value();
+  }
+  MURMUR_ASSIGN_OR_RETURN(JobStore store, JobStore::Open(config_.data_dir(), last ? last->job_id() : ""));
+  store_ = std::make_unique<JobStore>(std::move(store));
+
+  // The job: the config's, or the one a restart interrupted.
+  if (config_.has_job()) {
+    exit_after_job_ = true;
+    MURMUR_RETURN_IF_ERROR(ValidateJobConfig(config_.job(), self).WithContext("config field 'job'"));
+    // A completed job ends at once on its final checkpoint; one whose
+    // checkpoint is no longer kept is not run again from round 0.
+    MURMUR_ASSIGN_OR_RETURN(std::string checkpoint, store_->CheckpointPath(config_.job().job_id()));
+    if (store_->Completed(config_.job()) && !std::filesystem::exists(checkpoint))
+      return Status::FailedPrecondition("config field 'job': job '" + config_.job().job_id() +
+                                        "' already completed on this daemon (DATA_DIR/jobs/completed); give "
+                                        "the next job a new job_id");
+    return StartJob(config_.job(), /*submitted=*/false);
+  }
+  if (state.ok() && last) {
+    proto::JobConfig job = *last;
     job_state_ = state->substr(0, state->find('\n'));
     if (job_state_ == "running") {
       MURMUR_LOG(kInfo) << "node " << self << ": resuming job " << job.job_id();
-      return StartJob(job, /*resume=*/true);
+      return StartJob(job, /*submitted=*/false);
     }
     // A finished or stopped job: keep it for status until the next one.
     // (Built from its checkpoint and ended at once: status shows where it stopped.)
-    auto ended = MakeJob(job, net(), DataPath(kCheckpointFile), nullptr, {}, LocalDataOf(config_), Keys());
+    MURMUR_ASSIGN_OR_RETURN(std::string checkpoint, store_->CheckpointPath(job.job_id()));
+    auto ended = MakeJob(job, net(), checkpoint, nullptr, {}, LocalDataOf(config_), Keys());
     if (ended.ok()) {
       job_ = std::move(ended).value();
       job_->Abandon();
@@ -174,15 +193,17 @@ void DaemonImpl::WarnLegacyCertificate(const std::string& path) const {
                        << config_.node_id() << "`";
 }
 
-Status DaemonImpl::StartJob(const proto::JobConfig& job, bool resume) {
-  if (!resume) {
-    std::remove(DataPath(kCheckpointFile).c_str());
+Status DaemonImpl::StartJob(const proto::JobConfig& job, bool submitted) {
+  // Each job has its own checkpoint: a new job starts at round 0, and one
+  // submitted again goes on from its own (if its configuration is the same).
+  MURMUR_ASSIGN_OR_RETURN(std::string checkpoint, store_->CheckpointPath(job.job_id()));
+  if (submitted) {  // the job a restart resumes
     std::string text;
     google::protobuf::TextFormat::PrintToString(job, &text);
     MURMUR_RETURN_IF_ERROR(crypto::WriteFileAtomic(DataPath(kJobFile), crypto::AsBytes(text), 0644));
   }
   auto created = MakeJob(
-      job, net(), DataPath(kCheckpointFile), [this](Job::End how) { OnJobEnd(how); },
+      job, net(), checkpoint, [this](Job::End how) { OnJobEnd(how); },
       [this](NodeId peer) { return PeerAlive(peer); }, LocalDataOf(config_), Keys());
   if (!created.ok()) return created.status();
   {
@@ -227,6 +248,8 @@ void DaemonImpl::OnJobEnd(Job::End how) {
                     << " after round " << job_->rounds_done();
   if (how == Job::End::kCompleted) {
     job_state_ = "done";
+    Status st = store_->MarkCompleted(job_->config().job_id(), job_->rounds_done());
+    if (!st.ok()) MURMUR_LOG(kError) << "the record of completed jobs: " << st.ToString();
   } else if (!shutting_down_) {
     job_state_ = "stopped";
   }  // a shutdown leaves it "running" on disk: it resumes at the next start

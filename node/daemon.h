@@ -1,10 +1,11 @@
 // Daemon: what murmurd runs. It loads the node's identity and certificate,
 // opens the secure Transport, the Prometheus endpoint and the operator's
-// control port, and runs gossip jobs (node/job/gossip_job.h) on an AsioEnv.
+// control port, and runs gossip and federated jobs (node/job/factory.h) on an AsioEnv.
 //
 // Jobs: a job comes from the config's `job` block (the daemon runs it and
 // exits when it ends) or from an operator's `murmur job submit` (the daemon
-// keeps serving: status, peers, metrics, stop, the next job). The current job
+// keeps serving: status, peers, metrics, stop, the next job; `murmur job
+// submit` prepares it on every daemon and commits it when all took it). The current job
 // and its state (running, stopped, done) are kept in the data directory, so a
 // daemon restarted mid-job (kill -9 included) resumes it from its checkpoint
 // and catches up with the peers that went on (docs/daemon.md).
@@ -35,6 +36,10 @@
 #include "proto/node.pb.h"
 
 namespace murmur::node {
+
+// How long a job prepared by an all-or-nothing submission (JobPrepare,
+// proto/control.proto) holds a daemon without its commit.
+inline constexpr int kPrepareHoldSeconds = 30;
 
 class DaemonImpl;
 

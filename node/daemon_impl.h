@@ -7,9 +7,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "node/daemon.h"
 #include "node/job/job.h"
 #include "node/job/job_router.h"
+#include "node/job/job_store.h"
 #include "node/member_keys.h"
 #include "node/metrics_server.h"
 #include "node/transport/asio.h"
@@ -102,7 +105,15 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   std::unique_ptr<Job> job_;                   // the current or last job
   std::vector<std::unique_ptr<Job>> retired_;  // ended jobs; callbacks may still name them
   std::string job_state_ = "idle";             // idle, running, draining, done, stopped, failed
+  std::unique_ptr<JobStore> store_;            // the jobs' checkpoints and the completed ones (set by Start)
   std::string job_error_;
+  // The job a `prepare` holds until its commit, abort or deadline
+  // (proto/control.proto, JobPrepare).
+  struct Prepared {
+    proto::JobConfig job;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  std::optional<Prepared> prepared_;
   asio::steady_timer drain_timer_{io_};
   bool exit_after_job_ = false;  // the config's job: the daemon exits when it ends
   bool shutting_down_ = false;
@@ -117,7 +128,9 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   JobKeys Keys() const {
     return {identity_.get(), [t = transport_.get()](NodeId peer) { return t->PeerKey(peer); }};
   }
-  Status StartJob(const proto::JobConfig& job, bool resume);
+  // Starts `job` from its checkpoint, if it has one; a `submitted` job
+  // (murmur job submit) is written to DATA_DIR/job.txt for a restart.
+  Status StartJob(const proto::JobConfig& job, bool submitted);
   void WarnLegacyCertificate(const std::string& path) const;
   void OnJobEnd(Job::End how);
   void SaveJobState();
@@ -125,7 +138,12 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   void Shutdown(const std::string& why);
   void Finish(Nanos linger);
   proto::ControlResponse OnControl(const proto::ControlRequest& request, const crypto::PeerInfo& from);
+  // Why `job` may not start now ("" when it may): a submit's, a prepare's
+  // and a commit's checks.
+  std::string RefuseSubmission(const proto::JobConfig& job);
   proto::ControlResponse Submit(const proto::JobConfig& job);
+  proto::ControlResponse Prepare(const proto::JobConfig& job);
+  proto::ControlResponse Commit(const std::string& job_id);
   proto::ControlResponse SetFaults(const proto::FaultConfig& faults);
   proto::ControlResponse ReloadCertificateRequest();
   void WaitReloadSignal();

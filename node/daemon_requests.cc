@@ -35,11 +35,23 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
   proto::ControlResponse r;
   switch (request.request_case()) {
     case proto::ControlRequest::kSubmit: r = Submit(request.submit().job()); break;
+    case proto::ControlRequest::kPrepare: r = Prepare(request.prepare().job()); break;
+    case proto::ControlRequest::kCommit: r = Commit(request.commit().job_id()); break;
+    case proto::ControlRequest::kAbort:
+      if (prepared_ && prepared_->job.job_id() == request.abort().job_id()) prepared_.reset();
+      r.set_ok(true);
+      break;
     case proto::ControlRequest::kStop:
-      if (!job_ || job_->ended()) return Refuse("no job is running");
-      if (request.stop().has_job_id() && request.stop().job_id() != job_->config().job_id())
-        return Refuse("the running job is '" + job_->config().job_id() + "', not '" +
-                      request.stop().job_id() + "'");
+      // Nothing running is nothing to stop: the reply says the job's state.
+      if (!job_ || job_->ended()) {
+        r.set_ok(true);
+        break;
+      }
+      if (request.stop().has_job_id() && request.stop().job_id() != job_->config().job_id()) {
+        r = Refuse("the running job is '" + job_->config().job_id() + "', not '" + request.stop().job_id() +
+                   "'");
+        break;
+      }
       BeginDrain("operator stop");
       r.set_ok(true);
       break;
@@ -76,27 +88,41 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
     case proto::ControlRequest::kFaultSet: r = SetFaults(request.fault_set().faults()); break;
     case proto::ControlRequest::kFaultClear: r = SetFaults(proto::FaultConfig{}); break;
     case proto::ControlRequest::kCertReload: r = ReloadCertificateRequest(); break;
-    default: return Refuse("unknown request");
+    default: r = Refuse("unknown request"); break;
   }
+  // Every reply, a refusal too, says which node answered and where its job stands.
   r.set_node_id(config_.node_id());
   *r.mutable_job() = JobStatus();
   return r;
 }
 
-proto::ControlResponse DaemonImpl::Submit(const proto::JobConfig& job) {
+std::string DaemonImpl::RefuseSubmission(const proto::JobConfig& job) {
   if (job_ && !job_->ended())
-    return Refuse("job '" + job_->config().job_id() + "' is " + job_state_ +
-                  "; stop it first (murmur job stop)");
-  if (shutting_down_) return Refuse("the daemon is shutting down");
+    return "job '" + job_->config().job_id() + "' is " + job_state_ + "; stop it first (murmur job stop)";
+  if (shutting_down_) return "the daemon is shutting down";
+  if (prepared_ && std::chrono::steady_clock::now() >= prepared_->deadline) prepared_.reset();
+  if (prepared_ && prepared_->job.job_id() != job.job_id())
+    return "job '" + prepared_->job.job_id() +
+           "' is prepared here by another submission (it is committed, aborted or dropped within " +
+           std::to_string(kPrepareHoldSeconds) + " s)";
   Status st = ValidateJobConfig(job, config_.node_id());
-  if (!st.ok()) return Refuse(st.ToString());
-  // The same job again continues from its checkpoint, unless it completed.
-  const bool same = job_ && job_->config().job_id() == job.job_id();
-  if (same && job_state_ == "done")
-    return Refuse("job '" + job.job_id() + "' already completed; give the next job a new job_id");
-  if (same && job_->config().SerializeAsString() != job.SerializeAsString())
-    return Refuse("job '" + job.job_id() + "' exists with another configuration; give this one a new job_id");
-  st = StartJob(job, /*resume=*/same);
+  if (!st.ok()) return st.ToString();
+  // The same job again continues from its checkpoint (with more rounds
+  // also once it completed).
+  if (store_->Completed(job))
+    return "job '" + job.job_id() +
+           "' already completed on this daemon; give the next job a new job_id (or submit it with more "
+           "rounds "
+           "to train it further)";
+  if (job_ && job_->config().job_id() == job.job_id() && OwnerTag(job_->config()) != OwnerTag(job))
+    return "job '" + job.job_id() + "' exists with another configuration; give this one a new job_id";
+  return "";
+}
+
+proto::ControlResponse DaemonImpl::Submit(const proto::JobConfig& job) {
+  if (std::string why = RefuseSubmission(job); !why.empty()) return Refuse(std::move(why));
+  prepared_.reset();
+  Status st = StartJob(job, /*submitted=*/true);
   if (!st.ok()) {
     job_state_ = "failed";
     job_error_ = st.ToString();
@@ -105,6 +131,25 @@ proto::ControlResponse DaemonImpl::Submit(const proto::JobConfig& job) {
   proto::ControlResponse r;
   r.set_ok(true);
   return r;
+}
+
+proto::ControlResponse DaemonImpl::Prepare(const proto::JobConfig& job) {
+  if (std::string why = RefuseSubmission(job); !why.empty()) return Refuse(std::move(why));
+  prepared_ = Prepared{job, std::chrono::steady_clock::now() + std::chrono::seconds(kPrepareHoldSeconds)};
+  MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": job " << job.job_id() << " prepared";
+  proto::ControlResponse r;
+  r.set_ok(true);
+  return r;
+}
+
+proto::ControlResponse DaemonImpl::Commit(const std::string& job_id) {
+  if (prepared_ && std::chrono::steady_clock::now() >= prepared_->deadline) prepared_.reset();
+  if (!prepared_ || prepared_->job.job_id() != job_id)
+    return Refuse("no job '" + job_id + "' is prepared here (a prepared job is dropped after " +
+                  std::to_string(kPrepareHoldSeconds) + " s without its commit)");
+  const proto::JobConfig job = std::move(prepared_->job);
+  prepared_.reset();
+  return Submit(job);
 }
 
 proto::ControlResponse DaemonImpl::SetFaults(const proto::FaultConfig& faults) {
@@ -135,6 +180,7 @@ proto::JobStatus DaemonImpl::JobStatus() const {
   if (!job_) return s;
   s.set_job_id(job_->config().job_id());
   s.set_algorithm(job_->config().spec().algorithm());
+  s.set_role(job_->role());
   s.set_rounds_done(job_->rounds_done());
   s.set_epsilon(job_->epsilon());  // after rounds_done: at least that round's
   s.set_rounds_total(job_->config().spec().rounds());

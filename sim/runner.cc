@@ -49,6 +49,7 @@ class ScenarioRun final : public RoundObserver {
     return spec_.eval_every() > 0 && done % spec_.eval_every() == 0;
   }
   Status BuildByzantine();
+  Nanos FittedRoundTimeout() const;
   const proto::Scenario& s_;
   const proto::JobSpec& spec_;
   std::unique_ptr<World> world_;
@@ -112,6 +113,28 @@ Status ScenarioRun::BuildByzantine() {
   return Status::Ok();
 }
 
+// round_timeout 0 in the simulator: 4 times the slowest node's round in the
+// device and link model, so that only a lost message or an offline
+// neighbour makes a node wait it out: its local steps at its compute speed,
+// a whole fp32 model (the most it sends) to each out-neighbour over its
+// uplink and from each in-neighbour over its downlink, and both ends'
+// latency with the worst jitter; at least 50 ms.
+Nanos ScenarioRun::FittedRoundTimeout() const {
+  const double bits = 8.0 * (4.0 * static_cast<double>(world_->initial.size()) + 64);
+  const double flops = learners_.empty() ? 0 : learners_.front()->FlopsPerStep() * spec_.local_steps();
+  double slowest = 0.05;
+  for (NodeId i = 0; i < n_; ++i) {
+    const DeviceProfile& d = world_->devices[i];
+    const double out = static_cast<double>(world_->topology->Out(0).Row(i).size());
+    const double in = static_cast<double>(world_->topology->In(0).Row(i).size());
+    const double latency = 2 * std::chrono::duration<double>(d.latency).count() + s_.latency_ms() / 1000;
+    const double round =
+        flops / d.flops_per_s + out * bits / d.up_bps + in * bits / d.down_bps + latency * (1 + s_.jitter());
+    slowest = std::max(slowest, round);
+  }
+  return FromSeconds(4 * slowest);
+}
+
 Status ScenarioRun::Build() {
   const NodeId n = n_;
   SimulatorOptions so;
@@ -134,6 +157,7 @@ Status ScenarioRun::Build() {
                                                         world_->partition->node(i), lo,
                                                         Rng(spec_.seed(), i, RngPurpose::kBatch)));
   }
+  const Nanos fitted_timeout = FittedRoundTimeout();
   for (NodeId i = 0; i < n; ++i) {
     if (coalition_ != nullptr && coalition_->byzantine(i)) {
       MessageSink* sink = coalition_.get();
@@ -156,6 +180,7 @@ Status ScenarioRun::Build() {
     host.topology = world_->topology.get();
     host.learner = learners_[i].get();
     host.observer = this;
+    host.auto_round_timeout = fitted_timeout;
     host.nodes = n;
     // Synchronous nodes are not told where the run ends. A run of R rounds is
     // the first R rounds of a longer one: nodes that finish round R early go on

@@ -3,6 +3,7 @@
 // named with --daemon / --cluster over its control port.
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <thread>
 
@@ -10,6 +11,7 @@
 #include "apps/murmur/operator.h"
 #include "engine/files.h"
 #include "node/config.h"
+#include "node/job/job.h"
 
 namespace murmur::cli {
 namespace {
@@ -19,7 +21,7 @@ constexpr const char* kName = "job";
 const char* kUsage =
     "usage: murmur job <action> [options]   (murmur job <action> --help)\n\n"
     "actions:\n"
-    "  submit JOB   send a job (JobConfig, protobuf text or JSON) to every daemon\n"
+    "  submit JOB   send a job (JobConfig, protobuf text or JSON) to every daemon, all or nothing\n"
     "  status       each daemon's job: state, round, test accuracy, loss\n"
     "  stop         stop the running job on every daemon (after the current round; checkpointed)\n";
 
@@ -33,7 +35,7 @@ std::string Accuracy(double a) {
 // Prints one line per daemon; returns the number of daemons that did not answer or refused.
 int PrintReplies(const std::vector<DaemonReply>& replies, bool header) {
   if (header)
-    std::printf("%-22s %-5s %-12s %-9s %-13s %-9s %s\n", "daemon", "node", "job", "state", "round",
+    std::printf("%-22s %-5s %-16s %-9s %-13s %-9s %s\n", "daemon", "node", "job", "state", "round",
                 "accuracy", "loss");
   int bad = 0;
   for (const DaemonReply& r : replies) {
@@ -53,7 +55,7 @@ int PrintReplies(const std::vector<DaemonReply>& replies, bool header) {
       privacy = buf;
     }
     // The job's error (why it failed, or what last went wrong in it) ends the line.
-    std::printf("%-22s %-5u %-12s %-9s %-13s %-9s %.4f%s%s%s%s%s\n", r.address.c_str(), resp.node_id(),
+    std::printf("%-22s %-5u %-16s %-9s %-13s %-9s %.4f%s%s%s%s%s\n", r.address.c_str(), resp.node_id(),
                 j.job_id().empty() ? "-" : j.job_id().c_str(), j.state().c_str(), round.c_str(),
                 Accuracy(j.test_accuracy()).c_str(), j.train_loss(), privacy.c_str(),
                 resp.ok() ? "" : "  refused: ", resp.ok() ? "" : resp.error().c_str(),
@@ -63,10 +65,60 @@ int PrintReplies(const std::vector<DaemonReply>& replies, bool header) {
   return bad;
 }
 
+// "daemon ADDR (node I)", as a refusal names it.
+std::string Named(const DaemonReply& r) {
+  std::string out = "daemon " + r.address;
+  if (r.response.ok()) out += " (node " + std::to_string(r.response->node_id()) + ")";
+  return out;
+}
+
+// Why a reply is not a yes: unreachable, or the daemon's refusal.
+std::string WhyNot(const DaemonReply& r) {
+  return r.response.ok() ? r.response->error() : "unreachable: " + r.response.status().ToString();
+}
+
+// The daemons' node ids (from their status replies) against the job's nodes
+// 0 .. DaemonsOf(job) - 1: each at most once, and (unless `partial`) all of
+// them. "" when they fit, else what is wrong.
+std::string CheckFleet(const proto::JobConfig& job, const std::vector<DaemonReply>& status, bool partial) {
+  const NodeId n = node::DaemonsOf(job);
+  const std::string range = n == 1 ? "node 0" : "nodes 0.." + std::to_string(n - 1);
+  std::map<NodeId, std::string> seen;
+  for (const DaemonReply& r : status) {
+    const NodeId id = r.response->node_id();
+    if (id >= n)
+      return "daemon " + r.address + " is node " + std::to_string(id) + ", and job '" + job.job_id() +
+             "' has " + range;
+    if (auto [it, fresh] = seen.emplace(id, r.address); !fresh)
+      return "daemons " + it->second + " and " + r.address + " are both node " + std::to_string(id);
+  }
+  if (partial || seen.size() == n) return "";
+  std::string missing;
+  int listed = 0;
+  for (NodeId id = 0; id < n; ++id) {
+    if (seen.count(id)) continue;
+    if (listed++ < 8) missing += (missing.empty() ? "" : ", ") + std::to_string(id);
+  }
+  if (listed > 8) missing += " and " + std::to_string(listed - 8) + " more";
+  return "job '" + job.job_id() + "' runs on " + std::to_string(n) + " daemons (" + range + "), " +
+         std::to_string(status.size()) + " named: no daemon for node " + missing +
+         " (--partial submits to some of a job's daemons, e.g. one that restarted empty)";
+}
+
+// Submission is all or nothing: every daemon's status (its node id against
+// the job's nodes), then a prepare on each (the daemon checks the job as it
+// would start it), then, when all took it, a commit on each; a refusal
+// aborts the prepared ones, and a commit that fails stops those that started.
 int Submit(int argc, char** argv) {
-  cxxopts::Options options("murmur job submit", "send a job to every daemon; each runs its part of it");
+  cxxopts::Options options("murmur job submit",
+                           "send a job to every daemon, all or nothing; each runs its part of it");
   AddOperatorOptions(options);
-  options.add_options()("job", "JobConfig file", cxxopts::value<std::string>())("h,help", "show this help");
+  // clang-format off
+  options.add_options()
+    ("job", "JobConfig file", cxxopts::value<std::string>())
+    ("partial", "the daemons named may be some of the job's (each node id once); by default they must be all")
+    ("h,help", "show this help");
+  // clang-format on
   options.parse_positional({"job"});
   options.positional_help("JOB");
   cxxopts::ParseResult args;
@@ -78,12 +130,56 @@ int Submit(int argc, char** argv) {
   for (const auto& w : warnings) std::fprintf(stderr, "murmur job submit: warning: %s\n", w.c_str());
   auto ctx = LoadOperatorContext(args);
   if (!ctx.ok()) return UsageError(kName, ctx.status().ToString());
-  proto::ControlRequest request;
-  *request.mutable_submit()->mutable_job() = *job;
-  const int bad = PrintReplies(CallAll(*ctx, request), true);
-  if (bad > 0)
-    return Failure(kName, std::to_string(bad) + " of " + std::to_string(ctx->daemons.size()) +
-                              " daemons did not take the job");
+  const std::string nowhere = "; job " + job->job_id() + " was started nowhere";
+
+  proto::ControlRequest status;
+  status.mutable_status();
+  const std::vector<DaemonReply> fleet = CallAll(*ctx, status);
+  for (const DaemonReply& r : fleet)
+    if (!r.response.ok()) return Failure(kName, Named(r) + " " + WhyNot(r) + nowhere);
+  if (std::string why = CheckFleet(*job, fleet, args.count("partial") > 0); !why.empty())
+    return Failure(kName, why + nowhere);
+
+  proto::ControlRequest prepare;
+  *prepare.mutable_prepare()->mutable_job() = *job;
+  const std::vector<DaemonReply> prepared = CallAll(*ctx, prepare);
+  const DaemonReply* refused = nullptr;
+  for (const DaemonReply& r : prepared)
+    if (!refused && (!r.response.ok() || !r.response->ok())) refused = &r;
+  if (refused) {
+    proto::ControlRequest abort;
+    abort.mutable_abort()->set_job_id(job->job_id());
+    CallAll(*ctx, abort);  // a daemon that did not answer drops it after its hold
+    PrintReplies(prepared, true);
+    return Failure(kName, Named(*refused) + " refused: " + WhyNot(*refused) + nowhere);
+  }
+
+  proto::ControlRequest commit;
+  commit.mutable_commit()->set_job_id(job->job_id());
+  const std::vector<DaemonReply> committed = CallAll(*ctx, commit);
+  PrintReplies(committed, true);
+  std::vector<std::string> failed, started;
+  for (const DaemonReply& r : committed) {
+    if (r.response.ok() && r.response->ok()) {
+      started.push_back(r.address);
+    } else {
+      failed.push_back(Named(r) + ": " + WhyNot(r));
+    }
+  }
+  if (!failed.empty()) {
+    // Undo: the started ones stop after their current round (checkpointed).
+    proto::ControlRequest stop;
+    stop.mutable_stop()->set_job_id(job->job_id());
+    OperatorContext some = *ctx;
+    some.daemons = started;
+    CallAll(some, stop);
+    std::string list;
+    for (const auto& f : failed) list += (list.empty() ? "" : "; ") + f;
+    return Failure(kName, "the commit failed on " + std::to_string(failed.size()) + " of " +
+                              std::to_string(committed.size()) + " daemons (" + list + "); the " +
+                              std::to_string(started.size()) + " that started job " + job->job_id() +
+                              " were told to stop");
+  }
   std::printf("job %s submitted to %zu daemons\n", job->job_id().c_str(), ctx->daemons.size());
   return kExitOk;
 }
@@ -112,19 +208,35 @@ int Status(int argc, char** argv) {
     const int bad = PrintReplies(replies, first || !args.count("wait"));
     if (!args.count("wait")) return bad > 0 ? kExitFailure : kExitOk;
     bool running = false;
-    double sum = 0;
-    int evaluated = 0, done = 0;
+    // Gossip: every node's own model; federated: the aggregator's global
+    // model, and apart from it the last global model each client received.
+    double sum = 0, client_sum = 0, global = -1;
+    int evaluated = 0, clients = 0, done = 0;
+    std::string aggregator;
     for (const auto& r : replies) {
       if (!r.response.ok()) continue;
       const auto& j = r.response->job();
       running = running || j.state() == "running" || j.state() == "draining";
       done += j.state() == "done";
-      if (j.test_accuracy() >= 0) {
+      if (j.test_accuracy() < 0) continue;
+      if (j.role() == "aggregator") {
+        global = j.test_accuracy();
+        aggregator = r.address;
+      } else if (j.role() == "client") {
+        client_sum += j.test_accuracy();
+        ++clients;
+      } else {
         sum += j.test_accuracy();
         ++evaluated;
       }
     }
     if (!running) {
+      if (global >= 0)
+        std::printf("global model test accuracy %.4f (the aggregator, %s)\n", global, aggregator.c_str());
+      if (clients > 0)
+        std::printf(
+            "clients: mean test accuracy %.4f of the last global model each received, over %d clients\n",
+            client_sum / clients, clients);
       if (evaluated > 0)
         std::printf("mean test accuracy %.4f over %d daemons (%d done)\n", sum / evaluated, evaluated, done);
       return bad > 0 || done < static_cast<int>(replies.size()) ? kExitFailure : kExitOk;

@@ -12,7 +12,8 @@
 
 int main(int argc, char** argv) {
   cxxopts::Options options("murmurd",
-                           "murmur daemon: runs one node of a gossip job over the secure transport");
+                           "murmur daemon: runs one node of murmur (gossip jobs, and the aggregator or a "
+                           "client of federated jobs) over the secure transport");
   options.add_options()("config", "NodeConfig file (protobuf text or JSON)", cxxopts::value<std::string>())(
       "h,help", "print this help");
   std::string path;

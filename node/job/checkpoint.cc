@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <cstring>
 
 #include "core/check.h"
@@ -92,8 +93,9 @@ class Reader {
 }  // namespace
 
 std::vector<std::uint8_t> EncodeCheckpoint(const Checkpoint& c) {
-  MURMUR_CHECK(c.algorithm.size() <= kMaxCheckpointName && c.vectors.size() <= kMaxCheckpointVectors &&
-               c.scalars.size() <= kMaxCheckpointScalars && c.wide.size() <= kMaxCheckpointVectors);
+  MURMUR_CHECK(c.algorithm.size() <= kMaxCheckpointName && c.job_id.size() <= kMaxCheckpointName &&
+               c.vectors.size() <= kMaxCheckpointVectors && c.scalars.size() <= kMaxCheckpointScalars &&
+               c.wide.size() <= kMaxCheckpointVectors);
   crypto::Bytes out;
   out.reserve(kHeader + 4 * c.params.size() * (1 + c.vectors.size()) + 64 * (c.vectors.size() + 2) + 4);
   crypto::AppendBytes(&out, crypto::AsBytes("MCKP"));
@@ -102,6 +104,8 @@ std::vector<std::uint8_t> EncodeCheckpoint(const Checkpoint& c) {
   crypto::AppendU64(&out, c.params.size());
   AppendFloats(&out, c.params);
   AppendName(&out, c.algorithm);
+  AppendName(&out, c.job_id);
+  crypto::AppendU64(&out, c.job_tag);
   crypto::AppendU32(&out, static_cast<std::uint32_t>(c.vectors.size()));
   for (const auto& [name, v] : c.vectors) {
     MURMUR_CHECK(!name.empty() && name.size() <= kMaxCheckpointName && v.size() == c.params.size());
@@ -135,9 +139,9 @@ Result<Checkpoint> DecodeCheckpoint(std::span<const std::uint8_t> bytes, std::si
   if (version == 1)
     return Status::InvalidArgument(
         "checkpoint version 1 holds only a model (murmurd before state checkpoints); this murmurd reads "
-        "versions 2 and 3: remove the file to restart the job from round 0");
-  if (version != 2 && version != kCheckpointVersion)
-    return Status::InvalidArgument("checkpoint version " + std::to_string(version) + " is not 2 or " +
+        "versions 2 to 4: remove the file to restart the job from round 0");
+  if (version < 2 || version > kCheckpointVersion)
+    return Status::InvalidArgument("checkpoint version " + std::to_string(version) + " is not 2 to " +
                                    std::to_string(kCheckpointVersion));
   if (bytes.size() < kHeader + 4)
     return Status::DataLoss("checkpoint of " + std::to_string(bytes.size()) + " bytes is truncated");
@@ -154,6 +158,10 @@ Result<Checkpoint> DecodeCheckpoint(std::span<const std::uint8_t> bytes, std::si
                                       " parameters, the model has " + std::to_string(expected_size));
   MURMUR_RETURN_IF_ERROR(r.Floats(n, &c.params));
   MURMUR_RETURN_IF_ERROR(r.Name("algorithm", true, &c.algorithm));
+  if (version >= 4) {
+    MURMUR_RETURN_IF_ERROR(r.Name("job id", true, &c.job_id));
+    if (!r.U64(&c.job_tag)) return Reader::Truncated();
+  }
   std::uint32_t count = 0;
   if (!r.U32(&count)) return Reader::Truncated();
   if (count > kMaxCheckpointVectors)
@@ -200,6 +208,21 @@ Result<Checkpoint> DecodeCheckpoint(std::span<const std::uint8_t> bytes, std::si
     return Status::DataLoss("checkpoint has " + std::to_string(r.remaining()) +
                             " bytes after its last field");
   return c;
+}
+
+Status CheckCheckpointOwner(const Checkpoint& c, const std::string& path, const std::string& job_id,
+                            std::uint64_t job_tag) {
+  if (c.job_id.empty() && c.job_tag == 0) return Status::Ok();
+  if (c.job_id == job_id && c.job_tag == job_tag) return Status::Ok();
+  char tags[64];
+  std::snprintf(tags, sizeof(tags), "tag %016llx, this job's %016llx",
+                static_cast<unsigned long long>(c.job_tag), static_cast<unsigned long long>(job_tag));
+  if (c.job_id != job_id)
+    return Status::FailedPrecondition("checkpoint '" + path + "' belongs to job '" + c.job_id +
+                                      "', not to job '" + job_id + "' (" + tags + ")");
+  return Status::FailedPrecondition("checkpoint '" + path + "' belongs to job '" + job_id +
+                                    "' as it was configured before (" + tags +
+                                    "): the job's configuration changed; give the changed job a new job_id");
 }
 
 Status SaveCheckpoint(const std::string& path, const Checkpoint& c) {

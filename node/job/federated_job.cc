@@ -19,6 +19,7 @@
 #include "node/job/index_env.h"
 #include "node/job/job_data.h"
 #include "node/job/job_env.h"
+#include "node/job/job_store.h"
 
 namespace murmur::node {
 
@@ -150,6 +151,8 @@ Status FederatedJobImpl::Init() {
 
 Status FederatedJobImpl::InitServer(ParamVector x0) {
   auto ckpt = LoadCheckpoint(checkpoint_path_, x0.size());
+  if (ckpt.ok())
+    MURMUR_RETURN_IF_ERROR(CheckCheckpointOwner(*ckpt, checkpoint_path_, job_.job_id(), OwnerTag(job_)));
   if (ckpt.ok()) {
     std::copy(ckpt->params.begin(), ckpt->params.end(), x0.data());
     last_params_ = ckpt->params;
@@ -387,6 +390,8 @@ void FederatedJobImpl::WriteCheckpoint() {
     c.params = last_params_;
   }
   c.round = rounds_done_;
+  c.job_id = job_.job_id();
+  c.job_tag = OwnerTag(job_);
   // The server's state as of its last update (between rounds). Abandon() may
   // come mid-round: the open round is then already charged to the accountant,
   // which errs on the side of privacy, and is run again after a resume.
@@ -462,8 +467,11 @@ bool FederatedJob::ended() const { return impl_->ended_; }
 std::uint64_t FederatedJob::rounds_done() const { return impl_->rounds_done_; }
 double FederatedJob::epsilon() const { return impl_->epsilon_; }
 double FederatedJob::accuracy() const { return impl_->accuracy_; }
-double FederatedJob::loss() const { return impl_->loss_; }
+double FederatedJob::loss() const {
+  return impl_->client_ ? impl_->client_->last_loss() : impl_->loss_.load();
+}
 std::uint64_t FederatedJob::checkpoints() const { return impl_->checkpoints_; }
+std::string FederatedJob::role() const { return impl_->is_server() ? "aggregator" : "client"; }
 std::string FederatedJob::warning() const {
   std::lock_guard<std::mutex> lock(impl_->mu_);
   return impl_->warning_;

@@ -39,8 +39,9 @@
 // Status: on the aggregator, rounds_done() is the server updates made,
 // accuracy() the global model's test accuracy (every eval_every rounds) and
 // epsilon() the privacy spent (DP); on a client, rounds_done() is the round
-// of the last task received and accuracy() the test accuracy of the global
-// model in that task (-1 before the first); after "done", the job's rounds.
+// of the last task received, accuracy() the test accuracy of the global
+// model in that task (-1 before the first) and loss() the mean training loss
+// of its local steps on the last task; after "done", the job's rounds.
 //
 // Secure aggregation (SecAgg+), DP-FedAvg and the robust rules run as in
 // `murmur sim` (docs/daemon.md, "Privacy and robustness"), with two
@@ -103,6 +104,7 @@ class FederatedJob final : public Job {
   double epsilon() const override;
   std::vector<float> params() const override;
   std::string warning() const override;
+  std::string role() const override;
 
  private:
   explicit FederatedJob(std::unique_ptr<FederatedJobImpl> impl);

@@ -12,6 +12,7 @@
 #include "node/job/job_data.h"
 #include "node/job/job_env.h"
 #include "node/job/job_peer_sampler.h"
+#include "node/job/job_store.h"
 
 namespace murmur::node {
 
@@ -128,6 +129,7 @@ Status GossipJobImpl::InitAlgorithm() {
       return Status::FailedPrecondition("checkpoint '" + checkpoint_path_ + "' holds the state of a '" +
                                         ckpt->algorithm + "' job, this job runs '" + GossipStateTag(spec_) +
                                         "'");
+    MURMUR_RETURN_IF_ERROR(CheckCheckpointOwner(*ckpt, checkpoint_path_, job_.job_id(), OwnerTag(job_)));
     start_round_ = std::min(ckpt->round, spec_.rounds());
     ml::MlLearnerState ls;
     auto batches = ckpt->scalars.find("learner/batches");
@@ -178,6 +180,8 @@ void GossipJobImpl::Snapshot(std::uint64_t done) {
   const auto p = node_->params().span();
   c.params.assign(p.begin(), p.end());
   c.algorithm = GossipStateTag(spec_);
+  c.job_id = job_.job_id();
+  c.job_tag = OwnerTag(job_);
   auto exported = node_->ExportState();
   // ValidateGossipJob refuses the codecs whose state cannot be exported.
   MURMUR_CHECK_MSG(exported.ok(), exported.status().ToString());

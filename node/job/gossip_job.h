@@ -62,6 +62,7 @@ class GossipJob final : public Job {
   std::uint64_t rounds_skipped() const override;
   std::vector<std::uint64_t> peer_draws() const override;
   void PeersChanged() override;
+  std::string role() const override { return "node"; }
 
  private:
   explicit GossipJob(std::unique_ptr<GossipJobImpl> impl);

@@ -16,10 +16,12 @@ Status ValidateJobConfig(const proto::JobConfig& j, NodeId self) {
   auto bad = [](const std::string& field, const std::string& why) {
     return Status::InvalidArgument("job field '" + field + "' " + why);
   };
-  if (j.job_id().empty() || j.job_id().size() > 64 ||
+  if (j.job_id().empty() || j.job_id().size() > 64 || j.job_id()[0] == '.' ||
       j.job_id().find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
           std::string::npos)
-    return bad("job_id", "'" + j.job_id() + "' must be 1-64 characters of letters, digits, '-', '_', '.'");
+    return bad("job_id",
+               "'" + j.job_id() +
+                   "' must be 1-64 characters of letters, digits, '-', '_', '.', not starting with '.'");
   // A 0.1 job sent as binary by an older murmur arrives as unknown fields only.
   if (!j.GetReflection()->GetUnknownFields(j).empty())
     return Status::InvalidArgument(

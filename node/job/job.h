@@ -55,6 +55,8 @@ class Job {
   virtual std::uint64_t rounds_skipped() const { return 0; }
   // gossip-learning jobs: how often each node id was drawn as a peer; else empty.
   virtual std::vector<std::uint64_t> peer_draws() const { return {}; }
+  // "node" in a gossip job; "aggregator" or "client" in a federated one.
+  virtual std::string role() const = 0;
   // DP federated jobs, on the aggregator: the epsilon spent so far (at the
   // job's dp_delta), including before a resume, updated before rounds_done();
   // else 0.

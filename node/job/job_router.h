@@ -1,5 +1,5 @@
-// JobRouter: where a daemon's job messages go (docs/daemon.md, "Jobs on a
-// daemon"; docs/protocol.md, section 7.3). Messages of kind 0x30 carry the
+// JobRouter: where a daemon's job messages go (docs/daemon.md, "Which job a
+// message belongs to"; docs/protocol.md, section 7.3). Messages of kind 0x30 carry the
 // tag of the job that sent them (node/job/job_message.h). While a job runs, a
 // message with its tag is unwrapped and handed to the job's sink; one with
 // another tag (a stopped job's straggler, an earlier job's message with the

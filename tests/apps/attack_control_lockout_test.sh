@@ -8,7 +8,7 @@
 set -euo pipefail
 MURMUR=$1 MURMURD=$2 SRC=$3 HOSTILE=$4 NAME=control_lockout
 FLEET=$(mktemp -d /tmp/murmur-lockout.XXXXXX)
-BASE_PORT=$((20000 + ($$ % 60) * 200 + 45))
+BASE_PORT=$((20000 + ($$ % 60) * 200 + 65))
 source "$SRC/tests/apps/attack_lib.sh"
 
 fleet_make 1

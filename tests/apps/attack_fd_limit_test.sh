@@ -14,7 +14,7 @@
 set -euo pipefail
 MURMUR=$1 MURMURD=$2 SRC=$3 HOSTILE=$4 NAME=fd_limit
 FLEET=$(mktemp -d /tmp/murmur-fd.XXXXXX)
-BASE_PORT=$((20000 + ($$ % 60) * 200 + 49))
+BASE_PORT=$((20000 + ($$ % 60) * 200 + 69))
 source "$SRC/tests/apps/attack_lib.sh"
 
 fleet_make 1

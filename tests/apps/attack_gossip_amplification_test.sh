@@ -13,7 +13,7 @@
 set -euo pipefail
 MURMUR=$1 MURMURD=$2 SRC=$3 HOSTILE=$4 NAME=gossip_amplification
 FLEET=$(mktemp -d /tmp/murmur-gossip.XXXXXX)
-BASE_PORT=$((20000 + ($$ % 60) * 200 + 50))
+BASE_PORT=$((20000 + ($$ % 60) * 200 + 70))
 source "$SRC/tests/apps/attack_lib.sh"
 
 fleet_make 2

@@ -12,7 +12,7 @@
 set -euo pipefail
 MURMUR=$1 MURMURD=$2 SRC=$3 HOSTILE=$4 NAME=handshake_memory
 FLEET=$(mktemp -d /tmp/murmur-memory.XXXXXX)
-BASE_PORT=$((20000 + ($$ % 60) * 200 + 47))
+BASE_PORT=$((20000 + ($$ % 60) * 200 + 67))
 source "$SRC/tests/apps/attack_lib.sh"
 
 fleet_make 1

@@ -11,7 +11,7 @@
 set -euo pipefail
 MURMUR=$1 MURMURD=$2 SRC=$3 HOSTILE=$4 NAME=takeover
 FLEET=$(mktemp -d /tmp/murmur-takeover.XXXXXX)
-BASE_PORT=$((20000 + ($$ % 60) * 200 + 40))  # offsets 40-59 are the attack tests'
+BASE_PORT=$((20000 + ($$ % 60) * 200 + 60))  # offsets 60-99 are the attack tests'
 source "$SRC/tests/apps/attack_lib.sh"
 
 fleet_make 3

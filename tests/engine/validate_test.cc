@@ -44,7 +44,7 @@ TEST_CASE("The default spec is valid on both hosts, and bad common fields are re
                      {"momentum", [](proto::JobSpec& s) { s.set_momentum(1); }},
                      {"weight_decay", [](proto::JobSpec& s) { s.set_weight_decay(-0.1); }},
                      {"lr_schedule", [](proto::JobSpec& s) { s.set_lr_schedule("linear"); }},
-                     {"round_timeout", [](proto::JobSpec& s) { s.set_round_timeout(0); }},
+                     {"round_timeout", [](proto::JobSpec& s) { s.set_round_timeout(-1); }},
                      {"compression", [](proto::JobSpec& s) { s.set_compression("zip:9"); }},
                      {"gamma", [](proto::JobSpec& s) { s.set_gamma(2); }},
                  });

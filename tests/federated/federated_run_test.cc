@@ -69,7 +69,8 @@ TEST_CASE("Federated scenario fields are validated by name") {
 }
 
 TEST_CASE(
-    "Label-flip attackers train on y -> C - 1 - y; a majority of them teaches the model the flipped labels") {
+    "Label-flip attackers train on y -> C - 1 - y, and a majority of them teaches the model the flipped "
+    "labels") {
   proto::Scenario s = Blobs("fedavg", 10, 30);
   s.mutable_spec()->set_model("mlp:16");
   s.mutable_spec()->set_clients_per_round(10);

@@ -133,7 +133,8 @@ class KeepingSink final : public MessageSink {
 };
 
 TEST_CASE(
-    "D-PSGD sending its model buffer itself follows the closed-form recursion; sent models never change") {
+    "D-PSGD sending its model buffer itself follows the closed-form recursion, and sent models never "
+    "change") {
   // Node i's x^{t+1}: ATC sum_j W_ij (x_j - lr (x_j - b_j)); CTA
   // sum_j W_ij x_j - lr (x_i - b_i), computed here in double. Device speeds
   // differ by 8x, and every received message is kept to the end, so no

@@ -261,6 +261,60 @@ TEST_CASE("A submitted job runs on idle daemons, status, stop, resubmission and 
   CHECK(twice->error().find("already completed") != std::string::npos);
 }
 
+TEST_CASE("A prepared job holds the daemon for its commit, abort drops it, replies name the node and state") {
+  Fleet fleet;
+  auto request = [](const proto::JobConfig& job, int what) {
+    proto::ControlRequest r;
+    if (what == 0) *r.mutable_prepare()->mutable_job() = job;
+    if (what == 1) r.mutable_commit()->set_job_id(job.job_id());
+    if (what == 2) r.mutable_abort()->set_job_id(job.job_id());
+    return r;
+  };
+  auto call = [&](NodeId i, const proto::ControlRequest& r) {
+    auto reply = fleet.Call(i, r);
+    REQUIRE_MESSAGE(reply.ok(), reply.status().ToString());
+    CHECK(reply->node_id() == i);  // every reply, a refusal too, names its node
+    return *reply;
+  };
+  const proto::JobConfig a = Fleet::Job("a", 40), b = Fleet::Job("b", 40);
+  // A commit without its prepare is refused; a prepare holds off another job.
+  CHECK(call(0, request(a, 1)).error().find("no job 'a' is prepared here") != std::string::npos);
+  CHECK(call(0, request(a, 0)).ok());
+  CHECK(call(0, request(a, 0)).ok());  // the same job again: still held
+  const proto::ControlResponse held = call(0, request(b, 0));
+  CHECK_FALSE(held.ok());
+  CHECK(held.error().find("job 'a' is prepared here by another submission") != std::string::npos);
+  proto::ControlRequest submit_b;
+  *submit_b.mutable_submit()->mutable_job() = b;
+  CHECK(call(0, submit_b).error().find("job 'a' is prepared here") != std::string::npos);
+  CHECK(fleet.Response(0).job().state() == "idle");  // prepared is not started
+  // Abort drops it (and is ok where nothing is prepared); then b may be prepared.
+  CHECK(call(0, request(a, 2)).ok());
+  CHECK(call(1, request(a, 2)).ok());
+  CHECK(call(0, request(a, 1)).error().find("no job 'a' is prepared here") != std::string::npos);
+  // A job that fails the daemon's checks is refused at its prepare.
+  proto::JobConfig bad = Fleet::Job("bad", 40);
+  bad.mutable_spec()->set_nodes(2);  // node 2 is not in a job of 2
+  CHECK(call(2, request(bad, 0)).error().find("node_id 2") != std::string::npos);
+  // Prepare then commit on every daemon: the job runs to its end.
+  for (NodeId i = 0; i < Fleet::kNodes; ++i) CHECK(call(i, request(b, 0)).ok());
+  for (NodeId i = 0; i < Fleet::kNodes; ++i) CHECK(call(i, request(b, 1)).ok());
+  REQUIRE(fleet.WaitState("done"));
+  // Stop on daemons whose job is done: ok, and the reply says where the job stands.
+  proto::ControlRequest stop;
+  stop.mutable_stop();
+  for (NodeId i = 0; i < Fleet::kNodes; ++i) {
+    const proto::ControlResponse r = call(i, stop);
+    CHECK(r.ok());
+    CHECK(r.job().job_id() == "b");
+    CHECK(r.job().state() == "done");
+    CHECK(r.job().role() == "node");
+    CHECK(r.job().rounds_done() == 40);
+  }
+  // b completed: its prepare is refused as its submit would be.
+  CHECK(call(2, request(b, 0)).error().find("job 'b' already completed") != std::string::npos);
+}
+
 // The value of `name` in Prometheus text, or -1.
 double MetricValue(const std::string& text, const std::string& name) {
   std::istringstream in(text);

@@ -85,7 +85,7 @@ void CheckResumeIsExact(const std::string& algorithm, const std::string& compres
     job.mutable_spec()->set_momentum(algorithm == "dsgt" ? 0 : 0.9);  // DSGT applies gradients itself
   };
   auto fresh = [&] {
-    for (NodeId i = 0; i < Cluster::kNodes; ++i) fs::remove(cluster.root / NodeDir(i) / kCheckpointFile);
+    for (NodeId i = 0; i < Cluster::kNodes; ++i) testing::ForgetJobs((cluster.root / NodeDir(i)).string());
   };
   std::vector<std::uint64_t> done;
   auto whole = cluster.RunAll(20, &done);
@@ -93,7 +93,7 @@ void CheckResumeIsExact(const std::string& algorithm, const std::string& compres
   fresh();
   auto half = cluster.RunAll(10);
   for (NodeId i = 0; i < Cluster::kNodes; ++i) {
-    auto ckpt = LoadCheckpoint((cluster.root / NodeDir(i) / kCheckpointFile).string(), half[i].size());
+    auto ckpt = LoadCheckpoint(testing::JobCheckpoint((cluster.root / NodeDir(i)).string()), half[i].size());
     REQUIRE(ckpt.ok());
     CHECK(ckpt->round == 10);
     CHECK(ckpt->algorithm == algorithm + " " + compression);
@@ -188,7 +188,7 @@ TEST_CASE("Four murmurd daemons run gossip learning to every wake-up and to the 
   for (NodeId i = 0; i < Cluster::kNodes; ++i) {
     CAPTURE(i);
     CHECK(done[i] == rounds);
-    auto ckpt = LoadCheckpoint((cluster.root / NodeDir(i) / kCheckpointFile).string(), real[i].size());
+    auto ckpt = LoadCheckpoint(testing::JobCheckpoint((cluster.root / NodeDir(i)).string()), real[i].size());
     REQUIRE(ckpt.ok());
     CHECK(ckpt->round == rounds);
     CHECK(ckpt->algorithm == "gossip-learning none");
@@ -239,7 +239,7 @@ TEST_CASE("A stopped gossip-learning daemon is not drawn once it has left, and r
   threads[stopped].join();
   const std::uint64_t k = ds[stopped]->rounds_done();
   CHECK(k < rounds);
-  auto ckpt = LoadCheckpoint((cluster.root / NodeDir(stopped) / kCheckpointFile).string(),
+  auto ckpt = LoadCheckpoint(testing::JobCheckpoint((cluster.root / NodeDir(stopped)).string()),
                              ds[stopped]->params().size());
   REQUIRE(ckpt.ok());
   CHECK(ckpt->round == k);
@@ -276,7 +276,7 @@ TEST_CASE("A stopped gossip-learning daemon is not drawn once it has left, and r
   std::uint64_t drawn = 0;
   for (auto c : ds[stopped]->peer_draws()) drawn += c;
   CHECK(drawn <= rounds - k);
-  auto last = LoadCheckpoint((cluster.root / NodeDir(stopped) / kCheckpointFile).string(),
+  auto last = LoadCheckpoint(testing::JobCheckpoint((cluster.root / NodeDir(stopped)).string()),
                              ds[stopped]->params().size());
   REQUIRE(last.ok());
   CHECK(last->scalars.at("wakeups") == static_cast<double>(rounds));

@@ -89,7 +89,7 @@ double Disagreement(const std::vector<std::vector<float>>& models) {
 std::vector<Checkpoint> FinalCheckpoints(const Cluster& cluster, std::size_t size) {
   std::vector<Checkpoint> out;
   for (NodeId i = 0; i < Cluster::kNodes; ++i) {
-    auto c = LoadCheckpoint((cluster.root / NodeDir(i) / kCheckpointFile).string(), size);
+    auto c = LoadCheckpoint(testing::JobCheckpoint((cluster.root / NodeDir(i)).string()), size);
     REQUIRE(c.ok());
     CHECK(c->round == kRounds);
     out.push_back(std::move(c).value());
@@ -195,7 +195,7 @@ struct Interrupted {
 Interrupted RunInterrupted(Cluster& cluster, bool rollback) {
   Interrupted out;
   cluster.RunAll(10);
-  const fs::path ckpt = cluster.root / NodeDir(kStopped) / kCheckpointFile;
+  const fs::path ckpt = testing::JobCheckpoint((cluster.root / NodeDir(kStopped)).string());
   const fs::path saved = cluster.root / "round10.bin";
   fs::copy_file(ckpt, saved, fs::copy_options::overwrite_existing);
 

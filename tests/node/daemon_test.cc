@@ -82,21 +82,25 @@ TEST_CASE("Checkpoints round-trip and every damaged file is refused") {
   c.round = 42;
   c.params = {1.5f, -2.0f, 3.25f};
   c.algorithm = "push-sum none";
+  c.job_id = "job-7";
+  c.job_tag = 0x0123456789abcdefULL;
   c.vectors["x"] = {0.5f, 1e-30f, -7.0f};
   c.vectors["sent/3"] = {1.0f, 2.0f, 3.0f};
   c.scalars["w"] = 0.1;  // not exact in binary: must come back bit for bit
   c.scalars["learner/batches"] = 12345;
   c.wide["server/rdp"] = {0.1, 1e-300, 2.0 / 3, 5e9, -0.0};  // not the model's size, not floats
   auto bytes = EncodeCheckpoint(c);
-  // Header 24, params 12, algorithm 4+13, vector count 4, two vectors
-  // (4+1+8+12, 4+6+8+12), scalar count 4, two scalars (4+1+8, 4+15+8),
-  // wide count 4, one wide vector (4+10+8+40), CRC 4.
-  CHECK(bytes.size() == 24 + 12 + 17 + 4 + 25 + 30 + 4 + 13 + 27 + 4 + 62 + 4);
+  // Header 24, params 12, algorithm 4+13, job id 4+5, job tag 8, vector
+  // count 4, two vectors (4+1+8+12, 4+6+8+12), scalar count 4, two scalars
+  // (4+1+8, 4+15+8), wide count 4, one wide vector (4+10+8+40), CRC 4.
+  CHECK(bytes.size() == 24 + 12 + 17 + 9 + 8 + 4 + 25 + 30 + 4 + 13 + 27 + 4 + 62 + 4);
   auto back = DecodeCheckpoint(bytes, 3);
   REQUIRE(back.ok());
   CHECK(back->round == 42);
   CHECK(back->params == c.params);
   CHECK(back->algorithm == c.algorithm);
+  CHECK(back->job_id == c.job_id);
+  CHECK(back->job_tag == c.job_tag);
   CHECK(back->vectors == c.vectors);
   CHECK(back->scalars == c.scalars);
   REQUIRE(back->wide.count("server/rdp") == 1);
@@ -104,20 +108,45 @@ TEST_CASE("Checkpoints round-trip and every damaged file is refused") {
     CHECK(std::bit_cast<std::uint64_t>(back->wide["server/rdp"][k]) ==
           std::bit_cast<std::uint64_t>(c.wide["server/rdp"][k]));
   CHECK(DecodeCheckpoint(bytes, 4).status().code() == StatusCode::kFailedPrecondition);
-  // Version 2 is version 3 without the wide vectors, and is read as before.
+  // Version 3 is version 4 without the job id and tag (written before a
+  // job had its own checkpoint), version 2 is version 3 without the wide
+  // vectors; both are read as before, with no owner.
   Checkpoint narrow = c;
   narrow.wide.clear();
-  std::vector<std::uint8_t> v2 = EncodeCheckpoint(narrow);
-  v2.resize(v2.size() - 8);  // the wide count and the CRC
-  v2[4] = 2;
-  const auto crc =
-      static_cast<std::uint32_t>(crc32(crc32(0L, Z_NULL, 0), v2.data(), static_cast<uInt>(v2.size())));
-  for (int k = 0; k < 4; ++k) v2.push_back(static_cast<std::uint8_t>(crc >> (8 * k)));
-  auto old = DecodeCheckpoint(v2, 3);
-  REQUIRE_MESSAGE(old.ok(), old.status().ToString());
-  CHECK(old->vectors == c.vectors);
-  CHECK(old->scalars == c.scalars);
-  CHECK(old->wide.empty());
+  narrow.job_id.clear();
+  narrow.job_tag = 0;
+  auto older = [&](int version) {
+    std::vector<std::uint8_t> b = EncodeCheckpoint(narrow);
+    const std::size_t owner = 24 + 12 + 17;  // the empty job id (4) and the tag (8) follow the algorithm
+    b.erase(b.begin() + owner, b.begin() + owner + 12);
+    b.resize(b.size() - (version == 2 ? 8 : 4));  // the CRC, for version 2 also the wide count
+    b[4] = static_cast<std::uint8_t>(version);
+    const auto crc =
+        static_cast<std::uint32_t>(crc32(crc32(0L, Z_NULL, 0), b.data(), static_cast<uInt>(b.size())));
+    for (int k = 0; k < 4; ++k) b.push_back(static_cast<std::uint8_t>(crc >> (8 * k)));
+    return b;
+  };
+  for (int version : {2, 3}) {
+    CAPTURE(version);
+    auto old = DecodeCheckpoint(older(version), 3);
+    REQUIRE_MESSAGE(old.ok(), old.status().ToString());
+    CHECK(old->round == 42);
+    CHECK(old->algorithm == c.algorithm);
+    CHECK(old->job_id.empty());
+    CHECK(old->job_tag == 0);
+    CHECK(old->vectors == c.vectors);
+    CHECK(old->scalars == c.scalars);
+    CHECK(old->wide.empty());
+    CHECK(CheckCheckpointOwner(*old, "f", "any", 99).ok());  // no owner: taken by the job of its place
+  }
+  // A checkpoint is its owner's only: another job id, or the same id with
+  // another configuration (tag), is refused by name.
+  CHECK(CheckCheckpointOwner(*back, "f", "job-7", c.job_tag).ok());
+  CHECK(CheckCheckpointOwner(*back, "f", "job-8", c.job_tag)
+            .message()
+            .find("belongs to job 'job-7', not to job 'job-8'") != std::string::npos);
+  CHECK(CheckCheckpointOwner(*back, "f", "job-7", 1).message().find("configuration changed") !=
+        std::string::npos);
   // A wide vector longer than max(n, kMaxCheckpointWide) is refused before it is read.
   std::vector<std::uint8_t> huge = EncodeCheckpoint(narrow);
   huge.resize(huge.size() - 8);
@@ -149,8 +178,8 @@ TEST_CASE("A version 1 checkpoint and a foreign file are refused with errors tha
   CHECK(old.status().message().find("version 1") != std::string::npos);
   CHECK(old.status().message().find("remove the file") != std::string::npos);
   std::vector<std::uint8_t> future = EncodeCheckpoint(Checkpoint{});
-  future[4] = 4;
-  CHECK(DecodeCheckpoint(future, 0).status().message().find("version 4") != std::string::npos);
+  future[4] = 5;
+  CHECK(DecodeCheckpoint(future, 0).status().message().find("version 5 is not 2 to 4") != std::string::npos);
   const std::string text = "job { algorithm: 'dpsgd' }";
   auto foreign =
       DecodeCheckpoint(std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()), 1);
@@ -168,7 +197,7 @@ TEST_CASE(
     CAPTURE(i);
     CHECK(done[i] == rounds);
     CHECK(real[i] == simulated[i]);
-    auto ckpt = LoadCheckpoint(cluster.Config(i, rounds).data_dir() + "/checkpoint.bin", real[i].size());
+    auto ckpt = LoadCheckpoint(testing::JobCheckpoint(cluster.Config(i, rounds).data_dir()), real[i].size());
     REQUIRE(ckpt.ok());
     CHECK(ckpt->round == rounds);
     CHECK(ckpt->params == real[i]);
@@ -190,6 +219,54 @@ TEST_CASE(
     CHECK(done[i] == rounds + 10);
     CHECK(more[i] != real[i]);
   }
+}
+
+TEST_CASE(
+    "A config job with a new job_id starts at round 0 beside another job's checkpoint, its old id changed or "
+    "completed is refused") {
+  Cluster cluster;
+  const auto first = cluster.RunAll(10);  // job "job"
+  cluster.job_tweak = [](proto::JobConfig& job) {
+    job.set_job_id("other");
+    job.mutable_spec()->set_lr(0.02);
+  };
+  std::vector<std::uint64_t> done;
+  const auto other = cluster.RunAll(10, &done);
+  const auto simulated = Simulate(cluster.Config(0, 10));  // "other" from round 0
+  for (NodeId i = 0; i < Cluster::kNodes; ++i) {
+    CAPTURE(i);
+    CHECK(done[i] == 10);
+    CHECK(other[i] == simulated[i]);
+    CHECK(other[i] != first[i]);
+    // Each job keeps its own checkpoint, which names it.
+    const std::string dir = (cluster.root / NodeDir(i)).string();
+    auto mine = LoadCheckpoint(testing::JobCheckpoint(dir, "job"), first[i].size());
+    auto theirs = LoadCheckpoint(testing::JobCheckpoint(dir, "other"), other[i].size());
+    REQUIRE(mine.ok());
+    REQUIRE(theirs.ok());
+    CHECK(mine->params == first[i]);
+    CHECK(mine->job_id == "job");
+    CHECK(theirs->params == other[i]);
+    CHECK(theirs->job_id == "other");
+  }
+  auto run = [&](std::uint64_t rounds) {
+    auto d = Daemon::Create(cluster.Config(0, rounds));
+    return d.ok() ? (*d)->Run() : d.status();
+  };
+  // "job" again with another learning rate: its checkpoint is the old job's.
+  cluster.job_tweak = [](proto::JobConfig& job) { job.mutable_spec()->set_lr(0.02); };
+  Status changed = run(20);
+  CHECK_MESSAGE(
+      changed.message().find("belongs to job 'job' as it was configured before") != std::string::npos,
+      changed.ToString());
+  CHECK(changed.message().find("give the changed job a new job_id") != std::string::npos);
+  // "job" completed (after which "other" ran): with its checkpoint gone it is
+  // not run again from round 0.
+  cluster.job_tweak = {};
+  fs::remove(testing::JobCheckpoint((cluster.root / NodeDir(0)).string(), "job"));
+  Status again = run(10);
+  CHECK_MESSAGE(again.message().find("job 'job' already completed on this daemon") != std::string::npos,
+                again.ToString());
 }
 
 TEST_CASE("Gossip daemons train on non-IID shares: the job's partition, or each daemon's local data") {
@@ -275,7 +352,7 @@ TEST_CASE("A stop request drains: the daemon returns, and its checkpoint holds t
   (*d)->RequestStop();
   t.join();
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
-  auto ckpt = LoadCheckpoint(config.data_dir() + "/checkpoint.bin", (*d)->params().size());
+  auto ckpt = LoadCheckpoint(testing::JobCheckpoint(config.data_dir()), (*d)->params().size());
   REQUIRE(ckpt.ok());
   CHECK(ckpt->round == (*d)->rounds_done());
   CHECK(ckpt->round < 1000);

@@ -34,7 +34,13 @@ TEST_CASE("A federated job on four daemons trains the simulator's global model, 
     FedFleet fleet;
     fleet.SubmitAll(job);
     REQUIRE(fleet.WaitDone(std::chrono::seconds(120)));
-    for (NodeId i = 0; i < kNodes; ++i) CHECK(fleet.Status(i).rounds_done() == job.spec().rounds());
+    for (NodeId i = 0; i < kNodes; ++i) {
+      const proto::JobStatus s = fleet.Status(i);
+      CHECK(s.rounds_done() == job.spec().rounds());
+      // The aggregator reports the global model; each client its own training loss.
+      CHECK(s.role() == (i == job.aggregator() ? "aggregator" : "client"));
+      if (i != job.aggregator()) CHECK(s.train_loss() > 0);
+    }
     const proto::JobStatus server = fleet.Status(job.aggregator());
     fleet.Stop();
     const std::vector<float> model = fleet.daemons[job.aggregator()]->params();

@@ -363,8 +363,8 @@ TEST_CASE("Adaptive clipping's norm continues from the checkpoint after a restar
   const std::uint64_t k = RestartAggregator(fleet, job, 5);
   REQUIRE(k >= 5);
   REQUIRE(fleet.WaitDone(std::chrono::seconds(120)));
-  const std::string path =
-      (fleet.root / std::string("n").append(std::to_string(job.aggregator())) / kCheckpointFile).string();
+  const std::string path = testing::JobCheckpoint(
+      (fleet.root / std::string("n").append(std::to_string(job.aggregator()))).string(), job.job_id());
   auto ckpt = LoadCheckpoint(path, fleet.daemons[job.aggregator()]->params().size());
   REQUIRE_MESSAGE(ckpt.ok(), ckpt.status().ToString());
   REQUIRE(ckpt->round == job.spec().rounds());

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <functional>
 #include <future>
 #include <mutex>
@@ -22,6 +23,16 @@
 #include "node/transport/transport.h"
 
 namespace murmur::node::testing {
+
+// Where a daemon with data directory `data_dir` keeps job `job_id`'s checkpoint (node/job/job_store.h).
+inline std::string JobCheckpoint(const std::string& data_dir, const std::string& job_id = "job") {
+  return data_dir + "/jobs/" + job_id + "/checkpoint.bin";
+}
+
+// Removes everything the daemon of `data_dir` knows of its jobs (their
+// checkpoints and the record of those that completed), as a new data
+// directory would be.
+inline void ForgetJobs(const std::string& data_dir) { std::filesystem::remove_all(data_dir + "/jobs"); }
 
 inline std::int64_t UnixNow() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())

@@ -6,8 +6,10 @@
 // federated strategy whose outcome is a function of the spec and the message
 // order they must end with the same models bit for bit: synchronous gossip
 // (D-PSGD in both orders, CHOCO-SGD, push-sum, DSGT) mixes in sender order
-// whatever the arrival order, and a synchronous federated round aggregates in
-// client order. The two asynchronous algorithms depend on timing (gossip
+// whatever the arrival order, and a synchronous federated round sums its
+// results in double precision, where the terms are exact, so the order they
+// arrive in changes no bit we have seen (docs/daemon.md, "Federated jobs",
+// bounds it). The two asynchronous algorithms depend on timing (gossip
 // learning's wake-ups follow the real clock, FedBuff's buffer the arrival
 // order), so for them the daemons' accuracy must land within the spread of
 // the simulator's over seeds (docs/daemon.md, "Conformance").

@@ -354,3 +354,27 @@ TEST_CASE("An edge-list file must match the node count and be connected") {
 
 }  // namespace
 }  // namespace murmur::sim
+
+namespace murmur::sim {
+namespace {
+
+TEST_CASE("round_timeout 0 fits the link model: a lost message costs a fraction of a second, no loss costs nothing") {
+  proto::Scenario s = Small();
+  s.mutable_spec()->set_algorithm("push-sum");
+  s.mutable_spec()->set_topology("exponential");
+  s.mutable_spec()->set_rounds(20);
+  s.set_loss(0.1);
+  auto lossy = RunScenario(s).value();
+  // With 60 s timeouts (0.1's default) every round with a loss took a minute.
+  CHECK(lossy.points.back().messages_lost > 10);
+  CHECK(lossy.virtual_s < 20 * 1.0);
+  // Without loss the fitted timeout never fires: the same run as with none.
+  s.set_loss(0);
+  auto fitted = RunScenario(s).value();
+  s.mutable_spec()->set_round_timeout(10000);
+  auto patient = RunScenario(s).value();
+  CheckSameMetrics(fitted, patient);
+}
+
+}  // namespace
+}  // namespace murmur::sim

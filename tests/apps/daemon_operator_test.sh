@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# The operator's commands against 3 real murmurd processes on loopback, as
+# docs/daemon.md "Operator commands" and "Submitting a job" describe them:
+#  1. a job for 8 daemons sent to 3 is refused before any daemon takes it;
+#  2. when one daemon refuses (it runs another job), the submission says
+#     which and why, and no daemon starts the job (all or nothing);
+#  3. a gossip job runs to its end; `murmur job stop` on the done daemons
+#     answers for each with its own node id and state "done";
+#  4. a completed job id is refused after another job ran, and the same job
+#     with more rounds goes on from its checkpoint;
+#  5. `murmur job status --wait` on a federated job reports the aggregator's
+#     global model, and the clients (their last global model and their own
+#     training loss) apart from it.
+# usage: daemon_operator_test.sh MURMUR MURMURD SOURCE_DIR
+set -euo pipefail
+MURMUR=$1 MURMURD=$2 SRC=$3
+FLEET=$(mktemp -d /tmp/murmur-operator.XXXXXX)
+BASE_PORT=$((20000 + ($$ % 60) * 200 + 40))  # below the ephemeral range; offsets 0-40 keep the daemon tests apart
+source "$SRC/tools/fleet.sh"
+trap 'fleet_stop_all; [ -n "${KEEP:-}" ] || rm -rf "$FLEET"' EXIT
+fail() {
+  echo "FAIL: $*"
+  for i in 0 1 2; do
+    echo "--- node $i"
+    tail -n 8 "$FLEET/node$i/log"
+  done
+  exit 1
+}
+# job ID ROUNDS [ALGORITHM NODES]: a job file on synthetic blobs.
+job() {
+  local file=$FLEET/$1.job
+  {
+    echo "job_id: \"$1\""
+    echo "spec {"
+    echo "  algorithm: \"${3:-dpsgd}\" topology: \"ring\" model: \"softmax\" dataset: \"synthetic:blobs\""
+    echo "  nodes: ${4:-3} rounds: $2 lr: 0.1 eval_every: 5 compression: \"none\""
+    echo "}"
+  } >"$file"
+  echo "$file"
+}
+# states: the state column of `murmur job status`, one word per daemon.
+states() { "$MURMUR" job status "${FLEET_OP[@]}" | awk 'NR > 1 { printf "%s ", $4 }'; }
+
+NODES=3
+fleet_make $NODES
+for i in 0 1 2; do fleet_start "$i" || fail "start $i"; done
+
+# 1. The fleet against the job.
+if "$MURMUR" job submit "$(job wide 10 dpsgd 8)" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1; then
+  cat "$FLEET/out"; fail "a job of 8 daemons was taken by 3"
+fi
+grep -q "job 'wide' runs on 8 daemons (nodes 0..7), 3 named: no daemon for node 3, 4, 5, 6, 7" "$FLEET/out" ||
+  { cat "$FLEET/out"; fail "the fleet mismatch is not named"; }
+grep -q "was started nowhere" "$FLEET/out" || { cat "$FLEET/out"; fail "no word that nothing started"; }
+[ "$(states)" = "idle idle idle " ] || fail "after a refused submission: $(states)"
+echo "1. a job of 8 daemons sent to 3: refused, all idle"
+
+# 2. One daemon refuses: nobody starts.
+"$MURMUR" job submit "$(job busy 1000000)" --partial --daemon "127.0.0.1:$((BASE_PORT + 102))" "${FLEET_OP[@]:2}" \
+  >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "the busy job on daemon 2 alone"; }
+if "$MURMUR" job submit "$(job g1 30)" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1; then
+  cat "$FLEET/out"; fail "g1 was taken while daemon 2 runs another job"
+fi
+grep -q "daemon 127.0.0.1:$((BASE_PORT + 102)) (node 2) refused: job 'busy' is running; stop it first" \
+  "$FLEET/out" || { cat "$FLEET/out"; fail "the refusal does not name daemon 2 and why"; }
+[ "$(states)" = "idle idle running " ] || fail "after daemon 2 refused: $(states)"
+"$MURMUR" job stop --daemon "127.0.0.1:$((BASE_PORT + 102))" "${FLEET_OP[@]:2}" >/dev/null
+for _ in $(seq 100); do [ "$(states)" = "idle idle stopped " ] && break; sleep 0.1; done
+[ "$(states)" = "idle idle stopped " ] || fail "daemon 2 did not stop: $(states)"
+echo "2. daemon 2 busy: it is named, daemons 0 and 1 stay idle"
+
+# 3. A job runs to its end; stop on done daemons.
+"$MURMUR" job submit "$FLEET/g1.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "submit g1"; }
+"$MURMUR" job status --wait --interval 0.2 "${FLEET_OP[@]}" >"$FLEET/status" ||
+  { cat "$FLEET/status"; fail "g1 did not complete"; }
+grep -q "mean test accuracy 0\.[5-9][0-9]* over 3 daemons (3 done)" "$FLEET/status" ||
+  { cat "$FLEET/status"; fail "g1's summary"; }
+"$MURMUR" job stop "${FLEET_OP[@]}" >"$FLEET/out" || { cat "$FLEET/out"; fail "stop on done daemons"; }
+for i in 0 1 2; do
+  awk -v d="127.0.0.1:$((BASE_PORT + 100 + i))" -v i="$i" '$1 == d && $2 == i && $3 == "g1" && $4 == "done"' \
+    "$FLEET/out" | grep -q . || { cat "$FLEET/out"; fail "stop: daemon $i's line"; }
+done
+echo "3. g1 done; stop on done daemons names each node and its state"
+
+# 4. A completed id after another job; the same job with more rounds.
+"$MURMUR" job submit "$(job g2 10)" "${FLEET_OP[@]}" >/dev/null 2>&1 || fail "submit g2"
+"$MURMUR" job status --wait --interval 0.2 "${FLEET_OP[@]}" >/dev/null || fail "g2 did not complete"
+if "$MURMUR" job submit "$FLEET/g1.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1; then
+  cat "$FLEET/out"; fail "the completed job g1 ran again"
+fi
+grep -q "job 'g1' already completed on this daemon" "$FLEET/out" || { cat "$FLEET/out"; fail "g1's refusal"; }
+"$MURMUR" job submit "$(job g1 40)" "${FLEET_OP[@]}" >/dev/null 2>&1 || fail "g1 with 40 rounds"
+first=$("$MURMUR" job status "${FLEET_OP[@]}" | awk 'NR > 1 { split($5, r, "/"); if (min == "" || r[1] < min) min = r[1] } END { print min }')
+[ "$first" -ge 30 ] || fail "g1 continued from round $first, not from its checkpoint at 30"
+"$MURMUR" job status --wait --interval 0.2 "${FLEET_OP[@]}" >"$FLEET/status" || fail "g1 (40) did not complete"
+[ "$(awk '$3 == "g1" && $4 == "done" && $5 == "40/40"' "$FLEET/status" | wc -l)" -eq 3 ] ||
+  { cat "$FLEET/status"; fail "g1 did not end at 40/40"; }
+echo "4. g1 after g2: refused; g1 with 40 rounds went on from round $first"
+
+# 5. A federated job: 2 clients, aggregator 0.
+{
+  echo 'job_id: "f1" aggregator: 0'
+  echo 'spec { algorithm: "fedavg" model: "softmax" dataset: "synthetic:blobs" nodes: 2 clients_per_round: 0'
+  echo '       rounds: 10 lr: 0.1 local_steps: 5 eval_every: 5 compression: "none" deadline: 20 }'
+} >"$FLEET/f1.job"
+"$MURMUR" job submit "$FLEET/f1.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "submit f1"; }
+"$MURMUR" job status --wait --interval 0.2 "${FLEET_OP[@]}" >"$FLEET/status" ||
+  { cat "$FLEET/status"; fail "f1 did not complete"; }
+cat "$FLEET/status"
+row=$(awk -v d="127.0.0.1:$((BASE_PORT + 100))" '$1 == d && $3 == "f1" { a = $6 } END { print a }' "$FLEET/status")
+grep -q "^global model test accuracy $row (the aggregator, 127.0.0.1:$((BASE_PORT + 100)))" "$FLEET/status" ||
+  fail "the global model's accuracy is not the aggregator's ($row)"
+grep -q "^clients: .* over 2 clients" "$FLEET/status" || fail "the clients are not reported apart"
+[ "$(awk '$3 == "f1" && $4 == "done" && $2 != 0 && $7 > 0' "$FLEET/status" | wc -l)" -eq 2 ] ||
+  fail "a client's training loss is not reported"
+! grep -q "over 3 daemons" "$FLEET/status" || fail "the aggregator was averaged with its clients"
+echo "5. f1: global model $row reported from the aggregator, clients apart"
+echo "daemon operator test passed"
