@@ -68,6 +68,15 @@ inline crypto::Credentials Creds(const crypto::Identity& coordinator, std::uint8
   return *made;
 }
 
+// Credentials of identity `who` under a version 1 certificate, which binds no node id.
+inline crypto::Credentials LegacyCreds(const crypto::Identity& coordinator, std::uint8_t who) {
+  crypto::Credentials c = Creds(coordinator, who);
+  c.certificate.version = crypto::kLegacyCertificateVersion;
+  c.certificate.node_id = crypto::kNoCertifiedNode;
+  REQUIRE(crypto::SignCertificate(coordinator, &c.certificate).ok());
+  return c;
+}
+
 inline crypto::TrustPolicy Policy(const crypto::Identity& coordinator, const std::string& network = "fleet") {
   return crypto::TrustPolicy{network, coordinator.public_key(), crypto::kRoleNode};
 }

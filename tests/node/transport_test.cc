@@ -14,6 +14,7 @@ namespace {
 
 using testing::Creds;
 using testing::Endpoint;
+using testing::LegacyCreds;
 using testing::Policy;
 using testing::RawPeer;
 using testing::Seeded;
@@ -317,15 +318,6 @@ TEST_CASE("Hostile peers are each cut off and counted while an honest session ke
   newcomer.WriteFrame(newcomer.Seal(HelloRecord(4)));
   CHECK(WaitFor([&] { return hub.Connected(4); }));
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::milliseconds(500));
-}
-
-// Credentials of identity `who` under a version 1 certificate, which binds no node id.
-crypto::Credentials LegacyCreds(const crypto::Identity& coordinator, std::uint8_t who) {
-  crypto::Credentials c = Creds(coordinator, who);
-  c.certificate.version = crypto::kLegacyCertificateVersion;
-  c.certificate.node_id = crypto::kNoCertifiedNode;
-  REQUIRE(crypto::SignCertificate(coordinator, &c.certificate).ok());
-  return c;
 }
 
 TEST_CASE("A version 1 certificate without a node id is taken only for a node whose key is pinned") {
