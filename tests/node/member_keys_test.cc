@@ -35,8 +35,8 @@ MemberUpdate Statement(const crypto::Credentials& creds, NodeId member, std::uin
 }
 
 TEST_CASE(
-    "A statement is checked with the key its certificate binds to the member; only a config pin overrides "
-    "it") {
+    "A statement is checked with the key its certificate binds to the member, and only a config pin "
+    "overrides it") {
   auto coordinator = Seeded(100);
   asio::io_context io;
   TransportOptions o;
