@@ -205,7 +205,7 @@ class Membership final : public MessageSink {
   Membership(Env& env, MembershipOptions options, const MembershipSigner& signer,
              const MembershipVerifier& verifier, MembershipObserver* observer);
 
-  // Protocol period (membership_probe.cc).
+  // Protocol period.
   void Tick();
   void StartProbe();
   void OnProbeTimeout();
@@ -216,7 +216,7 @@ class Membership final : public MessageSink {
   void HandleAck(NodeId from, const MembershipHeader& h);
   void HandleNack(const MembershipHeader& h);
 
-  // State and dissemination (membership_state.cc).
+  // State and dissemination.
   // `from`: the peer whose message carried it (self for this node's own conclusions).
   void ApplyUpdate(const MemberUpdate& u, NodeId from);
   // Whether a statement about another member may take effect: verified (its

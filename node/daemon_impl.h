@@ -1,6 +1,6 @@
-// DaemonImpl: the state of murmurd's node runtime (node/daemon.h), whose
-// methods live in daemon.cc (start-up, jobs, membership, stop) and
-// daemon_requests.cc (operator requests and /metrics). Internal to node/.
+// DaemonImpl: the state of murmurd's node runtime behind Daemon
+// (node/daemon.h), implemented in daemon_impl.cc: start-up, jobs, membership
+// and stop, then operator requests and /metrics. Internal to node/.
 //
 // Thread-safety: as Daemon: everything on the io thread, except what the
 // Daemon accessors read under mu_.
