@@ -95,7 +95,18 @@ Status SecureHandshake::WriteMessage(Bytes* message) {
 Status SecureHandshake::ReadMessage(ByteSpan message) {
   if (failed_) return Status::FailedPrecondition("handshake already failed");
   Bytes payload;
-  MURMUR_RETURN_IF_ERROR(Fail(noise_.ReadMessage(message, &payload)));
+  const std::size_t number = noise_.messages_done() + 1;
+  if (Status st = noise_.ReadMessage(message, &payload); !st.ok()) {
+    // The first encrypted field fails to authenticate when the two sides
+    // hashed different prologues: name the network, the likely cause.
+    if (st.code() == StatusCode::kUnauthenticated)
+      st = Status::Unauthenticated(
+          "handshake message " + std::to_string(number) +
+          " does not authenticate: the peer is not in network '" + policy_.network_id +
+          "' (the network id is bound into the handshake), or the message was altered (" + st.message() +
+          ")");
+    return Fail(st);
+  }
   if (noise_.messages_done() == 1) {
     if (!payload.empty())
       return Fail(Status::InvalidArgument("handshake message 1 must carry an empty payload, got " +

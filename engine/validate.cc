@@ -230,6 +230,13 @@ Status ValidateAttack(const proto::JobSpec& s, Host host) {
 
 Status ValidateFederated(const proto::JobSpec& s, Host host) {
   const std::string& a = s.algorithm();
+  // `compression` is the gossip compressor: a federated run that named one
+  // would send uncompressed uploads under a compressed label.
+  if (s.compression() != "default" && s.compression() != "none")
+    return Bad("compression",
+               "is the gossip compressor; a federated job compresses its uploads with "
+               "upload_compression (got '" +
+                   s.compression() + "' with " + a + ")");
   // Edge aggregators (hierarchical FL); nearest-rsu also needs the simulated
   // vehicles, which the scenario checks.
   if (const std::uint32_t e = s.edge_aggregators(); e > 0) {

@@ -23,6 +23,9 @@ Result<CodecSpec> CodecSpec::Parse(const std::string& spec) {
   }
   if (base.empty()) base = "none";
   // The compressor itself keeps no residual: gossip does error feedback.
+  // (Its errors quote what the user wrote: checked without the suffix first.)
+  if (auto as_written = compression::MakeCompressor(base); !as_written.ok())
+    return as_written.status().WithContext("compression '" + spec + "'");
   auto made = compression::MakeCompressor(base + ",no-ef");
   if (!made.ok()) return made.status().WithContext("compression '" + spec + "'");
   out.compressor = std::move(made).value();

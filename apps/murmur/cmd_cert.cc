@@ -138,7 +138,8 @@ int Verify(int argc, char** argv) {
   // clang-format off
   options.add_options()
     ("file", "certificate file", cxxopts::value<std::string>())
-    ("coordinator-pub", "coordinator public key: 64 hex digits or an identity.pub file", cxxopts::value<std::string>())
+    ("coordinator-key", "coordinator public key: 64 hex digits or an identity.pub file (as the operator commands take it)", cxxopts::value<std::string>())
+    ("coordinator-pub", "the same as --coordinator-key (its earlier name)", cxxopts::value<std::string>())
     ("network", "the network id the certificate must name", cxxopts::value<std::string>())
     ("at", "check validity at this Unix time (default: now)", cxxopts::value<std::int64_t>())
     ("h,help", "show this help");
@@ -148,10 +149,11 @@ int Verify(int argc, char** argv) {
   cxxopts::ParseResult args;
   if (int rc = Parse(options, argc, argv, &args); rc >= 0) return rc;
   if (!args.count("file")) return UsageError(kName, "verify: missing FILE");
-  if (!args.count("coordinator-pub")) return UsageError(kName, "verify: missing --coordinator-pub");
+  const char* key_flag = args.count("coordinator-key") ? "coordinator-key" : "coordinator-pub";
+  if (!args.count(key_flag)) return UsageError(kName, "verify: missing --coordinator-key");
   if (!args.count("network")) return UsageError(kName, "verify: missing --network");
-  auto key = crypto::PublicKeyFromArg(args["coordinator-pub"].as<std::string>());
-  if (!key.ok()) return UsageError(kName, "--coordinator-pub: " + key.status().message());
+  auto key = crypto::PublicKeyFromArg(args[key_flag].as<std::string>());
+  if (!key.ok()) return UsageError(kName, std::string("--") + key_flag + ": " + key.status().message());
   auto cert = crypto::LoadCertificateFile(args["file"].as<std::string>());
   if (!cert.ok()) return Failure(kName, cert.status().ToString());
   const std::int64_t now =

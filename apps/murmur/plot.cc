@@ -1,9 +1,9 @@
 #include "apps/murmur/plot.h"
 
-#include <unistd.h>
-
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -12,43 +12,85 @@
 
 namespace murmur::cli {
 
+namespace {
+
+// A label as a gnuplot single-quoted string ('' is a quote inside it).
+std::string Quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+// Canvas and legend geometry, in pixels of the 11-point pngcairo font.
+constexpr int kWidth = 1400;
+constexpr int kPanelHeight = 500;  // the panels, their titles, ticks and axis labels
+constexpr int kKeyLine = 20;       // one legend row
+constexpr int kMaxKeyColumns = 4;
+
+}  // namespace
+
+std::string PlotScript(const std::vector<std::vector<sim::EvalPoint>>& runs,
+                       const std::vector<std::string>& labels, const std::string& png_path) {
+  // The legend: one entry per run and one saying what the dashes are.
+  const int entries = static_cast<int>(runs.size()) + 1;
+  const int columns = std::min(entries, kMaxKeyColumns);
+  const int rows = (entries + columns - 1) / columns;
+  const int key_height = rows * kKeyLine + 2 * kKeyLine;
+  const int height = kPanelHeight + key_height;
+  // The panels' bottom border sits above the legend with room for the tick
+  // labels and the x axis label (70 px).
+  const double panel_bottom = static_cast<double>(key_height + 70) / height;
+  const double key_top = static_cast<double>(key_height) / height;
+  std::ostringstream script;
+  script << "set terminal pngcairo size " << kWidth << "," << height << " font ',11'\n"
+         << "set output " << Quoted(png_path) << "\n";
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    script << "$run" << r << " << EOD\n";
+    for (const auto& p : runs[r])
+      script << p.round << ' ' << p.avg_acc << ' ' << p.acc_mean << ' ' << p.bytes_sent / 1e6 << '\n';
+    script << "EOD\n";
+  }
+  script << "set multiplot layout 1,2\n"
+         << "set grid\nset yrange [0:1]\nset bmargin at screen " << panel_bottom << "\n"
+         << "set key at screen 0.5, screen " << key_top << " center top vertical maxrows " << rows
+         << " box\n";
+  std::string rounds_plot = "plot ", bytes_plot = "plot ";
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const std::string data = "$run" + std::to_string(r);
+    const std::string colour = " linecolor " + std::to_string(r + 1) + " pointtype " + std::to_string(r + 1);
+    const std::string label = r < labels.size() ? labels[r] : "run " + std::to_string(r);
+    rounds_plot += data + " using 1:2 with linespoints" + colour + " title " + Quoted(label) + ", " + data +
+                   " using 1:3 with lines dashtype 2 linecolor " + std::to_string(r + 1) + " notitle, ";
+    bytes_plot +=
+        data + " using 4:2 with linespoints" + colour + " notitle" + (r + 1 < runs.size() ? ", " : "\n");
+  }
+  rounds_plot +=
+      "NaN with lines dashtype 2 linecolor 'black' title 'dashed: node mean (solid: averaged model)'\n";
+  script << "set title 'test accuracy vs rounds'\nset xlabel 'round'\nset ylabel 'accuracy'\n" << rounds_plot;
+  script << "unset key\nset title 'test accuracy vs data sent'\nset xlabel 'MB sent (all nodes)'\nset "
+            "logscale x\n"
+         << bytes_plot << "unset multiplot\n";
+  return script.str();
+}
+
 Status PlotMetrics(const std::vector<std::vector<sim::EvalPoint>>& runs,
-                   const std::vector<std::string>& labels, const std::string& png_path) {
+                   const std::vector<std::string>& labels, const std::string& png_path,
+                   const std::string& script_path) {
+  const std::string script = PlotScript(runs, labels, png_path);
+  if (!script_path.empty()) {
+    std::ofstream out(script_path);
+    out << script;
+    if (!out.flush()) return Status::Internal("cannot write the gnuplot script '" + script_path + "'");
+  }
   if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
     return Status::FailedPrecondition(
         "gnuplot is not installed (apt-get install gnuplot-nox); no plot drawn");
   }
-  char dir_template[] = "/tmp/murmur-plot-XXXXXX";
-  if (mkdtemp(dir_template) == nullptr)
-    return Status::Internal("cannot create a temporary directory for the plot");
-  const std::string dir = dir_template;
-  std::ostringstream script;
-  script << "set terminal pngcairo size 1400,520 font ',11'\n"
-         << "set output '" << png_path << "'\n"
-         << "set multiplot layout 1,2\n"
-         << "set grid\nset key bottom right\nset yrange [0:1]\n";
-  std::string rounds_plot = "plot ", bytes_plot = "plot ";
-  for (std::size_t r = 0; r < runs.size(); ++r) {
-    std::string data = dir + "/run" + std::to_string(r) + ".dat";
-    std::ofstream out(data);
-    for (const auto& p : runs[r]) {
-      out << p.round << ' ' << p.avg_acc << ' ' << p.acc_mean << ' ' << p.bytes_sent / 1e6 << '\n';
-    }
-    std::string label = r < labels.size() ? labels[r] : "run " + std::to_string(r);
-    std::string sep = r + 1 < runs.size() ? ", " : "\n";
-    rounds_plot += "'" + data + "' using 1:2 with linespoints title '" + label + " (averaged model)', '" +
-                   data + "' using 1:3 with lines dashtype 2 title '" + label + " (node mean)'" + sep;
-    bytes_plot += "'" + data + "' using 4:2 with linespoints title '" + label + "'" + sep;
-  }
-  script << "set title 'test accuracy vs rounds'\nset xlabel 'round'\nset ylabel 'accuracy'\n" << rounds_plot;
-  script << "set title 'test accuracy vs data sent'\nset xlabel 'MB sent (all nodes)'\nset logscale x\n"
-         << bytes_plot << "unset multiplot\n";
-  std::string script_path = dir + "/plot.gp";
-  std::ofstream(script_path) << script.str();
-  std::string cmd = "gnuplot '" + script_path + "' 2>" + dir + "/gnuplot.err";
-  if (std::system(cmd.c_str()) != 0) {
-    return Status::Internal("gnuplot failed; see " + dir + "/gnuplot.err");
-  }
+  // gnuplot reads the script on its standard input; its errors pass through.
+  FILE* gnuplot = popen("gnuplot", "w");
+  if (gnuplot == nullptr) return Status::Internal("cannot run gnuplot");
+  const bool written = std::fwrite(script.data(), 1, script.size(), gnuplot) == script.size();
+  if (pclose(gnuplot) != 0 || !written) return Status::Internal("gnuplot failed drawing '" + png_path + "'");
   return Status::Ok();
 }
 
@@ -56,20 +98,25 @@ namespace {
 
 // murmur plot --out FILE.png METRICS.csv [METRICS2.csv ...]
 int RunPlot(int argc, char** argv) {
-  std::string out = "murmur-plot.png";
+  std::string out = "murmur-plot.png", script;
   std::vector<std::string> inputs;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: murmur plot [--out FILE.png] METRICS.csv [MORE.csv ...]\n\n"
+          "usage: murmur plot [--out FILE.png] [--script FILE.gp] METRICS.csv [MORE.csv ...]\n\n"
           "Draws test accuracy versus rounds and versus megabytes sent, one curve per metrics file\n"
-          "(written by murmur sim --metrics-csv). Needs gnuplot (Debian: gnuplot-nox).\n");
+          "(written by murmur sim --metrics-csv), named by its file name, with the legend below\n"
+          "the panels. --script also writes the gnuplot script (data inline) to edit and rerun.\n"
+          "Needs gnuplot (Debian: gnuplot-nox).\n");
       return kExitOk;
     }
     if (a == "--out" || a == "-o") {
       if (i + 1 >= argc) return UsageError("plot", "--out needs a file name");
       out = argv[++i];
+    } else if (a == "--script") {
+      if (i + 1 >= argc) return UsageError("plot", "--script needs a file name");
+      script = argv[++i];
     } else if (a.rfind("--", 0) == 0) {
       return UsageError("plot", "unknown option '" + a + "'");
     } else {
@@ -83,7 +130,14 @@ int RunPlot(int argc, char** argv) {
     if (!points.ok()) return Failure("plot", points.status().message());
     runs.push_back(std::move(points).value());
   }
-  Status st = PlotMetrics(runs, inputs, out);
+  // Each curve is named by its file's name without the directory and ".csv".
+  std::vector<std::string> labels;
+  for (const auto& path : inputs) {
+    std::string name = std::filesystem::path(path).filename().string();
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".csv") == 0) name.resize(name.size() - 4);
+    labels.push_back(name);
+  }
+  Status st = PlotMetrics(runs, labels, out, script);
   if (!st.ok()) return Failure("plot", st.message());
   std::printf("wrote %s\n", out.c_str());
   return kExitOk;

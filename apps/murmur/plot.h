@@ -1,5 +1,11 @@
 // Plots of simulation metrics, drawn by gnuplot (Debian: gnuplot-nox) run as
 // a separate program: accuracy versus rounds and versus megabytes sent.
+//
+// Layout: the two panels side by side; one colour per run in both; the
+// legend below the panels, in up to four columns, so that it never covers a
+// curve however many runs there are (the canvas grows by its rows). The
+// script is self-contained (the data as inline datablocks), so a user can
+// keep it (`murmur plot --script`), edit it and run gnuplot on it.
 #pragma once
 
 #include <string>
@@ -10,8 +16,15 @@
 
 namespace murmur::cli {
 
-// One curve per run; `labels` names them. Writes a PNG to `png_path`.
+// The gnuplot script that draws `runs` (one curve per run, named by
+// `labels`) into the PNG `png_path`.
+std::string PlotScript(const std::vector<std::vector<sim::EvalPoint>>& runs,
+                       const std::vector<std::string>& labels, const std::string& png_path);
+
+// Draws PlotScript's plot with gnuplot; when `script_path` is not empty the
+// script is also written there.
 Status PlotMetrics(const std::vector<std::vector<sim::EvalPoint>>& runs,
-                   const std::vector<std::string>& labels, const std::string& png_path);
+                   const std::vector<std::string>& labels, const std::string& png_path,
+                   const std::string& script_path = "");
 
 }  // namespace murmur::cli

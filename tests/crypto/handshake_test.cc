@@ -138,6 +138,11 @@ TEST_CASE("a peer of another network fails at message 2 and learns nothing") {
   Outcome o = Run(init, resp);
   CHECK(o.failed_at == 2);  // the prologues differ, so the initiator cannot decrypt the responder's s
   CHECK(o.status.code() == StatusCode::kUnauthenticated);
+  // The error names the network this side speaks, the likely cause.
+  CHECK_MESSAGE(
+      o.status.message().find("handshake message 2 does not authenticate: the peer is not in network "
+                              "'other'") != std::string::npos,
+      o.status.ToString());
   CHECK_FALSE(init.IsMyTurn());
   Bytes msg;
   CHECK(init.WriteMessage(&msg).code() == StatusCode::kFailedPrecondition);
