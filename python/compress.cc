@@ -39,26 +39,6 @@ struct PyCompressorState {
   }
 };
 
-// `array` as floats, or TypeError / CompressionError saying what is wrong with it.
-std::span<const float> FloatView(const py::handle& array, const char* what) {
-  if (!py::isinstance<py::array>(array))
-    throw py::type_error(std::string(what) + " must be a NumPy array of float32, got " +
-                         std::string(py::str(py::type::of(array).attr("__name__"))));
-  auto a = py::reinterpret_borrow<py::array>(array);
-  if (!a.dtype().is(py::dtype::of<float>()))
-    throw py::type_error(std::string(what) + " must have dtype float32, got " +
-                         std::string(py::str(a.dtype())));
-  if (a.ndim() != 1)
-    Raise(compression_error, std::string(what) + " must be one-dimensional, got " + std::to_string(a.ndim()) +
-                                 " dimensions (pass array.ravel())");
-  if ((a.flags() & py::array::c_style) == 0)
-    Raise(compression_error, std::string(what) + " must be contiguous (pass np.ascontiguousarray(array))");
-  if (a.size() >= (py::ssize_t{1} << 32))
-    Raise(compression_error, std::string(what) + " has " + std::to_string(a.size()) +
-                                 " elements; the wire format holds fewer than 2^32");
-  return {static_cast<const float*>(a.data()), static_cast<std::size_t>(a.size())};
-}
-
 Layout LayoutOf(const std::vector<std::vector<std::int64_t>>& shapes, std::size_t n) {
   Layout layout;
   if (shapes.empty()) return layout;  // one flat tensor
@@ -91,7 +71,7 @@ py::tuple Compress(const std::string& spec, const py::handle& array, std::shared
   auto made = compression::MakeCompressor(spec);
   RaiseIfError(made.status(), compression_error);
   const compression::Compressor& compressor = **made;
-  std::span<const float> delta = FloatView(array, "array");
+  std::span<const float> delta = FloatView(array, "array", compression_error);
   const Layout layout = LayoutOf(shapes, delta.size());
   if (state == nullptr) {
     state = std::make_shared<PyCompressorState>(spec, delta.size(), seed, node);

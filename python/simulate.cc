@@ -8,7 +8,6 @@
 #include <csignal>
 
 #include <atomic>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -237,36 +236,45 @@ py::dict SummaryDict(const sim::RunSummary& r, const proto::Scenario& s) {
 }
 
 // Runs a serialized scenario. `progress` (None or callable(done, total,
-// point dict or None)). Returns {"columns", "summary", "interrupted"}; an
-// exception the callback raised is raised here once the run has stopped.
-py::dict Run(const py::bytes& serialized, const py::object& progress, bool handle_sigint) {
+// point dict or None)); `learner`, `initial`, `evaluate`: the caller's
+// learning (MakePythonLearning), `learner` None for murmur's own. Returns
+// {"columns", "summary", "interrupted"}; an exception a callback raised is
+// raised here once the run has stopped.
+py::dict Run(const py::bytes& serialized, const py::object& progress, bool handle_sigint,
+             const py::object& learner, const py::object& initial, const py::object& evaluate) {
   const proto::Scenario scenario = FromBytes(serialized);
-  std::atomic<bool> stop{false};
-  std::optional<py::error_already_set> raised;
+  RunErrors errors;
   sim::ProgressFn report;
   if (!progress.is_none()) {
     report = [&](std::uint64_t done, std::uint64_t total, const sim::EvalPoint* p) {
-      if (raised) return;
+      if (errors.failed()) return;
       py::gil_scoped_acquire gil;
       try {
         progress(done, total, p != nullptr ? py::object(PointDict(*p)) : py::object(py::none()));
       } catch (py::error_already_set& e) {
-        raised.emplace(std::move(e));
-        stop.store(true);
+        errors.Fail(std::move(e));
       }
     };
   }
+  std::unique_ptr<sim::ExternalLearning> learning;
+  if (!learner.is_none()) {
+    learning = MakePythonLearning(learner, initial, evaluate, errors);
+  } else if (!initial.is_none() || !evaluate.is_none()) {
+    throw py::type_error("initial and evaluate go with learner=");
+  }
   sim::RunOptions options;
-  options.interrupt = &stop;
+  options.interrupt = &errors.stop;
+  options.learning = learning.get();
   Result<sim::RunSummary> run = Status::Internal("not run");
   bool by_sigint = false;
   {
-    SigintScope sigint(handle_sigint, &stop);
+    SigintScope sigint(handle_sigint, &errors.stop);
     py::gil_scoped_release release;
     run = sim::RunScenario(scenario, report, options);
     by_sigint = sigint.interrupted();
   }
-  if (raised) throw std::move(*raised);
+  learning.reset();  // its callbacks hold Python references: let them go with the GIL held
+  if (errors.raised) throw std::move(*errors.raised);
   RaiseIfError(run.status(), scenario_error);
   py::dict out;
   out["columns"] = Columns(run->points);
@@ -288,7 +296,8 @@ void BindSimulate(py::module_& m) {
       "scenario_text",
       [](const py::bytes& serialized) { return engine::ToTextWithDefaults(FromBytes(serialized)); },
       py::arg("scenario"), "the scenario as protobuf text, every field shown (murmur sim --print-scenario)");
-  m.def("run", &Run, py::arg("scenario"), py::arg("progress"), py::arg("handle_sigint"),
+  m.def("run", &Run, py::arg("scenario"), py::arg("progress"), py::arg("handle_sigint"), py::arg("learner"),
+        py::arg("initial"), py::arg("evaluate"),
         "runs a serialized scenario; returns {'columns', 'summary', 'interrupted'}");
 }
 

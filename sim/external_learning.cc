@@ -20,7 +20,13 @@ Status AdoptLearning(const ExternalLearning* external, const proto::JobSpec& spe
                                      std::to_string(native) +
                                      ": the spec's model cannot measure it, so an evaluation is needed");
     }
-    world.initial = external->initial.Clone();
+    if (external->initial.size() == native) {  // the spec model's tensors, so that it can measure it
+      ParamVector initial(world.model->layout());
+      std::copy(external->initial.span().begin(), external->initial.span().end(), initial.span().begin());
+      world.initial = std::move(initial);
+    } else {
+      world.initial = external->initial.Clone();
+    }
   }
   const std::vector<bool> attackers = engine::AttackersOf(spec);
   const bool flips = spec.attack() == "label-flip" && engine::IsFederatedAlgorithm(spec.algorithm()) &&

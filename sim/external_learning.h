@@ -65,7 +65,8 @@ struct ExternalLearning {
 
 // With `external`: checks that the spec's model can measure the caller's
 // models when no `evaluate` is given, and that no label-flip attacker needs
-// murmur's own data; then makes external->initial (if any) the world's first model.
+// murmur's own data; then makes external->initial (if any) the world's first
+// model, shaped by the spec model's layout when it has the spec model's size.
 Status AdoptLearning(const ExternalLearning* external, const proto::JobSpec& spec, World& world);
 
 // Node `node`'s learner, training on `samples` of `train`.

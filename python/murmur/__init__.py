@@ -327,7 +327,8 @@ def _text_progress(stream):
 
 
 def simulate(scenario: ScenarioLike = None, *, progress: Union[None, bool, ProgressFn] = None,
-             **overrides: Any) -> SimulationResult:
+             learner: Optional[Callable[[Any], Any]] = None, initial=None,
+             evaluate: Optional[Callable[..., Tuple[float, float]]] = None, **overrides: Any) -> SimulationResult:
     """Runs a scenario in murmur's simulator, as `murmur sim` does.
 
     `scenario` and `overrides` are as load_scenario() takes them:
@@ -337,9 +338,19 @@ def simulate(scenario: ScenarioLike = None, *, progress: Union[None, bool, Progr
     rounds complete, with `point` the metrics row (dict) after an evaluation
     and None otherwise; an exception it raises stops the run and propagates.
 
-    The GIL is released while the simulation runs. Ctrl-C stops it between
-    events and raises Interrupted (a KeyboardInterrupt) carrying the result
-    so far. Returns a SimulationResult.
+    `learner` trains the nodes with Python code instead of the spec's
+    model: `learner(share)` is called once per learning node and returns an
+    object with `train(params, steps) -> loss` and `gradient(params, grad)
+    -> loss` (see docs/python.md, "Learners written in Python"). `initial`
+    (a float32 array) is every node's first model (default: the spec
+    model's initialization); `evaluate(params, features, labels, samples)
+    -> (accuracy, loss)` measures a model on test samples (default: the
+    spec's model, which then must have the learners' parameter count).
+
+    The GIL is released while the simulation runs (Python learners and
+    callbacks take it back for each call). Ctrl-C stops it between events
+    and raises Interrupted (a KeyboardInterrupt) carrying the result so far.
+    Returns a SimulationResult.
     """
     loaded = load_scenario(scenario, **overrides)
     callback: Optional[ProgressFn] = None
@@ -357,7 +368,7 @@ def simulate(scenario: ScenarioLike = None, *, progress: Union[None, bool, Progr
     on_main = threading.current_thread() is threading.main_thread()
     handle_sigint = on_main and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     try:
-        raw = _murmur.run(loaded._serialized, callback, handle_sigint)
+        raw = _murmur.run(loaded._serialized, callback, handle_sigint, learner, initial, evaluate)
     finally:
         if bar is not None:
             bar.close()
