@@ -21,6 +21,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "compression/update.h"
@@ -57,6 +58,19 @@ class Compressor {
   std::shared_ptr<const Update> Compress(const ParamVector& delta, CompressorState& state, Rng& rng) const {
     return Compress(delta.span(), delta.layout(), state, rng);
   }
+};
+
+// A compressor whose spec and error feedback are fixed when it is built (every
+// concrete one in compressors.h and powersgd.h).
+class FixedSpecCompressor : public Compressor {
+ public:
+  FixedSpecCompressor(std::string spec, bool error_feedback) : spec_(std::move(spec)), ef_(error_feedback) {}
+  const std::string& spec() const final { return spec_; }
+  bool error_feedback() const final { return ef_; }
+
+ private:
+  std::string spec_;
+  bool ef_;
 };
 
 // out += scale * update, without materializing a dense copy of it.

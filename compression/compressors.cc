@@ -22,7 +22,8 @@ std::span<float> SizedState(std::vector<float>& v, std::size_t n) {
 std::shared_ptr<const Update> DenseCompressor::Compress(std::span<const float> delta, const Layout& layout,
                                                         CompressorState& state, Rng& rng) const {
   CheckShape(delta, layout);
-  std::span<float> residual = ef_ ? SizedState(state.residual, delta.size()) : std::span<float>();
+  std::span<float> residual =
+      error_feedback() ? SizedState(state.residual, delta.size()) : std::span<float>();
   ++state.round;
   return std::make_shared<const Update>(
       Update::Dense(delta.size(), PackValues(delta, residual, coding_, rng.NextU64())));

@@ -1,4 +1,5 @@
-// The concrete compressors behind MakeCompressor (compression/compressor.h).
+// The dense and sparse compressors behind MakeCompressor (compression/compressor.h;
+// PowerSGD is in compression/powersgd.h).
 // Each is configured once and then const; see docs/compression.md for what
 // each sends, its bias and whether it needs error feedback.
 //
@@ -13,19 +14,15 @@ namespace murmur::compression {
 
 // Every element, in one value coding: none (fp32), fp16, bf16, int8 (per-block
 // scales, stochastic rounding), qsgd:s, sign (scale ||x||_1 / d), terngrad.
-class DenseCompressor final : public Compressor {
+class DenseCompressor final : public FixedSpecCompressor {
  public:
   DenseCompressor(std::string spec, ValueCoding coding, bool error_feedback)
-      : spec_(std::move(spec)), coding_(coding), ef_(error_feedback) {}
-  const std::string& spec() const override { return spec_; }
-  bool error_feedback() const override { return ef_; }
+      : FixedSpecCompressor(std::move(spec), error_feedback), coding_(coding) {}
   std::shared_ptr<const Update> Compress(std::span<const float> delta, const Layout& layout,
                                          CompressorState& state, Rng& rng) const override;
 
  private:
-  std::string spec_;
   ValueCoding coding_;
-  bool ef_;
 };
 
 enum class Selection { kTopK, kTopKApprox, kRandomK, kThreshold };
@@ -44,37 +41,16 @@ struct SparseOptions {
 
 // A sparsifier followed by value quantization, with error feedback fused into
 // the selecting pass: acc = e + x, send the selected, e = acc - sent.
-class SparseCompressor final : public Compressor {
+class SparseCompressor final : public FixedSpecCompressor {
  public:
-  SparseCompressor(std::string spec, SparseOptions options) : spec_(std::move(spec)), options_(options) {}
-  const std::string& spec() const override { return spec_; }
-  bool error_feedback() const override { return options_.error_feedback; }
+  SparseCompressor(std::string spec, SparseOptions options)
+      : FixedSpecCompressor(std::move(spec), options.error_feedback), options_(options) {}
   std::shared_ptr<const Update> Compress(std::span<const float> delta, const Layout& layout,
                                          CompressorState& state, Rng& rng) const override;
   std::size_t KFor(std::size_t n) const;
 
  private:
-  std::string spec_;
   SparseOptions options_;
-};
-
-// PowerSGD (Vogels et al. 2019, Alg. 1): per matrix-shaped tensor M
-// (rows = shape[0], cols = the rest), P = M Q, orthogonalize P, Q = M^T P,
-// send P and Q; Q is kept as the next round's warm start. Tensors where
-// rank * (rows + cols) >= rows * cols are sent dense.
-class PowerSgdCompressor final : public Compressor {
- public:
-  PowerSgdCompressor(std::string spec, std::uint32_t rank, bool error_feedback)
-      : spec_(std::move(spec)), rank_(rank), ef_(error_feedback) {}
-  const std::string& spec() const override { return spec_; }
-  bool error_feedback() const override { return ef_; }
-  std::shared_ptr<const Update> Compress(std::span<const float> delta, const Layout& layout,
-                                         CompressorState& state, Rng& rng) const override;
-
- private:
-  std::string spec_;
-  std::uint32_t rank_;
-  bool ef_;
 };
 
 }  // namespace murmur::compression

@@ -1,6 +1,6 @@
 #include <cmath>
 
-#include "compression/compressors.h"
+#include "compression/powersgd.h"
 
 namespace murmur::compression {
 
@@ -23,7 +23,7 @@ std::shared_ptr<const Update> PowerSgdCompressor::Compress(std::span<const float
                                                            CompressorState& state, Rng& rng) const {
   MURMUR_CHECK(layout.num_tensors() == 0 || layout.total_size() == delta.size());
   const std::size_t n = delta.size();
-  if (ef_ && state.residual.size() != n) state.residual.assign(n, 0.0f);
+  if (error_feedback() && state.residual.size() != n) state.residual.assign(n, 0.0f);
   Layout flat;
   if (layout.num_tensors() == 0) flat.Add("flat", {static_cast<std::int64_t>(n)});
   const Layout& lay = layout.num_tensors() == 0 ? flat : layout;
@@ -37,7 +37,7 @@ std::shared_ptr<const Update> PowerSgdCompressor::Compress(std::span<const float
     // M = e + x for this tensor, accumulated in place in the residual.
     float* m_data;
     std::vector<float> local;
-    if (ef_) {
+    if (error_feedback()) {
       m_data = state.residual.data() + spec.offset;
       for (std::size_t i = 0; i < spec.size; ++i) m_data[i] += delta[spec.offset + i];
     } else {
@@ -54,7 +54,7 @@ std::shared_ptr<const Update> PowerSgdCompressor::Compress(std::span<const float
       seg.cols = 1;
       seg.rank = 0;
       factors.insert(factors.end(), m_data, m_data + spec.size);
-      if (ef_) std::fill(m_data, m_data + spec.size, 0.0f);
+      if (error_feedback()) std::fill(m_data, m_data + spec.size, 0.0f);
       segments.push_back(seg);
       continue;
     }
@@ -73,7 +73,7 @@ std::shared_ptr<const Update> PowerSgdCompressor::Compress(std::span<const float
     seg.rank = static_cast<std::uint32_t>(r);
     factors.insert(factors.end(), p.data(), p.data() + p.size());
     factors.insert(factors.end(), q_store.begin(), q_store.end());
-    if (ef_) m.noalias() -= p * q.transpose();  // e = M - P Q^T
+    if (error_feedback()) m.noalias() -= p * q.transpose();  // e = M - P Q^T
     segments.push_back(seg);
   }
   ++state.round;

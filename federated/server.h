@@ -36,7 +36,7 @@
 // takes Delta = sum(w Delta) / sum(w) and applies it. An aborted session
 // leaves the model as it is (the round counts, stop_reason is unchanged).
 //
-// Resuming (ExportState / ImportState, federated/server_state.cc): between
+// Resuming (ExportState / ImportState): between
 // rounds the server's whole state besides the global model is a ServerState
 // of named double vectors and scalars: the round count, the optimizer's
 // moments, SCAFFOLD's c, the RDP accountant's spent privacy, the adaptive

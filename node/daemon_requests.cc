@@ -197,8 +197,8 @@ std::string DaemonImpl::RenderMetrics() const {
   const TransportStats& s = transport_->stats();
   const bool job = job_ != nullptr;
   std::string out;
-  out += PrometheusMetric("murmur_rounds_completed", "counter",
-                          "Gossip rounds completed by the current job, including before a resume.",
+  out += PrometheusMetric("murmur_rounds_completed_total", "counter",
+                          "Rounds completed by the current job, including before a resume.",
                           static_cast<double>(job ? job_->rounds_done() : 0));
   out += PrometheusMetric("murmur_job_running", "gauge", "1 while a job runs (or drains), else 0.",
                           job && !job_->ended() ? 1.0 : 0.0);

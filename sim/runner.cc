@@ -86,6 +86,10 @@ class ScenarioRun final : public RoundObserver {
     std::vector<double> loss;
   };
   std::map<std::uint64_t, Snapshot> snapshots_;
+  // Evaluated snapshots, kept for the next evaluation round: their buffers are
+  // allocated (and their pages touched) once per run, not once per round.
+  std::vector<Snapshot> spare_snapshots_;
+  Snapshot TakeSnapshot();
   std::uint64_t rounds_done_ = 0;
   RunSummary summary_;
 };
@@ -241,12 +245,16 @@ void ScenarioRun::OnRoundDone(NodeId node, std::uint64_t round, double loss) {
   const std::uint64_t done = round + 1;
   // Nodes go on past the last round (GossipHost::open_ended), so it is copied too.
   if (done <= spec_.rounds() && (EvaluatedAt(done) || done == spec_.rounds())) {
-    Snapshot& snap = snapshots_[done];
-    if (snap.params.empty()) {
-      snap.params.resize(n_);
-      snap.loss.resize(n_);
+    auto [it, fresh] = snapshots_.try_emplace(done);
+    Snapshot& snap = it->second;
+    if (fresh) snap = TakeSnapshot();
+    ParamVector& copy = snap.params[node];
+    const ParamVector& x = nodes_[node]->params();
+    if (copy.size() == x.size()) {
+      copy.CopyFrom(x);
+    } else {
+      copy = x.Clone();
     }
-    snap.params[node] = nodes_[node]->params().Clone();
     snap.loss[node] = loss;
   }
   NodeId& count = completed_[round];
@@ -278,15 +286,36 @@ void ScenarioRun::Evaluate(std::uint64_t round) {
   double loss = 0;
   for (double l : losses) loss += l;  // Byzantine nodes report none: 0
   p.train_loss = loss / static_cast<double>(honest_);
-  if (snap != snapshots_.end()) snapshots_.erase(snap);
+  if (snap != snapshots_.end()) {
+    spare_snapshots_.push_back(std::move(snap->second));
+    snapshots_.erase(snap);
+  }
   summary_.points.push_back(p);
   writer_->Write(p);
   if (progress_) progress_(round, spec_.rounds(), &summary_.points.back());
 }
 
+ScenarioRun::Snapshot ScenarioRun::TakeSnapshot() {
+  if (!spare_snapshots_.empty()) {
+    Snapshot snap = std::move(spare_snapshots_.back());
+    spare_snapshots_.pop_back();
+    return snap;
+  }
+  Snapshot snap;
+  snap.params.resize(n_);
+  snap.loss.resize(n_);
+  return snap;
+}
+
 RunSummary ScenarioRun::Run() {
   Evaluate(0);
   const bool gl = spec_.algorithm() == "gossip-learning";
+  if (!gl) {  // the first evaluated round's snapshot, allocated with the nodes
+    Snapshot snap = TakeSnapshot();
+    for (NodeId i = 0; i < n_; ++i)
+      if (nodes_[i] != nullptr) snap.params[i] = nodes_[i]->params().Clone();
+    spare_snapshots_.push_back(std::move(snap));
+  }
   const double horizon_s = gl ? spec_.period() * static_cast<double>(spec_.rounds()) : 0;
   const double churn_horizon_s = s_.time_budget() > 0 ? s_.time_budget() : (gl ? horizon_s : 1e9);
   StartScenarioChurn(*sim_, s_, *world_, FromSeconds(churn_horizon_s), {});

@@ -7,6 +7,8 @@
 //   amount    := fraction in (0, 1) | count >= 1
 //   values    := "fp32" | "fp16" | "bf16" | "int8"
 //   modifier  := "ef" | "no-ef" | "dgc" [":" momentum]
+#include "compression/compressor.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "compression/compressors.h"
+#include "compression/powersgd.h"
 
 namespace murmur::compression {
 
