@@ -94,15 +94,25 @@ py::tuple Compress(const std::string& spec, const py::handle& array, std::shared
 }
 
 py::array_t<float> Decompress(const py::bytes& wire, std::uint64_t max_elements) {
-  const std::string view = wire;
+  const std::string bytes = wire;
   compression::DecodeLimits limits;
   limits.max_elements = max_elements;
-  auto update =
-      compression::Update::Decode({reinterpret_cast<const std::uint8_t*>(view.data()), view.size()}, limits);
+  Result<compression::Update> update = Status::Internal("not decoded");
+  {
+    py::gil_scoped_release release;
+    update = compression::Update::Decode({reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()},
+                                         limits);
+  }
   RaiseIfError(update.status(), compression_error);
   py::array_t<float> out(static_cast<py::ssize_t>(update->size()));
-  std::fill_n(out.mutable_data(), update->size(), 0.0f);
-  RaiseIfError(update->AddTo({out.mutable_data(), update->size()}), compression_error);
+  std::span<float> dense(out.mutable_data(), update->size());
+  Status added;
+  {
+    py::gil_scoped_release release;  // `out` is not visible to Python yet
+    std::fill(dense.begin(), dense.end(), 0.0f);
+    added = update->AddTo(dense);
+  }
+  RaiseIfError(added, compression_error);
   return out;
 }
 
