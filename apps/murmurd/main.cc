@@ -15,12 +15,16 @@ int main(int argc, char** argv) {
                            "murmur daemon: runs one node of murmur (gossip jobs, and the aggregator or a "
                            "client of federated jobs) over the secure transport");
   options.add_options()("config", "NodeConfig file (protobuf text or JSON)", cxxopts::value<std::string>())(
-      "h,help", "print this help");
+      "version", "print the version")("h,help", "print this help");
   std::string path;
   try {
     auto parsed = options.parse(argc, argv);
     if (parsed.count("help")) {
       std::cout << options.help() << "\n";
+      return 0;
+    }
+    if (parsed.count("version")) {
+      std::cout << "murmurd " << MURMUR_VERSION << "\n";
       return 0;
     }
     if (!parsed.count("config")) {
