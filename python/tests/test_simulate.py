@@ -163,18 +163,31 @@ def test_an_exception_in_progress_stops_the_run_and_propagates():
 
 
 def test_ctrl_c_stops_between_events_and_keeps_the_result():
-    # A run of many rounds; SIGINT comes from another thread after 0.3 s.
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    # SIGINT comes once the run is under way (at its 10th round), as a user's Ctrl-C would.
+    def ctrl_c_at_10(done, total, point):
+        if done == 10 and point is None:
+            os.kill(os.getpid(), signal.SIGINT)
+
     start = time.monotonic()
     with pytest.raises(murmur.Interrupted) as caught:
-        murmur.simulate(SMALL, rounds=1_000_000, eval_every=100_000)
-    timer.join()
+        murmur.simulate(SMALL, rounds=1_000_000, eval_every=100_000, progress=ctrl_c_at_10)
     assert time.monotonic() - start < 30
     r = caught.value.result
     assert isinstance(caught.value, KeyboardInterrupt)
-    assert r.final.stop_reason == "interrupted" and 0 < r.final.rounds_done < 1_000_000
+    assert r.final.stop_reason == "interrupted" and 10 <= r.final.rounds_done <= 11
     assert r.metrics["stop"][-1] == "interrupted"
+    # A SIGINT from another thread, at no particular point of a running run, stops it too.
+    timers = []
+
+    def ctrl_c_soon(done, total, point):
+        if not timers:
+            timers.append(threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)))
+            timers[0].start()
+
+    with pytest.raises(murmur.Interrupted) as caught:
+        murmur.simulate(SMALL, rounds=1_000_000, eval_every=100_000, progress=ctrl_c_soon)
+    timers[0].join()
+    assert 0 < caught.value.result.final.rounds_done < 1_000_000
     # Python's own handler is back: the next Ctrl-C is a KeyboardInterrupt.
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     with pytest.raises(KeyboardInterrupt):
