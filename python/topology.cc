@@ -1,8 +1,9 @@
 // murmur.topology's C++ half: a TopologySpec checked by
 // topology::CheckTopologySpec and built by topology::MakeSchedule, described
 // by topology::DescribeSchedule: the calls and the figures of `murmur
-// topology`. Returns round 0's edges and mixing matrix (CSR arrays) with the
-// figures; the GIL is released while the schedule is built and analysed.
+// topology`. Returns round 0's edges, the mixing matrices (CSR arrays) of
+// round 0 or of the rounds a time-varying schedule's contraction covers, and
+// the figures; the GIL is released while the schedule is built and analysed.
 #include <string>
 #include <utility>
 
@@ -29,6 +30,27 @@ py::dict SpectralDict(const topology::SpectralInfo& s, double seconds) {
   d["method"] = s.method;
   d["seconds"] = seconds;
   return d;
+}
+
+// W as CSR arrays (indptr, indices, data), row i holding node i's weights.
+py::tuple Csr(const topology::MixingMatrix& w) {
+  py::array_t<std::int64_t> indptr(static_cast<py::ssize_t>(w.size()) + 1);
+  py::array_t<std::int32_t> indices(static_cast<py::ssize_t>(w.num_entries()));
+  py::array_t<double> data(static_cast<py::ssize_t>(w.num_entries()));
+  auto ip = indptr.mutable_unchecked<1>();
+  auto ix = indices.mutable_unchecked<1>();
+  auto dx = data.mutable_unchecked<1>();
+  py::ssize_t k = 0;
+  ip(0) = 0;
+  for (NodeId i = 0; i < w.size(); ++i) {
+    for (const topology::MixingEntry& entry : w.Row(i)) {
+      ix(k) = static_cast<std::int32_t>(entry.col);
+      dx(k) = entry.weight;
+      ++k;
+    }
+    ip(static_cast<py::ssize_t>(i) + 1) = k;
+  }
+  return py::make_tuple(indptr, indices, data);
 }
 
 py::dict MakeTopology(const std::string& kind, std::uint32_t nodes, std::uint64_t seed,
@@ -72,24 +94,6 @@ py::dict MakeTopology(const std::string& kind, std::uint32_t nodes, std::uint64_
     e(static_cast<py::ssize_t>(i), 0) = edges[i].u;
     e(static_cast<py::ssize_t>(i), 1) = edges[i].v;
   }
-  const topology::MixingMatrix& w = schedule.At(0);
-  py::array_t<std::int64_t> indptr(static_cast<py::ssize_t>(w.size()) + 1);
-  py::array_t<std::int32_t> indices(static_cast<py::ssize_t>(w.num_entries()));
-  py::array_t<double> data(static_cast<py::ssize_t>(w.num_entries()));
-  auto ip = indptr.mutable_unchecked<1>();
-  auto ix = indices.mutable_unchecked<1>();
-  auto dx = data.mutable_unchecked<1>();
-  py::ssize_t k = 0;
-  ip(0) = 0;
-  for (NodeId i = 0; i < w.size(); ++i) {
-    for (const topology::MixingEntry& entry : w.Row(i)) {
-      ix(k) = static_cast<std::int32_t>(entry.col);
-      dx(k) = entry.weight;
-      ++k;
-    }
-    ip(static_cast<py::ssize_t>(i) + 1) = k;
-  }
-
   py::dict d;
   d["kind"] = kind;
   d["nodes"] = r.nodes;
@@ -110,9 +114,11 @@ py::dict MakeTopology(const std::string& kind, std::uint32_t nodes, std::uint64_
     d["per_round"] = r.per_round;
   }
   d["edges"] = edge_array;
-  d["indptr"] = indptr;
-  d["indices"] = indices;
-  d["data"] = data;
+  // Round 0's matrix; for a time-varying schedule, those of the rounds its contraction covers.
+  py::list mixing;
+  const std::uint64_t kept = r.period == 1 ? 1 : r.rounds;
+  for (std::uint64_t t = 0; t < kept; ++t) mixing.append(Csr(schedule.At(t)));
+  d["mixing"] = mixing;
   return d;
 }
 

@@ -418,7 +418,7 @@ class Topology:
         self.rounds: Optional[int] = raw.get("rounds")
         self.contraction: Optional[Spectral] = Spectral(**raw["contraction"]) if "contraction" in raw else None
         self.per_round: Optional[float] = raw.get("per_round")
-        self._csr = (raw["data"], raw["indices"], raw["indptr"])
+        self._csr = [(data, indices, indptr) for indptr, indices, data in raw["mixing"]]
 
     @property
     def rho(self) -> float:
@@ -428,13 +428,18 @@ class Topology:
     def gap(self) -> float:
         return self.spectral.gap
 
-    def mixing_matrix(self, dense: Optional[bool] = None):
-        """Round 0's mixing matrix W (row i: the weights node i mixes with).
+    def mixing_matrix(self, dense: Optional[bool] = None, round: int = 0):
+        """The mixing matrix W of `round` (row i: the weights node i mixes with).
 
-        A scipy.sparse CSR matrix when scipy is installed, else a dense NumPy
-        array; `dense=True` / `dense=False` asks for one of them.
+        Round 0 for every kind; for a time-varying kind, every round its
+        contraction covers (0 .. rounds - 1). A scipy.sparse CSR matrix when
+        scipy is installed, else a dense NumPy array; `dense=True` /
+        `dense=False` asks for one of them.
         """
-        data, indices, indptr = self._csr
+        if isinstance(round, bool) or not isinstance(round, numbers.Integral) or not 0 <= round < len(self._csr):
+            raise TopologyError(f"round {round!r} is not kept: rounds 0 to {len(self._csr) - 1} are "
+                                f"(pass rounds= to topology() for more of a time-varying kind)")
+        data, indices, indptr = self._csr[round]
         if dense is not True:
             try:
                 import scipy.sparse

@@ -127,3 +127,21 @@ def test_bad_parameters_are_named():
     with pytest.raises(murmur.TopologyError):
         murmur.topology("file", file="no_such_edges.txt")
     assert "ring" in murmur.topology_kinds()
+
+
+@pytest.mark.parametrize("kind,params", [("one-peer-exponential", dict(nodes=16)),
+                                         ("random-matching", dict(nodes=12, seed=4, rounds=6))])
+def test_the_contraction_equals_numpys_over_the_kept_rounds(kind, params):
+    # sigma_max((I - J) W_{r-1} ... W_0 (I - J)), J = 11^T / n (topology/spectral.h).
+    t = murmur.topology(kind, **params)
+    n = t.nodes
+    product = np.eye(n)
+    for r in range(t.rounds):
+        w = t.mixing_matrix(dense=True, round=r)
+        assert np.allclose(w.sum(axis=1), 1.0) and np.count_nonzero(w) <= 2 * n  # one peer at 1/2
+        product = w @ product
+    centre = np.eye(n) - np.ones((n, n)) / n
+    sigma = np.linalg.svd(centre @ product @ centre, compute_uv=False)[0]
+    assert t.contraction.rho == pytest.approx(sigma, abs=1e-9)
+    with pytest.raises(murmur.TopologyError, match="is not kept"):
+        t.mixing_matrix(round=t.rounds)
