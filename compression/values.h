@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "core/float16.h"
+
 namespace murmur::compression {
 
 enum class ValueType : std::uint8_t {
@@ -75,11 +77,11 @@ struct PackedValues {
 PackedValues PackValues(std::span<const float> x, std::span<float> residual, const ValueCoding& coding,
                         std::uint64_t key);
 
-// Conversions (round to nearest even), exposed for tests and the decoder.
-std::uint16_t FloatToHalf(float f);
-float HalfToFloat(std::uint16_t h);
-std::uint16_t FloatToBf16(float f);
-float Bf16ToFloat(std::uint16_t b);
+// The 16-bit float conversions (core/float16.h), under their earlier names here.
+using murmur::Bf16ToFloat;
+using murmur::FloatToBf16;
+using murmur::FloatToHalf;
+using murmur::HalfToFloat;
 
 // The uniform in [0, 1) used for stochastic rounding of element i under key.
 inline float UniformAt(std::uint64_t key, std::uint32_t i) {

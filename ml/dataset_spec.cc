@@ -7,6 +7,7 @@
 #include "core/rng.h"
 #include "ml/csv.h"
 #include "ml/idx.h"
+#include "ml/npy.h"
 #include "ml/synthetic.h"
 
 namespace murmur::ml {
@@ -166,6 +167,14 @@ Result<TrainTest> LoadDatasetSpec(const std::string& spec, const std::string& da
     tt.test = MakeLinearTeacher(o);
     return tt;
   }
+  if (spec.rfind("npz:", 0) == 0) {
+    std::string rest = spec.substr(4), test_path;
+    if (auto colon = rest.find(':'); colon != std::string::npos) {
+      test_path = rest.substr(colon + 1);
+      rest = rest.substr(0, colon);
+    }
+    return LoadNpzDataset(rest, test_path);
+  }
   if (spec.rfind("csv:", 0) == 0) {
     std::string rest = spec.substr(4);
     std::string test_path;
@@ -197,9 +206,10 @@ Result<TrainTest> LoadDatasetSpec(const std::string& spec, const std::string& da
     tt.train = Subset(all, std::span(order).subspan(test_n));
     return tt;
   }
-  return Status::InvalidArgument("dataset '" + spec +
-                                 "' unknown (expected fashion-mnist, csv:TRAIN[:TEST], synthetic:blobs or "
-                                 "synthetic:teacher)");
+  return Status::InvalidArgument(
+      "dataset '" + spec +
+      "' unknown (expected fashion-mnist, csv:TRAIN[:TEST], npz:FILE[:TEST], synthetic:blobs or "
+      "synthetic:teacher)");
 }
 
 }  // namespace murmur::ml

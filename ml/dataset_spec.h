@@ -4,6 +4,8 @@
 //   "fashion-mnist"          the IDX files in `data_dir` (Debian: dataset-fashion-mnist)
 //   "csv:TRAIN.csv"          label column + features; 20% held out for testing
 //   "csv:TRAIN.csv:TEST.csv" explicit test file
+//   "npz:FILE.npz"           NumPy arrays x_train, y_train, x_test, y_test (ml/npy.h)
+//   "npz:TRAIN.npz:TEST.npz" arrays x and y in each
 //   "synthetic:blobs"        Gaussian blobs, 20,000 train / 5,000 test (dim 20, 10 classes)
 //   "synthetic:teacher"      labels of a random linear teacher, same sizes
 //

@@ -50,7 +50,7 @@ int RunTrain(int argc, char** argv) {
   // clang-format off
   options.add_options()
     ("model", "softmax or mlp:<width>,<width>,...", cxxopts::value<std::string>()->default_value("mlp:256,128"))
-    ("dataset", "fashion-mnist, csv:PATH, synthetic:blobs or synthetic:teacher",
+    ("dataset", "fashion-mnist, csv:PATH, npz:FILE.npz[:TEST.npz], synthetic:blobs or synthetic:teacher",
      cxxopts::value<std::string>()->default_value("fashion-mnist"))
     ("data-dir", "directory of the Fashion-MNIST files", cxxopts::value<std::string>()->default_value(ml::kFashionMnistDir))
     ("test-csv", "test set for --dataset csv:PATH (default: hold out 20%)", cxxopts::value<std::string>()->default_value(""))

@@ -1,0 +1,49 @@
+// Fuzzes the NumPy readers (ml/npy.h): an input that starts like a zip file
+// is read as an .npz archive (every array of it, and the dataset layouts),
+// anything else as a .npy image. Any input must yield an array or a Status,
+// never a crash, a leak, undefined behaviour or an allocation beyond what
+// the input's own bytes justify; what parses must hold exactly its shape's
+// bytes.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "ml/npy.h"
+
+namespace {
+
+void Check(const murmur::ml::NpyArray& a) {
+  if (a.data.size() != static_cast<std::size_t>(a.count()) * murmur::ml::NpyItemSize(a.type)) std::abort();
+  for (std::int64_t i = 0; i < a.count(); ++i) (void)a.At(i);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace murmur::ml;
+  if (size >= 4 && std::memcmp(data, "PK\x03\x04", 4) == 0) {
+    // libzip reads files: give it the input as an in-memory one.
+    const int fd = memfd_create("npz", 0);
+    if (fd < 0) return 0;
+    if (write(fd, data, size) != static_cast<ssize_t>(size)) {
+      close(fd);
+      return 0;
+    }
+    const std::string path = "/proc/self/fd/" + std::to_string(fd);
+    if (auto names = ListNpz(path); names.ok()) {
+      for (const std::string& name : *names)
+        if (auto a = LoadNpzArray(path, name); a.ok()) Check(*a);
+    }
+    (void)LoadNpzDataset(path, "");
+    close(fd);
+    return 0;
+  }
+  auto a = ParseNpy({reinterpret_cast<const std::byte*>(data), size}, "input");
+  if (a.ok()) Check(*a);
+  return 0;
+}

@@ -1,0 +1,187 @@
+// NumPy .npy/.npz reading against files NumPy 1.24 wrote
+// (tests/data/ml/npy/make_fixtures.py states every value).
+#include "ml/npy.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <string>
+
+#include "ml/dataset_spec.h"
+
+namespace murmur::ml {
+namespace {
+
+std::string Fixture(const std::string& name) { return std::string(MURMUR_TESTDATA_DIR) + "/ml/npy/" + name; }
+
+std::vector<std::byte> Bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> b(c.size());
+  std::memcpy(b.data(), c.data(), c.size());
+  return b;
+}
+
+bool Has(const Status& s, const std::string& text) { return s.message().find(text) != std::string::npos; }
+
+TEST_CASE("A version 1.0 float32 .npy: shape and every value as NumPy wrote them") {
+  auto a = LoadNpy(Fixture("f4_v1.npy"));
+  REQUIRE(a.ok());
+  CHECK(a->type == NpyType::kFloat32);
+  CHECK(a->shape == std::vector<std::int64_t>{2, 3});
+  CHECK(a->At(0) == 1.5);
+  CHECK(a->At(1) == -2.25);
+  CHECK(a->At(2) == static_cast<double>(3e-39f));  // a subnormal float32
+  CHECK(std::isinf(a->At(3)));
+  CHECK(a->At(5) == 7);
+}
+
+TEST_CASE("A version 2.0 int64 .npy keeps values beyond 2^32") {
+  auto a = LoadNpy(Fixture("i8_v2.npy"));
+  REQUIRE(a.ok());
+  CHECK(a->type == NpyType::kInt64);
+  CHECK(a->shape == std::vector<std::int64_t>{3});
+  CHECK(a->At(0) == -1);
+  CHECK(a->At(1) == 1099511627776.0);
+  CHECK(a->At(2) == 3);
+}
+
+TEST_CASE("Unsupported arrays are refused, naming the file and what is unsupported") {
+  auto be = LoadNpy(Fixture("big_endian.npy"));
+  REQUIRE_FALSE(be.ok());
+  CHECK(Has(be.status(), "big_endian.npy: not a supported .npy array: dtype '>f4' is big-endian"));
+  auto f = LoadNpy(Fixture("fortran.npy"));
+  REQUIRE_FALSE(f.ok());
+  CHECK(Has(f.status(), "Fortran-order arrays are not supported"));
+  auto b = LoadNpy(Fixture("bool.npy"));
+  REQUIRE_FALSE(b.ok());
+  CHECK(Has(b.status(), "dtype '|b1' is not supported (uint8, int32, int64, float16 or float32)"));
+}
+
+TEST_CASE("A truncated or lying header is refused before anything is allocated") {
+  const std::vector<std::byte> good = Bytes(Fixture("f4_v1.npy"));
+  REQUIRE(ParseNpy(good, "good").ok());
+  // Every proper prefix is refused.
+  for (std::size_t n = 0; n < good.size(); ++n) CHECK_FALSE(ParseNpy(std::span(good).first(n), "cut").ok());
+  // A shape far larger than the data: refused from the header alone.
+  std::vector<std::byte> lying = good;
+  const std::string text(reinterpret_cast<const char*>(lying.data()), lying.size());
+  const std::size_t at = text.find("(2, 3)");
+  REQUIRE(at != std::string::npos);
+  std::memcpy(lying.data() + at, "(9, 9)", 6);
+  auto r = ParseNpy(lying, "lying");
+  REQUIRE_FALSE(r.ok());
+  CHECK(Has(r.status(), "lying: shape (9, 9) of float32 needs 324 bytes of data, the array holds 24"));
+  // A shape whose byte count overflows 64 bits.
+  std::vector<std::byte> huge(good.begin(), good.begin() + 10);
+  const std::string dict =
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 16), }";
+  for (char c : dict) huge.push_back(static_cast<std::byte>(c));
+  huge[8] = static_cast<std::byte>(dict.size() & 0xff);
+  huge[9] = static_cast<std::byte>(dict.size() >> 8);
+  auto h = ParseNpy(huge, "huge");
+  REQUIRE_FALSE(h.ok());
+  CHECK(Has(h.status(), "overflows"));
+  // A header length beyond the limit.
+  std::vector<std::byte> long_header = good;
+  long_header[8] = std::byte{0xff};
+  long_header[9] = std::byte{0xff};
+  CHECK_FALSE(ParseNpy(long_header, "long").ok());
+}
+
+TEST_CASE(
+    "An npz in Keras' layout (np.savez, stored): uint8 images scaled by 1/255 as IDX, int64 and uint8 "
+    "labels") {
+  auto names = ListNpz(Fixture("keras_layout.npz"));
+  REQUIRE(names.ok());
+  CHECK(*names == std::vector<std::string>{"x_train", "y_train", "x_test", "y_test"});
+  auto tt = LoadDatasetSpec("npz:" + Fixture("keras_layout.npz"), "", 1);
+  REQUIRE(tt.ok());
+  CHECK(tt->train.num_samples == 6);
+  CHECK(tt->train.dim == 6);  // 2 x 3 per sample, flattened in C order
+  CHECK(tt->train.num_classes == 3);
+  CHECK(tt->train.name == "npz:keras_layout.npz");
+  // x_train = arange(36).reshape(6, 2, 3) * 7 (uint8 wraps at 256).
+  for (int i = 0; i < 36; ++i)
+    CHECK(tt->train.features[i] == static_cast<float>((i * 7) % 256) * (1.0f / 255.0f));
+  CHECK(tt->train.labels == std::vector<std::int32_t>{0, 1, 2, 0, 1, 2});
+  CHECK(tt->test.num_samples == 3);
+  CHECK(tt->test.features[0] == 1.0f);
+  CHECK(tt->test.labels == std::vector<std::int32_t>{2, 1, 0});
+}
+
+TEST_CASE("An npz pair (np.savez_compressed, deflated): float16 features exactly, (N, 1) int32 labels") {
+  auto tt = LoadDatasetSpec("npz:" + Fixture("train_f16.npz") + ":" + Fixture("test_f16.npz"), "", 1);
+  REQUIRE(tt.ok());
+  CHECK(tt->train.num_samples == 4);
+  CHECK(tt->train.dim == 3);
+  for (int i = 0; i < 12; ++i) CHECK(tt->train.features[i] == static_cast<float>(i) / 8 - 0.5f);
+  CHECK(tt->train.labels == std::vector<std::int32_t>{1, 0, 1, 0});
+  // The largest half, a negative zero and the smallest subnormal half (2^-24).
+  CHECK(tt->test.features[0] == 65504.0f);
+  CHECK(std::signbit(tt->test.features[1]));
+  CHECK(tt->test.features[2] == std::ldexp(1.0f, -24));
+}
+
+TEST_CASE("A missing array or a wrong layout is named with what the archive holds") {
+  auto missing = LoadNpzArray(Fixture("train_f16.npz"), "x_train");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(Has(missing.status(), "has no array 'x_train' (it holds: x, y)"));
+  auto layout = LoadDatasetSpec("npz:" + Fixture("train_f16.npz"), "", 1);
+  REQUIRE_FALSE(layout.ok());
+  CHECK(Has(layout.status(), "holds arrays x, y: npz:FILE needs x_train, y_train, x_test and y_test"));
+  auto not_zip = LoadDatasetSpec("npz:" + Fixture("f4_v1.npy"), "", 1);
+  REQUIRE_FALSE(not_zip.ok());
+  CHECK(Has(not_zip.status(), "not a readable .npz (zip) archive"));
+  NpyArray x, y;
+  x.type = NpyType::kFloat32;
+  x.shape = {2, 1};
+  x.data.resize(8);
+  y.type = NpyType::kFloat32;
+  y.shape = {2};
+  y.data.resize(8);
+  auto float_labels = DatasetFromArrays(x, y, "t", "t");
+  REQUIRE_FALSE(float_labels.ok());
+  CHECK(Has(float_labels.status(), "y is float32; labels must be integers"));
+  y.shape = {3};
+  CHECK(Has(DatasetFromArrays(x, y, "t", "t").status(), "is not one label per sample"));
+}
+
+TEST_CASE("A member that claims more bytes than deflate can produce is refused before allocation") {
+  // Patch the uncompressed size in both the local header and the central
+  // directory of a deflated member to 2^31: more than 1032 x its compressed size.
+  std::vector<std::byte> zip = Bytes(Fixture("train_f16.npz"));
+  int patched = 0;
+  for (std::size_t i = 0; i + 30 < zip.size(); ++i) {
+    const auto sig = [&](std::size_t at) {
+      return std::to_integer<std::uint32_t>(zip[at]) | std::to_integer<std::uint32_t>(zip[at + 1]) << 8 |
+             std::to_integer<std::uint32_t>(zip[at + 2]) << 16 |
+             std::to_integer<std::uint32_t>(zip[at + 3]) << 24;
+    };
+    std::size_t field = 0;
+    if (sig(i) == 0x04034b50) field = i + 22;  // local file header: uncompressed size
+    if (sig(i) == 0x02014b50) field = i + 24;  // central directory entry
+    if (field == 0) continue;
+    const std::byte big[4] = {std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0x80}};
+    std::memcpy(zip.data() + field, big, 4);
+    ++patched;
+  }
+  REQUIRE(patched >= 2);
+  const std::string tmp = std::filesystem::temp_directory_path() / "murmur-npz-lying.npz";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(zip.data()), static_cast<std::streamsize>(zip.size()));
+  }
+  auto r = LoadNpzArray(tmp, "x");
+  std::filesystem::remove(tmp);
+  REQUIRE_FALSE(r.ok());
+  CHECK(Has(r.status(), "the member claims 2147483648 bytes from"));
+}
+
+}  // namespace
+}  // namespace murmur::ml
