@@ -10,13 +10,26 @@ namespace murmur::sim {
 
 Evaluator::Evaluator(const ml::Model& model, const ml::Dataset& test, std::size_t eval_nodes,
                      std::size_t eval_samples, std::uint64_t seed, ThreadPool& pool)
-    : model_(model), test_(test), eval_nodes_(eval_nodes), all_(ml::AllIndices(test)), pool_(pool) {
+    : Evaluator(
+          [&model, &test](const ParamVector& params, std::span<const ml::SampleIndex> samples,
+                          ThreadPool* p) {
+            return model.Evaluate(params, test, samples, *ml::ScratchFor(model).workspace, p);
+          },
+          model.layout(), true, test, eval_nodes, eval_samples, seed, pool) {}
+
+Evaluator::Evaluator(Measure measure, const Layout& layout, bool parallel, const ml::Dataset& test,
+                     std::size_t eval_nodes, std::size_t eval_samples, std::uint64_t seed, ThreadPool& pool)
+    : measure_(std::move(measure)),
+      parallel_(parallel),
+      eval_nodes_(eval_nodes),
+      all_(ml::AllIndices(test)),
+      pool_(pool) {
   sample_ = all_;
   Rng rng(seed, 0, RngPurpose::kGeneric);
   rng.Shuffle(std::span<ml::SampleIndex>(sample_));
   if (eval_samples > 0 && eval_samples < sample_.size()) sample_.resize(eval_samples);
   std::sort(sample_.begin(), sample_.end());
-  average_ = ParamVector(model.layout());
+  average_ = ParamVector(layout);
 }
 
 EvalPoint Evaluator::Evaluate(const std::vector<const ParamVector*>& params) {
@@ -44,12 +57,14 @@ EvalPoint Evaluator::Evaluate(const std::vector<const ParamVector*>& params) {
   // Nodes to evaluate: evenly spread ids.
   std::size_t k = std::min(eval_nodes_ == 0 ? n : eval_nodes_, n);
   std::vector<ml::Evaluation> results(k);
-  pool_.ParallelFor(k, 1, [&](std::size_t b, std::size_t e) {
-    for (std::size_t j = b; j < e; ++j) {
-      std::size_t node = j * n / k;
-      results[j] = model_.Evaluate(*params[node], test_, sample_, *ml::ScratchFor(model_).workspace);
-    }
-  });
+  auto measure_nodes = [&](std::size_t b, std::size_t e) {
+    for (std::size_t j = b; j < e; ++j) results[j] = measure_(*params[j * n / k], sample_, nullptr);
+  };
+  if (parallel_) {
+    pool_.ParallelFor(k, 1, measure_nodes);
+  } else {
+    measure_nodes(0, k);
+  }
   p.acc_min = std::numeric_limits<double>::infinity();
   p.acc_max = -p.acc_min;
   for (const auto& r : results) {
@@ -58,7 +73,7 @@ EvalPoint Evaluator::Evaluate(const std::vector<const ParamVector*>& params) {
     p.acc_min = std::min(p.acc_min, r.accuracy);
     p.acc_max = std::max(p.acc_max, r.accuracy);
   }
-  ml::Evaluation avg = model_.Evaluate(average_, test_, all_, *ml::ScratchFor(model_).workspace, &pool_);
+  ml::Evaluation avg = measure_(average_, all_, parallel_ ? &pool_ : nullptr);
   p.avg_acc = avg.accuracy;
   p.avg_loss = avg.loss;
   return p;

@@ -7,9 +7,15 @@
 // (1/n) sum_i ||x_i - x_bar||^2 over all nodes. Work is split in fixed chunks
 // and reduced in order, so results do not depend on the thread count.
 //
+// Models are measured by the spec's ml::Model, or by a caller's function
+// (sim/external_learning.h), which may be called one node at a time on the
+// calling thread instead of on the pool.
+//
 // Thread-safety: Evaluate from one thread at a time (it uses the pool).
 #pragma once
 
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -23,15 +29,25 @@ namespace murmur::sim {
 
 class Evaluator {
  public:
+  // Accuracy and mean loss of one model on test samples; `pool` (may be null)
+  // is for splitting the samples, and is null when models are measured in parallel.
+  using Measure = std::function<ml::Evaluation(const ParamVector& params,
+                                               std::span<const ml::SampleIndex> samples, ThreadPool* pool)>;
+
+  // Measures with `model`. `model` and `test` must outlive the evaluator.
   Evaluator(const ml::Model& model, const ml::Dataset& test, std::size_t eval_nodes, std::size_t eval_samples,
             std::uint64_t seed, ThreadPool& pool);
+  // Measures models shaped by `layout` with `measure`: on the pool when
+  // `parallel`, otherwise one after the other on the calling thread.
+  Evaluator(Measure measure, const Layout& layout, bool parallel, const ml::Dataset& test,
+            std::size_t eval_nodes, std::size_t eval_samples, std::uint64_t seed, ThreadPool& pool);
 
   // Fills the accuracy, loss and consensus fields of an EvalPoint.
   EvalPoint Evaluate(const std::vector<const ParamVector*>& params);
 
  private:
-  const ml::Model& model_;
-  const ml::Dataset& test_;
+  Measure measure_;
+  bool parallel_;
   std::size_t eval_nodes_;
   std::vector<ml::SampleIndex> sample_;  // the per-node test subset
   std::vector<ml::SampleIndex> all_;

@@ -16,6 +16,7 @@
 #include "ml/ml_learner.h"
 #include "sim/churn.h"
 #include "sim/evaluator.h"
+#include "sim/external_learning.h"
 #include "sim/federated_edges.h"
 #include "sim/label_flip.h"
 #include "sim/scenario.h"
@@ -30,8 +31,14 @@ using Clock = std::chrono::steady_clock;
 
 class FederatedRun final : public RoundObserver {
  public:
-  FederatedRun(const proto::Scenario& s, std::unique_ptr<World> world, const ProgressFn& progress)
-      : s_(s), spec_(s.spec()), world_(std::move(world)), progress_(progress), start_(Clock::now()) {}
+  FederatedRun(const proto::Scenario& s, std::unique_ptr<World> world, const ProgressFn& progress,
+               const RunOptions& options)
+      : s_(s),
+        spec_(s.spec()),
+        world_(std::move(world)),
+        progress_(progress),
+        options_(options),
+        start_(Clock::now()) {}
 
   Status Build();
   RunSummary Run(FederatedStats* stats);
@@ -46,10 +53,11 @@ class FederatedRun final : public RoundObserver {
   const proto::JobSpec& spec_;
   std::unique_ptr<World> world_;
   ProgressFn progress_;
+  RunOptions options_;
   Clock::time_point start_;
   double WallSeconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   std::unique_ptr<Simulator> sim_;
-  std::vector<std::unique_ptr<ml::MlLearner>> learners_;
+  std::vector<std::unique_ptr<LocalLearner>> learners_;
   std::vector<crypto::Identity> identities_;  // SecAgg+ only
   FlippedData flipped_;                       // label-flip attackers' data
   std::vector<std::unique_ptr<federated::FedClient>> clients_;
@@ -91,6 +99,8 @@ Status FederatedRun::Build() {
   so.network.loss = s_.loss();
   so.network.extra_latency = FromSeconds(s_.latency_ms() / 1000);
   so.network.jitter = s_.jitter();
+  so.serial_work = options_.learning != nullptr && !options_.learning->concurrent;
+  so.interrupt = options_.interrupt;
   sim_ = std::make_unique<Simulator>(so, std::move(devices));
 
   const engine::FederatedHost
@@ -120,10 +130,11 @@ Status FederatedRun::Build() {
   for (NodeId i = 0; i < n; ++i) {
     auto part = world_->partition->node(i);
     const bool flip = engine::FlipsLabels(spec_, i);
-    learners_.push_back(
-        std::make_unique<ml::MlLearner>(*world_->model, flip ? flipped_.data : world_->data.train,
-                                        flip ? std::span<const ml::SampleIndex>(flipped_.parts[i]) : part, lo,
-                                        Rng(spec_.seed(), i, RngPurpose::kBatch)));
+    MURMUR_ASSIGN_OR_RETURN(
+        auto learner,
+        MakeNodeLearner(options_.learning, *world_, spec_, lo, i, flip ? flipped_.data : world_->data.train,
+                        flip ? std::span<const ml::SampleIndex>(flipped_.parts[i]) : part));
+    learners_.push_back(std::move(learner));
     MURMUR_ASSIGN_OR_RETURN(
         federated::ClientOptions co,
         engine::MakeClientOptions(spec_, i, static_cast<double>(part.size()), max_samples, fed_host));
@@ -165,8 +176,7 @@ Status FederatedRun::Build() {
     sim_->SetSink(n, server_.get());
   }
   summary_.state_bytes += server_->state_floats() * sizeof(float);
-  evaluator_ = std::make_unique<Evaluator>(*world_->model, world_->data.test, 1, s_.eval_samples(),
-                                           spec_.seed(), sim_->pool());
+  evaluator_ = MakeEvaluator(options_.learning, *world_, 1, s_.eval_samples(), spec_.seed(), sim_->pool());
   MURMUR_ASSIGN_OR_RETURN(writer_, MetricsWriter::Open(s_.metrics_csv(), s_.metrics_json()));
   std::ostringstream d;
   d << n << " clients + " << (num_edges > 0 ? std::to_string(num_edges) + " edge aggregators + " : "")
@@ -244,6 +254,8 @@ RunSummary FederatedRun::Run(FederatedStats* stats) {
   if (server_->finished()) {
     summary_.stop_reason =
         server_->stop_reason() == "all rounds done" ? "rounds done" : server_->stop_reason();
+  } else if (sim_->interrupted()) {
+    summary_.stop_reason = "interrupted";
   } else if (s_.time_budget() > 0 && sim_->now() >= FromSeconds(s_.time_budget())) {
     summary_.stop_reason = "time budget";
   } else {
@@ -277,12 +289,13 @@ Result<RunSummary> RunFederatedScenario(const proto::Scenario& s, const Progress
 }
 
 Result<RunSummary> RunFederatedScenario(const proto::Scenario& s, const ProgressFn& progress,
-                                        FederatedStats* stats) {
+                                        FederatedStats* stats, const RunOptions& options) {
   MURMUR_RETURN_IF_ERROR(ValidateScenario(s));
   if (!engine::IsFederatedAlgorithm(s.spec().algorithm()))
     return Status::InvalidArgument("spec field 'algorithm': '" + s.spec().algorithm() + "' is not federated");
   MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<World> world, BuildWorld(s));
-  FederatedRun run(s, std::move(world), progress);
+  MURMUR_RETURN_IF_ERROR(AdoptLearning(options.learning, s.spec(), *world));
+  FederatedRun run(s, std::move(world), progress, options);
   MURMUR_RETURN_IF_ERROR(run.Build());
   return run.Run(stats);
 }

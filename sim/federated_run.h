@@ -56,8 +56,10 @@ struct FederatedStats {
   std::uint64_t top_bytes_sent = 0;          // encoded bytes the (top) server sent and received
   std::uint64_t top_bytes_received = 0;
 };
-// As RunFederatedScenario, also filling `stats`.
+// As RunFederatedScenario, also filling `stats` (may be null), with the
+// caller's interrupt flag and learners (RunOptions; keep_final_models is
+// read from `stats`).
 Result<RunSummary> RunFederatedScenario(const proto::Scenario& s, const ProgressFn& progress,
-                                        FederatedStats* stats);
+                                        FederatedStats* stats, const RunOptions& options = {});
 
 }  // namespace murmur::sim

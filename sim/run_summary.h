@@ -1,11 +1,12 @@
 // RunSummary: what one simulation run reports (sim/runner.h,
 // sim/federated_run.h): the evaluation points, a one-line description, the
-// rounds and time it took, memory and traffic, and the faults injected; and
-// the progress callback a run calls as it goes.
+// rounds and time it took, memory and traffic, and the faults injected; the
+// progress callback a run calls as it goes, and the options a caller adds.
 //
 // Thread-safety: a value.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -41,9 +42,18 @@ struct RunSummary {
   std::vector<std::vector<float>> final_models;
 };
 
-// How a run reports beyond its metrics.
+struct ExternalLearning;
+
+// How a run reports beyond its metrics, and what a caller adds to it.
 struct RunOptions {
   bool keep_final_models = false;  // fill RunSummary::final_models (tests, conformance checks)
+  // Read between events: once it holds true the run stops where it is (no
+  // event is cut short), evaluates, and reports stop reason "interrupted".
+  // Must outlive the run.
+  const std::atomic<bool>* interrupt = nullptr;
+  // The caller's learners (sim/external_learning.h); null: ml::MlLearner on
+  // the spec's model. Must outlive the run.
+  const ExternalLearning* learning = nullptr;
 };
 
 // Called as rounds complete (done of total) and after each evaluation (with its point).

@@ -14,6 +14,7 @@
 #include "sim/byzantine.h"
 #include "sim/churn.h"
 #include "sim/evaluator.h"
+#include "sim/external_learning.h"
 #include "sim/faults.h"
 #include "sim/federated_run.h"
 #include "sim/scenario.h"
@@ -29,16 +30,18 @@ using Clock = std::chrono::steady_clock;
 
 class ScenarioRun final : public RoundObserver {
  public:
-  ScenarioRun(const proto::Scenario& s, std::unique_ptr<World> world, const ProgressFn& progress)
+  ScenarioRun(const proto::Scenario& s, std::unique_ptr<World> world, const ProgressFn& progress,
+              const RunOptions& options)
       : s_(s),
         spec_(s.spec()),
         world_(std::move(world)),
         n_(static_cast<NodeId>(s.spec().nodes() + world_->attached_to.size())),
         progress_(progress),
+        options_(options),
         start_(Clock::now()) {}
 
   Status Build();
-  RunSummary Run(const RunOptions& options);
+  RunSummary Run();
 
   void OnRoundDone(NodeId node, std::uint64_t round, double loss) override;
 
@@ -55,6 +58,7 @@ class ScenarioRun final : public RoundObserver {
   std::unique_ptr<World> world_;
   NodeId n_;  // simulated nodes: the scenario's, and Byzantine ones attached to them
   ProgressFn progress_;
+  RunOptions options_;
   Clock::time_point start_;
   double WallSeconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   std::unique_ptr<Simulator> sim_;
@@ -64,7 +68,7 @@ class ScenarioRun final : public RoundObserver {
   std::unique_ptr<FaultPlan> fault_plan_;
   std::vector<std::unique_ptr<FaultyEnv>> faulty_envs_;
   std::vector<std::unique_ptr<DecodingSink>> decoding_sinks_;
-  std::vector<std::unique_ptr<ml::MlLearner>> learners_;
+  std::vector<std::unique_ptr<LocalLearner>> learners_;
   std::vector<std::unique_ptr<gossip::Node>> nodes_;  // null for a Byzantine node
   std::unique_ptr<ByzantineCoalition> coalition_;
   std::vector<std::unique_ptr<TapEnv>> taps_;
@@ -87,7 +91,6 @@ class ScenarioRun final : public RoundObserver {
   std::vector<Snapshot> spare_snapshots_;
   Snapshot TakeSnapshot();
   std::uint64_t rounds_done_ = 0;
-  bool keep_final_models_ = false;
   RunSummary summary_;
 };
 
@@ -147,6 +150,8 @@ Status ScenarioRun::Build() {
   so.network.loss = s_.loss();
   so.network.extra_latency = FromSeconds(s_.latency_ms() / 1000);
   so.network.jitter = s_.jitter();
+  so.serial_work = options_.learning != nullptr && !options_.learning->concurrent;
+  so.interrupt = options_.interrupt;
   sim_ = std::make_unique<Simulator>(so, world_->devices);
   MURMUR_RETURN_IF_ERROR(BuildByzantine());
   if (HasScenarioFaults(s_)) {
@@ -157,9 +162,9 @@ Status ScenarioRun::Build() {
   MURMUR_ASSIGN_OR_RETURN(ml::MlLearnerOptions lo, engine::LearnerOptionsOf(spec_));
   last_loss_.assign(n, 0.0);
   for (NodeId i = 0; i < spec_.nodes(); ++i) {  // attached Byzantine nodes do not learn
-    learners_.push_back(std::make_unique<ml::MlLearner>(*world_->model, world_->data.train,
-                                                        world_->partition->node(i), lo,
-                                                        Rng(spec_.seed(), i, RngPurpose::kBatch)));
+    MURMUR_ASSIGN_OR_RETURN(auto learner, MakeNodeLearner(options_.learning, *world_, spec_, lo, i,
+                                                          world_->data.train, world_->partition->node(i)));
+    learners_.push_back(std::move(learner));
   }
   const Nanos fitted_timeout = FittedRoundTimeout();
   for (NodeId i = 0; i < n; ++i) {
@@ -204,8 +209,8 @@ Status ScenarioRun::Build() {
     sim_->SetSink(i, sink);
     summary_.state_bytes += nodes_.back()->state_floats() * sizeof(float);
   }
-  evaluator_ = std::make_unique<Evaluator>(*world_->model, world_->data.test, s_.eval_nodes(),
-                                           s_.eval_samples(), spec_.seed(), sim_->pool());
+  evaluator_ = MakeEvaluator(options_.learning, *world_, s_.eval_nodes(), s_.eval_samples(), spec_.seed(),
+                             sim_->pool());
   auto writer = MetricsWriter::Open(s_.metrics_csv(), s_.metrics_json());
   if (!writer.ok()) return writer.status();
   writer_ = std::move(writer).value();
@@ -272,7 +277,7 @@ void ScenarioRun::Evaluate(std::uint64_t round) {
     params.push_back(snap != snapshots_.end() ? &snap->second.params[i] : &nodes_[i]->params());
   }
   // The models of the last round, as the nodes ended it (they go on past it).
-  if (keep_final_models_ && round == spec_.rounds())
+  if (options_.keep_final_models && round == spec_.rounds())
     for (const ParamVector* x : params)
       summary_.final_models.emplace_back(x->span().begin(), x->span().end());
   EvalPoint p = evaluator_->Evaluate(params);
@@ -302,8 +307,7 @@ ScenarioRun::Snapshot ScenarioRun::TakeSnapshot() {
   return snap;
 }
 
-RunSummary ScenarioRun::Run(const RunOptions& options) {
-  keep_final_models_ = options.keep_final_models;
+RunSummary ScenarioRun::Run() {
   Evaluate(0);
   const bool gl = spec_.algorithm() == "gossip-learning";
   if (!gl) {  // the first evaluated round's snapshot, allocated with the nodes
@@ -342,6 +346,8 @@ RunSummary ScenarioRun::Run(const RunOptions& options) {
   FinishSummary(*sim_, rounds_done_, WallSeconds(), &summary_);
   if (gl ? rounds_done_ == spec_.rounds() : rounds_done_ == spec_.rounds()) {
     summary_.stop_reason = "rounds done";
+  } else if (sim_->interrupted()) {
+    summary_.stop_reason = "interrupted";
   } else if (s_.time_budget() > 0 && sim_->now() >= FromSeconds(s_.time_budget())) {
     summary_.stop_reason = "time budget";
   } else {
@@ -354,7 +360,7 @@ RunSummary ScenarioRun::Run(const RunOptions& options) {
     summary_.corrupt_rejected += d->rejected();
     summary_.corrupt_accepted += d->accepted();
   }
-  if (keep_final_models_ && summary_.final_models.empty()) {  // stopped before its last round
+  if (options_.keep_final_models && summary_.final_models.empty()) {  // stopped before its last round
     for (const auto& node : nodes_)
       if (node != nullptr)
         summary_.final_models.emplace_back(node->params().span().begin(), node->params().span().end());
@@ -368,14 +374,15 @@ Result<RunSummary> RunScenario(const proto::Scenario& s, const ProgressFn& progr
   MURMUR_RETURN_IF_ERROR(ValidateScenario(s));
   if (engine::IsFederatedAlgorithm(s.spec().algorithm())) {
     FederatedStats stats;
-    MURMUR_ASSIGN_OR_RETURN(RunSummary summary, RunFederatedScenario(s, progress, &stats));
+    MURMUR_ASSIGN_OR_RETURN(RunSummary summary, RunFederatedScenario(s, progress, &stats, options));
     if (options.keep_final_models) summary.final_models.push_back(std::move(stats.final_model));
     return summary;
   }
   MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<World> world, BuildWorld(s));
-  ScenarioRun run(s, std::move(world), progress);
+  MURMUR_RETURN_IF_ERROR(AdoptLearning(options.learning, s.spec(), *world));
+  ScenarioRun run(s, std::move(world), progress, options);
   MURMUR_RETURN_IF_ERROR(run.Build());
-  return run.Run(options);
+  return run.Run();
 }
 
 }  // namespace murmur::sim

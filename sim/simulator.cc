@@ -103,9 +103,13 @@ void Simulator::Offload(NodeId node, double flops, std::function<void()> work, s
 void Simulator::FlushWork() {
   std::vector<PendingWork> batch;
   batch.swap(pending_);
-  pool_.ParallelFor(batch.size(), 1, [&](std::size_t b, std::size_t e) {
-    for (std::size_t i = b; i < e; ++i) batch[i].work();
-  });
+  if (options_.serial_work) {
+    for (PendingWork& w : batch) w.work();
+  } else {
+    pool_.ParallelFor(batch.size(), 1, [&](std::size_t b, std::size_t e) {
+      for (std::size_t i = b; i < e; ++i) batch[i].work();
+    });
+  }
   for (PendingWork& w : batch) {
     Nanos start = std::max(now_, compute_free_[w.node]);
     Nanos finish = start + Nanos(static_cast<std::int64_t>(w.flops / devices_[w.node].flops_per_s * 1e9));
@@ -121,13 +125,13 @@ std::uint64_t Simulator::RunUntil(Nanos until) {
     // Work offloaded by the events of this instant runs together, in parallel,
     // before time moves on.
     if (!pending_.empty() && (queue_.empty() || queue_.next_time() > now_)) FlushWork();
-    if (stopped_ || queue_.empty() || queue_.next_time() > until) break;
+    if (stopped_ || interrupted() || queue_.empty() || queue_.next_time() > until) break;
     auto [time, fn] = queue_.Pop();
     now_ = time;
     fn();
     ++ran;
   }
-  if (!stopped_ && now_ < until && until != Nanos::max()) now_ = until;
+  if (!stopped_ && !interrupted() && now_ < until && until != Nanos::max()) now_ = until;
   return ran;
 }
 

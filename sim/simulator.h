@@ -17,6 +17,7 @@
 // other threads.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -44,6 +45,13 @@ struct SimulatorOptions {
   std::uint64_t seed = 1;
   int threads = 1;  // worker threads for Offload'ed work; results do not depend on it
   NetworkOptions network;
+  // Run Offload'ed work on the thread that drives the simulator, in the order
+  // it was offloaded, rather than on the pool (work that must not run
+  // concurrently, such as learners written in Python).
+  bool serial_work = false;
+  // When set, RunUntil stops before the next event once it holds true
+  // (interrupted() then says so). Must outlive the simulator.
+  const std::atomic<bool>* interrupt = nullptr;
 };
 
 // Per-node traffic counters (encoded bytes, as the real transport would send them).
@@ -76,10 +84,14 @@ class Simulator {
   // Schedules a simulator-level event (evaluation, churn, mobility) at absolute time `at`.
   EventQueue::EventId At(Nanos at, std::function<void()> fn);
 
-  // Runs events until none is left, `until` is passed, or Stop() is called.
-  // Returns the number of events run.
+  // Runs events until none is left, `until` is passed, Stop() is called or
+  // the interrupt flag is raised. Returns the number of events run.
   std::uint64_t RunUntil(Nanos until);
   void Stop() { stopped_ = true; }
+  // Whether the options' interrupt flag is raised.
+  bool interrupted() const {
+    return options_.interrupt != nullptr && options_.interrupt->load(std::memory_order_relaxed);
+  }
 
   Nanos now() const { return now_; }
   const TrafficStats& traffic(NodeId node) const { return traffic_[node]; }

@@ -16,6 +16,7 @@
 #include "topology/generators.h"
 #include "topology/graph.h"
 #include "topology/mixing_matrix.h"
+#include "topology/report.h"
 #include "topology/schedule.h"
 #include "topology/spectral.h"
 #include "topology/weights.h"

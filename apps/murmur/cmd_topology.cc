@@ -1,11 +1,8 @@
 // murmur topology: build a topology, print its degree, diameter and spectral
 // gap, and optionally export the graph.
-#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -88,9 +85,6 @@ int RunTopology(int argc, char** argv) {
 
   topology::TopologySpec spec;
   spec.kind = args["kind"].as<std::string>();
-  const auto& kinds = topology::TopologyKinds();
-  if (std::find(kinds.begin(), kinds.end(), spec.kind) == kinds.end())
-    return UsageError(kName, "unknown topology '" + spec.kind + "' (one of: " + JoinKinds() + ")");
   spec.nodes = args.count("nodes") ? args["nodes"].as<std::uint32_t>() : (spec.kind == "file" ? 0 : 16);
   spec.seed = args["seed"].as<std::uint64_t>();
   spec.degree = args["degree"].as<std::uint32_t>();
@@ -99,19 +93,17 @@ int RunTopology(int argc, char** argv) {
   spec.radius = args["radius"].as<double>();
   spec.directed = args.count("directed") > 0;
   if (args.count("file")) spec.file = args["file"].as<std::string>();
-  if (spec.kind == "file" && spec.file.empty()) return UsageError(kName, "kind 'file' needs --file");
-  if (spec.kind != "file" && spec.nodes == 0) return UsageError(kName, "--nodes must be at least 1");
-  if (spec.prob < 0 || spec.prob > 1) return UsageError(kName, "--prob must be in [0, 1]");
-  if (spec.beta < 0 || spec.beta > 1) return UsageError(kName, "--beta must be in [0, 1]");
-  if (spec.radius < 0) return UsageError(kName, "--radius must be positive");
   if (args.count("weights")) {
-    if (spec.kind == "one-peer-exponential" || spec.kind == "random-matching")
-      return UsageError(kName, "--weights cannot apply to '" + spec.kind +
-                                   "', whose rounds pair each node with one peer at weight 1/2");
     auto w = topology::ParseWeightOptions(args["weights"].as<std::string>());
     if (!w.ok()) return UsageError(kName, w.status().message());
     spec.weights = *w;
     spec.weights_given = true;
+  }
+  if (Status st = topology::CheckTopologySpec(spec); !st.ok()) return UsageError(kName, st.message());
+  std::uint64_t rounds = 0;  // the schedule's default
+  if (args.count("rounds")) {
+    rounds = args["rounds"].as<std::uint64_t>();
+    if (rounds == 0 || rounds > 4096) return UsageError(kName, "--rounds must be in [1, 4096]");
   }
   std::string format;
   if (args.count("export")) {
@@ -129,49 +121,37 @@ int RunTopology(int argc, char** argv) {
   }
   topology::Schedule& schedule = **made;
   const double build_seconds = SecondsSince(start);
-  const topology::Graph& g = schedule.GraphAt(0);
-  const topology::MixingMatrix w0 = schedule.At(0);
   if (!format.empty()) {
-    int rc = Export(format, args["out"].as<std::string>(), g, w0);
+    int rc = Export(format, args["out"].as<std::string>(), schedule.GraphAt(0), schedule.At(0));
     if (rc != kExitOk || args["out"].as<std::string>().empty()) return rc;
   }
 
-  topology::DegreeStats deg = topology::ComputeDegreeStats(g);
-  topology::DiameterInfo diam = topology::ComputeDiameter(g);
+  auto described = topology::DescribeSchedule(schedule, rounds);
+  if (!described.ok()) return UsageError(kName, described.status().message());
+  const topology::TopologyReport& r = *described;
   std::printf("kind            %s\n", spec.kind.c_str());
-  std::printf("nodes           %u\n", g.num_nodes());
-  std::printf("edges           %zu%s\n", g.num_edges(), g.directed() ? " (directed arcs)" : "");
-  std::printf("degree          min %zu  mean %.2f  max %zu%s\n", deg.min, deg.mean, deg.max,
-              schedule.period() == 1 ? "" : "  (round 0)");
-  std::printf("connected       %s\n", topology::IsConnected(g) ? "yes" : "no");
-  if (!diam.finite) {
+  std::printf("nodes           %u\n", r.nodes);
+  std::printf("edges           %zu%s\n", r.edges, r.directed ? " (directed arcs)" : "");
+  std::printf("degree          min %zu  mean %.2f  max %zu%s\n", r.degree.min, r.degree.mean, r.degree.max,
+              r.period == 1 ? "" : "  (round 0)");
+  std::printf("connected       %s\n", r.connected ? "yes" : "no");
+  if (!r.diameter.finite) {
     std::printf("diameter        infinite (not connected)\n");
   } else {
-    std::printf("diameter        %u%s\n", diam.value,
-                diam.exact ? "" : "  (estimate: lower bound from 4 BFS sweeps)");
+    std::printf("diameter        %u%s\n", r.diameter.value,
+                r.diameter.exact ? "" : "  (estimate: lower bound from 4 BFS sweeps)");
   }
   std::printf("build time      %.3f s\n", build_seconds);
-  start = std::chrono::steady_clock::now();
-  topology::SpectralInfo s = topology::SecondLargestEigenvalue(w0);
-  std::printf("rho             %.9f%s  (%s, %.3f s)\n", s.rho, s.converged ? "" : " not converged",
-              s.method.c_str(), SecondsSince(start));
-  std::printf("spectral gap    %.9f\n", s.gap());
-  if (schedule.period() != 1) {
-    std::uint64_t rounds = schedule.period() != 0
-                               ? schedule.period()
-                               : std::max<std::uint32_t>(1, topology::CeilLog2(g.num_nodes()));
-    if (args.count("rounds")) rounds = args["rounds"].as<std::uint64_t>();
-    if (rounds == 0 || rounds > 4096) return UsageError(kName, "--rounds must be in [1, 4096]");
-    std::vector<topology::MixingMatrix> mats;
-    for (std::uint64_t t = 0; t < rounds; ++t) mats.push_back(schedule.At(t));
-    start = std::chrono::steady_clock::now();
-    topology::SpectralInfo c = topology::ProductContraction(mats);
-    std::printf("period          %s\n", schedule.period() == 0 ? "none (random each round)"
-                                                               : std::to_string(schedule.period()).c_str());
-    std::printf("contraction     %.9f%s over %llu rounds  (%s, %.3f s)\n", c.rho,
-                c.converged ? "" : " not converged", static_cast<unsigned long long>(rounds),
-                c.method.c_str(), SecondsSince(start));
-    std::printf("per round       %.9f\n", std::pow(c.rho, 1.0 / static_cast<double>(rounds)));
+  std::printf("rho             %.9f%s  (%s, %.3f s)\n", r.spectral.rho,
+              r.spectral.converged ? "" : " not converged", r.spectral.method.c_str(), r.spectral_seconds);
+  std::printf("spectral gap    %.9f\n", r.spectral.gap());
+  if (r.period != 1) {
+    std::printf("period          %s\n",
+                r.period == 0 ? "none (random each round)" : std::to_string(r.period).c_str());
+    std::printf("contraction     %.9f%s over %llu rounds  (%s, %.3f s)\n", r.contraction.rho,
+                r.contraction.converged ? "" : " not converged", static_cast<unsigned long long>(r.rounds),
+                r.contraction.method.c_str(), r.contraction_seconds);
+    std::printf("per round       %.9f\n", r.per_round);
   }
   return kExitOk;
 }

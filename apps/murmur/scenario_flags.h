@@ -1,14 +1,13 @@
 // Command-line flags generated from proto::Scenario and its embedded JobSpec:
-// every field `foo_bar` of either is the flag --foo-bar (flat: no field name
-// is in both), its help text is the field's `help` option, and values are
-// parsed by the field's type (a repeated field takes a comma-separated list).
+// every field `foo_bar` of engine::ScenarioFields() is the flag --foo-bar,
+// its help text is the field's `help` option, and values are parsed by
+// engine::SetScenarioField (as the Python package's keyword arguments are).
 // One schema, two spellings.
 #pragma once
 
 #include <cxxopts.hpp>
 
 #include "core/status.h"
-#include "proto/options.pb.h"
 #include "proto/scenario.pb.h"
 
 namespace murmur::cli {

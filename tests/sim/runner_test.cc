@@ -12,6 +12,7 @@
 #include "gossip/messages.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
+#include "tests/sim/same_metrics.h"
 
 namespace murmur::sim {
 namespace {
@@ -26,17 +27,6 @@ proto::Scenario Small() {
   s.set_eval_samples(500);
   s.mutable_spec()->set_lr(0.1);
   return s;
-}
-
-// Everything but wall time, which is the one column that measures the host.
-void CheckSameMetrics(const RunSummary& a, const RunSummary& b) {
-  REQUIRE(a.points.size() == b.points.size());
-  for (std::size_t i = 0; i < a.points.size(); ++i) {
-    EvalPoint x = a.points[i], y = b.points[i];
-    x.wall_s = y.wall_s = 0;
-    CAPTURE(i);
-    CHECK(CsvRow(x) == CsvRow(y));
-  }
 }
 
 TEST_CASE("The same seed gives identical metrics with 1 and 2 threads, for every algorithm") {
@@ -358,7 +348,9 @@ TEST_CASE("An edge-list file must match the node count and be connected") {
 namespace murmur::sim {
 namespace {
 
-TEST_CASE("round_timeout 0 fits the link model: a lost message costs a fraction of a second, no loss costs nothing") {
+TEST_CASE(
+    "round_timeout 0 fits the link model: a lost message costs a fraction of a second, no loss costs "
+    "nothing") {
   proto::Scenario s = Small();
   s.mutable_spec()->set_algorithm("push-sum");
   s.mutable_spec()->set_topology("exponential");

@@ -1,0 +1,123 @@
+"""Learners written in Python: murmur's algorithms drive them as their own, a NumPy softmax
+regression reaches the native softmax model's accuracy, and their errors reach the caller."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import murmur
+
+# The example learner (examples/python/softmax_learner.py) is the one tested here.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "python"))
+from softmax_learner import SoftmaxRegression  # noqa: E402
+
+
+RING = dict(dataset="fashion-mnist", model="softmax", nodes=16, topology="ring", algorithm="dpsgd",
+            compression="none", rounds=400, eval_every=400, lr=0.05)
+
+
+def test_a_numpy_softmax_regression_matches_the_native_one_on_fashion_mnist():
+    native = murmur.simulate(RING)
+    made = []
+
+    def make(share):
+        made.append(share.node)
+        return SoftmaxRegression(share)
+
+    python = murmur.simulate(RING, learner=make)
+    assert made == list(range(16))
+    print(f"native {native.final.avg_acc:.4f}, NumPy learner {python.final.avg_acc:.4f}")
+    assert native.final.avg_acc > 0.77  # 400 rounds of softmax regression: 0.787 (0.84 converged)
+    assert abs(python.final.avg_acc - native.final.avg_acc) < 0.005
+    # Same network: same bytes, since the models exchanged have the same size.
+    assert python.final.bytes_sent == native.final.bytes_sent
+
+
+SMALL = dict(dataset="synthetic:blobs", model="softmax", nodes=6, rounds=30, eval_every=10, compression="topk:0.5")
+
+
+def test_a_python_learner_run_is_deterministic_and_works_with_every_algorithm():
+    for algorithm in ("dpsgd", "dpsgd-cta", "push-sum", "dsgt", "gossip-learning", "fedavg", "scaffold"):
+        spec = dict(SMALL, algorithm=algorithm)  # dpsgd with topk: CHOCO-SGD
+        if algorithm != "dpsgd":
+            spec["compression"] = "none"
+        if algorithm in ("fedavg", "scaffold"):
+            spec["clients_per_round"] = 3
+        a = murmur.simulate(spec, learner=SoftmaxRegression)
+        b = murmur.simulate(spec, learner=SoftmaxRegression, threads=2)
+        assert np.array_equal(a.metrics["avg_acc"], b.metrics["avg_acc"]), algorithm
+        assert a.final.avg_acc > 0.5, algorithm  # blobs: chance is 0.1
+
+
+def test_params_are_views_of_the_nodes_vectors():
+    seen = {}
+
+    class Probe(SoftmaxRegression):
+        def train(self, params, steps):
+            seen["writable"] = params.flags.writeable
+            seen["owns"] = params.flags.owndata
+            seen["dtype"] = params.dtype
+            return super().train(params, steps)
+
+        def gradient(self, params, grad):
+            seen["params_writable"] = params.flags.writeable
+            return super().gradient(params, grad)
+
+    murmur.simulate(SMALL, algorithm="dpsgd", learner=Probe)  # trains
+    murmur.simulate(SMALL, algorithm="dsgt", compression="none", learner=Probe)  # takes gradients
+    assert seen == {"writable": True, "owns": False, "dtype": np.float32, "params_writable": False}
+
+
+def test_initial_and_evaluate_replace_the_spec_models():
+    dim, classes = 20, 10  # synthetic:blobs
+    start = np.zeros(dim * classes + classes, dtype=np.float32)
+    calls = []
+
+    def evaluate(params, features, labels, samples):
+        calls.append(len(samples))
+        w = params[: dim * classes].reshape(dim, classes)
+        pred = (features[samples] @ w + params[dim * classes:]).argmax(axis=1)
+        return float((pred == labels[samples]).mean()), 0.0
+
+    r = murmur.simulate(SMALL, algorithm="dpsgd", learner=SoftmaxRegression, initial=start, evaluate=evaluate)
+    native = murmur.simulate(SMALL, algorithm="dpsgd", learner=SoftmaxRegression, initial=start)
+    # The same models, measured by the spec's model or by evaluate(): the same accuracy.
+    assert np.allclose(r.metrics["avg_acc"], native.metrics["avg_acc"], atol=1e-12)
+    assert r.metrics["avg_acc"][0] == pytest.approx(0.1, abs=0.02)  # all-zero model: one class
+    assert calls and r.metrics["avg_loss"][-1] == 0.0
+
+
+def test_learner_errors_reach_the_caller():
+    class Broken(SoftmaxRegression):
+        def train(self, params, steps):
+            raise ValueError("diverged")
+
+    with pytest.raises(ValueError, match="diverged"):
+        murmur.simulate(SMALL, learner=Broken)
+
+    class NoNumber(SoftmaxRegression):
+        def train(self, params, steps):
+            return "low"
+
+    with pytest.raises(TypeError, match="learner.train must return the loss as a number, got str"):
+        murmur.simulate(SMALL, learner=NoNumber)
+
+    with pytest.raises(TypeError, match="has no gradient method"):
+        murmur.simulate(SMALL, learner=lambda share: type("Half", (), {"train": lambda s, p, n: 0.0})())
+
+    with pytest.raises(RuntimeError, match="factory"):
+        murmur.simulate(SMALL, learner=lambda share: (_ for _ in ()).throw(RuntimeError("factory")))
+
+    with pytest.raises(TypeError, match="learner must be callable"):
+        murmur.simulate(SMALL, learner=3)
+
+    with pytest.raises(TypeError, match="initial must have dtype float32"):
+        murmur.simulate(SMALL, learner=SoftmaxRegression, initial=np.zeros(210))
+
+    with pytest.raises(murmur.ScenarioError, match="has 7 parameters"):
+        murmur.simulate(SMALL, learner=SoftmaxRegression, initial=np.zeros(7, dtype=np.float32))
+
+    with pytest.raises(TypeError, match="go with learner="):
+        murmur.simulate(SMALL, initial=np.zeros(7, dtype=np.float32))
