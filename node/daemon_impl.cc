@@ -145,9 +145,16 @@ Status DaemonImpl::Init() {
   if (text.ok()) {
     std::vector<std::string> warnings;
     auto parsed = engine::ParseJobConfig(*text, DataPath(kJobFile), &warnings);
-    if (!parsed.ok())
-      return Status::DataLoss("'" + DataPath(kJobFile) + "' is not a valid JobConfig (" +
-                              parsed.status().message() + "); remove it to start idle");
+    if (!parsed.ok()) {
+      // Appended, not "'" + path: GCC 12's -Wrestrict misreads the inlined
+      // concatenation of a one-character literal (GCC bug 105329).
+      std::string why = "'";
+      why += DataPath(kJobFile);
+      why += "' is not a valid JobConfig (";
+      why += parsed.status().message();
+      why += "); remove it to start idle";
+      return Status::DataLoss(why);
+    }
     for (const auto& w : warnings) MURMUR_LOG(kWarning) << "node " << self << ": " << w;
     last = std::move(parsed).value();
   }
