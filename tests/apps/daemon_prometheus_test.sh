@@ -79,11 +79,11 @@ for _ in $(seq 25); do
 import json, sys
 r = json.load(sys.stdin)["data"]["groups"]
 print(sum(1 for g in r for rule in g["rules"] if rule["health"] != "err"), sum(len(g["rules"]) for g in r))')
-  [ "$rules" = "7 7" ] && break
+  [ "$rules" = "9 9" ] && break
   sleep 0.2
 done
-[ "$rules" = "7 7" ] || fail "the server loaded the rules as: $rules (healthy, total)"
-echo "2. alert rules: promtool check and unit tests pass; the server loaded 7 rules"
+[ "$rules" = "9 9" ] || fail "the server loaded the rules as: $rules (healthy, total)"
+echo "2. alert rules: promtool check and unit tests pass; the server loaded 9 rules"
 
 # 3. A job, scraped.
 cat >"$FLEET/p1.job" <<EOF
