@@ -189,6 +189,21 @@ Status ReadMember(zip_file_t* f, std::span<std::byte> out, const std::string& wh
   return Status::Ok();
 }
 
+// An array of the header's type and shape, its data sized but not yet read.
+NpyArray Allocate(NpyHeader& h) {
+  NpyArray a;
+  a.type = h.type;
+  a.shape = std::move(h.shape);
+  a.data.resize(h.data_bytes);
+  return a;
+}
+
+std::string JoinNames(const std::vector<std::string>& names) {
+  std::string list;
+  for (const std::string& s : names) list += (list.empty() ? "" : ", ") + s;
+  return list.empty() ? "none" : list;
+}
+
 }  // namespace
 
 std::size_t NpyItemSize(NpyType type) {
@@ -275,11 +290,8 @@ Result<NpyHeader> ParseNpyHeader(std::span<const std::byte> prefix, std::size_t 
 
 Result<NpyArray> ParseNpy(std::span<const std::byte> bytes, const std::string& what) {
   MURMUR_ASSIGN_OR_RETURN(NpyHeader h, ParseNpyHeader(bytes, bytes.size(), what));
-  NpyArray a;
-  a.type = h.type;
-  a.shape = std::move(h.shape);
-  const std::span<const std::byte> data = bytes.subspan(h.header_bytes);
-  a.data.assign(data.begin(), data.end());
+  NpyArray a = Allocate(h);
+  std::copy_n(bytes.begin() + static_cast<std::ptrdiff_t>(h.header_bytes), a.data.size(), a.data.begin());
   return a;
 }
 
@@ -293,10 +305,7 @@ Result<NpyArray> LoadNpy(const std::string& path) {
   if (!in.read(reinterpret_cast<char*>(prefix.data()), static_cast<std::streamsize>(prefix.size())))
     return Status::DataLoss(path + ": read failed");
   MURMUR_ASSIGN_OR_RETURN(NpyHeader h, ParseNpyHeader(prefix, static_cast<std::size_t>(size), path));
-  NpyArray a;
-  a.type = h.type;
-  a.shape = std::move(h.shape);
-  a.data.resize(h.data_bytes);
+  NpyArray a = Allocate(h);
   in.seekg(static_cast<std::streamoff>(h.header_bytes));
   if (!in.read(reinterpret_cast<char*>(a.data.data()), static_cast<std::streamsize>(a.data.size())))
     return Status::DataLoss(path + ": the file ends inside the array's data");
@@ -325,10 +334,7 @@ Result<NpyArray> LoadNpzArray(const std::string& path, const std::string& name) 
   const zip_int64_t index = zip_name_locate(z.get(), (name + ".npy").c_str(), 0);
   if (index < 0) {
     MURMUR_ASSIGN_OR_RETURN(std::vector<std::string> names, ListNpz(path));
-    std::string list;
-    for (const std::string& s : names) list += (list.empty() ? "" : ", ") + s;
-    return Status::NotFound(path + " has no array '" + name +
-                            "' (it holds: " + (list.empty() ? "none" : list) + ")");
+    return Status::NotFound(path + " has no array '" + name + "' (it holds: " + JoinNames(names) + ")");
   }
   zip_stat_t st;
   zip_stat_init(&st);
@@ -354,10 +360,7 @@ Result<NpyArray> LoadNpzArray(const std::string& path, const std::string& name) 
   std::vector<std::byte> prefix(std::min<zip_uint64_t>(st.size, 12 + kMaxNpyHeaderBytes));
   MURMUR_RETURN_IF_ERROR(ReadMember(f.get(), prefix, what));
   MURMUR_ASSIGN_OR_RETURN(NpyHeader h, ParseNpyHeader(prefix, static_cast<std::size_t>(st.size), what));
-  NpyArray a;
-  a.type = h.type;
-  a.shape = std::move(h.shape);
-  a.data.resize(h.data_bytes);
+  NpyArray a = Allocate(h);
   // The prefix read past the header: its tail is the data's start.
   const std::size_t have = std::min(prefix.size() - h.header_bytes, a.data.size());
   std::copy_n(prefix.begin() + static_cast<std::ptrdiff_t>(h.header_bytes), have, a.data.begin());
@@ -414,9 +417,7 @@ Result<TrainTest> LoadNpzDataset(const std::string& train_path, const std::strin
     MURMUR_ASSIGN_OR_RETURN(std::vector<std::string> names, ListNpz(train_path));
     for (const char* want : {"x_train", "y_train", "x_test", "y_test"}) {
       if (std::find(names.begin(), names.end(), want) == names.end()) {
-        std::string list;
-        for (const std::string& s : names) list += (list.empty() ? "" : ", ") + s;
-        return Status::InvalidArgument(train_path + " holds arrays " + (list.empty() ? "none" : list) +
+        return Status::InvalidArgument(train_path + " holds arrays " + JoinNames(names) +
                                        ": npz:FILE needs x_train, y_train, x_test and y_test (or give "
                                        "npz:TRAIN.npz:TEST.npz with x and y in each)");
       }
