@@ -1,10 +1,15 @@
-// Dataset: labelled samples as a row-major float matrix, shared read-only.
+// Dataset: labelled samples, shared read-only.
 //
-// A Dataset holds n samples of d features (row-major n x d; images scaled to
-// [0, 1]) and one int32 label in [0, num_classes) per sample. Nodes, batches
-// and partitions refer to samples by index (std::uint32_t) and never copy the
-// rows: a simulation of 100,000 nodes shares one Dataset. Readers live in
-// ml/idx.h, ml/csv.h and ml/synthetic.h.
+// A Dataset holds n samples of d values each (row-major n x d) and one int32
+// label in [0, num_classes) per sample. A sample has a shape (channels,
+// height, width for an image; {d} for a feature vector) whose product is d,
+// which convolutional models read. Samples are kept in the type of their
+// file: 8-bit images stay 8-bit (a quarter of the memory of floats) and are
+// converted, pixel / 255, when a batch is gathered (Gather); other values are
+// kept as floats. Nodes, batches and partitions refer to samples by index
+// (std::uint32_t) and never copy them: a simulation of 100,000 nodes shares
+// one Dataset. Readers live in ml/idx.h, ml/npy.h, ml/csv.h and
+// ml/synthetic.h.
 //
 // Thread-safety: immutable after construction; safe to read from any thread.
 #pragma once
@@ -14,7 +19,6 @@
 #include <string>
 #include <vector>
 
-#include "core/param_vector.h"
 #include "core/status.h"
 
 namespace murmur::ml {
@@ -25,19 +29,43 @@ using SampleIndex = std::uint32_t;
 // Largest dataset accepted by the readers: the indices must fit SampleIndex.
 inline constexpr std::int64_t kMaxSamples = 0xFFFFFFFFll;
 
+// How a Dataset stores its sample values.
+enum class SampleType {
+  kFloat32,  // in `features`, as they are
+  kUint8,    // in `pixels`, read as pixel / 255 (images)
+};
+
 struct Dataset {
   std::string name;
   std::int64_t num_samples = 0;
   std::int64_t dim = 0;
+  // The shape of one sample, outermost first, whose product is dim; empty
+  // means a flat vector {dim}. Read it through sample_shape().
+  std::vector<std::int64_t> shape;
   int num_classes = 0;
-  std::vector<float> features;  // num_samples * dim, row-major
+  SampleType type = SampleType::kFloat32;
+  std::vector<float> features;       // kFloat32: num_samples * dim, row-major
+  std::vector<std::uint8_t> pixels;  // kUint8: num_samples * dim, row-major
   std::vector<std::int32_t> labels;
 
-  const float* row(std::int64_t i) const { return features.data() + i * dim; }
-  // All samples as an n x d matrix view.
-  ConstMatrixMap matrix() const { return ConstMatrixMap(features.data(), num_samples, dim); }
+  std::vector<std::int64_t> sample_shape() const {
+    return shape.empty() ? std::vector<std::int64_t>{dim} : shape;
+  }
 
-  // OK when the sizes agree and every label is in [0, num_classes).
+  // Writes the dim values of sample i, as floats, to out[0, dim).
+  void CopySample(std::int64_t i, float* out) const;
+  // Writes the samples `rows` one after another (rows.size() x dim floats).
+  void Gather(std::span<const SampleIndex> rows, float* out) const;
+  // Appends sample i of `from`, and its label; `from` must have this
+  // Dataset's type, dim and shape.
+  void AppendSample(const Dataset& from, std::int64_t i);
+  // Bytes held by the samples and labels.
+  std::int64_t MemoryBytes() const;
+  // A Dataset with this one's name, shape, type and classes and no samples.
+  Dataset EmptyLike() const;
+
+  // OK when the sizes agree, the shape's product is dim, and every label is in
+  // [0, num_classes).
   Status Validate() const;
 };
 

@@ -129,17 +129,8 @@ Result<TrainTest> LoadDatasetShard(const std::string& spec, const std::string& d
 }
 
 Dataset Subset(const Dataset& data, std::span<const SampleIndex> indices) {
-  Dataset out;
-  out.name = data.name;
-  out.dim = data.dim;
-  out.num_classes = data.num_classes;
-  out.num_samples = static_cast<std::int64_t>(indices.size());
-  out.features.resize(indices.size() * static_cast<std::size_t>(data.dim));
-  out.labels.resize(indices.size());
-  for (std::size_t k = 0; k < indices.size(); ++k) {
-    std::copy_n(data.row(indices[k]), data.dim, out.features.data() + k * static_cast<std::size_t>(data.dim));
-    out.labels[k] = data.labels[indices[k]];
-  }
+  Dataset out = data.EmptyLike();
+  for (SampleIndex i : indices) out.AppendSample(data, i);
   return out;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <memory>
@@ -193,12 +194,14 @@ Result<Dataset> LoadRows(const std::string& images_path, const std::string& labe
   out.name = std::move(labels.name);
   out.num_samples = static_cast<std::int64_t>(want.size());
   out.dim = dim;
+  out.shape.assign(header.dims.begin() + 1, header.dims.end());
+  if (out.shape.size() == 2) out.shape.insert(out.shape.begin(), 1);  // a grey image: one channel
   out.num_classes = labels.num_classes;
+  out.type = SampleType::kUint8;
   out.labels.resize(want.size());
-  out.features.resize(want.size() * d);
+  out.pixels.resize(want.size() * d);
   // Stream the images in chunks of whole rows (about 1 MiB): memory is the
   // chunk and the rows kept, never the whole file.
-  constexpr float kScale = 1.0f / 255.0f;
   const std::int64_t chunk_rows = std::max<std::int64_t>(1, (std::int64_t{1} << 20) / dim);
   std::vector<std::uint8_t> chunk(static_cast<std::size_t>(std::min(chunk_rows, n)) * d);
   std::size_t next = 0;  // into order
@@ -213,8 +216,7 @@ Result<Dataset> LoadRows(const std::string& images_path, const std::string& labe
     for (; next < order.size() && want[order[next]] < first + count; ++next) {
       const std::size_t k = order[next];
       const std::uint8_t* src = chunk.data() + static_cast<std::size_t>(want[k] - first) * d;
-      float* dst = out.features.data() + k * d;
-      for (std::size_t j = 0; j < d; ++j) dst[j] = src[j] * kScale;
+      std::memcpy(out.pixels.data() + k * d, src, d);
       out.labels[k] = labels.labels[want[k]];
     }
   }

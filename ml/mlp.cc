@@ -175,9 +175,7 @@ double ForwardChunk(const Mlp& model, const ParamVector& params, const Dataset& 
   const std::int64_t m = static_cast<std::int64_t>(rows.size());
   const std::int64_t d = widths.front();
   MURMUR_CHECK(data.dim == d);
-  for (std::int64_t i = 0; i < m; ++i)
-    std::memcpy(s.x.data() + i * d, data.row(rows[static_cast<std::size_t>(i)]),
-                static_cast<std::size_t>(d) * sizeof(float));
+  data.Gather(rows, s.x.data());
   const float* in = s.x.data();
   std::size_t layers = widths.size() - 1;
   for (std::size_t l = 0; l < layers; ++l) {

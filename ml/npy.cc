@@ -397,14 +397,33 @@ Result<Dataset> DatasetFromArrays(const NpyArray& x, const NpyArray& y, std::str
     max_label = std::max<std::int64_t>(max_label, static_cast<std::int64_t>(v));
   }
   d.num_classes = static_cast<int>(max_label + 1);
-  d.features.resize(static_cast<std::size_t>(n * dim));
+  // The sample shape, channels first: (N, H, W) images get one channel, and
+  // (N, H, W, C) with C of 1, 3 or 4 and larger H and W (channels last, as
+  // tensorflow-datasets exports) are reordered to (C, H, W).
+  d.shape.assign(x.shape.begin() + 1, x.shape.end());
+  bool channels_last = false;
+  if (d.shape.size() == 2) {
+    d.shape.insert(d.shape.begin(), 1);
+  } else if (d.shape.size() == 3 && d.shape[2] <= 4 && d.shape[2] != 2 && d.shape[0] > 4 && d.shape[1] > 4) {
+    channels_last = true;
+    d.shape = {d.shape[2], d.shape[0], d.shape[1]};
+  }
+  // Source index of the j-th value of a sample in (C, H, W) order.
+  const std::int64_t c = d.shape[0], hw = channels_last ? d.shape[1] * d.shape[2] : 0;
+  auto source = [&](std::int64_t j) { return channels_last ? (j % hw) * c + j / hw : j; };
+  const auto total = static_cast<std::size_t>(n * dim);
   if (x.type == NpyType::kUint8) {
-    constexpr float kScale = 1.0f / 255.0f;  // as IDX images (ml/idx.cc)
-    for (std::size_t i = 0; i < d.features.size(); ++i)
-      d.features[i] = static_cast<float>(std::to_integer<std::uint8_t>(x.data[i])) * kScale;
+    d.type = SampleType::kUint8;  // kept as bytes; read as pixel / 255, as IDX images (ml/dataset.h)
+    d.pixels.resize(total);
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < dim; ++j)
+        d.pixels[static_cast<std::size_t>(i * dim + j)] =
+            std::to_integer<std::uint8_t>(x.data[static_cast<std::size_t>(i * dim + source(j))]);
   } else {
-    for (std::size_t i = 0; i < d.features.size(); ++i)
-      d.features[i] = static_cast<float>(x.At(static_cast<std::int64_t>(i)));
+    d.features.resize(total);
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < dim; ++j)
+        d.features[static_cast<std::size_t>(i * dim + j)] = static_cast<float>(x.At(i * dim + source(j)));
   }
   MURMUR_RETURN_IF_ERROR(d.Validate());
   return d;

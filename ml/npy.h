@@ -71,9 +71,12 @@ Result<std::vector<std::string>> ListNpz(const std::string& path);
 Result<NpyArray> LoadNpzArray(const std::string& path, const std::string& name);
 
 // A dataset from features x (N, ...: each sample flattened in C order) and
-// labels y (N,) of an integer type. uint8 features are scaled by 1/255 (as
-// IDX images are), others kept as they are; num_classes is max label + 1.
-// `what` names the source in errors.
+// labels y (N,) of an integer type. uint8 features stay bytes, read as
+// pixel / 255 (as IDX images are); others are kept as floats. The sample shape
+// is x's shape without N, channels first: (N, H, W) gives (1, H, W), and
+// (N, H, W, C) with C in {1, 3, 4} and H, W > 4 (channels last) is reordered
+// to (C, H, W). num_classes is max label + 1. `what` names the source in
+// errors.
 Result<Dataset> DatasetFromArrays(const NpyArray& x, const NpyArray& y, std::string name,
                                   const std::string& what);
 

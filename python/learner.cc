@@ -10,8 +10,11 @@
 // time, in the scenario's order (ExternalLearning::concurrent false), so a
 // run stays deterministic. The first exception a callback raises stops the
 // run between events and is raised by simulate().
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -39,9 +42,33 @@ py::array_t<float> ParamsView(const ParamVector& p, bool writable) {
   return View(p.data(), {static_cast<py::ssize_t>(p.size())}, writable);
 }
 
-py::array_t<float> Features(const ml::Dataset& d) {
-  return View(d.features.data(), {static_cast<py::ssize_t>(d.num_samples), static_cast<py::ssize_t>(d.dim)},
-              false);
+// The float32 arrays made of 8-bit datasets, one per dataset (keyed by its
+// address) for the whole run, so that every node shares one. Released with
+// the GIL held, whichever thread drops the last reference.
+using FeatureCache = std::shared_ptr<py::dict>;
+
+FeatureCache NewFeatureCache() {
+  return FeatureCache(new py::dict(), [](py::dict* d) {
+    py::gil_scoped_acquire gil;
+    delete d;
+  });
+}
+
+// The samples of `d` as a read-only (n, dim) float32 array: a view of a float
+// dataset; for an 8-bit one, a converted copy (pixel / 255, as the native
+// models read it) made once and kept in `cache`.
+py::array_t<float> Features(const ml::Dataset& d, py::dict& cache) {
+  const std::vector<py::ssize_t> shape = {static_cast<py::ssize_t>(d.num_samples),
+                                          static_cast<py::ssize_t>(d.dim)};
+  if (d.type == ml::SampleType::kFloat32) return View(d.features.data(), shape, false);
+  py::int_ key(reinterpret_cast<std::uintptr_t>(&d));
+  if (cache.contains(key)) return cache[key].cast<py::array_t<float>>();
+  py::array_t<float> a(shape);
+  const std::vector<ml::SampleIndex> all = ml::AllIndices(d);
+  d.Gather(all, a.mutable_data());
+  a.attr("setflags")(py::arg("write") = false);
+  cache[key] = a;
+  return a;
 }
 
 py::array_t<std::int32_t> Labels(const ml::Dataset& d) {
@@ -122,11 +149,11 @@ class PyLearner final : public LocalLearner {
   bool custom_rate_;
 };
 
-py::object ShareObject(const sim::NodeShare& share) {
+py::object ShareObject(const sim::NodeShare& share, py::dict& cache) {
   py::dict d;
   d["node"] = share.node;
   d["samples"] = Samples(share.samples);
-  d["features"] = Features(*share.train);
+  d["features"] = Features(*share.train, cache);
   d["labels"] = Labels(*share.train);
   d["num_classes"] = share.train->num_classes;
   d["batch"] = share.options.batch;
@@ -147,12 +174,13 @@ std::unique_ptr<sim::ExternalLearning> MakePythonLearning(const py::object& make
   learning->concurrent = false;
   if (!PyCallable_Check(make_learner.ptr()))
     throw py::type_error("learner must be callable: learner(share) -> object");
-  learning->make_learner = [make_learner,
-                            &errors](const sim::NodeShare& share) -> Result<std::unique_ptr<LocalLearner>> {
+  FeatureCache cache = NewFeatureCache();
+  learning->make_learner = [make_learner, &errors,
+                            cache](const sim::NodeShare& share) -> Result<std::unique_ptr<LocalLearner>> {
     py::gil_scoped_acquire gil;
     const auto cancelled = Status::InvalidArgument("the learner factory raised (the exception follows)");
     try {
-      py::object learner = make_learner(ShareObject(share));
+      py::object learner = make_learner(ShareObject(share, *cache));
       for (const char* method : {"train", "gradient"}) {
         if (!py::hasattr(learner, method)) {
           errors.Fail(PyExc_TypeError, "the learner for node " + std::to_string(share.node) + " (a " +
@@ -183,14 +211,15 @@ std::unique_ptr<sim::ExternalLearning> MakePythonLearning(const py::object& make
   if (!evaluate.is_none()) {
     if (!PyCallable_Check(evaluate.ptr()))
       throw py::type_error("evaluate must be callable: evaluate(params, features, labels, samples)");
-    learning->evaluate = [evaluate, &errors](const ParamVector& params, const ml::Dataset& test,
-                                             std::span<const ml::SampleIndex> samples) {
+    learning->evaluate = [evaluate, &errors, cache](const ParamVector& params, const ml::Dataset& test,
+                                                    std::span<const ml::SampleIndex> samples) {
       ml::Evaluation e;
       e.count = static_cast<std::int64_t>(samples.size());
       if (errors.failed()) return e;
       py::gil_scoped_acquire gil;
       try {
-        py::object r = evaluate(ParamsView(params, false), Features(test), Labels(test), Samples(samples));
+        py::object r =
+            evaluate(ParamsView(params, false), Features(test, *cache), Labels(test), Samples(samples));
         auto [accuracy, loss] = r.cast<std::pair<double, double>>();
         e.accuracy = accuracy;
         e.loss = loss;

@@ -84,7 +84,10 @@ TEST_CASE(
   for (std::size_t k = 0; k < f.parts[7].size(); ++k) {
     const ml::SampleIndex orig = world->partition->node(7)[k];
     CHECK(f.data.labels[f.parts[7][k]] == train.num_classes - 1 - train.labels[orig]);
-    CHECK(std::equal(train.row(orig), train.row(orig) + train.dim, f.data.row(f.parts[7][k])));
+    std::vector<float> a(static_cast<std::size_t>(train.dim)), b(a.size());
+    train.CopySample(orig, a.data());
+    f.data.CopySample(f.parts[7][k], b.data());
+    CHECK(a == b);
   }
   CHECK(f.data.Validate().ok());
 

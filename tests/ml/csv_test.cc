@@ -20,9 +20,9 @@ TEST_CASE("ReadCsv reads a file with a header") {
   CHECK(ds->dim == 3);
   CHECK(ds->num_classes == 3);  // largest label 2, plus one
   CHECK(ds->labels == std::vector<std::int32_t>{0, 2, 1});
-  CHECK(ds->row(1)[0] == doctest::Approx(1e-3));
-  CHECK(ds->row(1)[1] == doctest::Approx(-4));
-  CHECK(ds->row(1)[2] == doctest::Approx(7));
+  CHECK(ds->features[1 * ds->dim + 0] == doctest::Approx(1e-3));
+  CHECK(ds->features[1 * ds->dim + 1] == doctest::Approx(-4));
+  CHECK(ds->features[1 * ds->dim + 2] == doctest::Approx(7));
 }
 
 TEST_CASE("ReadCsv reads a file without a header, skipping blank lines and CR") {
@@ -33,8 +33,8 @@ TEST_CASE("ReadCsv reads a file without a header, skipping blank lines and CR") 
   CHECK(ds->num_samples == 3);
   CHECK(ds->num_classes == 5);
   CHECK(ds->labels == std::vector<std::int32_t>{1, 0, 3});
-  CHECK(ds->row(0)[0] == doctest::Approx(0.25));
-  CHECK(ds->row(1)[1] == doctest::Approx(2));
+  CHECK(ds->features[0 * ds->dim + 0] == doctest::Approx(0.25));
+  CHECK(ds->features[1 * ds->dim + 1] == doctest::Approx(2));
 }
 
 TEST_CASE("ReadCsv label column other than the first") {
@@ -45,8 +45,8 @@ TEST_CASE("ReadCsv label column other than the first") {
   REQUIRE(ds.ok());
   CHECK(ds->labels == std::vector<std::int32_t>{0, 1, 1});
   CHECK(ds->num_classes == 2);
-  CHECK(ds->row(2)[0] == doctest::Approx(4));
-  CHECK(ds->row(2)[1] == doctest::Approx(5));
+  CHECK(ds->features[2 * ds->dim + 0] == doctest::Approx(4));
+  CHECK(ds->features[2 * ds->dim + 1] == doctest::Approx(5));
 }
 
 TEST_CASE("ReadCsv errors name the file and the line") {

@@ -80,8 +80,11 @@ TEST_CASE("LoadIdxDataset scales pixels by 1/255 and keeps labels") {
   CHECK(ds->num_samples == 3);
   CHECK(ds->dim == 4);
   CHECK(ds->labels == std::vector<std::int32_t>{2, 0, 9});
-  CHECK(ds->row(0)[1] == doctest::Approx(1.0));
-  CHECK(ds->row(0)[2] == doctest::Approx(0.2));
+  CHECK(ds->sample_shape() == std::vector<std::int64_t>{1, 2, 2});  // a grey image: one channel
+  float x[4];
+  ds->CopySample(0, x);
+  CHECK(x[1] == doctest::Approx(1.0));
+  CHECK(x[2] == doctest::Approx(0.2));
   CHECK(ds->Validate().ok());
 }
 
@@ -206,7 +209,8 @@ RowsFiles WriteRowsFiles() {
 
 bool SameBits(const Dataset& a, const Dataset& b) {
   return a.name == b.name && a.num_samples == b.num_samples && a.dim == b.dim &&
-         a.num_classes == b.num_classes && a.labels == b.labels && a.features.size() == b.features.size() &&
+         a.num_classes == b.num_classes && a.labels == b.labels && a.type == b.type && a.shape == b.shape &&
+         a.pixels == b.pixels && a.features.size() == b.features.size() &&
          (a.features.empty() ||
           std::memcmp(a.features.data(), b.features.data(), a.features.size() * sizeof(float)) == 0);
 }
@@ -231,8 +235,9 @@ TEST_CASE("LoadIdxRows equals Subset of the full load, bit for bit, plain and gz
       // And against the bytes written, outside the readers: pixel / 255 (as float).
       for (std::size_t k = 0; k < rows.size(); ++k) {
         CHECK(got->labels[k] == f.label_bytes[rows[k]]);
-        for (int j = 0; j < 6; ++j)
-          CHECK(got->row(static_cast<std::int64_t>(k))[j] == f.pixels[rows[k] * 6 + j] * (1.0f / 255.0f));
+        float x[6];
+        got->CopySample(static_cast<std::int64_t>(k), x);
+        for (int j = 0; j < 6; ++j) CHECK(x[j] == f.pixels[rows[k] * 6 + j] * (1.0f / 255.0f));
       }
     }
   }
@@ -252,7 +257,7 @@ TEST_CASE("LoadIdxRows keeps only the rows asked for across chunk boundaries") {
   auto got = LoadIdxRows(images, labels, "big", 10, rows);
   REQUIRE(got.ok());
   CHECK(SameBits(*got, Subset(*full, rows)));
-  CHECK(got->features.size() == rows.size() * 4000);
+  CHECK(got->pixels.size() == rows.size() * 4000);
 }
 
 TEST_CASE("LoadIdxRows rejects bad rows and truncated, corrupt or over-long files") {

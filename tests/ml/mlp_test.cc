@@ -20,7 +20,9 @@ double ReferenceLoss(const Mlp& model, const std::vector<double>& p, const Datas
   const Layout& layout = model.layout();
   double total = 0;
   for (SampleIndex s : batch) {
-    std::vector<double> a(data.row(s), data.row(s) + data.dim);
+    std::vector<float> x(static_cast<std::size_t>(data.dim));
+    data.CopySample(s, x.data());
+    std::vector<double> a(x.begin(), x.end());
     for (std::size_t l = 0; l + 1 < w.size(); ++l) {
       const TensorSpec& wt = layout.tensor(2 * l);
       const TensorSpec& bt = layout.tensor(2 * l + 1);

@@ -107,11 +107,17 @@ TEST_CASE(
   CHECK(tt->train.num_classes == 3);
   CHECK(tt->train.name == "npz:keras_layout.npz");
   // x_train = arange(36).reshape(6, 2, 3) * 7 (uint8 wraps at 256).
-  for (int i = 0; i < 36; ++i)
-    CHECK(tt->train.features[i] == static_cast<float>((i * 7) % 256) * (1.0f / 255.0f));
+  CHECK(tt->train.type == SampleType::kUint8);
+  CHECK(tt->train.sample_shape() == std::vector<std::int64_t>{1, 2, 3});  // (N, H, W): one channel
+  std::vector<float> x(6);
+  for (int i = 0; i < 36; ++i) {
+    CHECK(tt->train.pixels[i] == (i * 7) % 256);
+    tt->train.CopySample(i / 6, x.data());
+    CHECK(x[i % 6] == static_cast<float>((i * 7) % 256) * (1.0f / 255.0f));
+  }
   CHECK(tt->train.labels == std::vector<std::int32_t>{0, 1, 2, 0, 1, 2});
   CHECK(tt->test.num_samples == 3);
-  CHECK(tt->test.features[0] == 1.0f);
+  CHECK(tt->test.pixels[0] == 255);
   CHECK(tt->test.labels == std::vector<std::int32_t>{2, 1, 0});
 }
 
@@ -126,6 +132,21 @@ TEST_CASE("An npz pair (np.savez_compressed, deflated): float16 features exactly
   CHECK(tt->test.features[0] == 65504.0f);
   CHECK(std::signbit(tt->test.features[1]));
   CHECK(tt->test.features[2] == std::ldexp(1.0f, -24));
+}
+
+TEST_CASE("Channels-last images (N, H, W, C) are reordered to (C, H, W) samples") {
+  const std::string f = Fixture("channels_last.npz");
+  auto tt = LoadDatasetSpec("npz:" + f + ":" + f, "", 1);
+  REQUIRE(tt.ok());
+  CHECK(tt->train.sample_shape() == std::vector<std::int64_t>{3, 5, 6});
+  std::vector<float> x(90);
+  for (std::int64_t n = 0; n < 2; ++n) {
+    tt->train.CopySample(n, x.data());
+    for (std::int64_t j = 0; j < 90; ++j) {
+      const std::int64_t c = j / 30, h = (j % 30) / 6, w = j % 6;  // NumPy wrote 100c + 10h + w + n
+      CHECK(x[static_cast<std::size_t>(j)] == static_cast<float>(100 * c + 10 * h + w + n) * (1.0f / 255.0f));
+    }
+  }
 }
 
 TEST_CASE("A missing array or a wrong layout is named with what the archive holds") {

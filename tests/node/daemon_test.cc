@@ -327,7 +327,8 @@ TEST_CASE("Local data given as a CSV path is that file whole and a missing file 
   CHECK(whole->data.train.num_samples == 8);
   CHECK(whole->data.test.num_samples == 2);
   for (std::int64_t i = 0; i < 8; ++i)
-    CHECK(whole->data.train.row(i)[0] == 10.0f * whole->data.train.labels[i]);
+    CHECK(whole->data.train.features[static_cast<std::size_t>(i * whole->data.train.dim)] ==
+          10.0f * whole->data.train.labels[i]);
   auto spec = LoadJobData(job, LocalData{"csv:" + csv.string(), ""}, 4, 2);
   REQUIRE(spec.ok());
   CHECK(spec->data.train.features == whole->data.train.features);

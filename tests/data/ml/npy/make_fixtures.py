@@ -12,6 +12,10 @@ np.savez_compressed("train_f16.npz", x=(np.arange(12, dtype=np.float16) / 8 - 0.
                     y=np.array([[1], [0], [1], [0]], dtype=np.int32))
 np.savez_compressed("test_f16.npz", x=np.array([[65504, -0.0, 6e-8]], dtype=np.float16),
                     y=np.array([1], dtype=np.int32))
+# Channels last, as tensorflow-datasets exports images: (N, H, W, C), value
+# 100 * c + 10 * h + w of sample 0 and that plus 1 for sample 1.
+hwc = np.fromfunction(lambda n, h, w, c: 100 * c + 10 * h + w + n, (2, 5, 6, 3), dtype=np.int64)
+np.savez("channels_last.npz", x=hwc.astype(np.uint8), y=np.array([0, 1], dtype=np.int64))
 np.save("f4_v1.npy", np.array([[1.5, -2.25, 3e-39], [np.inf, 0, 7]], dtype=np.float32))
 with open("i8_v2.npy", "wb") as f:
     np.lib.format.write_array(f, np.array([-1, 2**40, 3], dtype=np.int64), version=(2, 0))
