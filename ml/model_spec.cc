@@ -9,7 +9,15 @@ namespace murmur::ml {
 
 Result<std::unique_ptr<Model>> MakeModel(std::string_view spec, std::int64_t input_dim, int num_classes,
                                          const ModelSpecOptions& options) {
+  const std::int64_t shape[] = {input_dim};
+  return MakeModel(spec, shape, num_classes, options);
+}
+
+Result<std::unique_ptr<Model>> MakeModel(std::string_view spec, std::span<const std::int64_t> sample_shape,
+                                         int num_classes, const ModelSpecOptions& options) {
   const std::string quoted = "model spec '" + std::string(spec) + "'";
+  std::int64_t input_dim = sample_shape.empty() ? 0 : 1;
+  for (std::int64_t s : sample_shape) input_dim = s <= 0 || input_dim > kMaxParams ? 0 : input_dim * s;
   if (input_dim <= 0 || num_classes <= 0)
     return Status::InvalidArgument(quoted + ": data has " + std::to_string(input_dim) + " features and " +
                                    std::to_string(num_classes) + " classes");

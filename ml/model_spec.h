@@ -7,7 +7,9 @@
 // Thread-safety: free functions without shared state.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 
 #include "core/status.h"
@@ -24,8 +26,12 @@ struct ModelSpecOptions {
   std::int64_t chunk_rows = 32;  // see MlpOptions::chunk_rows
 };
 
-// Builds the model named by `spec` for inputs of `input_dim` features and
+// Builds the model named by `spec` for samples of `sample_shape` (a
+// Dataset's sample_shape(): channels, height, width for images) and
 // `num_classes` classes, or InvalidArgument naming what is wrong with the spec.
+Result<std::unique_ptr<Model>> MakeModel(std::string_view spec, std::span<const std::int64_t> sample_shape,
+                                         int num_classes, const ModelSpecOptions& options = {});
+// The same for flat samples of `input_dim` values (shape {input_dim}).
 Result<std::unique_ptr<Model>> MakeModel(std::string_view spec, std::int64_t input_dim, int num_classes,
                                          const ModelSpecOptions& options = {});
 

@@ -116,7 +116,7 @@ Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s) {
                                    std::to_string(w->data.train.num_samples) + " training samples");
   }
   MURMUR_ASSIGN_OR_RETURN(w->partition, MakePartition(s, w->data.train));
-  auto model = ml::MakeModel(s.spec().model(), w->data.train.dim, w->data.train.num_classes);
+  auto model = ml::MakeModel(s.spec().model(), w->data.train.sample_shape(), w->data.train.num_classes);
   if (!model.ok()) return model.status().WithContext("spec field 'model'");
   w->model = std::move(model).value();
   w->initial = ParamVector(w->model->layout());

@@ -113,7 +113,7 @@ int RunTrain(int argc, char** argv) {
   if (!loaded.ok())
     return usage ? UsageError(kName, loaded.status().message()) : Failure(kName, loaded.status().message());
   Data& data = *loaded;
-  auto model = ml::MakeModel(model_spec, data.tt.train.dim, data.tt.train.num_classes);
+  auto model = ml::MakeModel(model_spec, data.tt.train.sample_shape(), data.tt.train.num_classes);
   if (!model.ok()) return Failure(kName, model.status().message());
   auto optimizer = ml::MakeOptimizer(optimizer_name, (*model)->layout().total_size(), momentum, weight_decay);
   if (!optimizer.ok()) return Failure(kName, optimizer.status().message());

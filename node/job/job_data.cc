@@ -87,7 +87,7 @@ Result<JobData> LoadJobData(const proto::JobConfig& job, const LocalData& local,
     return Status::InvalidArgument("node " + std::to_string(index) + " of " + std::to_string(num_nodes) +
                                    " has no training samples");
   out.samples = ml::AllIndices(out.data.train);
-  auto model = ml::MakeModel(job.spec().model(), out.data.train.dim, out.data.train.num_classes);
+  auto model = ml::MakeModel(job.spec().model(), out.data.train.sample_shape(), out.data.train.num_classes);
   if (!model.ok()) return model.status().WithContext("spec field 'model'");
   out.model = std::move(model).value();
   return out;
