@@ -8,7 +8,8 @@
 // depend on the chunk size and never on the thread count.
 //
 // Thread-safety: ScratchPool::Acquire/Release may be called from any thread;
-// ChunkGradients belongs to the one call that sizes it.
+// ChunkGradients belongs to the one call that sizes it; the chunk loops run
+// their chunks on the pool.
 #pragma once
 
 #include <algorithm>
@@ -16,12 +17,16 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <span>
+#include <string>
 #include <vector>
 
 #include <Eigen/Core>
 
+#include "core/check.h"
 #include "core/param_vector.h"
 #include "core/thread_pool.h"
+#include "ml/model.h"
 
 namespace murmur::ml {
 
@@ -114,5 +119,59 @@ class ChunkGradients {
   std::vector<Buffer> grads_;
   std::vector<double> losses_;
 };
+
+// A model's workspace: its scratch slots and the chunk gradients of a batch.
+template <typename S>
+struct ChunkedWorkspace final : public ModelWorkspace {
+  explicit ChunkedWorkspace(std::function<std::unique_ptr<S>()> make) : scratch(std::move(make)) {}
+  ScratchPool<S> scratch;
+  ChunkGradients chunks;
+};
+
+// `ws` as the workspace of a model whose scratch is S. REQUIRES: made by that
+// model's NewWorkspace (`model` names it in the failure).
+template <typename S>
+ChunkedWorkspace<S>& WorkspaceOf(ModelWorkspace& ws, const char* model) {
+  auto* w = dynamic_cast<ChunkedWorkspace<S>*>(&ws);
+  MURMUR_CHECK_MSG(w != nullptr, std::string("workspace was not made by ") + model + "::NewWorkspace");
+  return *w;
+}
+
+// Evaluates `samples` in chunks of `rows`: forward(scratch, chunk's samples,
+// correct, pred) runs a chunk, returns its summed loss and counts or writes
+// its predictions where those are non-null. The chunks' sums are added in
+// chunk order.
+template <typename S, typename Fn>
+Evaluation EvaluateInChunks(ChunkedWorkspace<S>& ws, std::span<const SampleIndex> samples, std::size_t rows,
+                            ThreadPool* pool, Fn forward) {
+  const std::size_t chunks = (samples.size() + rows - 1) / rows;
+  std::vector<double> loss(chunks, 0);
+  std::vector<std::int64_t> correct(chunks, 0);
+  ForChunks(samples.size(), rows, pool, [&](std::size_t c, std::size_t b, std::size_t e) {
+    S* s = ws.scratch.Acquire();
+    loss[c] = forward(*s, samples.subspan(b, e - b), &correct[c], nullptr);
+    ws.scratch.Release(s);
+  });
+  Evaluation ev;
+  ev.count = static_cast<std::int64_t>(samples.size());
+  if (ev.count == 0) return ev;
+  double total_loss = 0;
+  std::int64_t total_correct = 0;
+  for (std::size_t c = 0; c < chunks; ++c) total_loss += loss[c], total_correct += correct[c];
+  ev.loss = total_loss / static_cast<double>(ev.count);
+  ev.accuracy = static_cast<double>(total_correct) / static_cast<double>(ev.count);
+  return ev;
+}
+
+// Writes the predictions of `samples` to out, in chunks of `rows` (as EvaluateInChunks).
+template <typename S, typename Fn>
+void PredictInChunks(ChunkedWorkspace<S>& ws, std::span<const SampleIndex> samples,
+                     std::span<std::int32_t> out, std::size_t rows, ThreadPool* pool, Fn forward) {
+  ForChunks(samples.size(), rows, pool, [&](std::size_t, std::size_t b, std::size_t e) {
+    S* s = ws.scratch.Acquire();
+    (void)forward(*s, samples.subspan(b, e - b), nullptr, out.data() + b);
+    ws.scratch.Release(s);
+  });
+}
 
 }  // namespace murmur::ml

@@ -40,18 +40,9 @@ std::unique_ptr<Scratch> NewScratch(const std::vector<std::int64_t>& widths, std
   return s;
 }
 
-struct MlpWorkspace final : public ModelWorkspace {
-  MlpWorkspace(const std::vector<std::int64_t>& widths, std::int64_t rows)
-      : scratch([widths, rows] { return NewScratch(widths, rows); }) {}
-  ScratchPool<Scratch> scratch;
-  ChunkGradients chunks;
-};
+using MlpWorkspace = ChunkedWorkspace<Scratch>;
 
-MlpWorkspace& Cast(ModelWorkspace& ws) {
-  auto* w = dynamic_cast<MlpWorkspace*>(&ws);
-  MURMUR_CHECK_MSG(w != nullptr, "workspace was not made by Mlp::NewWorkspace");
-  return *w;
-}
+MlpWorkspace& Cast(ModelWorkspace& ws) { return WorkspaceOf<Scratch>(ws, "Mlp"); }
 
 }  // namespace
 
@@ -92,7 +83,8 @@ double Mlp::FlopsPerSample() const {
 }
 
 std::unique_ptr<ModelWorkspace> Mlp::NewWorkspace() const {
-  return std::make_unique<MlpWorkspace>(widths_, std::max(options_.chunk_rows, kEvalRows));
+  const std::int64_t rows = std::max(options_.chunk_rows, kEvalRows);
+  return std::make_unique<MlpWorkspace>([widths = widths_, rows] { return NewScratch(widths, rows); });
 }
 
 void Mlp::InitParams(ParamVector& params, Rng& rng) const {
@@ -144,7 +136,7 @@ double ForwardChunk(const Mlp& model, const ParamVector& params, const Dataset& 
 
 double Mlp::LossAndGradient(const ParamVector& params, const Dataset& data,
                             std::span<const SampleIndex> batch, ParamVector& grad, ModelWorkspace& ws_base,
-                            ThreadPool* pool) const {
+                            ThreadPool* pool, std::uint64_t /*noise_seed: an MLP has no randomness*/) const {
   MURMUR_CHECK(!batch.empty() && params.size() == layout_.total_size() && grad.size() == params.size());
   MlpWorkspace& ws = Cast(ws_base);
   const std::size_t rows = static_cast<std::size_t>(options_.chunk_rows);
@@ -195,37 +187,23 @@ double Mlp::LossAndGradient(const ParamVector& params, const Dataset& data,
 }
 
 void Mlp::Predict(const ParamVector& params, const Dataset& data, std::span<const SampleIndex> samples,
-                  std::span<std::int32_t> out, ModelWorkspace& ws_base, ThreadPool* pool) const {
+                  std::span<std::int32_t> out, ModelWorkspace& ws, ThreadPool* pool) const {
   MURMUR_CHECK(out.size() == samples.size() && params.size() == layout_.total_size());
-  MlpWorkspace& ws = Cast(ws_base);
-  ForChunks(samples.size(), kEvalRows, pool, [&](std::size_t, std::size_t b, std::size_t e) {
-    Scratch* s = ws.scratch.Acquire();
-    (void)ForwardChunk(*this, params, data, samples.subspan(b, e - b), *s, nullptr, out.data() + b);
-    ws.scratch.Release(s);
-  });
+  PredictInChunks(
+      Cast(ws), samples, out, kEvalRows, pool,
+      [&](Scratch& s, std::span<const SampleIndex> part, std::int64_t* correct, std::int32_t* pred) {
+        return ForwardChunk(*this, params, data, part, s, correct, pred);
+      });
 }
 
 Evaluation Mlp::Evaluate(const ParamVector& params, const Dataset& data, std::span<const SampleIndex> samples,
-                         ModelWorkspace& ws_base, ThreadPool* pool) const {
+                         ModelWorkspace& ws, ThreadPool* pool) const {
   MURMUR_CHECK(params.size() == layout_.total_size());
-  MlpWorkspace& ws = Cast(ws_base);
-  std::size_t chunks = (samples.size() + kEvalRows - 1) / kEvalRows;
-  std::vector<double> loss(chunks, 0);
-  std::vector<std::int64_t> correct(chunks, 0);
-  ForChunks(samples.size(), kEvalRows, pool, [&](std::size_t c, std::size_t b, std::size_t e) {
-    Scratch* s = ws.scratch.Acquire();
-    loss[c] = ForwardChunk(*this, params, data, samples.subspan(b, e - b), *s, &correct[c], nullptr);
-    ws.scratch.Release(s);
-  });
-  Evaluation ev;
-  ev.count = static_cast<std::int64_t>(samples.size());
-  if (ev.count == 0) return ev;
-  double total_loss = 0;
-  std::int64_t total_correct = 0;
-  for (std::size_t c = 0; c < chunks; ++c) total_loss += loss[c], total_correct += correct[c];
-  ev.loss = total_loss / static_cast<double>(ev.count);
-  ev.accuracy = static_cast<double>(total_correct) / static_cast<double>(ev.count);
-  return ev;
+  return EvaluateInChunks(
+      Cast(ws), samples, kEvalRows, pool,
+      [&](Scratch& s, std::span<const SampleIndex> part, std::int64_t* correct, std::int32_t* pred) {
+        return ForwardChunk(*this, params, data, part, s, correct, pred);
+      });
 }
 
 }  // namespace murmur::ml
