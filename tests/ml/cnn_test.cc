@@ -7,12 +7,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <unistd.h>
 
 #include "core/rng.h"
 #include "core/thread_pool.h"
 #include "ml/cnn.h"
 #include "ml/cnn_spec.h"
 #include "ml/model_spec.h"
+#include "ml/npy.h"
 
 namespace murmur::ml {
 namespace {
@@ -345,6 +351,54 @@ TEST_CASE("Bad convolutional specs are refused, naming the layer and what is wro
   auto flat = MakeModel("lenet5", 784, 10);
   REQUIRE(!flat.ok());
   CHECK(flat.status().message().find("needs image samples") != std::string::npos);
+}
+
+TEST_SUITE("slow") {
+  // A second, independent implementation: PyTorch (tests/ml/torch_cnn_reference.py)
+  // trains the same network from the same weights on the same batches.
+  TEST_CASE("The CNN follows PyTorch step for step: 100 SGD steps, the same losses within 1e-4") {
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("murmur_torch_cnn_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string script = std::string(MURMUR_SOURCE_DIR) + "/tests/ml/torch_cnn_reference.py";
+    const int rc = std::system(("/usr/bin/python3 " + script + " " + dir.string()).c_str());
+    REQUIRE_MESSAGE(rc == 0, "the PyTorch reference needs python3-torch (installed by ./dev test)");
+    auto load = [&](const char* name) {
+      auto a = LoadNpy((dir / name).string());
+      REQUIRE_MESSAGE(a.ok(), a.status().ToString());
+      return *a;
+    };
+    auto data = DatasetFromArrays(load("x.npy"), load("y.npy"), "random", "x.npy");
+    REQUIRE(data.ok());
+    data->num_classes = 10;
+    const NpyArray p0 = load("params0.npy"), losses = load("losses.npy"), p100 = load("params100.npy");
+    auto model = MakeModel("cnn:c8k5p2,gn4,pool2,c16k3p1,avg2,d32", data->sample_shape(), 10);
+    REQUIRE(model.ok());
+    ParamVector params((*model)->layout()), grad((*model)->layout());
+    REQUIRE(p0.count() == static_cast<std::int64_t>(params.size()));
+    for (std::size_t i = 0; i < params.size(); ++i)
+      params.span()[i] = static_cast<float>(p0.At(static_cast<std::int64_t>(i)));
+    auto ws = (*model)->NewWorkspace();
+    std::vector<SampleIndex> batch(16);
+    double worst = 0;
+    for (std::int64_t k = 0; k < 100; ++k) {
+      for (std::size_t i = 0; i < batch.size(); ++i)
+        batch[i] = static_cast<SampleIndex>(k * 16 + static_cast<std::int64_t>(i));
+      const double loss = (*model)->LossAndGradient(params, *data, batch, grad, *ws);
+      worst = std::max(worst, std::abs(loss - losses.At(k)) / losses.At(k));
+      params.vec() -= 0.05f * grad.vec();
+    }
+    CHECK(worst < 1e-4);
+    double diff = 0, norm = 0;
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      const double want = p100.At(static_cast<std::int64_t>(i));
+      diff += std::pow(params.span()[i] - want, 2);
+      norm += want * want;
+    }
+    CHECK(std::sqrt(diff / norm) < 1e-4);
+    MESSAGE("worst relative loss difference ", worst, ", final weights ", std::sqrt(diff / norm));
+    std::filesystem::remove_all(dir);
+  }
 }
 
 }  // namespace
