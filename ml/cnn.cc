@@ -19,11 +19,6 @@ using ConstColumnVectorMap = Eigen::Map<const Eigen::VectorXf>;
 // Evaluation chunks hold about this many activation values (4 x 2^22 bytes).
 constexpr std::int64_t kEvalValues = std::int64_t{1} << 22;
 
-// Samples whose im2col matrices one convolution GEMM takes side by side: the
-// products are wide enough to run near Eigen's peak and to spread the
-// packing of W over several samples, in a few MB of scratch.
-constexpr std::int64_t kConvBlock = 8;
-
 ConvGeometry Geometry(const Cnn::Stage& s) {
   return {s.in, s.layer.size, s.layer.kernel, s.layer.stride, s.layer.pad};
 }
@@ -35,17 +30,16 @@ struct Scratch {
   std::vector<Buffer> aux;                        // per stage: group norm xhat, dropout factors
   std::vector<Buffer> inv_std;                    // per group-norm stage: rows x groups
   std::vector<std::vector<std::int32_t>> argmax;  // per max-pool stage: rows x output size
-  Buffer cols, dcols,
-      conv;                 // a block's im2col matrix, its gradient, and its outputs' gradient (widest layer)
-  Buffer g0, g1;            // rows x widest activation: backpropagated gradients
-  Buffer row_max, row_sum;  // rows
+  Buffer cols, dcols;                             // one sample's im2col matrix, the widest convolution's
+  Buffer g0, g1;                                  // rows x widest activation: backpropagated gradients
+  Buffer row_max, row_sum;                        // rows
 };
 
 std::unique_ptr<Scratch> NewScratch(const std::vector<Cnn::Stage>& stages, std::int64_t rows) {
   auto s = std::make_unique<Scratch>();
   const auto r = static_cast<std::size_t>(rows);
   s->x.resize(r * static_cast<std::size_t>(stages.front().in.size()));
-  std::int64_t widest = stages.front().in.size(), cols = 0, conv = 0;
+  std::int64_t widest = stages.front().in.size(), cols = 0;
   for (const Cnn::Stage& st : stages) {
     const auto n = r * static_cast<std::size_t>(st.out.size());
     widest = std::max(widest, st.out.size());
@@ -57,13 +51,11 @@ std::unique_ptr<Scratch> NewScratch(const std::vector<Cnn::Stage>& stages, std::
     s->argmax.emplace_back(st.layer.kind == CnnLayerKind::kMaxPool ? n : 0);
     if (st.layer.kind == CnnLayerKind::kConv) {
       const ConvGeometry g = Geometry(st);
-      cols = std::max(cols, g.patch() * g.out().h * g.out().w * kConvBlock);
-      conv = std::max(conv, st.out.size() * kConvBlock);
+      cols = std::max(cols, g.patch() * g.out().h * g.out().w);
     }
   }
   s->cols.resize(static_cast<std::size_t>(cols));
   s->dcols.resize(static_cast<std::size_t>(cols));
-  s->conv.resize(static_cast<std::size_t>(conv));
   s->g0.resize(r * static_cast<std::size_t>(widest));
   s->g1.resize(r * static_cast<std::size_t>(widest));
   s->row_max.resize(r);
@@ -102,17 +94,11 @@ void Forward(const std::vector<Cnn::Stage>& stages, const Pass& pass, std::int64
         const std::int64_t positions = st.out.h * st.out.w;
         ConstMatrixMap w = pass.params.matrix(static_cast<std::size_t>(st.weight));
         ConstColumnVectorMap b(pass.params.tensor_span(static_cast<std::size_t>(st.bias)).data(), st.out.c);
-        for (std::int64_t i0 = 0; i0 < m; i0 += kConvBlock) {
-          const std::int64_t nb = std::min(kConvBlock, m - i0), ld = nb * positions;
-          for (std::int64_t j = 0; j < nb; ++j)
-            Im2Col(g, in + (i0 + j) * isz, s.cols.data() + j * positions, ld);
-          MatrixMap yb(s.conv.data(), st.out.c, ld);
-          yb.noalias() = w * ConstMatrixMap(s.cols.data(), g.patch(), ld);
-          for (std::int64_t j = 0; j < nb; ++j) {
-            MatrixMap y(out + (i0 + j) * osz, st.out.c, positions);
-            y = yb.middleCols(j * positions, positions);
-            y.colwise() += b;
-          }
+        for (std::int64_t i = 0; i < m; ++i) {
+          Im2Col(g, in + i * isz, s.cols.data());
+          MatrixMap y(out + i * osz, st.out.c, positions);
+          y.noalias() = w * ConstMatrixMap(s.cols.data(), g.patch(), positions);
+          y.colwise() += b;
         }
         break;
       }
@@ -179,21 +165,15 @@ void Backward(const std::vector<Cnn::Stage>& stages, const ParamVector& params, 
         ColumnVectorMap db(out + bt.offset, st.out.c);
         ConstMatrixMap w = params.matrix(static_cast<std::size_t>(st.weight));
         if (need_dx) std::memset(dx, 0, static_cast<std::size_t>(m * isz) * sizeof(float));
-        for (std::int64_t i0 = 0; i0 < m; i0 += kConvBlock) {
-          const std::int64_t nb = std::min(kConvBlock, m - i0), ld = nb * positions;
-          MatrixMap dyb(s.conv.data(), st.out.c, ld);
-          for (std::int64_t j = 0; j < nb; ++j) {
-            dyb.middleCols(j * positions, positions) =
-                ConstMatrixMap(g + (i0 + j) * osz, st.out.c, positions);
-            Im2Col(g3, in + (i0 + j) * isz, s.cols.data() + j * positions, ld);
-          }
-          dw.noalias() += dyb * ConstMatrixMap(s.cols.data(), patch, ld).transpose();
-          db += dyb.rowwise().sum();
+        for (std::int64_t i = 0; i < m; ++i) {
+          ConstMatrixMap dy(g + i * osz, st.out.c, positions);
+          Im2Col(g3, in + i * isz, s.cols.data());
+          dw.noalias() += dy * ConstMatrixMap(s.cols.data(), patch, positions).transpose();
+          db += dy.rowwise().sum();
           if (need_dx) {
-            MatrixMap dcols(s.dcols.data(), patch, ld);
-            dcols.noalias() = w.transpose() * dyb;
-            for (std::int64_t j = 0; j < nb; ++j)
-              Col2Im(g3, s.dcols.data() + j * positions, dx + (i0 + j) * isz, ld);
+            MatrixMap dcols(s.dcols.data(), patch, positions);
+            dcols.noalias() = w.transpose() * dy;
+            Col2Im(g3, s.dcols.data(), dx + i * isz);
           }
         }
         break;

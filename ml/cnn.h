@@ -16,9 +16,8 @@
 //   group norm   "norm<l>.weight" {channels} (gamma), "norm<l>.bias" {channels} (beta)
 // where l is the layer's position in the list.
 //
-// A convolution runs as im2col plus one Eigen GEMM per block of 8 samples
-// (their im2col matrices side by side: Y = W cols + b) and its backward pass
-// as two per block (dW += dY cols^T, dcols = W^T dY, then col2im);
+// A convolution runs as im2col plus one Eigen GEMM per sample (Y = W cols + b)
+// and its backward pass as two (dW += dY cols^T, dcols = W^T dY, then col2im);
 // the kernels are in ml/layers.h. As every Model, a batch is cut into fixed
 // chunks summed in chunk order (ml/chunks.h): results are bit for bit the same
 // for any thread count. Scratch memory lives in the per-thread workspace, so a

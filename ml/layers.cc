@@ -45,9 +45,9 @@ void ForPatchRows(const ConvGeometry& g, Fn fn) {
 
 }  // namespace
 
-void Im2Col(const ConvGeometry& g, const float* x, float* cols, std::int64_t ld) {
+void Im2Col(const ConvGeometry& g, const float* x, float* cols) {
   const Shape3 o = g.out();
-  const std::int64_t positions = ld > 0 ? ld : o.h * o.w;
+  const std::int64_t positions = o.h * o.w;
   ForPatchRows(g, [&](std::int64_t row, std::int64_t oy, std::int64_t in_row, std::int64_t lo,
                       std::int64_t hi, std::int64_t ix) {
     float* dst = cols + row * positions + oy * o.w;
@@ -66,9 +66,9 @@ void Im2Col(const ConvGeometry& g, const float* x, float* cols, std::int64_t ld)
   });
 }
 
-void Col2Im(const ConvGeometry& g, const float* dcols, float* dx, std::int64_t ld) {
+void Col2Im(const ConvGeometry& g, const float* dcols, float* dx) {
   const Shape3 o = g.out();
-  const std::int64_t positions = ld > 0 ? ld : o.h * o.w;
+  const std::int64_t positions = o.h * o.w;
   ForPatchRows(g, [&](std::int64_t row, std::int64_t oy, std::int64_t in_row, std::int64_t lo,
                       std::int64_t hi, std::int64_t ix) {
     if (in_row < 0) return;

@@ -30,13 +30,11 @@ struct ConvGeometry {
 };
 
 // Writes the patches of sample x as the row-major patch() x (out.h * out.w)
-// matrix `cols` whose rows are `ld` apart (0: out.h * out.w; larger to write
-// one sample's columns of a matrix holding several side by side); positions
-// in the padding read as zero.
-void Im2Col(const ConvGeometry& g, const float* x, float* cols, std::int64_t ld = 0);
-// Adds the gradient of `cols` (rows `ld` apart, as Im2Col) back onto dx (the
-// inverse scatter of Im2Col; dx is not cleared first).
-void Col2Im(const ConvGeometry& g, const float* dcols, float* dx, std::int64_t ld = 0);
+// matrix `cols`; positions in the padding read as zero.
+void Im2Col(const ConvGeometry& g, const float* x, float* cols);
+// Adds the gradient of `cols` back onto dx (the inverse scatter of Im2Col;
+// dx is not cleared first).
+void Col2Im(const ConvGeometry& g, const float* dcols, float* dx);
 
 // Pooling over k x k windows with stride k (no padding; a remainder of rows or
 // columns is dropped, as PyTorch's default floor mode).
