@@ -6,6 +6,7 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/csrc/jit/passes/inliner.h>
+#include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/script.h>
 
 #include <algorithm>
@@ -37,11 +38,18 @@ std::mutex& RandomMutex() {
   return mu;
 }
 
-// One intra-op thread on each thread that runs a model (with OpenMP the
-// setting is per thread, so it is made on each one), and one inter-op thread.
-void UseOneTorchThread() {
+// Once per process: no graph-executor optimizations, one inter-op thread;
+// once per thread that runs a model: one intra-op thread (with OpenMP the
+// setting is per thread, so it is made on each one).
+void SetUpLibTorchThread() {
   static std::once_flag interop;
   std::call_once(interop, [] {
+    // The graph executor's profiling optimizations rewrite a method after
+    // its first calls (fusing, specializing shapes, replacing dropout's
+    // draws): a module would compute differently after a number of calls
+    // that depends on how nodes share threads. Off, every call runs the
+    // saved graph, and a step depends only on its inputs.
+    torch::jit::setGraphExecutorOptimize(false);
     try {
       at::set_num_interop_threads(1);
     } catch (const std::exception&) {
@@ -87,17 +95,26 @@ bool DrawsRandomNumbers(const torch::jit::Block* block) {
   return false;
 }
 
-// The seed of a training step of a module that draws random numbers: a hash
-// of the batch and the parameters, the inputs of the step.
-std::uint64_t StepSeed(std::span<const SampleIndex> batch, const ParamVector& params) {
-  std::uint64_t h = Mix64(batch.size());
-  for (SampleIndex i : batch) h = Mix64(h ^ i);
-  const float* p = params.data();
-  for (std::size_t k = 0; k < params.size(); ++k) {
+// Folds 32-bit words into a running hash (FNV-1a's prime over words).
+std::uint64_t HashWords(std::uint64_t h, const void* data, std::size_t bytes) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t k = 0; k + 4 <= bytes; k += 4) {
     std::uint32_t w;
     std::memcpy(&w, p + k, sizeof w);
-    h = (h ^ w) * 0x100000001b3ull;  // FNV-1a's prime over 32-bit words
+    h = (h ^ w) * 0x100000001b3ull;
   }
+  return h;
+}
+
+// The seed of a training step of a module that draws random numbers: a hash
+// of the step's inputs, the batch's values and labels and the parameters.
+// (Values, not sample indices: a daemon numbers its own shard's samples from
+// 0, the simulator the whole dataset's.)
+std::uint64_t StepSeed(std::span<const float> x, std::span<const std::int64_t> y, const ParamVector& params) {
+  std::uint64_t h = Mix64(x.size());
+  h = HashWords(h, x.data(), x.size_bytes());
+  h = HashWords(h, y.data(), y.size_bytes());
+  h = HashWords(h, params.data(), params.size() * sizeof(float));
   return Mix64(h);
 }
 
@@ -250,15 +267,19 @@ Status TorchScriptModel::Init(const std::string& path) {
   for (const auto& b : FloatBuffers(module))
     MURMUR_RETURN_IF_ERROR(add(std::string(kBufferPrefix) + b.name, b.value));
 
-  {
-    std::shared_ptr<torch::jit::Graph> graph = forward->graph()->copy();
-    torch::jit::Inline(*graph);
-    random_ = DrawsRandomNumbers(graph->block());
+  // Random operators: in the code of every method of every submodule (the
+  // graphs inlined as far as they go), ...
+  for (const torch::jit::Module& m : module.modules()) {
+    for (const torch::jit::Method& method : m.get_methods()) {
+      std::shared_ptr<torch::jit::Graph> graph = method.graph()->copy();
+      torch::jit::Inline(*graph);
+      random_ = random_ || DrawsRandomNumbers(graph->block());
+    }
   }
 
   // Two zero samples, in eval mode: the output must be logits [2, classes]
   // or a scalar loss.
-  UseOneTorchThread();
+  SetUpLibTorchThread();
   std::vector<std::int64_t> batch_shape{2};
   batch_shape.insert(batch_shape.end(), sample_shape_.begin(), sample_shape_.end());
   const std::string input = "forward on a batch of shape " + ShapeString(batch_shape);
@@ -301,6 +322,18 @@ Status TorchScriptModel::Init(const std::string& path) {
       for (auto& list : events)
         for (auto& event : list) flops += static_cast<double>(event.flops());
       flops_per_sample_ = 3 * flops / 2;
+    }
+    // ... or in what forward does: two training passes over the same
+    // samples under two seeds differ only when it draws random numbers.
+    if (!random_) {
+      c10::NoGradGuard no_grad;
+      std::vector<c10::IValue> varied{at::linspace(-1, 1, x.numel()).reshape(x.sizes())};
+      if (loss_forward_) varied.emplace_back(y);
+      std::lock_guard<std::mutex> lock(RandomMutex());
+      at::manual_seed(1);
+      at::Tensor first = module.forward(varied).toTensor().clone();
+      at::manual_seed(2);
+      random_ = !at::equal(first, module.forward(varied).toTensor());
     }
   } catch (const std::exception& e) {
     return Status::InvalidArgument("'" + path + "': " + input + " failed: " + FirstLine(e.what()));
@@ -356,7 +389,7 @@ double TorchScriptModel::LossAndGradient(const ParamVector& params, const Datase
                                          std::span<const SampleIndex> batch, ParamVector& grad,
                                          ModelWorkspace& ws_base, ThreadPool*) const {
   MURMUR_CHECK(!batch.empty() && grad.size() == params.size());
-  UseOneTorchThread();
+  SetUpLibTorchThread();
   TorchWorkspace& ws = Cast(ws_base);
   Bind(ws, params, &grad);
   SetTraining(ws, true);
@@ -364,7 +397,7 @@ double TorchScriptModel::LossAndGradient(const ParamVector& params, const Datase
   std::unique_lock<std::mutex> lock;
   if (random_) {
     lock = std::unique_lock<std::mutex>(RandomMutex());
-    at::manual_seed(StepSeed(batch, params));
+    at::manual_seed(StepSeed(ws.x, ws.y, params));
   }
   double loss = 0;
   try {
@@ -427,7 +460,7 @@ void TorchScriptModel::Predict(const ParamVector& params, const Dataset& data,
                                std::span<const SampleIndex> samples, std::span<std::int32_t> out,
                                ModelWorkspace& ws_base, ThreadPool*) const {
   MURMUR_CHECK(out.size() == samples.size());
-  UseOneTorchThread();
+  SetUpLibTorchThread();
   TorchWorkspace& ws = Cast(ws_base);
   Bind(ws, params, nullptr);
   SetTraining(ws, false);
@@ -441,7 +474,7 @@ void TorchScriptModel::Predict(const ParamVector& params, const Dataset& data,
 Evaluation TorchScriptModel::Evaluate(const ParamVector& params, const Dataset& data,
                                       std::span<const SampleIndex> samples, ModelWorkspace& ws_base,
                                       ThreadPool*) const {
-  UseOneTorchThread();
+  SetUpLibTorchThread();
   TorchWorkspace& ws = Cast(ws_base);
   Evaluation ev;
   ev.count = static_cast<std::int64_t>(samples.size());
@@ -512,7 +545,7 @@ Result<double> LibTorchLoopRate(std::string_view spec, const Dataset& data, int 
   MURMUR_CHECK(batch >= 1 && data.num_samples > 0);
   MURMUR_ASSIGN_OR_RETURN(std::string path, TorchScriptPath(spec));
   MURMUR_ASSIGN_OR_RETURN(std::string archive, ReadArchive(path));
-  UseOneTorchThread();
+  SetUpLibTorchThread();
   torch::jit::Module module;
   try {
     std::istringstream in(archive);

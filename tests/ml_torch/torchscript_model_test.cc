@@ -194,6 +194,10 @@ TEST_CASE("torchscript: eval mode uses the running statistics, training mode the
 TEST_CASE("torchscript: dropout masks are a function of the step's inputs, on any thread") {
   auto data = LoadDatasetSpec("synthetic:blobs", "", 3);
   REQUIRE(data.ok());
+  // Other modules loaded first (the same nn.Sequential class, renamed by
+  // TorchScript's importer) once hid dropout from the graph scan.
+  Load("mlp.pt", {20}, 10);
+  Load("cnn_bn.pt", {1, 6, 6}, 3);
   auto model = Load("bn_dropout.pt", {20}, 10);
   ParamVector p(model->layout());
   Rng rng(1, 0, RngPurpose::kInit);
