@@ -6,7 +6,6 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/profiler_legacy.h>
 #include <torch/csrc/jit/passes/inliner.h>
-#include <torch/csrc/jit/python/update_graph_executor_opt.h>
 #include <torch/script.h>
 
 #include <algorithm>
@@ -38,18 +37,12 @@ std::mutex& RandomMutex() {
   return mu;
 }
 
-// Once per process: no graph-executor optimizations, one inter-op thread;
-// once per thread that runs a model: one intra-op thread (with OpenMP the
-// setting is per thread, so it is made on each one).
+// Once per process: one inter-op thread; once per thread that runs a model:
+// one intra-op thread (with OpenMP the setting is per thread, so it is made
+// on each one).
 void SetUpLibTorchThread() {
   static std::once_flag interop;
   std::call_once(interop, [] {
-    // The graph executor's profiling optimizations rewrite a method after
-    // its first calls (fusing, specializing shapes, replacing dropout's
-    // draws): a module would compute differently after a number of calls
-    // that depends on how nodes share threads. Off, every call runs the
-    // saved graph, and a step depends only on its inputs.
-    torch::jit::setGraphExecutorOptimize(false);
     try {
       at::set_num_interop_threads(1);
     } catch (const std::exception&) {

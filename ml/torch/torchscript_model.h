@@ -31,10 +31,7 @@
 // writes the gradient in place. LibTorch runs one intra-op thread on every
 // thread that calls it; the ThreadPool argument is not used: a batch runs
 // whole on the calling thread (BatchNorm sees the whole batch), so results do
-// not depend on the pool's size. The graph executor's profiling
-// optimizations are turned off for the process (they rewrite a method after
-// its first calls, so results would depend on how calls fall on modules).
-// Modules that draw random numbers (dropout; found in their methods' graphs
+// not depend on the pool's size. Modules that draw random numbers (dropout; found in their methods' graphs
 // or by two training passes under two seeds at load) draw from LibTorch's
 // one global generator; murmur reseeds it on each training step from a hash
 // of the batch's values and labels and the parameters, under a

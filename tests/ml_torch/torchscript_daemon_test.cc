@@ -1,7 +1,8 @@
 // TorchScript models on murmurd: four loopback daemons train a module with
 // BatchNorm and dropout and end with the models murmur sim's run of the same
 // spec ends with; a daemon whose copy of the model file differs refuses the
-// job, naming both hashes.
+// job, naming both hashes; the simulator gives the same models on any number
+// of threads.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -77,6 +78,26 @@ TEST_CASE("A daemon whose model file differs from the job's refuses the job, nam
   // The daemons with the job's file accept it.
   auto accepted = Daemon::Create(cluster.Config(0, 5));
   CHECK_MESSAGE(accepted.ok(), accepted.status().ToString());
+}
+
+TEST_CASE(
+    "murmur sim with a BatchNorm and dropout TorchScript model gives the same models on 1 and 3 threads") {
+  std::vector<std::vector<float>> models[2];
+  for (int t = 0; t < 2; ++t) {
+    proto::Scenario scenario;
+    scenario.mutable_spec()->set_dataset("synthetic:blobs");
+    scenario.mutable_spec()->set_model("torchscript:" + kModel);
+    scenario.mutable_spec()->set_nodes(8);
+    scenario.mutable_spec()->set_rounds(20);
+    scenario.mutable_spec()->set_compression("none");
+    scenario.mutable_spec()->set_eval_every(0);
+    scenario.set_threads(t == 0 ? 1 : 3);
+    auto run = sim::RunScenario(scenario, {}, sim::RunOptions{true});
+    REQUIRE_MESSAGE(run.ok(), run.status().ToString());
+    models[t] = std::move(run->final_models);
+  }
+  REQUIRE(models[0].size() == 8);
+  CHECK(models[0] == models[1]);
 }
 
 }  // namespace murmur::node
