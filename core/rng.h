@@ -40,6 +40,7 @@ enum class RngPurpose : std::uint32_t {
   kSelection = 12,              // federated client selection
   kMembership = 13,             // SWIM probe order and PING-REQ relays
   kFault = 14,                  // injected faults (core/faulty_env.h)
+  kDropout = 15,                // dropout masks (ml/layers.h)
   kSecureAggregation = 0x5EC0,  // SecAgg+ secrets and graph seeds in simulations only
 };
 

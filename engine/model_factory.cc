@@ -52,7 +52,7 @@ Result<std::unique_ptr<ml::Model>> MakeJobModel(const proto::JobSpec& spec,
 
 Status CheckModelSpec(std::string_view spec) {
   if (ml::IsTorchScriptSpec(spec)) return ml::CheckTorchScriptModel(spec);
-  return ml::MakeModel(spec, 1, 2).status();
+  return ml::CheckModelSpec(spec);
 }
 
 }  // namespace murmur::engine

@@ -41,8 +41,8 @@ Result<std::unique_ptr<ml::Model>> MakeJobModel(const proto::JobSpec& spec,
 // Lowercase hex of the BLAKE2b-512 of the file at `path` (what `b2sum` prints).
 Result<std::string> ModelFileBlake2b(const std::string& path);
 
-// Checks `spec` before any data is read: a native spec is built for one
-// feature and two classes; a TorchScript file must load.
+// Checks `spec` before any data is read: a native spec's syntax and bounds
+// (ml::CheckModelSpec); a TorchScript file must load.
 Status CheckModelSpec(std::string_view spec);
 
 }  // namespace murmur::engine

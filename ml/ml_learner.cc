@@ -45,7 +45,8 @@ MlLearner::MlLearner(const Model& model, const Dataset& train, std::span<const S
       order_(samples.begin(), samples.end()),
       options_(options),
       schedule_(WithBaseRate(options.schedule, options.lr)),
-      rng_(rng) {
+      rng_(rng),
+      noise_(rng.Fork(static_cast<std::uint64_t>(RngPurpose::kDropout))) {
   MURMUR_CHECK(options_.batch > 0);
   rng_.Shuffle(std::span<SampleIndex>(order_));
 }
@@ -88,7 +89,10 @@ double MlLearner::Gradient(const ParamVector& params, ParamVector& grad) {
     return 0;
   }
   ThreadScratch& s = ScratchFor(model_);
-  double loss = model_.LossAndGradient(params, train_, NextBatch(), grad, *s.workspace);
+  // The batch's noise seed (dropout masks) follows from the node's stream and
+  // the batch number, so a restored learner draws the same masks.
+  const std::uint64_t noise = noise_.Fork(batches_).NextU64();
+  double loss = model_.LossAndGradient(params, train_, NextBatch(), grad, *s.workspace, nullptr, noise);
   if (options_.weight_decay > 0) grad.vec() += static_cast<float>(options_.weight_decay) * params.vec();
   return loss;
 }

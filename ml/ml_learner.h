@@ -75,6 +75,7 @@ class MlLearner final : public LocalLearner {
   MlLearnerOptions options_;
   LrSchedule schedule_;
   Rng rng_;
+  Rng noise_;                    // keys each batch's training noise (Model::LossAndGradient's noise_seed)
   std::vector<float> velocity_;  // heavy-ball momentum, sized on first use
   std::uint64_t steps_ = 0;
   std::uint64_t batches_ = 0;  // mini-batches drawn

@@ -45,7 +45,8 @@ class Mlp final : public Model {
   std::unique_ptr<ModelWorkspace> NewWorkspace() const override;
   void InitParams(ParamVector& params, Rng& rng) const override;
   double LossAndGradient(const ParamVector& params, const Dataset& data, std::span<const SampleIndex> batch,
-                         ParamVector& grad, ModelWorkspace& ws, ThreadPool* pool = nullptr) const override;
+                         ParamVector& grad, ModelWorkspace& ws, ThreadPool* pool = nullptr,
+                         std::uint64_t noise_seed = 0) const override;
   void Predict(const ParamVector& params, const Dataset& data, std::span<const SampleIndex> samples,
                std::span<std::int32_t> out, ModelWorkspace& ws, ThreadPool* pool = nullptr) const override;
   using Model::Evaluate;

@@ -9,7 +9,8 @@
 // Dataset and gathered into the workspace.
 //
 // Implementations: ml/mlp.h (the MLP; with no hidden layer it is softmax
-// regression). ml/model_spec.h builds one from a string like "mlp:256,128".
+// regression) and ml/cnn.h (convolutional networks). ml/model_spec.h builds
+// one from a string like "mlp:256,128" or "cnn-fedavg".
 #pragma once
 
 #include <cstdint>
@@ -58,13 +59,15 @@ class Model {
   // Mean cross-entropy over `batch` (plus the model's L2 term) and its
   // gradient, written to `grad`. With a pool, the batch is split into fixed
   // chunks whose gradients are summed in chunk order: the result is bit for
-  // bit the same for any number of threads.
+  // bit the same for any number of threads. `noise_seed` keys the step's
+  // training randomness (dropout masks) so that it too is the same for any
+  // thread count; callers pass a fresh value per step.
   // REQUIRES: batch non-empty, indices < data.num_samples, data.dim ==
   // input_dim(), labels < num_classes(), grad.size() == params.size() ==
   // layout().total_size(), `ws` from this model's NewWorkspace.
   virtual double LossAndGradient(const ParamVector& params, const Dataset& data,
                                  std::span<const SampleIndex> batch, ParamVector& grad, ModelWorkspace& ws,
-                                 ThreadPool* pool = nullptr) const = 0;
+                                 ThreadPool* pool = nullptr, std::uint64_t noise_seed = 0) const = 0;
 
   // Writes the most likely class of each sample to out[i]. REQUIRES: out.size() == samples.size().
   virtual void Predict(const ParamVector& params, const Dataset& data, std::span<const SampleIndex> samples,

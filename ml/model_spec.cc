@@ -3,6 +3,7 @@
 #include <charconv>
 #include <string>
 
+#include "ml/cnn_spec.h"
 #include "ml/mlp.h"
 
 namespace murmur::ml {
@@ -11,6 +12,11 @@ Result<std::unique_ptr<Model>> MakeModel(std::string_view spec, std::int64_t inp
                                          const ModelSpecOptions& options) {
   const std::int64_t shape[] = {input_dim};
   return MakeModel(spec, shape, num_classes, options);
+}
+
+Status CheckModelSpec(std::string_view spec) {
+  if (IsCnnSpec(spec)) return ParseCnnLayers(spec).status();
+  return MakeModel(spec, 1, 2).status();
 }
 
 Result<std::unique_ptr<Model>> MakeModel(std::string_view spec, std::span<const std::int64_t> sample_shape,
@@ -22,6 +28,21 @@ Result<std::unique_ptr<Model>> MakeModel(std::string_view spec, std::span<const 
     return Status::InvalidArgument(quoted + ": data has " + std::to_string(input_dim) + " features and " +
                                    std::to_string(num_classes) + " classes");
   if (options.chunk_rows <= 0) return Status::InvalidArgument(quoted + ": chunk rows must be positive");
+  if (IsCnnSpec(spec)) {
+    // Images are C x H x W; a 2-D sample is one channel; flat samples cannot be convolved.
+    Shape3 image;
+    if (sample_shape.size() == 3) image = {sample_shape[0], sample_shape[1], sample_shape[2]};
+    if (sample_shape.size() == 2) image = {1, sample_shape[0], sample_shape[1]};
+    if (image.size() <= 0 || image.size() != input_dim)
+      return Status::InvalidArgument(quoted +
+                                     " needs image samples (channels x height x width); the data's "
+                                     "samples are flat vectors of " +
+                                     std::to_string(input_dim) + " values");
+    MURMUR_ASSIGN_OR_RETURN(CnnOptions cnn, ParseCnnSpec(spec, image, num_classes, kMaxParams));
+    cnn.l2 = options.l2;
+    cnn.chunk_rows = options.chunk_rows;
+    return std::unique_ptr<Model>(std::make_unique<Cnn>(std::move(cnn)));
+  }
   MlpOptions mlp;
   mlp.input_dim = input_dim;
   mlp.num_classes = num_classes;
@@ -30,7 +51,9 @@ Result<std::unique_ptr<Model>> MakeModel(std::string_view spec, std::span<const 
   if (spec == "softmax") return std::unique_ptr<Model>(std::make_unique<Mlp>(mlp));
   constexpr std::string_view kMlp = "mlp:";
   if (!spec.starts_with(kMlp))
-    return Status::InvalidArgument(quoted + " unknown (expected 'softmax' or 'mlp:<width>,<width>,...')");
+    return Status::InvalidArgument(quoted +
+                                   " unknown (expected 'softmax', 'mlp:<width>,<width>,...', 'cnn:<layers>', "
+                                   "'cnn-fedavg' or 'lenet5')");
   std::string_view rest = spec.substr(kMlp.size());
   std::int64_t params = 0, prev = input_dim;
   for (;;) {

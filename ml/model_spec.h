@@ -3,6 +3,8 @@
 //
 //   "softmax"         softmax (multinomial logistic) regression
 //   "mlp:256,128"     an MLP with ReLU hidden layers of 256 and 128 units
+//   "cnn:..."         a convolutional network (grammar in ml/cnn_spec.h)
+//   "cnn-fedavg"      McMahan et al. 2017's CNN; "lenet5" LeNet-5 (ml/cnn_spec.h)
 //
 // Thread-safety: free functions without shared state.
 #pragma once
@@ -31,6 +33,10 @@ struct ModelSpecOptions {
 // `num_classes` classes, or InvalidArgument naming what is wrong with the spec.
 Result<std::unique_ptr<Model>> MakeModel(std::string_view spec, std::span<const std::int64_t> sample_shape,
                                          int num_classes, const ModelSpecOptions& options = {});
+// OK when `spec` is well formed whatever the data (its syntax and bounds),
+// or the error MakeModel would give; for checking flags before data is read.
+Status CheckModelSpec(std::string_view spec);
+
 // The same for flat samples of `input_dim` values (shape {input_dim}).
 Result<std::unique_ptr<Model>> MakeModel(std::string_view spec, std::int64_t input_dim, int num_classes,
                                          const ModelSpecOptions& options = {});

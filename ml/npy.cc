@@ -141,7 +141,8 @@ class HeaderParser {
     if (code == "i8") return NpyType::kInt64;
     if (code == "f2") return NpyType::kFloat16;
     if (code == "f4") return NpyType::kFloat32;
-    return Bad("dtype '" + d + "' is not supported (uint8, int32, int64, float16 or float32)");
+    if (code == "f8") return NpyType::kFloat64;
+    return Bad("dtype '" + d + "' is not supported (uint8, int32, int64, float16, float32 or float64)");
   }
 
   std::string_view s_;
@@ -212,7 +213,8 @@ std::size_t NpyItemSize(NpyType type) {
     case NpyType::kFloat16: return 2;
     case NpyType::kInt32:
     case NpyType::kFloat32: return 4;
-    case NpyType::kInt64: return 8;
+    case NpyType::kInt64:
+    case NpyType::kFloat64: return 8;
   }
   return 1;
 }
@@ -224,6 +226,7 @@ const char* NpyTypeName(NpyType type) {
     case NpyType::kInt64: return "int64";
     case NpyType::kFloat16: return "float16";
     case NpyType::kFloat32: return "float32";
+    case NpyType::kFloat64: return "float64";
   }
   return "?";
 }
@@ -242,6 +245,7 @@ double NpyArray::At(std::int64_t i) const {
     case NpyType::kInt64: return static_cast<double>(Load<std::int64_t>(p));
     case NpyType::kFloat16: return HalfToFloat(Load<std::uint16_t>(p));
     case NpyType::kFloat32: return Load<float>(p);
+    case NpyType::kFloat64: return Load<double>(p);
   }
   return 0;
 }
@@ -380,7 +384,7 @@ Result<Dataset> DatasetFromArrays(const NpyArray& x, const NpyArray& y, std::str
   if ((y.shape.size() != 1 && !y_column) || y.shape[0] != n)
     return Status::InvalidArgument(what + ": y of shape " + ShapeText(y.shape) +
                                    " is not one label per sample of x " + ShapeText(x.shape));
-  if (y.type == NpyType::kFloat16 || y.type == NpyType::kFloat32)
+  if (y.type == NpyType::kFloat16 || y.type == NpyType::kFloat32 || y.type == NpyType::kFloat64)
     return Status::InvalidArgument(what + ": y is " + NpyTypeName(y.type) + "; labels must be integers");
   Dataset d;
   d.name = std::move(name);

@@ -3,8 +3,8 @@
 // deflated, read with libzip), as torchvision, tensorflow-datasets and Keras
 // users export their data (`np.save`, `np.savez`, `np.savez_compressed`).
 //
-// Supported: little-endian (or one-byte) uint8, int32, int64, float16 and
-// float32 in C order. Everything else (big-endian, Fortran order, object
+// Supported: little-endian (or one-byte) uint8, int32, int64, float16,
+// float32 and float64 in C order. Everything else (big-endian, Fortran order, object
 // arrays, other dtypes) is refused with an error naming the file, the array
 // and what is unsupported. Every size is checked against the bytes the file
 // holds before anything is allocated: a truncated or lying header costs
@@ -24,7 +24,7 @@
 
 namespace murmur::ml {
 
-enum class NpyType { kUint8, kInt32, kInt64, kFloat16, kFloat32 };
+enum class NpyType { kUint8, kInt32, kInt64, kFloat16, kFloat32, kFloat64 };
 
 // "uint8", "int32", ...
 const char* NpyTypeName(NpyType type);

@@ -19,7 +19,10 @@ Trainer::Trainer(const Model& model, Optimizer& optimizer, LrSchedule schedule, 
 }
 
 double Trainer::Step(ParamVector& params, const Dataset& data, std::span<const SampleIndex> batch) {
-  double loss = model_.LossAndGradient(params, data, batch, grad_, *workspace_, pool_);
+  const std::uint64_t noise = Rng(options_.seed, options_.node, RngPurpose::kDropout)
+                                  .Fork(static_cast<std::uint64_t>(optimizer_.steps()))
+                                  .NextU64();
+  double loss = model_.LossAndGradient(params, data, batch, grad_, *workspace_, pool_, noise);
   last_lr_ = schedule_(optimizer_.steps());
   optimizer_.Step(params, grad_, last_lr_);
   return loss;

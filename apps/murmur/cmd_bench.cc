@@ -13,6 +13,7 @@
 #include "apps/murmur/command.h"
 #include "core/param_vector.h"
 #include "core/thread_pool.h"
+#include "ml/cnn.h"
 #include "ml/mlp.h"
 #include "ml/model_spec.h"
 #include "ml/optimizer.h"
@@ -42,12 +43,50 @@ double TrainRate(const ml::Model& model, const ml::Dataset& data, int batch, int
   return static_cast<double>(samples) / SecondsSince(start);
 }
 
+// The convolutional model against its GEMM floor: every matrix product of
+// its forward pass timed alone at the shape the model multiplies (per sample
+// for a convolution, per chunk for a dense layer), weighted by its share of
+// the FLOPs (time = sum of flops_i / rate_i). The backward products have the
+// same sizes, transposed.
+int BenchCnnTrain(const ml::Cnn& cnn, const ml::Dataset& data, int batch, int threads, double seconds) {
+  double total = 0, time = 0;
+  const std::int64_t rows = std::min<std::int64_t>(batch, cnn.options().chunk_rows);
+  for (const ml::Cnn::Stage& st : cnn.stages()) {
+    std::int64_t m = 0, k = 0, n = 0;
+    if (st.layer.kind == ml::CnnLayerKind::kConv) {
+      m = st.out.c, k = st.in.c * st.layer.kernel * st.layer.kernel, n = st.out.h * st.out.w;
+    } else if (st.layer.kind == ml::CnnLayerKind::kDense) {
+      m = rows, k = st.in.size(), n = st.out.size();
+    } else {
+      continue;
+    }
+    const double rate = GemmRate(m, k, n, 1, seconds / 4);
+    const double share =
+        2.0 * static_cast<double>(m * k * n) / (st.layer.kind == ml::CnnLayerKind::kConv ? 1 : rows);
+    std::printf("  Eigen GEMM %lldx%lldx%lld: %.1f GFLOP/s\n", static_cast<long long>(m),
+                static_cast<long long>(k), static_cast<long long>(n), rate);
+    total += share;
+    time += share / rate;
+  }
+  const double floor = total / time;
+  std::printf("GEMM floor of this network (its products, FLOP-weighted, one thread): %.1f GFLOP/s\n", floor);
+  for (int t : {1, threads}) {
+    const double rate = TrainRate(cnn, data, batch, t, seconds);
+    const double achieved = rate * cnn.FlopsPerSample() / 1e9;
+    std::printf(
+        "training batch %d, %d thread%s: %.0f samples/s = %.1f GFLOP/s = %.2f of the GEMM floor x %d\n",
+        batch, t, t == 1 ? "" : "s", rate, achieved, achieved / (floor * t), t);
+    if (threads == 1) break;
+  }
+  return kExitOk;
+}
+
 int BenchTrain(int argc, char** argv) {
   cxxopts::Options options("murmur bench train",
                            "Training samples/s of a model against the Eigen GEMM rate of its layer sizes.");
   // clang-format off
   options.add_options()
-    ("model", "softmax or mlp:<width>,...", cxxopts::value<std::string>()->default_value("mlp:256,128"))
+    ("model", "softmax, mlp:<width>,..., cnn:<layers>, cnn-fedavg or lenet5", cxxopts::value<std::string>()->default_value("mlp:256,128"))
     ("batch", "mini-batch size", cxxopts::value<int>()->default_value("64"))
     ("seconds", "seconds per measurement", cxxopts::value<double>()->default_value("3"))
     ("threads", "threads for the all-threads runs", cxxopts::value<int>()->default_value(std::to_string(HardwareThreads())))
@@ -74,17 +113,22 @@ int BenchTrain(int argc, char** argv) {
   if (batch < 1) return UsageError(kName, "--batch must be at least 1");
   if (threads < 1 || threads > 1024) return UsageError(kName, "--threads outside [1, 1024]");
   if (!(seconds > 0 && seconds <= 600)) return UsageError(kName, "--seconds outside (0, 600]");
-  auto model = ml::MakeModel(spec, 784, 10);
+  // Fashion-MNIST's shape, 1 x 28 x 28 (random values: speed does not depend on them).
+  const std::int64_t shape[] = {1, 28, 28};
+  auto model = ml::MakeModel(spec, shape, 10);
   if (!model.ok()) return UsageError(kName, model.status().message());
   const auto* mlp = dynamic_cast<const ml::Mlp*>(model->get());
   const double flops = (*model)->FlopsPerSample();
   ml::BlobsOptions data_options;
-  data_options.num_samples = 8192;
+  data_options.num_samples = mlp != nullptr ? 8192 : 2048;
   data_options.dim = 784;
   ml::Dataset data = ml::MakeGaussianBlobs(data_options);
+  data.shape = {1, 28, 28};
 
   std::printf("model %s: %zu parameters, %.4f MFLOP per sample (forward + backward matrix products)\n",
               spec.c_str(), (*model)->layout().total_size(), flops / 1e6);
+  if (const auto* cnn = dynamic_cast<const ml::Cnn*>(model->get()))
+    return BenchCnnTrain(*cnn, data, batch, threads, seconds);
   // The floor: the first layer's product at the chunk size the model multiplies
   // (its largest GEMM), and a large square product.
   std::int64_t rows = std::min<std::int64_t>(batch, mlp != nullptr ? mlp->options().chunk_rows : batch);

@@ -49,7 +49,7 @@ int RunTrain(int argc, char** argv) {
   cxxopts::Options options("murmur train", "Train one model centrally and report its test accuracy.");
   // clang-format off
   options.add_options()
-    ("model", "softmax or mlp:<width>,<width>,...", cxxopts::value<std::string>()->default_value("mlp:256,128"))
+    ("model", "softmax, mlp:<width>,..., cnn:<layers>, cnn-fedavg or lenet5", cxxopts::value<std::string>()->default_value("mlp:256,128"))
     ("dataset", "fashion-mnist, csv:PATH, npz:FILE.npz[:TEST.npz], synthetic:blobs or synthetic:teacher",
      cxxopts::value<std::string>()->default_value("fashion-mnist"))
     ("data-dir", "directory of the Fashion-MNIST files", cxxopts::value<std::string>()->default_value(ml::kFashionMnistDir))
@@ -102,8 +102,7 @@ int RunTrain(int argc, char** argv) {
   Result<ml::ScheduleKind> kind = ml::ParseScheduleKind(schedule_name);
   if (!kind.ok()) return UsageError(kName, kind.status().message());
   // Check the model spec and optimizer before reading the data.
-  if (Status probe = engine::CheckModelSpec(model_spec); !probe.ok())
-    return UsageError(kName, probe.message());
+  if (Status probe = engine::CheckModelSpec(model_spec); !probe.ok()) return UsageError(kName, probe.message());
   if (auto probe = ml::MakeOptimizer(optimizer_name, 1, momentum, weight_decay); !probe.ok())
     return UsageError(kName, probe.status().message());
 
@@ -170,7 +169,8 @@ int RunTrain(int argc, char** argv) {
   return kExitOk;
 }
 
-MURMUR_COMMAND("train", "train a model centrally (softmax or MLP on Fashion-MNIST, CSV or synthetic data)",
+MURMUR_COMMAND("train",
+               "train a model centrally (softmax, MLP or CNN on Fashion-MNIST, NumPy, CSV or synthetic data)",
                RunTrain);
 
 }  // namespace murmur::cli

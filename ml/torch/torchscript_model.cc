@@ -99,8 +99,9 @@ std::uint64_t HashWords(std::uint64_t h, const void* data, std::size_t bytes) {
   return h;
 }
 
-// The seed of a training step of a module that draws random numbers: a hash
-// of the step's inputs, the batch's values and labels and the parameters.
+// The seed of a training step of a module that draws random numbers, mixed
+// with the caller's noise_seed (the node's dropout stream): a hash of the
+// step's inputs, the batch's values and labels and the parameters.
 // (Values, not sample indices: a daemon numbers its own shard's samples from
 // 0, the simulator the whole dataset's.)
 std::uint64_t StepSeed(std::span<const float> x, std::span<const std::int64_t> y, const ParamVector& params) {
@@ -172,8 +173,8 @@ class TorchScriptModel final : public Model {
   }
 
   double LossAndGradient(const ParamVector& params, const Dataset& data, std::span<const SampleIndex> batch,
-                         ParamVector& grad, ModelWorkspace& ws_base,
-                         ThreadPool* pool = nullptr) const override;
+                         ParamVector& grad, ModelWorkspace& ws_base, ThreadPool* pool = nullptr,
+                         std::uint64_t noise_seed = 0) const override;
   void Predict(const ParamVector& params, const Dataset& data, std::span<const SampleIndex> samples,
                std::span<std::int32_t> out, ModelWorkspace& ws, ThreadPool* pool = nullptr) const override;
   using Model::Evaluate;
@@ -380,7 +381,8 @@ std::pair<at::Tensor, at::Tensor> TorchScriptModel::Gather(TorchWorkspace& ws, c
 
 double TorchScriptModel::LossAndGradient(const ParamVector& params, const Dataset& data,
                                          std::span<const SampleIndex> batch, ParamVector& grad,
-                                         ModelWorkspace& ws_base, ThreadPool*) const {
+                                         ModelWorkspace& ws_base, ThreadPool*,
+                                         std::uint64_t noise_seed) const {
   MURMUR_CHECK(!batch.empty() && grad.size() == params.size());
   SetUpLibTorchThread();
   TorchWorkspace& ws = Cast(ws_base);
@@ -390,7 +392,7 @@ double TorchScriptModel::LossAndGradient(const ParamVector& params, const Datase
   std::unique_lock<std::mutex> lock;
   if (random_) {
     lock = std::unique_lock<std::mutex>(RandomMutex());
-    at::manual_seed(StepSeed(ws.x, ws.y, params));
+    at::manual_seed(Mix64(noise_seed ^ StepSeed(ws.x, ws.y, params)));
   }
   double loss = 0;
   try {

@@ -60,7 +60,7 @@ TEST_CASE("Unsupported arrays are refused, naming the file and what is unsupport
   CHECK(Has(f.status(), "Fortran-order arrays are not supported"));
   auto b = LoadNpy(Fixture("bool.npy"));
   REQUIRE_FALSE(b.ok());
-  CHECK(Has(b.status(), "dtype '|b1' is not supported (uint8, int32, int64, float16 or float32)"));
+  CHECK(Has(b.status(), "dtype '|b1' is not supported (uint8, int32, int64, float16, float32 or float64)"));
 }
 
 TEST_CASE("A truncated or lying header is refused before anything is allocated") {

@@ -1,0 +1,194 @@
+#include "ml/layers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/rng.h"
+
+namespace murmur::ml {
+
+Shape3 ConvGeometry::out() const {
+  return {out_channels, (in.h + 2 * pad - kernel) / stride + 1, (in.w + 2 * pad - kernel) / stride + 1};
+}
+
+namespace {
+
+// Calls fn(row of cols, output row oy, input row iy, first and last output
+// columns [ox0, ox1) inside the image, input column of ox0) for every row of
+// every patch row: the entries of cols outside [ox0, ox1) read the padding.
+// The inner copies are contiguous for stride 1, which is what makes im2col
+// run at memory speed rather than per element.
+// floor(a / b) for b > 0.
+std::int64_t FloorDiv(std::int64_t a, std::int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+template <typename Fn>
+void ForPatchRows(const ConvGeometry& g, Fn fn) {
+  const Shape3 o = g.out();
+  for (std::int64_t c = 0; c < g.in.c; ++c) {
+    for (std::int64_t ki = 0; ki < g.kernel; ++ki) {
+      for (std::int64_t kj = 0; kj < g.kernel; ++kj) {
+        const std::int64_t row = (c * g.kernel + ki) * g.kernel + kj;
+        // Output columns whose input column ox * stride - pad + kj is in [0, in.w).
+        const std::int64_t lo = std::max<std::int64_t>(0, -FloorDiv(kj - g.pad, g.stride));
+        const std::int64_t hi =
+            std::clamp<std::int64_t>(FloorDiv(g.in.w - 1 + g.pad - kj, g.stride) + 1, lo, o.w);
+        for (std::int64_t oy = 0; oy < o.h; ++oy) {
+          const std::int64_t iy = oy * g.stride - g.pad + ki;
+          fn(row, oy, iy >= 0 && iy < g.in.h ? (c * g.in.h + iy) * g.in.w : -1, lo, hi,
+             lo * g.stride - g.pad + kj);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void Im2Col(const ConvGeometry& g, const float* x, float* cols) {
+  const Shape3 o = g.out();
+  const std::int64_t positions = o.h * o.w;
+  ForPatchRows(g, [&](std::int64_t row, std::int64_t oy, std::int64_t in_row, std::int64_t lo,
+                      std::int64_t hi, std::int64_t ix) {
+    float* dst = cols + row * positions + oy * o.w;
+    if (in_row < 0) {
+      std::fill(dst, dst + o.w, 0.0f);
+      return;
+    }
+    std::fill(dst, dst + lo, 0.0f);
+    const float* src = x + in_row + ix;
+    if (g.stride == 1) {
+      std::copy(src, src + (hi - lo), dst + lo);
+    } else {
+      for (std::int64_t ox = lo; ox < hi; ++ox) dst[ox] = src[(ox - lo) * g.stride];
+    }
+    std::fill(dst + hi, dst + o.w, 0.0f);
+  });
+}
+
+void Col2Im(const ConvGeometry& g, const float* dcols, float* dx) {
+  const Shape3 o = g.out();
+  const std::int64_t positions = o.h * o.w;
+  ForPatchRows(g, [&](std::int64_t row, std::int64_t oy, std::int64_t in_row, std::int64_t lo,
+                      std::int64_t hi, std::int64_t ix) {
+    if (in_row < 0) return;
+    const float* src = dcols + row * positions + oy * o.w;
+    float* dst = dx + in_row + ix;
+    if (g.stride == 1) {
+      for (std::int64_t ox = lo; ox < hi; ++ox) dst[ox - lo] += src[ox];
+    } else {
+      for (std::int64_t ox = lo; ox < hi; ++ox) dst[(ox - lo) * g.stride] += src[ox];
+    }
+  });
+}
+
+Shape3 PoolOutput(const Shape3& in, std::int64_t k) { return {in.c, in.h / k, in.w / k}; }
+
+namespace {
+
+// Calls fn(output index, input index of the window's top-left corner) for every output.
+template <typename Fn>
+void ForWindows(const Shape3& in, std::int64_t k, Fn fn) {
+  const Shape3 o = PoolOutput(in, k);
+  for (std::int64_t c = 0; c < o.c; ++c)
+    for (std::int64_t oy = 0; oy < o.h; ++oy)
+      for (std::int64_t ox = 0; ox < o.w; ++ox)
+        fn((c * o.h + oy) * o.w + ox, (c * in.h + oy * k) * in.w + ox * k);
+}
+
+}  // namespace
+
+void MaxPoolForward(const Shape3& in, std::int64_t k, const float* x, float* y, std::int32_t* argmax) {
+  ForWindows(in, k, [&](std::int64_t o, std::int64_t corner) {
+    std::int64_t best = corner;
+    for (std::int64_t i = 0; i < k; ++i)
+      for (std::int64_t j = 0; j < k; ++j) {
+        const std::int64_t at = corner + i * in.w + j;
+        if (x[at] > x[best]) best = at;
+      }
+    y[o] = x[best];
+    argmax[o] = static_cast<std::int32_t>(best);
+  });
+}
+
+void MaxPoolBackward(const Shape3& in, std::int64_t k, const float* dy, const std::int32_t* argmax,
+                     float* dx) {
+  std::memset(dx, 0, static_cast<std::size_t>(in.size()) * sizeof(float));
+  const std::int64_t outputs = PoolOutput(in, k).size();
+  for (std::int64_t o = 0; o < outputs; ++o) dx[argmax[o]] += dy[o];
+}
+
+void AvgPoolForward(const Shape3& in, std::int64_t k, const float* x, float* y) {
+  const float inv = 1.0f / static_cast<float>(k * k);
+  ForWindows(in, k, [&](std::int64_t o, std::int64_t corner) {
+    float sum = 0;
+    for (std::int64_t i = 0; i < k; ++i)
+      for (std::int64_t j = 0; j < k; ++j) sum += x[corner + i * in.w + j];
+    y[o] = sum * inv;
+  });
+}
+
+void AvgPoolBackward(const Shape3& in, std::int64_t k, const float* dy, float* dx) {
+  std::memset(dx, 0, static_cast<std::size_t>(in.size()) * sizeof(float));
+  const float inv = 1.0f / static_cast<float>(k * k);
+  ForWindows(in, k, [&](std::int64_t o, std::int64_t corner) {
+    for (std::int64_t i = 0; i < k; ++i)
+      for (std::int64_t j = 0; j < k; ++j) dx[corner + i * in.w + j] = dy[o] * inv;
+  });
+}
+
+void GroupNormForward(const Shape3& in, std::int64_t groups, const float* x, const float* gamma,
+                      const float* beta, float* xhat, float* inv_std, float* y) {
+  const std::int64_t hw = in.h * in.w, per_group = in.c / groups * hw;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const std::int64_t first = g * per_group;
+    double sum = 0, sq = 0;
+    for (std::int64_t i = first; i < first + per_group; ++i) sum += x[i];
+    const double mean = sum / static_cast<double>(per_group);
+    for (std::int64_t i = first; i < first + per_group; ++i) sq += (x[i] - mean) * (x[i] - mean);
+    const auto inv = static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(per_group) + kGroupNormEps));
+    inv_std[g] = inv;
+    for (std::int64_t i = first; i < first + per_group; ++i) {
+      const std::int64_t c = i / hw;
+      xhat[i] = static_cast<float>(x[i] - mean) * inv;
+      y[i] = gamma[c] * xhat[i] + beta[c];
+    }
+  }
+}
+
+void GroupNormBackward(const Shape3& in, std::int64_t groups, const float* dy, const float* xhat,
+                       const float* inv_std, const float* gamma, float* dx, float* dgamma, float* dbeta) {
+  const std::int64_t hw = in.h * in.w, per_group = in.c / groups * hw;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const std::int64_t first = g * per_group;
+    // With d = dy * gamma: dx = inv_std / N * (N d - sum d - xhat sum(d xhat)).
+    double sum_d = 0, sum_dx = 0;
+    for (std::int64_t i = first; i < first + per_group; ++i) {
+      const std::int64_t c = i / hw;
+      const double d = static_cast<double>(dy[i]) * gamma[c];
+      sum_d += d;
+      sum_dx += d * xhat[i];
+      dgamma[c] += dy[i] * xhat[i];
+      dbeta[c] += dy[i];
+    }
+    const double n = static_cast<double>(per_group);
+    for (std::int64_t i = first; i < first + per_group; ++i) {
+      const std::int64_t c = i / hw;
+      const double d = static_cast<double>(dy[i]) * gamma[c];
+      dx[i] = static_cast<float>(inv_std[g] / n * (n * d - sum_d - xhat[i] * sum_dx));
+    }
+  }
+}
+
+void DropoutForward(std::int64_t n, double p, std::uint64_t seed, std::uint64_t stream, const float* x,
+                    float* y, float* scale) {
+  Rng rng(seed, stream, RngPurpose::kDropout);
+  const auto keep = static_cast<float>(1.0 - p);
+  const float factor = 1.0f / keep;
+  for (std::int64_t i = 0; i < n; ++i) {
+    scale[i] = rng.UniformFloat() < keep ? factor : 0.0f;
+    y[i] = x[i] * scale[i];
+  }
+}
+
+}  // namespace murmur::ml
