@@ -102,7 +102,8 @@ int RunTrain(int argc, char** argv) {
   Result<ml::ScheduleKind> kind = ml::ParseScheduleKind(schedule_name);
   if (!kind.ok()) return UsageError(kName, kind.status().message());
   // Check the model spec and optimizer before reading the data.
-  if (Status probe = engine::CheckModelSpec(model_spec); !probe.ok()) return UsageError(kName, probe.message());
+  if (Status probe = engine::CheckModelSpec(model_spec); !probe.ok())
+    return UsageError(kName, probe.message());
   if (auto probe = ml::MakeOptimizer(optimizer_name, 1, momentum, weight_decay); !probe.ok())
     return UsageError(kName, probe.status().message());
 

@@ -9,6 +9,8 @@
 
 #include "engine/model_factory.h"
 #include "ml/torch/torchscript_model.h"
+#include "node/daemon.h"
+#include "sim/runner.h"
 #include "tests/node/daemon_cluster.h"
 
 namespace murmur::node {
