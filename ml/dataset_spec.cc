@@ -166,6 +166,17 @@ Result<TrainTest> LoadDatasetSpec(const std::string& spec, const std::string& da
     }
     return LoadNpzDataset(rest, test_path);
   }
+  if (spec.rfind("npy:", 0) == 0) {
+    std::vector<std::string> paths;
+    std::string rest = spec.substr(4);
+    for (std::size_t colon; (colon = rest.find(':')) != std::string::npos; rest = rest.substr(colon + 1))
+      paths.push_back(rest.substr(0, colon));
+    paths.push_back(rest);
+    if (paths.size() != 4)
+      return Status::InvalidArgument("dataset '" + spec +
+                                     "': npy: needs four files, X_TRAIN:Y_TRAIN:X_TEST:Y_TEST");
+    return LoadNpyDataset(paths[0], paths[1], paths[2], paths[3]);
+  }
   if (spec.rfind("csv:", 0) == 0) {
     std::string rest = spec.substr(4);
     std::string test_path;
@@ -197,10 +208,10 @@ Result<TrainTest> LoadDatasetSpec(const std::string& spec, const std::string& da
     tt.train = Subset(all, std::span(order).subspan(test_n));
     return tt;
   }
-  return Status::InvalidArgument(
-      "dataset '" + spec +
-      "' unknown (expected fashion-mnist, csv:TRAIN[:TEST], npz:FILE[:TEST], synthetic:blobs or "
-      "synthetic:teacher)");
+  return Status::InvalidArgument("dataset '" + spec +
+                                 "' unknown (expected fashion-mnist, csv:TRAIN[:TEST], npz:FILE[:TEST], "
+                                 "npy:X:Y:X_TEST:Y_TEST, synthetic:blobs or "
+                                 "synthetic:teacher)");
 }
 
 }  // namespace murmur::ml

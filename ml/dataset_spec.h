@@ -6,6 +6,7 @@
 //   "csv:TRAIN.csv:TEST.csv" explicit test file
 //   "npz:FILE.npz"           NumPy arrays x_train, y_train, x_test, y_test (ml/npy.h)
 //   "npz:TRAIN.npz:TEST.npz" arrays x and y in each
+//   "npy:X:Y:X_TEST:Y_TEST"  four .npy files: training samples and labels, test samples and labels
 //   "synthetic:blobs"        Gaussian blobs, 20,000 train / 5,000 test (dim 20, 10 classes)
 //   "synthetic:teacher"      labels of a random linear teacher, same sizes
 //

@@ -433,6 +433,36 @@ Result<Dataset> DatasetFromArrays(const NpyArray& x, const NpyArray& y, std::str
   return d;
 }
 
+namespace {
+
+// Checks that the two sets describe the same kind of sample and gives both
+// the larger class count.
+Status MatchTrainTest(TrainTest& tt, const std::string& what) {
+  if (tt.test.sample_shape() != tt.train.sample_shape())
+    return Status::InvalidArgument(what + ": test samples have " + std::to_string(tt.test.dim) +
+                                   " values in shape " + ShapeText(tt.test.sample_shape()) +
+                                   ", training samples " + std::to_string(tt.train.dim) + " in shape " +
+                                   ShapeText(tt.train.sample_shape()));
+  tt.train.num_classes = tt.test.num_classes = std::max(tt.train.num_classes, tt.test.num_classes);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<TrainTest> LoadNpyDataset(const std::string& x_train, const std::string& y_train,
+                                 const std::string& x_test, const std::string& y_test) {
+  const std::string name = "npy:" + std::filesystem::path(x_train).filename().string();
+  TrainTest tt;
+  MURMUR_ASSIGN_OR_RETURN(NpyArray x, LoadNpy(x_train));
+  MURMUR_ASSIGN_OR_RETURN(NpyArray y, LoadNpy(y_train));
+  MURMUR_ASSIGN_OR_RETURN(tt.train, DatasetFromArrays(x, y, name, x_train + " and " + y_train));
+  MURMUR_ASSIGN_OR_RETURN(x, LoadNpy(x_test));
+  MURMUR_ASSIGN_OR_RETURN(y, LoadNpy(y_test));
+  MURMUR_ASSIGN_OR_RETURN(tt.test, DatasetFromArrays(x, y, name, x_test + " and " + y_test));
+  MURMUR_RETURN_IF_ERROR(MatchTrainTest(tt, x_test));
+  return tt;
+}
+
 Result<TrainTest> LoadNpzDataset(const std::string& train_path, const std::string& test_path) {
   const std::string name = "npz:" + std::filesystem::path(train_path).filename().string();
   TrainTest tt;
@@ -459,10 +489,7 @@ Result<TrainTest> LoadNpzDataset(const std::string& train_path, const std::strin
     MURMUR_ASSIGN_OR_RETURN(y, LoadNpzArray(test_path, "y"));
     MURMUR_ASSIGN_OR_RETURN(tt.test, DatasetFromArrays(x, y, name, test_path));
   }
-  if (tt.test.dim != tt.train.dim)
-    return Status::InvalidArgument(train_path + ": test samples have " + std::to_string(tt.test.dim) +
-                                   " features, training samples " + std::to_string(tt.train.dim));
-  tt.train.num_classes = tt.test.num_classes = std::max(tt.train.num_classes, tt.test.num_classes);
+  MURMUR_RETURN_IF_ERROR(MatchTrainTest(tt, test_path.empty() ? train_path : test_path));
   return tt;
 }
 

@@ -80,6 +80,11 @@ Result<NpyArray> LoadNpzArray(const std::string& path, const std::string& name);
 Result<Dataset> DatasetFromArrays(const NpyArray& x, const NpyArray& y, std::string name,
                                   const std::string& what);
 
+// The dataset spec "npy:X_TRAIN:Y_TRAIN:X_TEST:Y_TEST" (ml/dataset_spec.h):
+// four .npy files, each pair as DatasetFromArrays reads it.
+Result<TrainTest> LoadNpyDataset(const std::string& x_train, const std::string& y_train,
+                                 const std::string& x_test, const std::string& y_test);
+
 // The dataset spec "npz:FILE[:TEST_FILE]" (ml/dataset_spec.h): with one file,
 // arrays x_train, y_train, x_test, y_test (Keras' layout); with two, arrays
 // x and y in each.

@@ -34,7 +34,8 @@ struct Data {
 Result<Data> LoadData(const std::string& spec, const std::string& data_dir, const std::string& test_csv,
                       std::uint64_t seed, bool* usage) {
   const bool csv = spec.rfind("csv:", 0) == 0;
-  if (!csv && spec != "fashion-mnist" && spec.rfind("synthetic:", 0) != 0) *usage = true;
+  const bool numpy = spec.rfind("npz:", 0) == 0 || spec.rfind("npy:", 0) == 0;
+  if (!csv && !numpy && spec != "fashion-mnist" && spec.rfind("synthetic:", 0) != 0) *usage = true;
   Data d;
   MURMUR_ASSIGN_OR_RETURN(
       d.tt, ml::LoadDatasetSpec(csv && !test_csv.empty() ? spec + ":" + test_csv : spec, data_dir, seed));
@@ -50,7 +51,7 @@ int RunTrain(int argc, char** argv) {
   // clang-format off
   options.add_options()
     ("model", "softmax, mlp:<width>,..., cnn:<layers>, cnn-fedavg or lenet5", cxxopts::value<std::string>()->default_value("mlp:256,128"))
-    ("dataset", "fashion-mnist, csv:PATH, npz:FILE.npz[:TEST.npz], synthetic:blobs or synthetic:teacher",
+    ("dataset", "fashion-mnist, csv:PATH, npz:FILE.npz[:TEST.npz], npy:X:Y:X_TEST:Y_TEST, synthetic:blobs or synthetic:teacher",
      cxxopts::value<std::string>()->default_value("fashion-mnist"))
     ("data-dir", "directory of the Fashion-MNIST files", cxxopts::value<std::string>()->default_value(ml::kFashionMnistDir))
     ("test-csv", "test set for --dataset csv:PATH (default: hold out 20%)", cxxopts::value<std::string>()->default_value(""))

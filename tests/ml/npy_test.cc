@@ -149,6 +149,30 @@ TEST_CASE("Channels-last images (N, H, W, C) are reordered to (C, H, W) samples"
   }
 }
 
+TEST_CASE("Four .npy files: npy:X:Y:X_TEST:Y_TEST, and test samples of another shape are refused") {
+  auto f = [](const char* name) { return Fixture(name); };
+  auto tt = LoadDatasetSpec("npy:" + f("pair_x.npy") + ":" + f("pair_y.npy") + ":" + f("pair_x_test.npy") +
+                                ":" + f("pair_y_test.npy"),
+                            "", 1);
+  REQUIRE_MESSAGE(tt.ok(), tt.status().ToString());
+  CHECK(tt->train.sample_shape() == std::vector<std::int64_t>{1, 3, 3});
+  CHECK(tt->train.pixels[35] == 35);
+  CHECK(tt->test.pixels[0] == 255);
+  CHECK(tt->train.num_classes == 4);  // the test set's label 3 counts
+  CHECK(tt->test.labels == std::vector<std::int32_t>{3, 0});
+  // Nine values per sample both, but 1 x 1 x 9 is not 1 x 3 x 3.
+  auto wide = LoadDatasetSpec("npy:" + f("pair_x.npy") + ":" + f("pair_y.npy") + ":" + f("pair_x_wide.npy") +
+                                  ":" + f("pair_y_test.npy"),
+                              "", 1);
+  REQUIRE(!wide.ok());
+  CHECK(Has(wide.status(),
+            "pair_x_wide.npy: test samples have 9 values in shape (1, 1, 9), training samples 9 in "
+            "shape (1, 3, 3)"));
+  auto three = LoadDatasetSpec("npy:a.npy:b.npy:c.npy", "", 1);
+  REQUIRE(!three.ok());
+  CHECK(Has(three.status(), "npy: needs four files"));
+}
+
 TEST_CASE("A missing array or a wrong layout is named with what the archive holds") {
   auto missing = LoadNpzArray(Fixture("train_f16.npz"), "x_train");
   REQUIRE_FALSE(missing.ok());

@@ -16,6 +16,12 @@ np.savez_compressed("test_f16.npz", x=np.array([[65504, -0.0, 6e-8]], dtype=np.f
 # 100 * c + 10 * h + w of sample 0 and that plus 1 for sample 1.
 hwc = np.fromfunction(lambda n, h, w, c: 100 * c + 10 * h + w + n, (2, 5, 6, 3), dtype=np.int64)
 np.savez("channels_last.npz", x=hwc.astype(np.uint8), y=np.array([0, 1], dtype=np.int64))
+# Four .npy files for npy:X:Y:X_TEST:Y_TEST, and test images of another shape.
+np.save("pair_x.npy", np.arange(36, dtype=np.uint8).reshape(4, 3, 3))
+np.save("pair_y.npy", np.array([0, 1, 2, 1], dtype=np.int64))
+np.save("pair_x_test.npy", np.full((2, 3, 3), 255, dtype=np.uint8))
+np.save("pair_y_test.npy", np.array([3, 0], dtype=np.int32))
+np.save("pair_x_wide.npy", np.zeros((2, 1, 9), dtype=np.uint8))
 np.save("f4_v1.npy", np.array([[1.5, -2.25, 3e-39], [np.inf, 0, 7]], dtype=np.float32))
 with open("i8_v2.npy", "wb") as f:
     np.lib.format.write_array(f, np.array([-1, 2**40, 3], dtype=np.int64), version=(2, 0))
