@@ -47,7 +47,8 @@ TEST_CASE("Gaussian blobs: class means, and softmax regression reaches the Bayes
   for (int s = 0; s < 2; ++s) {
     for (std::int64_t i = 0; i < sets[s]->num_samples; ++i) {
       int y = sets[s]->labels[static_cast<std::size_t>(i)];
-      for (std::int64_t j = 0; j < o.dim; ++j) mean[s](y, j) += sets[s]->features[static_cast<std::size_t>(i * o.dim + j)];
+      for (std::int64_t j = 0; j < o.dim; ++j)
+        mean[s](y, j) += sets[s]->features[static_cast<std::size_t>(i * o.dim + j)];
       count[s][y] += 1;
     }
     for (int y = 0; y < 2; ++y) mean[s].row(y) /= count[s][y];
