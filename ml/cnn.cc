@@ -126,13 +126,10 @@ void Forward(const std::vector<Cnn::Stage>& stages, const Pass& pass, std::int64
         break;
       }
       case CnnLayerKind::kDropout:
-        if (pass.train) {
-          for (std::int64_t i = 0; i < m; ++i)
-            DropoutForward(osz, st.layer.p, pass.noise, (pass.first + static_cast<std::size_t>(i)) * 1024 + l,
-                           in + i * isz, out + i * osz, s.aux[l].data() + i * osz);
-        } else {
-          std::memcpy(out, in, static_cast<std::size_t>(m * osz) * sizeof(float));
-        }
+        if (!pass.train) continue;  // evaluation: the identity, so the next layer reads this one's input
+        for (std::int64_t i = 0; i < m; ++i)
+          DropoutForward(osz, st.layer.p, pass.noise, (pass.first + static_cast<std::size_t>(i)) * 1024 + l,
+                         in + i * isz, out + i * osz, s.aux[l].data() + i * osz);
         break;
     }
     if (st.layer.relu) Relu(out, m * osz);

@@ -129,23 +129,15 @@ Result<CnnOptions> ParseCnnSpec(std::string_view spec, Shape3 input, int num_cla
   MURMUR_ASSIGN_OR_RETURN(o.layers, ParseCnnLayers(spec));
   auto shapes = Cnn::Shapes(o);
   if (!shapes.ok()) return Status::InvalidArgument(where + ": " + shapes.status().message());
-  // Bound the parameters and the activations before anything is allocated.
-  std::int64_t params = 0, values = input.size();
-  Shape3 in = input;
-  for (std::size_t l = 0; l < shapes->size(); ++l) {
-    const Shape3& out = (*shapes)[l];
-    const CnnLayerKind kind = l < o.layers.size() ? o.layers[l].kind : CnnLayerKind::kDense;
-    if (kind == CnnLayerKind::kConv) params += out.c * (in.c * o.layers[l].kernel * o.layers[l].kernel + 1);
-    if (kind == CnnLayerKind::kDense) params += out.size() * (in.size() + 1);
-    if (kind == CnnLayerKind::kGroupNorm) params += 2 * in.c;
-    values += out.size();
-    if (params > max_params)
-      return Status::InvalidArgument(where + ": more than " + std::to_string(max_params) + " parameters");
-    if (values > kMaxActivationValues)
-      return Status::InvalidArgument(where + ": more than " + std::to_string(kMaxActivationValues) +
-                                     " activation values per sample");
-    in = out;
-  }
+  // Bound the activations and the parameters before anything is allocated
+  // (a Cnn holds only its Layout, never parameters, so building one is cheap).
+  std::int64_t values = input.size();
+  for (const Shape3& out : *shapes) values += out.size();
+  if (values > kMaxActivationValues)
+    return Status::InvalidArgument(where + ": more than " + std::to_string(kMaxActivationValues) +
+                                   " activation values per sample");
+  if (static_cast<std::int64_t>(Cnn(o).layout().total_size()) > max_params)
+    return Status::InvalidArgument(where + ": more than " + std::to_string(max_params) + " parameters");
   return o;
 }
 
