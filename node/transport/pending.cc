@@ -22,27 +22,49 @@ PendingConnections::Ticket PendingConnections::Admit(const std::string& address,
   const Ticket t = next_++;
   by_ticket_.emplace(t, Entry{address, std::move(close)});
   by_address_[address].push_back(t);
+  silent_[address].push_back(t);
   return t;
+}
+
+namespace {
+
+// Drops `ticket` from `address`'s queue in `map`, and the queue once empty.
+void Drop(std::map<std::string, std::deque<std::uint64_t>>& map, const std::string& address,
+          std::uint64_t ticket) {
+  auto a = map.find(address);
+  if (a == map.end()) return;
+  std::deque<std::uint64_t>& q = a->second;
+  auto t = std::find(q.begin(), q.end(), ticket);
+  if (t != q.end()) q.erase(t);
+  if (q.empty()) map.erase(a);
+}
+
+}  // namespace
+
+void PendingConnections::Spoke(Ticket ticket) {
+  auto it = by_ticket_.find(ticket);
+  if (it == by_ticket_.end() || !it->second.silent) return;
+  it->second.silent = false;
+  Drop(silent_, it->second.address, ticket);
 }
 
 void PendingConnections::Remove(Ticket ticket) {
   auto it = by_ticket_.find(ticket);
   if (it == by_ticket_.end()) return;
-  auto a = by_address_.find(it->second.address);
-  std::deque<Ticket>& q = a->second;
-  q.erase(std::find(q.begin(), q.end(), ticket));
-  if (q.empty()) by_address_.erase(a);
+  Drop(by_address_, it->second.address, ticket);
+  if (it->second.silent) Drop(silent_, it->second.address, ticket);
   by_ticket_.erase(it);
 }
 
 bool PendingConnections::Shed() {
-  auto victim = by_address_.end();
-  for (auto a = by_address_.begin(); a != by_address_.end(); ++a) {
-    if (victim == by_address_.end() || a->second.size() > victim->second.size() ||
+  ByAddress& from = silent_.empty() ? by_address_ : silent_;
+  auto victim = from.end();
+  for (auto a = from.begin(); a != from.end(); ++a) {
+    if (victim == from.end() || a->second.size() > victim->second.size() ||
         (a->second.size() == victim->second.size() && a->second.front() < victim->second.front()))
       victim = a;
   }
-  if (victim == by_address_.end()) return false;
+  if (victim == from.end()) return false;
   const Ticket t = victim->second.front();
   std::function<void()> close = std::move(by_ticket_.at(t).close);
   Remove(t);

@@ -5,14 +5,19 @@
 //
 // Admit(address) decides for a connection just accepted: over
 // `max_per_address` pending from its address it is refused; at `max_total`
-// the oldest pending connection of the address that holds the most is shed
-// (its close function runs) to make room. So an address with few pending
+// one pending connection is shed (its close function runs) to make room.
+// The one shed is chosen among the silent connections (no valid handshake
+// message read yet) while any is silent, else among all: there, the oldest
+// of the address that holds the most. So a handshake under way outlives
+// connections that only hold a slot, an address with few pending
 // connections (an operator, a peer) is the last to lose one, and a flood
 // from many addresses sheds the oldest attempts first. Shed() does the same
-// on demand (the listener out of file descriptors).
+// on demand (the listener out of file descriptors). Spoke(ticket) moves a
+// connection out of the silent set once its first handshake message is valid.
 //
 // Costs: Admit and Shed are O(number of addresses pending), at most
-// max_total. Thread-safety: one thread (the owner's io thread).
+// max_total; Spoke and Remove are O(max_per_address). Thread-safety: one
+// thread (the owner's io thread).
 #pragma once
 
 #include <cstdint>
@@ -39,9 +44,13 @@ class PendingConnections {
   // closes that connection if it is shed later (it must not call back into
   // this object except through Remove).
   Ticket Admit(const std::string& address, std::function<void()> close);
+  // The connection read a valid handshake message: it is no longer silent
+  // (no-op for 0, a shed ticket, or one that spoke already).
+  void Spoke(Ticket ticket);
   // The connection authenticated or closed (no-op for 0 or a shed ticket).
   void Remove(Ticket ticket);
-  // Sheds the oldest connection of the address with the most pending; false when none is pending.
+  // Sheds the oldest connection of the address with the most pending, among
+  // the silent ones while any is silent; false when none is pending.
   bool Shed();
 
   std::size_t size() const { return by_ticket_.size(); }
@@ -52,11 +61,14 @@ class PendingConnections {
   struct Entry {
     std::string address;
     std::function<void()> close;
+    bool silent = true;
   };
   PendingOptions options_;
   Ticket next_ = 1;
-  std::map<Ticket, Entry> by_ticket_;                     // tickets grow: older first
-  std::map<std::string, std::deque<Ticket>> by_address_;  // each address's tickets, oldest first
+  std::map<Ticket, Entry> by_ticket_;                           // tickets grow: older first
+  using ByAddress = std::map<std::string, std::deque<Ticket>>;  // each address's tickets, oldest first
+  ByAddress by_address_;                                        // every pending connection
+  ByAddress silent_;                                            // those that have not spoken
 };
 
 }  // namespace murmur::node

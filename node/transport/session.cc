@@ -208,6 +208,7 @@ Status Session::OnSealedFrames(std::span<const std::span<std::uint8_t>> frames) 
 
 Status Session::OnHandshakeFrame(crypto::ByteSpan frame) {
   MURMUR_RETURN_IF_ERROR(handshake_->ReadMessage(frame));
+  transport_->pending_.Spoke(pending_ticket_);  // a handshake under way outlives silent connections
   if (handshake_->IsMyTurn()) MURMUR_RETURN_IF_ERROR(QueueHandshakeMessage());
   if (!handshake_->IsComplete()) return Status::Ok();
   if (!transport_->OnAuthenticated(this)) {

@@ -55,5 +55,40 @@ TEST_CASE(
   CHECK_FALSE(p.Shed());
 }
 
+TEST_CASE("Pending connections: a full set sheds silent connections before a handshake under way") {
+  PendingConnections p({/*max_total=*/4, /*max_per_address=*/4});
+  std::vector<std::string> closed;
+  auto admit = [&](const std::string& who) {
+    return p.Admit(who, [&closed, who] { closed.push_back(who); });
+  };
+  const auto peer = admit("peer");  // the oldest, and alone at its address
+  REQUIRE(peer != 0);
+  p.Spoke(peer);
+  p.Spoke(peer);  // twice: no-op
+  REQUIRE(admit("a") != 0);
+  REQUIRE(admit("b") != 0);
+  REQUIRE(admit("c") != 0);
+  // Without the silent rule the peer (oldest of four one-connection
+  // addresses) would go first; here every flood connection goes before it.
+  for (int i = 0; i < 20; ++i) REQUIRE(admit("flood-" + std::to_string(i)) != 0);
+  CHECK(std::count(closed.begin(), closed.end(), "peer") == 0);
+  CHECK(p.count("peer") == 1);
+  CHECK(closed.size() == 20);
+  CHECK(closed[0] == "a");  // among the silent: equal counts, the oldest first
+  // Once every pending connection has spoken, the busiest-then-oldest rule holds over all.
+  std::vector<PendingConnections::Ticket> more;
+  for (const char* who : {"x", "x"}) more.push_back(admit(who));
+  for (auto t : more) p.Spoke(t);
+  closed.clear();
+  while (p.size() > 3) REQUIRE(p.Shed());  // the last silent flood connection goes first
+  REQUIRE(closed.size() == 1);
+  CHECK(closed[0].rfind("flood-", 0) == 0);
+  REQUIRE(p.Shed());
+  CHECK(closed.back() == "x");  // "x" holds two, the peer one
+  p.Spoke(0);                   // no ticket: no-op
+  p.Remove(peer);
+  CHECK(p.size() == 1);
+}
+
 }  // namespace
 }  // namespace murmur::node
