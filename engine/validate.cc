@@ -17,6 +17,7 @@
 #include "gossip/robust_mixing.h"
 #include "ml/dataset_spec.h"
 #include "ml/schedule.h"
+#include "ml/torch/torchscript_model.h"
 
 namespace murmur::engine {
 
@@ -48,6 +49,14 @@ Status ValidateCommon(const proto::JobSpec& s) {
                "must be in [1, " + std::to_string(kMaxGossipNodes) + "], got " + std::to_string(s.nodes()));
   }
   MURMUR_RETURN_IF_ERROR(ml::CheckPartitionSpec(s.partition()).WithContext("spec field 'partition'"));
+  if (!s.model_blake2b().empty()) {
+    if (!ml::IsTorchScriptSpec(s.model()))
+      return Bad("model_blake2b", "applies to torchscript: models only (the model is '" + s.model() + "')");
+    if (s.model_blake2b().size() != 128 ||
+        s.model_blake2b().find_first_not_of("0123456789abcdef") != std::string::npos)
+      return Bad("model_blake2b",
+                 "must be 128 lowercase hex digits (b2sum FILE), got '" + s.model_blake2b() + "'");
+  }
   if (s.rounds() < 1) return Bad("rounds", "must be at least 1");
   if (s.local_steps() < 1 || s.local_steps() > 100000) return Bad("local_steps", "must be in [1, 100000]");
   if (s.batch() < 1 || s.batch() > 65536) return Bad("batch", "must be in [1, 65536]");

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <sstream>
 
+#include "engine/model_factory.h"
 #include "engine/topology.h"
 #include "ml/dataset_spec.h"
-#include "ml/model_spec.h"
 #include "sim/byzantine_placement.h"
 #include "topology/weights.h"
 
@@ -116,7 +116,8 @@ Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s) {
                                    std::to_string(w->data.train.num_samples) + " training samples");
   }
   MURMUR_ASSIGN_OR_RETURN(w->partition, MakePartition(s, w->data.train));
-  auto model = ml::MakeModel(s.spec().model(), w->data.train.sample_shape(), w->data.train.num_classes);
+  auto model = engine::MakeJobModel(s.spec(), w->data.train.sample_shape(), w->data.train.num_classes, "",
+                                    /*require_hash=*/false);
   if (!model.ok()) return model.status().WithContext("spec field 'model'");
   w->model = std::move(model).value();
   w->initial = ParamVector(w->model->layout());

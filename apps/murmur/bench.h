@@ -20,5 +20,6 @@ double AxpyRate(int threads, double seconds);
 
 int BenchSim(int argc, char** argv);
 int BenchTransport(int argc, char** argv);
+int BenchTorchScript(int argc, char** argv);
 
 }  // namespace murmur::cli

@@ -165,6 +165,8 @@ constexpr Benchmark kBenchmarks[] = {
     {"sim", "simulated rounds/s and peak memory against the GEMM and memory-bandwidth floors", BenchSim},
     {"transport", "update exchange between two Transports against raw loopback TCP and the AEAD rate",
      BenchTransport},
+    {"torchscript", "murmur's TorchScript learner against a plain LibTorch loop on the same module",
+     BenchTorchScript},
 };
 
 void ListBenchmarks(std::FILE* out) {

@@ -3,6 +3,7 @@
 // named with --daemon / --cluster over its control port.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <thread>
@@ -10,6 +11,8 @@
 #include "apps/murmur/command.h"
 #include "apps/murmur/operator.h"
 #include "engine/files.h"
+#include "engine/model_factory.h"
+#include "ml/torch/torchscript_model.h"
 #include "node/config.h"
 #include "node/job/job.h"
 
@@ -109,6 +112,29 @@ std::string CheckFleet(const proto::JobConfig& job, const std::vector<DaemonRepl
 // the job's nodes), then a prepare on each (the daemon checks the job as it
 // would start it), then, when all took it, a commit on each; a refusal
 // aborts the prepared ones, and a commit that fails stops those that started.
+// A TorchScript job without model_blake2b gets the hash of the operator's
+// copy of the model file (FILE as given, else next to the job file), so that
+// every daemon checks its copy against it (docs/daemon.md, "TorchScript
+// models"); without a copy there, the job is refused naming the field.
+Status FillModelHash(const std::string& job_file, proto::JobConfig* job) {
+  proto::JobSpec& spec = *job->mutable_spec();
+  if (!ml::IsTorchScriptSpec(spec.model()) || !spec.model_blake2b().empty()) return Status::Ok();
+  MURMUR_ASSIGN_OR_RETURN(std::string file, ml::TorchScriptPath(spec.model()));
+  std::filesystem::path path(file);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) && path.is_relative())
+    path = std::filesystem::path(job_file).parent_path() / file;
+  if (!std::filesystem::exists(path, ec))
+    return Status::InvalidArgument("spec field 'model_blake2b' is empty and the model file '" + file +
+                                   "' is neither here nor next to the job file: set it to the file's BLAKE2b "
+                                   "(b2sum FILE), or submit where the file is");
+  MURMUR_ASSIGN_OR_RETURN(std::string hash, engine::ModelFileBlake2b(path.string()));
+  std::fprintf(stderr, "murmur job submit: spec field 'model_blake2b' set to the BLAKE2b of %s: %s\n",
+               path.c_str(), hash.c_str());
+  spec.set_model_blake2b(hash);
+  return Status::Ok();
+}
+
 int Submit(int argc, char** argv) {
   cxxopts::Options options("murmur job submit",
                            "send a job to every daemon, all or nothing; each runs its part of it");
@@ -128,6 +154,8 @@ int Submit(int argc, char** argv) {
   auto job = engine::LoadJobConfig(args["job"].as<std::string>(), &warnings);
   if (!job.ok()) return UsageError(kName, job.status().ToString());
   for (const auto& w : warnings) std::fprintf(stderr, "murmur job submit: warning: %s\n", w.c_str());
+  if (Status hashed = FillModelHash(args["job"].as<std::string>(), &*job); !hashed.ok())
+    return UsageError(kName, hashed.message());
   auto ctx = LoadOperatorContext(args);
   if (!ctx.ok()) return UsageError(kName, ctx.status().ToString());
   const std::string nowhere = "; job " + job->job_id() + " was started nowhere";

@@ -11,9 +11,9 @@
 #include "apps/murmur/progress.h"
 #include "core/rng.h"
 #include "core/thread_pool.h"
+#include "engine/model_factory.h"
 #include "ml/dataset_spec.h"
 #include "ml/idx.h"
-#include "ml/model_spec.h"
 #include "ml/optimizer.h"
 #include "ml/schedule.h"
 #include "ml/trainer.h"
@@ -103,7 +103,8 @@ int RunTrain(int argc, char** argv) {
   Result<ml::ScheduleKind> kind = ml::ParseScheduleKind(schedule_name);
   if (!kind.ok()) return UsageError(kName, kind.status().message());
   // Check the model spec and optimizer before reading the data.
-  if (Status probe = ml::CheckModelSpec(model_spec); !probe.ok()) return UsageError(kName, probe.message());
+  if (Status probe = engine::CheckModelSpec(model_spec); !probe.ok())
+    return UsageError(kName, probe.message());
   if (auto probe = ml::MakeOptimizer(optimizer_name, 1, momentum, weight_decay); !probe.ok())
     return UsageError(kName, probe.status().message());
 
@@ -113,7 +114,7 @@ int RunTrain(int argc, char** argv) {
   if (!loaded.ok())
     return usage ? UsageError(kName, loaded.status().message()) : Failure(kName, loaded.status().message());
   Data& data = *loaded;
-  auto model = ml::MakeModel(model_spec, data.tt.train.sample_shape(), data.tt.train.num_classes);
+  auto model = engine::MakeModel(model_spec, data.tt.train.sample_shape(), data.tt.train.num_classes);
   if (!model.ok()) return Failure(kName, model.status().message());
   auto optimizer = ml::MakeOptimizer(optimizer_name, (*model)->layout().total_size(), momentum, weight_decay);
   if (!optimizer.ok()) return Failure(kName, optimizer.status().message());

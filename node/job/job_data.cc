@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "engine/model_factory.h"
 #include "ml/dataset_spec.h"
-#include "ml/model_spec.h"
 
 namespace murmur::node {
 
@@ -51,7 +51,9 @@ Result<NamedPartition> ParseNamedPartition(const std::string& data) {
 
 }  // namespace
 
-LocalData LocalDataOf(const proto::NodeConfig& config) { return {config.data(), config.dataset_dir()}; }
+LocalData LocalDataOf(const proto::NodeConfig& config) {
+  return {config.data(), config.dataset_dir(), config.data_dir()};
+}
 
 Status CheckLocalData(const std::string& data) {
   if (IsNamedPartition(data)) return ParseNamedPartition(data).status();
@@ -87,7 +89,8 @@ Result<JobData> LoadJobData(const proto::JobConfig& job, const LocalData& local,
     return Status::InvalidArgument("node " + std::to_string(index) + " of " + std::to_string(num_nodes) +
                                    " has no training samples");
   out.samples = ml::AllIndices(out.data.train);
-  auto model = ml::MakeModel(job.spec().model(), out.data.train.sample_shape(), out.data.train.num_classes);
+  auto model = engine::MakeJobModel(job.spec(), out.data.train.sample_shape(), out.data.train.num_classes,
+                                    local.model_dir, /*require_hash=*/true);
   if (!model.ok()) return model.status().WithContext("spec field 'model'");
   out.model = std::move(model).value();
   return out;

@@ -47,6 +47,9 @@ namespace murmur::node {
 struct LocalData {
   std::string data;         // empty: the job's dataset and partition
   std::string dataset_dir;  // empty: the job's dataset_dir
+  // Where a TorchScript model's relative path is looked up: the daemon's
+  // data_dir (docs/torchscript.md, "murmurd"). Empty: the working directory.
+  std::string model_dir;
 };
 
 LocalData LocalDataOf(const proto::NodeConfig& config);

@@ -14,13 +14,17 @@
 #     KIND, N ...) are templates, not commands, and are skipped, as are the
 #     operator, daemon and benchmark commands (they need a fleet, or they
 #     time the machine: tests/apps/daemon_*_test.sh and `murmur bench` run
-#     those).
+#     those). `python3 examples/...` lines run too (they write the files the
+#     next lines use). A `torchscript:NAME.pt` model that no earlier line
+#     wrote is the example CNN (examples/torchscript/make_cnn.py) written
+#     under that name; in a build without LibTorch (third argument OFF) the
+#     lines naming a TorchScript model are counted and listed, not run.
 #  2. A ``` block right after `<!-- output of: COMMAND -->` is a stated
 #     output: COMMAND runs in full and each line of the block must appear in
 #     its output verbatim.
-# usage: doc_commands_test.sh MURMUR SOURCE_DIR
+# usage: doc_commands_test.sh MURMUR SOURCE_DIR [HAVE_TORCH]
 set -uo pipefail
-MURMUR=$(realpath "$1") SRC=$(realpath "$2")
+MURMUR=$(realpath "$1") SRC=$(realpath "$2") HAVE_TORCH=${3:-ON}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 ln -s "$SRC/examples" "$WORK/examples"
@@ -37,12 +41,26 @@ case "\$1" in
 esac
 EOF
 chmod +x "$WORK/murmur"
+# `python3` in the docs is Debian's, which has PyTorch (./dev test installs python3-torch).
+printf '#!/bin/sh\nexec /usr/bin/python3 "$@"\n' >"$WORK/python3"
+chmod +x "$WORK/python3"
 
 # run WHERE LINE: runs one command line with the wrapper first on PATH.
 run() {
   local where=$1 line=$2 out begin=$SECONDS
   [ -n "${seen[$line]:-}" ] && return 0
   seen[$line]=1
+  if [[ $line == *torchscript:* || $line == *examples/torchscript/* ]]; then
+    if [ "$HAVE_TORCH" != ON ]; then
+      echo "not run (built without LibTorch): $line"
+      skipped=$((skipped + 1))
+      return 0
+    fi
+    local model
+    for model in $(grep -oE 'torchscript:[^ ]+[.]pt' <<<"$line" | cut -d: -f2-); do
+      [ -e "$WORK/$model" ] || /usr/bin/python3 "$SRC/examples/torchscript/make_cnn.py" "$WORK/$model" >/dev/null
+    done
+  fi
   ran=$((ran + 1))
   if ! out=$(cd "$WORK" && PATH="$WORK:$PATH" timeout 300 bash -c "$line" 2>&1); then
     echo "FAIL ($where): $line"
@@ -63,7 +81,7 @@ doc_lines() {
       if (joined != "") { line = joined " " line; joined = "" }
       sub(/^[[:space:]]+/, "", line)
       if (line ~ /\\$/) { sub(/\\$/, "", line); joined = line; start = start ? start : NR; next }
-      if (line ~ /^murmur (sim|train|topology|plot)( |$)/) {
+      if (line ~ /^murmur (sim|train|topology|plot)( |$)/ || line ~ /^python3 examples\//) {
         sub(/[[:space:]]+#.*$/, "", line)
         print (start ? start : NR) "\t" line
       }

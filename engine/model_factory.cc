@@ -1,0 +1,58 @@
+#include "engine/model_factory.h"
+
+#include <filesystem>
+
+#include "crypto/bytes.h"
+#include "crypto/file_io.h"
+#include "crypto/hmac.h"
+#include "ml/torch/torchscript_model.h"
+
+namespace murmur::engine {
+namespace {
+
+// Largest model file hashed: the largest TorchScript archive murmur loads.
+constexpr std::size_t kMaxModelFileBytes = static_cast<std::size_t>(ml::kMaxParams) * 4 + (64u << 20);
+
+}  // namespace
+
+Result<std::unique_ptr<ml::Model>> MakeModel(std::string_view spec,
+                                             std::span<const std::int64_t> sample_shape, int num_classes,
+                                             const ml::ModelSpecOptions& options) {
+  if (ml::IsTorchScriptSpec(spec)) return ml::LoadTorchScriptModel(spec, sample_shape, num_classes);
+  return ml::MakeModel(spec, sample_shape, num_classes, options);
+}
+
+Result<std::string> ModelFileBlake2b(const std::string& path) {
+  auto bytes = crypto::ReadSmallFile(path, kMaxModelFileBytes);
+  if (!bytes.ok()) return bytes.status().WithContext("model file '" + path + "'");
+  return crypto::ToHex(crypto::Blake2b({crypto::AsBytes(*bytes)}));
+}
+
+Result<std::unique_ptr<ml::Model>> MakeJobModel(const proto::JobSpec& spec,
+                                                std::span<const std::int64_t> sample_shape, int num_classes,
+                                                const std::string& model_dir, bool require_hash) {
+  if (!ml::IsTorchScriptSpec(spec.model())) return MakeModel(spec.model(), sample_shape, num_classes);
+  MURMUR_ASSIGN_OR_RETURN(std::string path, ml::TorchScriptPath(spec.model()));
+  if (!model_dir.empty() && std::filesystem::path(path).is_relative())
+    path = (std::filesystem::path(model_dir) / path).string();
+  if (spec.model_blake2b().empty()) {
+    if (require_hash)
+      return Status::InvalidArgument(
+          "spec field 'model_blake2b' is required for a TorchScript model on murmurd, so that every daemon "
+          "trains the same file (b2sum FILE prints it)");
+  } else {
+    MURMUR_ASSIGN_OR_RETURN(std::string have, ModelFileBlake2b(path));
+    if (have != spec.model_blake2b())
+      return Status::FailedPrecondition("model file '" + path + "' has BLAKE2b " + have +
+                                        " but the job's spec field 'model_blake2b' is " +
+                                        spec.model_blake2b() + "; copy the job's model file there");
+  }
+  return ml::LoadTorchScriptModel(std::string(ml::kTorchScriptPrefix) + path, sample_shape, num_classes);
+}
+
+Status CheckModelSpec(std::string_view spec) {
+  if (ml::IsTorchScriptSpec(spec)) return ml::CheckTorchScriptModel(spec);
+  return ml::CheckModelSpec(spec);
+}
+
+}  // namespace murmur::engine
