@@ -7,7 +7,7 @@ namespace murmur::engine {
 
 namespace {
 
-constexpr const char* kGossip[] = {"dpsgd", "dpsgd-cta", "push-sum", "dsgt", "gossip-learning"};
+constexpr const char* kGossip[] = {"dpsgd", "dpsgd-cta", "diloco", "push-sum", "dsgt", "gossip-learning"};
 constexpr const char* kFederated[] = {"fedavg",  "fedprox", "scaffold",   "fedavgm",
                                       "fedadam", "fedyogi", "fedadagrad", "fedbuff"};
 
@@ -21,7 +21,7 @@ std::span<const char* const> GossipAlgorithms() { return kGossip; }
 std::span<const char* const> FederatedAlgorithms() { return kFederated; }
 bool IsGossipAlgorithm(const std::string& a) { return In(kGossip, a); }
 bool IsFederatedAlgorithm(const std::string& a) { return In(kFederated, a); }
-bool IsDpsgd(const std::string& a) { return a == "dpsgd" || a == "dpsgd-cta"; }
+bool IsDpsgd(const std::string& a) { return a == "dpsgd" || a == "dpsgd-cta" || a == "diloco"; }
 
 std::string AlgorithmList() {
   std::string out;

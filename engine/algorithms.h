@@ -12,15 +12,16 @@
 
 namespace murmur::engine {
 
-// dpsgd, dpsgd-cta, push-sum, dsgt, gossip-learning.
+// dpsgd, dpsgd-cta, diloco, push-sum, dsgt, gossip-learning.
 std::span<const char* const> GossipAlgorithms();
 // fedavg, fedprox, scaffold, fedavgm, fedadam, fedyogi, fedadagrad, fedbuff.
 std::span<const char* const> FederatedAlgorithms();
 
 bool IsGossipAlgorithm(const std::string& algorithm);
 bool IsFederatedAlgorithm(const std::string& algorithm);
-// D-PSGD in either mixing order: the one gossip family that sends compressed
-// differences (CHOCO-SGD) and mixes with a robust rule.
+// D-PSGD in either mixing order, and DiLoCo (D-PSGD with an outer
+// optimizer): the one gossip family that sends compressed differences
+// (CHOCO-SGD) and mixes with a robust rule.
 bool IsDpsgd(const std::string& algorithm);
 
 // "a, b, c" of every algorithm, for error messages.

@@ -13,7 +13,8 @@ namespace murmur::engine {
 
 std::string CompressionOf(const proto::JobSpec& spec) {
   if (spec.compression() != "default") return spec.compression();
-  return IsDpsgd(spec.algorithm()) ? "topk:0.01" : "none";
+  // DiLoCo communicates H times less already: whole models unless asked.
+  return IsDpsgd(spec.algorithm()) && spec.algorithm() != "diloco" ? "topk:0.01" : "none";
 }
 
 Result<gossip::CodecSpec> GossipCodecOf(const proto::JobSpec& spec) {
@@ -28,6 +29,13 @@ std::unique_ptr<gossip::Codec> MakeCodec(const proto::JobSpec& spec, const gossi
                                          Rng(spec.seed(), self, RngPurpose::kCompression));
 }
 
+Result<gossip::OuterKind> ParseOuterOptimizer(const std::string& name) {
+  if (name == "sgd") return gossip::OuterKind::kSgd;
+  if (name == "nesterov") return gossip::OuterKind::kNesterov;
+  if (name == "adam") return gossip::OuterKind::kAdam;
+  return Status::InvalidArgument("spec field 'outer_optimizer': '" + name + "' is not sgd, nesterov or adam");
+}
+
 Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec, ParamVector x0,
                                                      const GossipHost& host) {
   const std::string& a = spec.algorithm();
@@ -38,9 +46,15 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
       spec.round_timeout() > 0 ? FromSeconds(spec.round_timeout()) : host.auto_round_timeout;
   const bool static_topology = host.topology != nullptr && host.topology->is_static();
   const std::uint64_t rounds = host.open_ended ? std::numeric_limits<std::uint64_t>::max() : spec.rounds();
-  if (a == "dpsgd" || a == "dpsgd-cta") {
+  if (IsDpsgd(a)) {
     gossip::DecentralizedSgdOptions o;
-    o.order = a == "dpsgd" ? gossip::MixOrder::kAdaptThenCombine : gossip::MixOrder::kCombineThenAdapt;
+    o.order = a == "dpsgd-cta" ? gossip::MixOrder::kCombineThenAdapt : gossip::MixOrder::kAdaptThenCombine;
+    if (a == "diloco") {
+      MURMUR_ASSIGN_OR_RETURN(o.outer.kind, ParseOuterOptimizer(spec.outer_optimizer()));
+      o.outer.lr = spec.outer_lr();
+      o.outer.momentum = spec.outer_momentum();
+      o.outer.beta2 = spec.outer_beta2();
+    }
     o.rounds = rounds;
     o.first_round = host.first_round;
     o.local_steps = static_cast<int>(spec.local_steps());

@@ -7,6 +7,11 @@
 //                      `gamma` (0: 1 for full-model codecs, 0.05 otherwise),
 //                      with error feedback unless the spec says ",no-ef";
 //                      `gossip_aggregation` picks the mixing rule
+//   diloco             the same node (adapt-then-combine) with DiLoCo's outer
+//                      optimizer (`outer_optimizer`, `outer_lr`,
+//                      `outer_momentum`, `outer_beta2`) after each round's
+//                      mix; `local_steps` inner steps per round; whole
+//                      models by default
 //   push-sum           gossip::PushSumNode (column-stochastic weights, from
 //                      engine/topology.h)
 //   dsgt               gossip::GradientTrackingNode
@@ -35,6 +40,7 @@
 #include "core/round_observer.h"
 #include "core/status.h"
 #include "gossip/codec.h"
+#include "gossip/decentralized_sgd.h"
 #include "gossip/node.h"
 #include "gossip/peer_sampler.h"
 #include "gossip/round_topology.h"
@@ -80,8 +86,9 @@ struct GossipHost {
 };
 
 // The spec's compressor spec with "default" resolved: topk:0.01 (CHOCO-SGD
-// with error feedback) for dpsgd and dpsgd-cta, none for push-sum, dsgt and
-// gossip learning, which send whole vectors.
+// with error feedback) for dpsgd and dpsgd-cta, none for diloco (it
+// communicates H times less already) and for push-sum, dsgt and gossip
+// learning, which send whole vectors.
 std::string CompressionOf(const proto::JobSpec& spec);
 
 // The spec's gossip codec. InvalidArgument names the field.
@@ -90,6 +97,9 @@ Result<gossip::CodecSpec> GossipCodecOf(const proto::JobSpec& spec);
 // The node's codec, drawing from Rng(seed, self, kCompression).
 std::unique_ptr<gossip::Codec> MakeCodec(const proto::JobSpec& spec, const gossip::CodecSpec& codec,
                                          NodeId self, const Layout& layout);
+
+// The outer optimizer named by spec field outer_optimizer, or InvalidArgument naming it.
+Result<gossip::OuterKind> ParseOuterOptimizer(const std::string& name);
 
 // REQUIRES: ValidateJobSpec(spec, host).ok() for the host, and a gossip algorithm.
 Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec, ParamVector x0,

@@ -99,6 +99,15 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
                "PowerSGD's low-rank state is not checkpointed by murmurd; use topk, randk or a value coding");
   if (!(s.gamma() >= 0 && s.gamma() <= 1))
     return Bad("gamma", "must be in [0, 1] (0 picks the default), got " + Num(s.gamma()));
+  if (a == "diloco") {
+    MURMUR_RETURN_IF_ERROR(ParseOuterOptimizer(s.outer_optimizer()).status());
+    if (!(s.outer_lr() > 0 && s.outer_lr() <= 10))
+      return Bad("outer_lr", "must be in (0, 10], got " + Num(s.outer_lr()));
+    if (!(s.outer_momentum() >= 0 && s.outer_momentum() < 1))
+      return Bad("outer_momentum", "must be in [0, 1), got " + Num(s.outer_momentum()));
+    if (!(s.outer_beta2() >= 0 && s.outer_beta2() < 1))
+      return Bad("outer_beta2", "must be in [0, 1), got " + Num(s.outer_beta2()));
+  }
   if (a == "dsgt") {
     // Gradient tracking (Pu and Nedic 2021) takes one gradient step per round
     // and applies it itself: local steps and momentum have no place in it.
@@ -137,7 +146,8 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
   // Robust mixing and gossip attackers.
   if (s.gossip_aggregation() != "mean") {
     if (!dpsgd)
-      return Bad("gossip_aggregation", "'" + s.gossip_aggregation() + "' needs algorithm dpsgd or dpsgd-cta");
+      return Bad("gossip_aggregation",
+                 "'" + s.gossip_aggregation() + "' needs algorithm dpsgd, dpsgd-cta or diloco");
     auto rule = gossip::ParseMixingRule(s.gossip_aggregation(), s.clip_suspects());
     if (!rule.ok()) return rule.status().WithContext("spec field 'gossip_aggregation'");
     if (!codec->full_model_safe)
@@ -156,7 +166,7 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
   if (s.attackers_size() > 0)
     return Bad("attackers", "names federated clients; gossip attackers come from attack_fraction");
   if (s.attack() != "none" && s.attack_fraction() > 0) {
-    if (!dpsgd) return Bad("attack", "gossip attackers need algorithm dpsgd or dpsgd-cta");
+    if (!dpsgd) return Bad("attack", "gossip attackers need algorithm dpsgd, dpsgd-cta or diloco");
     if (host == Host::kDaemon)
       return Bad("attack",
                  "simulated gossip attackers run in the simulator only (" + a + " is a gossip job)");

@@ -55,104 +55,129 @@ TEST_CASE("What an algorithm cannot run is refused in both hosts alike") {
   const proto::JobSpec ok;
   for (Host host : {Host::kSimulator, Host::kDaemon}) {
     CAPTURE(static_cast<int>(host));
-    CheckRefused(
-        ok, host,
-        {
-            // Whole-vector algorithms and sparsifiers.
-            {"compression",
-             [](proto::JobSpec& s) {
-               s.set_algorithm("push-sum");
-               s.set_compression("topk:0.1");
-             }},
-            // CHOCO's differences need one graph for the whole run.
-            {"compression", [](proto::JobSpec& s) { s.set_topology("one-peer-exponential"); }},
-            // DSGT takes one gradient step per round and no momentum.
-            {"local_steps",
-             [](proto::JobSpec& s) {
-               s.set_algorithm("dsgt");
-               s.set_local_steps(4);
-             }},
-            {"momentum",
-             [](proto::JobSpec& s) {
-               s.set_algorithm("dsgt");
-               s.set_momentum(0.9);
-             }},
-            // Weights a time-varying kind cannot take, and push-sum's own.
-            {"weights",
-             [](proto::JobSpec& s) {
-               s.set_topology("one-peer-exponential");
-               s.set_compression("none");
-               s.set_weights("lazy-mh");
-             }},
-            {"weights",
-             [](proto::JobSpec& s) {
-               s.set_algorithm("push-sum");
-               s.set_weights("mh");
-             }},
-            {"weights", [](proto::JobSpec& s) { s.set_weights("heavy"); }},
-            // Gossip learning: fanout at most n - 1.
-            {"fanout",
-             [](proto::JobSpec& s) {
-               s.set_algorithm("gossip-learning");
-               s.set_nodes(4);
-               s.set_fanout(4);
-             }},
-            {"period",
-             [](proto::JobSpec& s) {
-               s.set_algorithm("gossip-learning");
-               s.set_period(0);
-             }},
-            // Federated: K at most the clients, min_clients at most K.
-            {"clients_per_round",
-             [](proto::JobSpec& s) {
-               s.set_algorithm("fedavg");
-               s.set_nodes(4);
-             }},
-            {"min_clients",
-             [](proto::JobSpec& s) {
-               s.set_algorithm("fedavg");
-               s.set_min_clients(11);
-             }},
-            {"lr_schedule",
-             [](proto::JobSpec& s) {
-               s.set_algorithm("fedavg");
-               s.set_lr_schedule("cosine");
-             }},
-            {"dp_noise",
-             [](proto::JobSpec& s) {
-               s.set_algorithm("fedavg");
-               s.set_dp_noise(1);
-             }},
-            {"secure_aggregation",
-             [](proto::JobSpec& s) {
-               s.set_algorithm("scaffold");
-               s.set_secure_aggregation(true);
-             }},
-            {"attackers",
-             [](proto::JobSpec& s) {
-               s.set_algorithm("fedavg");
-               s.set_attack("sign-flip");
-               s.add_attackers(64);  // clients are 0 .. 63
-             }},
-            {"attackers",
-             [](proto::JobSpec& s) {
-               s.set_algorithm("fedavg");
-               s.set_attack("sign-flip");
-               s.set_attack_fraction(0.1);
-               s.add_attackers(3);
-             }},
-        });
+    CheckRefused(ok, host,
+                 {
+                     // Whole-vector algorithms and sparsifiers.
+                     {"compression",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("push-sum");
+                        s.set_compression("topk:0.1");
+                      }},
+                     // CHOCO's differences need one graph for the whole run.
+                     {"compression", [](proto::JobSpec& s) { s.set_topology("one-peer-exponential"); }},
+                     // DiLoCo's outer optimizer and its constants.
+                     {"outer_optimizer",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("diloco");
+                        s.set_outer_optimizer("lion");
+                      }},
+                     {"outer_lr",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("diloco");
+                        s.set_outer_lr(0);
+                      }},
+                     {"outer_momentum",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("diloco");
+                        s.set_outer_momentum(1);
+                      }},
+                     {"outer_beta2",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("diloco");
+                        s.set_outer_beta2(-0.1);
+                      }},
+                     // DSGT takes one gradient step per round and no momentum.
+                     {"local_steps",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("dsgt");
+                        s.set_local_steps(4);
+                      }},
+                     {"momentum",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("dsgt");
+                        s.set_momentum(0.9);
+                      }},
+                     // Weights a time-varying kind cannot take, and push-sum's own.
+                     {"weights",
+                      [](proto::JobSpec& s) {
+                        s.set_topology("one-peer-exponential");
+                        s.set_compression("none");
+                        s.set_weights("lazy-mh");
+                      }},
+                     {"weights",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("push-sum");
+                        s.set_weights("mh");
+                      }},
+                     {"weights", [](proto::JobSpec& s) { s.set_weights("heavy"); }},
+                     // Gossip learning: fanout at most n - 1.
+                     {"fanout",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("gossip-learning");
+                        s.set_nodes(4);
+                        s.set_fanout(4);
+                      }},
+                     {"period",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("gossip-learning");
+                        s.set_period(0);
+                      }},
+                     // Federated: K at most the clients, min_clients at most K.
+                     {"clients_per_round",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("fedavg");
+                        s.set_nodes(4);
+                      }},
+                     {"min_clients",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("fedavg");
+                        s.set_min_clients(11);
+                      }},
+                     {"lr_schedule",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("fedavg");
+                        s.set_lr_schedule("cosine");
+                      }},
+                     {"dp_noise",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("fedavg");
+                        s.set_dp_noise(1);
+                      }},
+                     {"secure_aggregation",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("scaffold");
+                        s.set_secure_aggregation(true);
+                      }},
+                     {"attackers",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("fedavg");
+                        s.set_attack("sign-flip");
+                        s.add_attackers(64);  // clients are 0 .. 63
+                      }},
+                     {"attackers",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("fedavg");
+                        s.set_attack("sign-flip");
+                        s.set_attack_fraction(0.1);
+                        s.add_attackers(3);
+                      }},
+                 });
   }
 }
 
-TEST_CASE("What only the simulator runs is refused on daemons with the reason, and accepted by the simulator") {
+TEST_CASE(
+    "What only the simulator runs is refused on daemons with the reason, and accepted by the simulator") {
   struct Case {
     const char* field;
     const char* reason;
     std::function<void(proto::JobSpec&)> make;
   };
   const Case cases[] = {
-      {"topology", "simulator only", [](proto::JobSpec& s) { s.set_topology("vehicles"); s.set_compression("fp16"); }},
+      {"topology", "simulator only",
+       [](proto::JobSpec& s) {
+         s.set_topology("vehicles");
+         s.set_compression("fp16");
+       }},
       {"gossip_aggregation", "simulator only",
        [](proto::JobSpec& s) {
          s.set_compression("none");
@@ -189,7 +214,7 @@ TEST_CASE("clients_per_round 0 takes every client, and the default compression f
   s.set_nodes(4);
   s.set_clients_per_round(0);
   CHECK(ValidateJobSpec(s, Host::kSimulator).ok());
-  for (const char* a : {"dpsgd", "dpsgd-cta", "push-sum", "dsgt", "gossip-learning"}) {
+  for (const char* a : {"dpsgd", "dpsgd-cta", "diloco", "push-sum", "dsgt", "gossip-learning"}) {
     CAPTURE(a);
     proto::JobSpec g;
     g.set_algorithm(a);

@@ -155,6 +155,7 @@ struct AlgorithmCase {
   std::string algorithm;
   std::string compression;
   double gamma;
+  std::string outer = "";  // diloco: the outer optimizer (empty: the spec's default, nesterov)
 };
 
 proto::JobConfig QuadraticJob(const AlgorithmCase& c, NodeId n, std::uint64_t rounds) {
@@ -162,6 +163,7 @@ proto::JobConfig QuadraticJob(const AlgorithmCase& c, NodeId n, std::uint64_t ro
   job.mutable_spec()->set_algorithm(c.algorithm);
   job.mutable_spec()->set_compression(c.compression);
   job.mutable_spec()->set_gamma(c.gamma);
+  if (!c.outer.empty()) job.mutable_spec()->set_outer_optimizer(c.outer);
   job.mutable_spec()->set_nodes(n);
   job.mutable_spec()->set_topology("ring");
   job.mutable_spec()->set_rounds(rounds);
@@ -311,8 +313,10 @@ TEST_CASE(
   const NodeId n = 6;
   const double lr = 0.2;
   const AlgorithmCase cases[] = {
-      {"dpsgd", "none", 0}, {"dpsgd-cta", "fp16", 0},    {"push-sum", "none", 0},
-      {"dsgt", "none", 0},  {"dpsgd", "topk:0.25", 0.2}, {"dpsgd", "topk:0.25,no-ef", 0.2},
+      {"dpsgd", "none", 0},        {"dpsgd-cta", "fp16", 0},
+      {"push-sum", "none", 0},     {"dsgt", "none", 0},
+      {"dpsgd", "topk:0.25", 0.2}, {"dpsgd", "topk:0.25,no-ef", 0.2},
+      {"diloco", "none", 0},       {"diloco", "topk:0.25", 0.2, "adam"},
   };
   for (const AlgorithmCase& c : cases) {
     CAPTURE(c.algorithm);

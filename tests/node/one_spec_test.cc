@@ -111,9 +111,10 @@ TEST_CASE("One spec: every synchronous gossip algorithm ends with the simulator'
     const char* compression;
     const char* topology;
   };
-  for (const Case& c : {Case{"dpsgd", "none", "ring"}, Case{"dpsgd-cta", "fp16", "ring"},
-                        Case{"dpsgd", "topk:0.1", "ring"}, Case{"dpsgd", "fp16", "one-peer-exponential"},
-                        Case{"push-sum", "none", "exponential"}, Case{"dsgt", "none", "ring"}}) {
+  for (const Case& c :
+       {Case{"dpsgd", "none", "ring"}, Case{"dpsgd-cta", "fp16", "ring"}, Case{"dpsgd", "topk:0.1", "ring"},
+        Case{"dpsgd", "fp16", "one-peer-exponential"}, Case{"push-sum", "none", "exponential"},
+        Case{"dsgt", "none", "ring"}, Case{"diloco", "int8", "ring"}}) {
     CAPTURE(c.algorithm);
     CAPTURE(c.compression);
     CAPTURE(c.topology);
