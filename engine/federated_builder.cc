@@ -92,6 +92,7 @@ Result<federated::ServerOptions> MakeServerOptions(const proto::JobSpec& s, cons
   o.optimizer.kind = kind.ok() ? kind.value() : federated::ServerOptimizerKind::kFedAvg;
   o.optimizer.lr = s.server_lr() > 0 ? s.server_lr() : federated::DefaultServerLr(o.optimizer.kind);
   o.optimizer.momentum = s.server_momentum();
+  o.optimizer.nesterov = s.server_nesterov();
   o.optimizer.beta1 = s.server_beta1();
   o.optimizer.beta2 = s.server_beta2();
   o.optimizer.tau = s.server_tau();

@@ -69,7 +69,8 @@ void ServerOptimizer::Apply(std::span<float> x, std::span<const double> delta) {
     case ServerOptimizerKind::kFedAvgM:
       for (std::size_t j = 0; j < size_; ++j) {
         m_[j] = options_.momentum * m_[j] + delta[j];
-        x[j] = static_cast<float>(x[j] + lr * m_[j]);
+        const double step = options_.nesterov ? delta[j] + options_.momentum * m_[j] : m_[j];
+        x[j] = static_cast<float>(x[j] + lr * step);
       }
       return;
     default: break;

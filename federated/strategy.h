@@ -6,6 +6,8 @@
 // (Reddi et al., "Adaptive Federated Optimization", ICLR 2021, Algorithm 2):
 //   FedAvg      x <- x + lr Delta                                    (McMahan et al. 2017)
 //   FedAvgM     v <- beta v + Delta;  x <- x + lr v                  (Hsu et al. 2019)
+//               with nesterov: x <- x + lr (Delta + beta v), DiLoCo's outer
+//               step (Douillard et al. 2023) with exact averaging
 //   FedAdagrad  m <- b1 m + (1-b1) Delta;  v <- v + Delta^2
 //   FedAdam     m as above;  v <- b2 v + (1-b2) Delta^2
 //   FedYogi     m as above;  v <- v - (1-b2) Delta^2 sign(v - Delta^2)
@@ -34,6 +36,7 @@ struct ServerOptimizerOptions {
   double beta1 = 0.9;     // adaptive: first-moment decay
   double beta2 = 0.99;    // FedAdam/FedYogi: second-moment decay
   double tau = 1e-3;      // adaptive: degree of adaptivity (denominator floor)
+  bool nesterov = false;  // FedAvgM: Nesterov's look-ahead (DiLoCo's outer step)
 };
 
 // The documented default server step size of each kind (1 or 0.01).

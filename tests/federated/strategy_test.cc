@@ -49,6 +49,27 @@ TEST_CASE("FedAvg moves by lr Delta and FedAvgM accumulates momentum") {
   CHECK(y[0] == doctest::Approx(1.14));
 }
 
+TEST_CASE("FedAvgM with Nesterov momentum follows DiLoCo's outer sequence computed by hand") {
+  ServerOptimizerOptions o;
+  o.kind = ServerOptimizerKind::kFedAvgM;
+  o.nesterov = true;
+  o.momentum = 0.9;
+  o.lr = 0.7;
+  ServerOptimizer n(o, 1);
+  std::vector<float> y{1.0f};
+  // v1 = 0.1, x1 = 1 + 0.7 (0.1 + 0.09) = 1.133; v2 = 0.09 - 0.05 = 0.04,
+  // x2 = 1.133 + 0.7 (-0.05 + 0.036) = 1.1232; v3 = 0.036 + 0.2 = 0.236,
+  // x3 = 1.1232 + 0.7 (0.2 + 0.2124) = 1.41188.
+  std::vector<double> d1{0.1}, d2{-0.05}, d3{0.2};
+  n.Apply(y, d1);
+  CHECK(y[0] == doctest::Approx(1.133));
+  n.Apply(y, d2);
+  CHECK(y[0] == doctest::Approx(1.1232));
+  n.Apply(y, d3);
+  CHECK(y[0] == doctest::Approx(1.41188));
+  CHECK(n.first_moment()[0] == doctest::Approx(0.236));
+}
+
 TEST_CASE("FedAvg with lr 1 lands exactly on x + Delta computed in double") {
   // A model difference y - x taken in double and added back in double gives y exactly.
   ServerOptimizer avg({}, 3);
