@@ -7,7 +7,8 @@ namespace murmur::engine {
 
 namespace {
 
-constexpr const char* kGossip[] = {"dpsgd", "dpsgd-cta", "diloco", "push-sum", "dsgt", "gossip-learning"};
+constexpr const char* kGossip[] = {"dpsgd",    "dpsgd-cta", "diloco",         "allreduce", "diloco-allreduce",
+                                   "push-sum", "dsgt",      "gossip-learning"};
 constexpr const char* kFederated[] = {"fedavg",  "fedprox", "scaffold",   "fedavgm",
                                       "fedadam", "fedyogi", "fedadagrad", "fedbuff"};
 
@@ -21,6 +22,7 @@ std::span<const char* const> GossipAlgorithms() { return kGossip; }
 std::span<const char* const> FederatedAlgorithms() { return kFederated; }
 bool IsGossipAlgorithm(const std::string& a) { return In(kGossip, a); }
 bool IsFederatedAlgorithm(const std::string& a) { return In(kFederated, a); }
+bool IsRingAllReduce(const std::string& a) { return a == "allreduce" || a == "diloco-allreduce"; }
 bool IsDpsgd(const std::string& a) { return a == "dpsgd" || a == "dpsgd-cta" || a == "diloco"; }
 
 std::string AlgorithmList() {

@@ -12,7 +12,7 @@
 
 namespace murmur::engine {
 
-// dpsgd, dpsgd-cta, diloco, push-sum, dsgt, gossip-learning.
+// dpsgd, dpsgd-cta, diloco, allreduce, diloco-allreduce, push-sum, dsgt, gossip-learning.
 std::span<const char* const> GossipAlgorithms();
 // fedavg, fedprox, scaffold, fedavgm, fedadam, fedyogi, fedadagrad, fedbuff.
 std::span<const char* const> FederatedAlgorithms();
@@ -23,6 +23,10 @@ bool IsFederatedAlgorithm(const std::string& algorithm);
 // optimizer): the one gossip family that sends compressed differences
 // (CHOCO-SGD) and mixes with a robust rule.
 bool IsDpsgd(const std::string& algorithm);
+
+// allreduce and diloco-allreduce: exact averaging by a ring all-reduce
+// (gossip/ring_allreduce.h), without and with DiLoCo's outer step.
+bool IsRingAllReduce(const std::string& algorithm);
 
 // "a, b, c" of every algorithm, for error messages.
 std::string AlgorithmList();

@@ -1,5 +1,6 @@
 #include "engine/gossip_builder.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "engine/algorithms.h"
@@ -7,6 +8,7 @@
 #include "gossip/gossip_learning.h"
 #include "gossip/gradient_tracking.h"
 #include "gossip/push_sum.h"
+#include "gossip/ring_allreduce.h"
 #include "gossip/robust_mixing.h"
 
 namespace murmur::engine {
@@ -36,6 +38,15 @@ Result<gossip::OuterKind> ParseOuterOptimizer(const std::string& name) {
   return Status::InvalidArgument("spec field 'outer_optimizer': '" + name + "' is not sgd, nesterov or adam");
 }
 
+Result<gossip::OuterOptions> OuterOf(const proto::JobSpec& spec) {
+  gossip::OuterOptions o;
+  MURMUR_ASSIGN_OR_RETURN(o.kind, ParseOuterOptimizer(spec.outer_optimizer()));
+  o.lr = spec.outer_lr();
+  o.momentum = spec.outer_momentum();
+  o.beta2 = spec.outer_beta2();
+  return o;
+}
+
 Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec, ParamVector x0,
                                                      const GossipHost& host) {
   const std::string& a = spec.algorithm();
@@ -50,10 +61,7 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
     gossip::DecentralizedSgdOptions o;
     o.order = a == "dpsgd-cta" ? gossip::MixOrder::kCombineThenAdapt : gossip::MixOrder::kAdaptThenCombine;
     if (a == "diloco") {
-      MURMUR_ASSIGN_OR_RETURN(o.outer.kind, ParseOuterOptimizer(spec.outer_optimizer()));
-      o.outer.lr = spec.outer_lr();
-      o.outer.momentum = spec.outer_momentum();
-      o.outer.beta2 = spec.outer_beta2();
+      MURMUR_ASSIGN_OR_RETURN(o.outer, OuterOf(spec));
     }
     o.rounds = rounds;
     o.first_round = host.first_round;
@@ -71,6 +79,24 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
     o.mixing.honest_majority = spec.clip_honest_majority();
     return std::unique_ptr<gossip::Node>(std::make_unique<gossip::DecentralizedSgdNode>(
         *host.env, *host.topology, *host.learner, std::move(x0), std::move(codec), o, host.observer));
+  }
+  if (IsRingAllReduce(a)) {
+    gossip::RingAllReduceOptions o;
+    o.rounds = rounds;
+    o.first_round = host.first_round;
+    o.local_steps = static_cast<int>(spec.local_steps());
+    // The host's automatic timeout covers one exchange; a ring's round is
+    // 2 (n - 1) of them one after the other.
+    const auto hops = std::max<std::int64_t>(1, 2 * (static_cast<std::int64_t>(spec.nodes()) - 1));
+    o.round_timeout = spec.round_timeout() > 0 ? timeout : host.auto_round_timeout * hops;
+    o.catch_up = host.catch_up;
+    if (a == "diloco-allreduce") {
+      MURMUR_ASSIGN_OR_RETURN(o.outer, OuterOf(spec));
+    }
+    // Segments are not the model's tensors: the codec sees plain vectors.
+    return std::unique_ptr<gossip::Node>(std::make_unique<gossip::RingAllReduceNode>(
+        *host.env, static_cast<NodeId>(spec.nodes()), *host.learner, std::move(x0),
+        MakeCodec(spec, codec_spec, self, Layout()), o, host.observer));
   }
   if (a == "push-sum") {
     gossip::PushSumOptions o;

@@ -12,6 +12,10 @@
 //                      `outer_momentum`, `outer_beta2`) after each round's
 //                      mix; `local_steps` inner steps per round; whole
 //                      models by default
+//   allreduce,         gossip::RingAllReduceNode: exact averaging by a ring
+//   diloco-allreduce   all-reduce among the n nodes in id order (topology
+//                      ring), without and with DiLoCo's outer step; a round
+//                      timeout of 0 becomes 2 (n - 1) times the host's
 //   push-sum           gossip::PushSumNode (column-stochastic weights, from
 //                      engine/topology.h)
 //   dsgt               gossip::GradientTrackingNode
@@ -40,8 +44,8 @@
 #include "core/round_observer.h"
 #include "core/status.h"
 #include "gossip/codec.h"
-#include "gossip/decentralized_sgd.h"
 #include "gossip/node.h"
+#include "gossip/outer_optimizer.h"
 #include "gossip/peer_sampler.h"
 #include "gossip/round_topology.h"
 #include "proto/job_spec.pb.h"
@@ -100,6 +104,8 @@ std::unique_ptr<gossip::Codec> MakeCodec(const proto::JobSpec& spec, const gossi
 
 // The outer optimizer named by spec field outer_optimizer, or InvalidArgument naming it.
 Result<gossip::OuterKind> ParseOuterOptimizer(const std::string& name);
+// The spec's outer step (outer_optimizer, outer_lr, outer_momentum, outer_beta2).
+Result<gossip::OuterOptions> OuterOf(const proto::JobSpec& spec);
 
 // REQUIRES: ValidateJobSpec(spec, host).ok() for the host, and a gossip algorithm.
 Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec, ParamVector x0,

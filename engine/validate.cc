@@ -99,7 +99,11 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
                "PowerSGD's low-rank state is not checkpointed by murmurd; use topk, randk or a value coding");
   if (!(s.gamma() >= 0 && s.gamma() <= 1))
     return Bad("gamma", "must be in [0, 1] (0 picks the default), got " + Num(s.gamma()));
-  if (a == "diloco") {
+  if (IsRingAllReduce(a) && s.topology() != "ring")
+    return Bad("topology", "must be ring: " + a +
+                               " runs a ring all-reduce over the node ids in order (got '" + s.topology() +
+                               "')");
+  if (a == "diloco" || a == "diloco-allreduce") {
     MURMUR_RETURN_IF_ERROR(ParseOuterOptimizer(s.outer_optimizer()).status());
     if (!(s.outer_lr() > 0 && s.outer_lr() <= 10))
       return Bad("outer_lr", "must be in (0, 10], got " + Num(s.outer_lr()));

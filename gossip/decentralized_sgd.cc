@@ -53,7 +53,8 @@ DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, Lo
       options_(options),
       observer_(observer),
       choco_(!codec_->full_model_safe()),
-      x_(std::make_shared<ParamVector>(std::move(x0))) {
+      x_(std::make_shared<ParamVector>(std::move(x0))),
+      outer_(options_.outer, x_->layout()) {
   MURMUR_CHECK_MSG(!choco_ || topology_.is_static(),
                    "CHOCO (compressed differences) needs a static topology");
   MURMUR_CHECK_MSG(!choco_ || options_.mixing.rule == MixingRule::kMean,
@@ -75,12 +76,8 @@ DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, Lo
     acc_ = std::make_shared<ParamVector>(x_->layout());
   }
   if (options_.order == MixOrder::kCombineThenAdapt) delta_ = ParamVector(x_->layout());
-  if (outer()) {
-    MURMUR_CHECK_MSG(options_.order == MixOrder::kAdaptThenCombine, "DiLoCo mixes after its inner phase");
-    start_ = ParamVector(x_->layout());
-    if (options_.outer.kind != OuterKind::kSgd) outer_m_ = ParamVector(x_->layout());
-    if (options_.outer.kind == OuterKind::kAdam) outer_v_ = ParamVector(x_->layout());
-  }
+  MURMUR_CHECK_MSG(!outer_.active() || options_.order == MixOrder::kAdaptThenCombine,
+                   "DiLoCo mixes after its inner phase");
   round_ = ahead_ = sent_below_ = options_.first_round;
   if (round_ > 0) inbox_.Close(round_ - 1);  // earlier rounds are over
 }
@@ -192,9 +189,7 @@ Result<NodeState> DecentralizedSgdNode::ExportState() const {
     if (!codec_->error_feedback()) s.Put("last_sent", last_sent_);
     for (const auto& [j, copy] : hat_) s.Put("hat/" + std::to_string(j), copy);
   }
-  if (!outer_m_.empty()) s.Put("outer/m", outer_m_);
-  if (!outer_v_.empty()) s.Put("outer/v", outer_v_);
-  if (options_.outer.kind == OuterKind::kAdam) s.scalars["outer/t"] = outer_t_;
+  outer_.ExportState(s);
   return s;
 }
 
@@ -202,12 +197,7 @@ Status DecentralizedSgdNode::ImportState(const NodeState& state) {
   MURMUR_CHECK(x_.use_count() == 1);  // before Start: no message holds x
   MURMUR_RETURN_IF_ERROR(state.Get("x", *x_));
   MURMUR_RETURN_IF_ERROR(codec_->ImportState(state));
-  if (!outer_m_.empty()) MURMUR_RETURN_IF_ERROR(state.Get("outer/m", outer_m_));
-  if (!outer_v_.empty()) MURMUR_RETURN_IF_ERROR(state.Get("outer/v", outer_v_));
-  if (options_.outer.kind == OuterKind::kAdam) {
-    MURMUR_ASSIGN_OR_RETURN(outer_t_, state.Scalar("outer/t"));
-    if (!(outer_t_ >= 0)) return Status::InvalidArgument("DiLoCo state: outer/t must be at least 0");
-  }
+  MURMUR_RETURN_IF_ERROR(outer_.ImportState(state));
   if (!choco_) return Status::Ok();
   MURMUR_RETURN_IF_ERROR(state.Get("x_hat", x_hat_));
   MURMUR_RETURN_IF_ERROR(state.Get("s", s_));
@@ -248,7 +238,7 @@ void DecentralizedSgdNode::BeginRound() {
         train_flops + codec_flops,
         [this] {
           MURMUR_CHECK(x_.use_count() == 1);  // no message holds x while it trains
-          if (outer()) start_.CopyFrom(*x_);
+          outer_.Begin(*x_);
           loss_ = learner_.Train(*x_, options_.local_steps);
           outgoing_ = PrepareOutgoing();
         },
@@ -443,37 +433,7 @@ void DecentralizedSgdNode::Mix(const std::vector<Received>& got, const std::vect
     MixFull(got, weights);
   }
   if (options_.order == MixOrder::kCombineThenAdapt) x_->vec() += delta_.vec();
-  if (outer()) OuterStep();
-}
-
-void DecentralizedSgdNode::OuterStep() {
-  const OuterOptions& o = options_.outer;
-  if (o.kind == OuterKind::kSgd && o.lr == 1.0) return;  // x_start - (x_start - x_mix) is x_mix
-  // x holds the mix and is this node's alone here (MixFull swapped in its own
-  // buffer). Eigen evaluates each assignment coordinate by coordinate, so
-  // every right-hand side reads the mix before it is overwritten.
-  auto x = x_->vec();
-  const auto start = start_.vec();
-  const auto lr = static_cast<float>(o.lr);
-  if (o.kind == OuterKind::kSgd) {
-    x = start - lr * (start - x);
-    return;
-  }
-  auto m = outer_m_.vec();
-  const auto b1 = static_cast<float>(o.momentum);
-  if (o.kind == OuterKind::kNesterov) {
-    m = b1 * m + (start - x);                 // m = mu m + g
-    x = start - lr * ((start - x) + b1 * m);  // x = x_start - lr (g + mu m)
-    return;
-  }
-  outer_t_ += 1;
-  const auto c1 = static_cast<float>(1.0 / (1.0 - std::pow(o.momentum, outer_t_)));
-  const auto c2 = static_cast<float>(1.0 / (1.0 - std::pow(o.beta2, outer_t_)));
-  const auto b2 = static_cast<float>(o.beta2);
-  auto v = outer_v_.vec();
-  m = b1 * m + (1.0f - b1) * (start - x);
-  v = b2 * v + (1.0f - b2) * (start - x).cwiseAbs2();
-  x = start - lr * ((c1 * m).array() / ((c2 * v).array().sqrt() + 1e-8f)).matrix();
+  outer_.Apply(*x_);  // x_ is this node's alone here (MixFull swapped in its own buffer)
 }
 
 void DecentralizedSgdNode::MixFull(const std::vector<Received>& got, std::vector<float> weights) {
@@ -529,7 +489,7 @@ void DecentralizedSgdNode::MixFull(const std::vector<Received>& got, std::vector
 std::size_t DecentralizedSgdNode::state_floats() const {
   std::size_t vectors = choco_ ? 3 + !codec_->error_feedback() : 2;
   if (options_.order == MixOrder::kCombineThenAdapt) ++vectors;
-  if (outer()) vectors += 1 + !outer_m_.empty() + !outer_v_.empty();
+  vectors += outer_.state_vectors();
   return vectors * x_->size();
 }
 

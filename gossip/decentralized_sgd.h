@@ -43,23 +43,15 @@
 // invariant holds; the resumed node skips the rounds it missed (sending
 // nothing in them, so its x^ stands still as everyone's copy of it does).
 //
-// DiLoCo over gossip (options.outer, adapt-then-combine only; Douillard et
-// al. 2023, "DiLoCo: Distributed Low-Communication Training of Language
-// Models"): the H local steps are the inner phase, started from x_start, and
-// the round's mixing result x_mix (whatever the codec: whole models or
-// CHOCO) defines the agreed pseudo-gradient
+// DiLoCo over gossip (options.outer, adapt-then-combine only): the H local
+// steps are the inner phase, started from x_start, and the round's mixing
+// result x_mix (whatever the codec: whole models or CHOCO) defines the agreed
+// pseudo-gradient
 //   g = x_start - x_mix = sum_j W_ij (x_start - x_j,end),
 // the in-neighbours' pseudo-gradients measured from this node's start (with
 // exact averaging and a common start: DiLoCo's mean of the nodes'
-// pseudo-gradients). The outer optimizer then sets x = x_start - lr step(g):
-//   sgd:      step = g (at rate 1 that is x = x_mix, D-PSGD with H local
-//             steps, and it is computed so: bit for bit D-PSGD)
-//   nesterov: m = mu m + g, step = g + mu m (PyTorch's SGD with nesterov,
-//             as DiLoCo uses it: lr 0.7, mu 0.9)
-//   adam:     t += 1, m = b1 m + (1 - b1) g, v = b2 v + (1 - b2) g^2,
-//             step = (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + 1e-8)
-// Each node keeps its outer state (m, v, t) to itself; the inner
-// optimizer's state lives in the LocalLearner, across rounds.
+// pseudo-gradients); gossip/outer_optimizer.h then takes the outer step.
+// Outer SGD at rate 1 leaves x = x_mix: D-PSGD with H local steps, bit for bit.
 //
 // A round ends when a message from every in-neighbour has arrived or after
 // `round_timeout`; a neighbour that missed the deadline is left out of the
@@ -84,22 +76,13 @@
 #include "gossip/inbox.h"
 #include "gossip/node.h"
 #include "gossip/node_state.h"
+#include "gossip/outer_optimizer.h"
 #include "gossip/robust_mixing.h"
 #include "gossip/round_topology.h"
 
 namespace murmur::gossip {
 
 enum class MixOrder { kAdaptThenCombine, kCombineThenAdapt };
-
-// The outer optimizer of DiLoCo (above); kNone is plain D-PSGD / CHOCO.
-enum class OuterKind { kNone, kSgd, kNesterov, kAdam };
-
-struct OuterOptions {
-  OuterKind kind = OuterKind::kNone;
-  double lr = 0.7;
-  double momentum = 0.9;  // nesterov: mu; adam: b1
-  double beta2 = 0.99;    // adam: b2
-};
 
 struct DecentralizedSgdOptions {
   MixOrder order = MixOrder::kAdaptThenCombine;
@@ -184,9 +167,6 @@ class DecentralizedSgdNode final : public Node {
   void OnLate(NodeId from, const GossipMessage& m);
   bool busy() const { return mixing_ || preparing_; }
   void MixFull(const std::vector<Received>& got, std::vector<float> weights);
-  // DiLoCo: x = x_start - lr step(x_start - x), x being the round's mix.
-  void OuterStep();
-  bool outer() const { return options_.outer.kind != OuterKind::kNone; }
 
   Env& env_;
   RoundTopology& topology_;
@@ -210,9 +190,7 @@ class DecentralizedSgdNode final : public Node {
   std::deque<Received> deferred_;
   std::uint64_t sent_below_ = 0;             // CHOCO: x^ holds the differences of the rounds below this
   ParamVector delta_;                        // CTA: the local training step's change
-  ParamVector start_;                        // DiLoCo: x_start, the model before the inner phase
-  ParamVector outer_m_, outer_v_;            // DiLoCo: the outer optimizer's moments
-  double outer_t_ = 0;                       // DiLoCo, adam: outer steps taken
+  OuterOptimizer outer_;                     // DiLoCo's outer step (inactive: plain D-PSGD)
   std::vector<std::vector<float>> decoded_;  // robust mixing: received models that are not fp32
   UpdatePtr outgoing_;
   RoundInbox inbox_;

@@ -10,7 +10,9 @@
 //   u8  channel   (0 model, 1 tracker, 2 push-sum, 3 gossip-learning model,
 //                  4 CHOCO resynchronisation: the sender's public copy x^,
 //                  round = the rounds whose differences it holds, scalar 1
-//                  asks the receiver for its own x^ back, 0 does not)
+//                  asks the receiver for its own x^ back, 0 does not,
+//                  5 ring all-reduce segment: scalar = the step,
+//                  gossip/ring_allreduce.h)
 //   u64 round
 //   f64 scalar
 //   ... the Update's own encoding (docs/compression.md)
@@ -30,8 +32,15 @@ namespace murmur::gossip {
 
 inline constexpr std::uint32_t kGossipMessageKind = 0x10;
 
-enum class Channel : std::uint8_t { kModel = 0, kTracker = 1, kPushSum = 2, kGossipModel = 3, kResync = 4 };
-inline constexpr std::uint8_t kMaxChannel = 4;
+enum class Channel : std::uint8_t {
+  kModel = 0,
+  kTracker = 1,
+  kPushSum = 2,
+  kGossipModel = 3,
+  kResync = 4,
+  kRingSegment = 5
+};
+inline constexpr std::uint8_t kMaxChannel = 5;
 
 using UpdatePtr = std::shared_ptr<const compression::Update>;
 

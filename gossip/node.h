@@ -1,7 +1,7 @@
 // gossip::Node: the one interface through which whoever hosts a gossip
 // algorithm drives it: the simulator's scenario runner (sim/runner.h) and a
 // daemon's gossip job (node/job/gossip_job.h). Implemented by
-// DecentralizedSgdNode (D-PSGD and CHOCO-SGD), PushSumNode, GradientTrackingNode
+// DecentralizedSgdNode (D-PSGD, CHOCO-SGD and DiLoCo), RingAllReduceNode, PushSumNode, GradientTrackingNode
 // and GossipLearningNode; engine::MakeGossipNode (engine/gossip_builder.h)
 // builds the one a JobSpec names.
 //

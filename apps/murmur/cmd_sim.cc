@@ -92,6 +92,8 @@ void PrintSummary(const sim::RunSummary& r, const proto::Scenario& s) {
     std::printf("stopped: %s\n", r.stop_reason.c_str());
   }
   double dense = static_cast<double>(r.messages_sent) * 4.0 * static_cast<double>(r.params_per_node);
+  // A ring all-reduce sends segments: 1 / n of a model each, on average.
+  if (engine::IsRingAllReduce(spec.algorithm()) && spec.nodes() > 0) dense /= spec.nodes();
   std::printf("traffic: %s MB sent", Megabytes(last.bytes_sent).c_str());
   if (last.bytes_sent > 0)
     std::printf(" (%s)", DenseRatio(dense, static_cast<double>(last.bytes_sent)).c_str());

@@ -81,6 +81,16 @@ TEST_CASE("What an algorithm cannot run is refused in both hosts alike") {
                         s.set_algorithm("diloco");
                         s.set_outer_momentum(1);
                       }},
+                     {"topology",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("allreduce");
+                        s.set_topology("torus");
+                      }},
+                     {"compression",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("diloco-allreduce");
+                        s.set_compression("topk:0.1");
+                      }},
                      {"outer_beta2",
                       [](proto::JobSpec& s) {
                         s.set_algorithm("diloco");
@@ -214,7 +224,8 @@ TEST_CASE("clients_per_round 0 takes every client, and the default compression f
   s.set_nodes(4);
   s.set_clients_per_round(0);
   CHECK(ValidateJobSpec(s, Host::kSimulator).ok());
-  for (const char* a : {"dpsgd", "dpsgd-cta", "diloco", "push-sum", "dsgt", "gossip-learning"}) {
+  for (const char* a : {"dpsgd", "dpsgd-cta", "diloco", "allreduce", "diloco-allreduce", "push-sum", "dsgt",
+                        "gossip-learning"}) {
     CAPTURE(a);
     proto::JobSpec g;
     g.set_algorithm(a);

@@ -3,12 +3,15 @@
 // computed here in double, and the outer SGD at rate 1 against D-PSGD.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gossip/decentralized_sgd.h"
+#include "gossip/ring_allreduce.h"
 #include "sim/simulator.h"
 #include "tests/gossip/quadratic.h"
 #include "topology/generators.h"
@@ -183,6 +186,158 @@ TEST_CASE("DiLoCo with exact averaging reaches the optimum of the average object
       if (!choco)
         for (const auto& x : run.models) CHECK(std::abs(x[k] - optimum) < 0.02);
     }
+  }
+}
+
+// Counts the values a node receives, then hands the message on.
+class CountingSink final : public MessageSink {
+ public:
+  explicit CountingSink(MessageSink* node) : node_(node) {}
+  void OnMessage(NodeId from, MessagePtr msg) override {
+    values += static_cast<const GossipMessage&>(*msg).update().size();
+    ++messages;
+    node_->OnMessage(from, std::move(msg));
+  }
+  std::size_t values = 0, messages = 0;
+
+ private:
+  MessageSink* node_;
+};
+
+struct RingRun {
+  std::vector<std::vector<float>> models;
+  std::vector<std::size_t> received;  // values each node received
+  std::vector<std::uint64_t> failed;  // rounds whose all-reduce timed out, per node
+};
+
+// n RingAllReduceNodes; node i starts from x0s[i] and minimizes
+// 0.5 ||x - targets[i]||^2 with `lr`. Nodes in `silent` are never started
+// and drop what they receive.
+RingRun RunRing(NodeId n, const RingAllReduceOptions& o, double lr,
+                const std::vector<std::vector<float>>& x0s, const std::vector<std::vector<float>>& targets,
+                std::vector<NodeId> silent = {}) {
+  sim::Simulator sim(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(n));
+  std::vector<std::unique_ptr<QuadraticLearner>> learners;
+  std::vector<std::unique_ptr<RingAllReduceNode>> nodes;
+  std::vector<std::unique_ptr<CountingSink>> sinks;
+  auto none = CodecSpec::Parse("none").value();
+  for (NodeId i = 0; i < n; ++i) {
+    learners.push_back(std::make_unique<QuadraticLearner>(targets[i], lr));
+    ParamVector x0(x0s[i].size());
+    for (std::size_t k = 0; k < x0.size(); ++k) x0[k] = x0s[i][k];
+    nodes.push_back(std::make_unique<RingAllReduceNode>(
+        sim.env(i), n, *learners.back(), std::move(x0),
+        std::make_unique<Codec>(none, i, Layout(), Rng(7, i, RngPurpose::kCompression)), o, nullptr));
+    sinks.push_back(std::make_unique<CountingSink>(nodes.back().get()));
+    const bool mute = std::find(silent.begin(), silent.end(), i) != silent.end();
+    if (!mute) sim.SetSink(i, sinks.back().get());
+  }
+  for (NodeId i = 0; i < n; ++i)
+    if (std::find(silent.begin(), silent.end(), i) == silent.end()) nodes[i]->Start();
+  sim.RunUntil(Nanos::max());
+  RingRun run;
+  for (NodeId i = 0; i < n; ++i) {
+    run.models.emplace_back(nodes[i]->params().span().begin(), nodes[i]->params().span().end());
+    run.received.push_back(sinks[i]->values);
+    run.failed.push_back(nodes[i]->failed_rounds());
+    if (std::find(silent.begin(), silent.end(), i) == silent.end()) CHECK(nodes[i]->finished());
+  }
+  return run;
+}
+
+TEST_CASE(
+    "Ring all-reduce: the exact sum for 1 to 17 nodes, segments that do not divide the length, and "
+    "2 (n - 1) / n of the model sent by each node") {
+  for (NodeId n = 1; n <= 17; ++n) {
+    for (std::size_t len : {std::size_t{37}, std::size_t{3} * n, std::size_t{1}}) {
+      CAPTURE(n);
+      CAPTURE(len);
+      // Small integers: every partial sum is exact in float, so the mean is
+      // the correctly rounded sum / n, whatever the order of the additions.
+      std::vector<std::vector<float>> x0s(n, std::vector<float>(len)), targets = x0s;
+      std::vector<double> sum(len, 0);
+      for (NodeId i = 0; i < n; ++i)
+        for (std::size_t k = 0; k < len; ++k) {
+          x0s[i][k] = static_cast<float>((i * 7 + k * 3) % 11) - 5.0f;
+          sum[k] += x0s[i][k];
+        }
+      RingAllReduceOptions o;
+      o.rounds = 1;
+      const RingRun run = RunRing(n, o, 0.0, x0s, targets);  // lr 0: the local steps change nothing
+      for (NodeId i = 0; i < n; ++i) {
+        CAPTURE(i);
+        for (std::size_t k = 0; k < len; ++k)
+          CHECK(run.models[i][k] == static_cast<float>(sum[k]) / static_cast<float>(n));
+        // Node i sends every segment but i + 1 and i + 2; node i + 1 receives them.
+        const NodeId from = (i + n - 1) % n;
+        auto size = [&](NodeId k) {
+          const auto [b, e] = RingSegment(len, n, k % n);
+          return e - b;
+        };
+        const std::size_t want = n == 1 ? 0 : 2 * len - size(from + 1) - size(from + 2);
+        CHECK(run.received[i] == want);
+        if (len % n == 0) CHECK(run.received[i] * n == 2 * (n - 1) * len);
+      }
+    }
+  }
+}
+
+TEST_CASE("allreduce and diloco-allreduce follow local SGD with exact averaging, and DiLoCo's outer steps") {
+  const NodeId n = 5;
+  const topology::Graph complete = topology::Complete(n);
+  std::vector<std::vector<float>> x0s(n, std::vector<float>(kDim)), targets(n, std::vector<float>(kDim));
+  for (NodeId i = 0; i < n; ++i) {
+    Rng rng(3, i, RngPurpose::kGeneric);
+    for (std::size_t k = 0; k < kDim; ++k) {
+      x0s[i][k] = static_cast<float>(k) - 2.5f;
+      targets[i][k] = static_cast<float>(rng.Normal() * 2);
+    }
+  }
+  for (OuterKind kind : {OuterKind::kNone, OuterKind::kNesterov, OuterKind::kAdam}) {
+    CAPTURE(static_cast<int>(kind));
+    RingAllReduceOptions o;
+    o.rounds = 30;
+    o.local_steps = 5;
+    o.outer.kind = kind;
+    o.outer.lr = kind == OuterKind::kAdam ? 0.05 : 0.7;
+    DecentralizedSgdOptions same;  // the recursion of Expected: exact averaging is the complete graph's mix
+    same.rounds = o.rounds;
+    same.local_steps = o.local_steps;
+    same.outer = o.outer;
+    if (kind == OuterKind::kNone) {
+      same.outer.kind = OuterKind::kSgd;
+      same.outer.lr = 1;
+    }
+    const RingRun run = RunRing(n, o, 0.05, x0s, targets);
+    const auto want = Expected(complete, same, 0.05, targets);
+    double worst = 0;
+    for (NodeId i = 0; i < n; ++i) {
+      CHECK(run.models[i] == run.models[0]);  // one sum, copied: the same model bit for bit
+      for (std::size_t k = 0; k < kDim; ++k) worst = std::max(worst, std::abs(run.models[i][k] - want[i][k]));
+    }
+    CHECK(worst < 1e-4);
+  }
+}
+
+TEST_CASE(
+    "Ring all-reduce with a silent member: every other node times out each round, keeps its own model "
+    "and finishes") {
+  const NodeId n = 4;
+  std::vector<std::vector<float>> x0s(n, std::vector<float>(kDim, 1.0f)),
+      targets(n, std::vector<float>(kDim));
+  for (NodeId i = 0; i < n; ++i)
+    for (std::size_t k = 0; k < kDim; ++k) targets[i][k] = static_cast<float>(i);
+  RingAllReduceOptions o;
+  o.rounds = 3;
+  o.local_steps = 2;
+  o.round_timeout = std::chrono::seconds(5);
+  const RingRun run = RunRing(n, o, 0.5, x0s, targets, /*silent=*/{2});
+  for (NodeId i : {0u, 1u, 3u}) {
+    CAPTURE(i);
+    CHECK(run.failed[i] == 3);
+    // Its own local steps only: x <- x - 0.5 (x - b_i), 6 times from 1.
+    const double want = i + (1.0 - i) * std::pow(0.5, 6);
+    for (float v : run.models[i]) CHECK(v == doctest::Approx(want).epsilon(1e-6));
   }
 }
 

@@ -317,6 +317,7 @@ TEST_CASE(
       {"push-sum", "none", 0},     {"dsgt", "none", 0},
       {"dpsgd", "topk:0.25", 0.2}, {"dpsgd", "topk:0.25,no-ef", 0.2},
       {"diloco", "none", 0},       {"diloco", "topk:0.25", 0.2, "adam"},
+      {"allreduce", "none", 0},    {"diloco-allreduce", "fp16", 0},
   };
   for (const AlgorithmCase& c : cases) {
     CAPTURE(c.algorithm);

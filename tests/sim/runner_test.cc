@@ -30,7 +30,8 @@ proto::Scenario Small() {
 }
 
 TEST_CASE("The same seed gives identical metrics with 1 and 2 threads, for every algorithm") {
-  for (std::string algorithm : {"dpsgd", "dpsgd-cta", "diloco", "push-sum", "dsgt", "gossip-learning"}) {
+  for (std::string algorithm :
+       {"dpsgd", "dpsgd-cta", "diloco", "allreduce", "push-sum", "dsgt", "gossip-learning"}) {
     CAPTURE(algorithm);
     proto::Scenario s = Small();
     s.mutable_spec()->set_algorithm(algorithm);

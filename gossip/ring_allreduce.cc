@@ -1,0 +1,159 @@
+#include "gossip/ring_allreduce.h"
+
+#include <cmath>
+
+#include "core/check.h"
+#include "core/log.h"
+
+namespace murmur::gossip {
+
+std::pair<std::size_t, std::size_t> RingSegment(std::size_t size, std::size_t n, std::size_t k) {
+  MURMUR_CHECK(n >= 1 && k < n);
+  return {k * size / n, (k + 1) * size / n};
+}
+
+RingAllReduceNode::RingAllReduceNode(Env& env, NodeId nodes, LocalLearner& learner, ParamVector x0,
+                                     std::unique_ptr<Codec> codec, RingAllReduceOptions options,
+                                     RoundObserver* observer)
+    : env_(env),
+      n_(nodes),
+      learner_(learner),
+      codec_(std::move(codec)),
+      options_(options),
+      observer_(observer),
+      x_(std::move(x0)),
+      sum_(x_.layout()),
+      outer_(options_.outer, x_.layout()) {
+  MURMUR_CHECK_MSG(codec_->full_model_safe(),
+                   "a ring all-reduce sends partial sums: use none, fp16, bf16 or int8");
+  MURMUR_CHECK(n_ >= 1 && env_.self() < n_);
+  round_ = ahead_ = options_.first_round;
+}
+
+void RingAllReduceNode::Start() { BeginRound(); }
+
+Result<NodeState> RingAllReduceNode::ExportState() const {
+  NodeState s;
+  MURMUR_RETURN_IF_ERROR(codec_->ExportState(s));
+  s.Put("x", x_);
+  outer_.ExportState(s);
+  return s;
+}
+
+Status RingAllReduceNode::ImportState(const NodeState& state) {
+  MURMUR_RETURN_IF_ERROR(state.Get("x", x_));
+  MURMUR_RETURN_IF_ERROR(codec_->ImportState(state));
+  return outer_.ImportState(state);
+}
+
+std::size_t RingAllReduceNode::SentSegment(std::uint64_t step) const {
+  const std::uint64_t n = n_, i = env_.self();
+  if (step < n - 1) return static_cast<std::size_t>((i + n - step % n) % n);  // reduce-scatter: i - s
+  return static_cast<std::size_t>((i + 1 + n - (step - (n - 1)) % n) % n);    // all-gather: i + 1 - s'
+}
+
+std::size_t RingAllReduceNode::ReceivedSegment(std::uint64_t step) const {
+  const std::uint64_t n = n_, i = env_.self();
+  if (step < n - 1) return static_cast<std::size_t>((i + 2 * n - 1 - step % n) % n);  // i - s - 1
+  return static_cast<std::size_t>((i + n - (step - (n - 1)) % n) % n);                // i - s'
+}
+
+void RingAllReduceNode::BeginRound() {
+  if (finished()) return;
+  step_ = 0;
+  env_.Offload(
+      options_.local_steps * learner_.FlopsPerStep(),
+      [this] {
+        outer_.Begin(x_);
+        loss_ = learner_.Train(x_, options_.local_steps);
+        sum_.CopyFrom(x_);
+      },
+      [this] {
+        reducing_ = true;
+        if (n_ == 1) return FinishRound(true);
+        if (options_.catch_up && ahead_ >= round_ + 2) return FinishRound(false);  // the ring moved on
+        const std::uint64_t r = round_;
+        timeout_ = env_.StartTimer(options_.round_timeout, [this, r] {
+          timeout_ = 0;
+          if (round_ == r && reducing_) {
+            MURMUR_LOG(kInfo) << "node " << env_.self() << ": the all-reduce of round " << r
+                              << " timed out at step " << step_ << "; keeping this node's own model";
+            FinishRound(false);
+          }
+        });
+        SendStep();
+        TryAdvance();
+      });
+}
+
+void RingAllReduceNode::SendStep() {
+  const auto [b, e] = RingSegment(sum_.size(), n_, SentSegment(step_));
+  UpdatePtr q = codec_->Compress(sum_.span().subspan(b, e - b), round_);
+  env_.Send(next(), std::make_shared<const GossipMessage>(Channel::kRingSegment, round_,
+                                                          static_cast<double>(step_), std::move(q)));
+}
+
+void RingAllReduceNode::OnMessage(NodeId from, MessagePtr msg) {
+  if (msg->kind() != kGossipMessageKind) return;
+  auto m = std::static_pointer_cast<const GossipMessage>(msg);
+  if (m->channel() != Channel::kRingSegment || from != prev() || finished()) return;
+  const std::uint64_t steps = 2 * (static_cast<std::uint64_t>(n_) - 1);
+  const double s = m->scalar();
+  if (!(s >= 0 && s < static_cast<double>(steps)) || s != std::floor(s)) return;  // no step of this ring
+  const auto step = static_cast<std::uint64_t>(s);
+  const auto [b, e] = RingSegment(sum_.size(), n_, ReceivedSegment(step));
+  if (m->update().size() != e - b) {
+    MURMUR_LOG(kWarning) << "node " << env_.self() << ": ring segment from " << from << " has "
+                         << m->update().size() << " elements, step " << step << " needs " << e - b;
+    return;
+  }
+  if (m->round() < round_) return;  // a finished round (this node timed out of it)
+  early_.emplace(std::make_pair(m->round(), step), m);
+  if (options_.catch_up && m->round() > ahead_) {
+    ahead_ = m->round();
+    // The predecessor is two rounds ahead: this round's ring has moved on without this node.
+    if (ahead_ >= round_ + 2 && reducing_) return FinishRound(false);
+  }
+  TryAdvance();
+}
+
+void RingAllReduceNode::TryAdvance() {
+  const std::uint64_t steps = 2 * (static_cast<std::uint64_t>(n_) - 1);
+  while (reducing_) {
+    auto it = early_.find({round_, step_});
+    if (it == early_.end()) return;
+    const auto [b, e] = RingSegment(sum_.size(), n_, ReceivedSegment(step_));
+    std::span<float> seg = sum_.span().subspan(b, e - b);
+    if (step_ >= static_cast<std::uint64_t>(n_) - 1)
+      std::fill(seg.begin(), seg.end(), 0.0f);  // all-gather: replace
+    Status st = it->second->update().AddTo(seg);
+    MURMUR_CHECK_MSG(st.ok(), st.ToString());
+    early_.erase(it);
+    if (++step_ == steps) return FinishRound(true);
+    SendStep();
+  }
+}
+
+void RingAllReduceNode::FinishRound(bool averaged) {
+  if (timeout_ != 0) {
+    env_.CancelTimer(timeout_);
+    timeout_ = 0;
+  }
+  reducing_ = false;
+  if (averaged) {
+    x_.vec() = sum_.vec() / static_cast<float>(n_);
+    outer_.Apply(x_);
+  } else {
+    ++failed_;  // the model of the local steps stands; no outer step on it
+  }
+  const std::uint64_t done = round_++;
+  if (options_.catch_up && ahead_ > round_ && ahead_ < options_.rounds) {
+    MURMUR_LOG(kInfo) << "node " << env_.self() << ": catching up from round " << round_ << " to " << ahead_;
+    round_ = ahead_;
+  }
+  early_.erase(early_.begin(), early_.lower_bound({round_, 0}));  // rounds that are over
+  if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), done, loss_);
+  BeginRound();
+}
+
+}  // namespace murmur::gossip

@@ -1,0 +1,122 @@
+// RingAllReduceNode: local SGD whose nodes average their models exactly each
+// round with a bandwidth-optimal ring all-reduce (Patarasuk and Yuan 2009;
+// the schedule of Horovod and NCCL's ring), optionally followed by DiLoCo's
+// outer step (gossip/outer_optimizer.h): with it, this is DiLoCo as its
+// authors ran it, an all-reduce among a fixed group.
+//
+// The ring is the n nodes in id order: node i sends to i + 1 and receives
+// from i - 1 (mod n). The model's N values are cut into n segments, segment
+// k = [floor(k N / n), floor((k + 1) N / n)), so sizes differ by at most one
+// when n does not divide N. A round, after the H local steps:
+//   reduce-scatter, steps s = 0 .. n-2: send segment (i - s) mod n of the
+//     running sum to i + 1; add the segment (i - s - 1) mod n received from
+//     i - 1 into it. Afterwards node i holds the whole sum of segment
+//     (i + 1) mod n.
+//   all-gather, steps s = 0 .. n-2: send segment (i + 1 - s) mod n to i + 1;
+//     overwrite segment (i - s) mod n with the one received from i - 1.
+// Every node then holds the same sum, bit for bit (each segment was summed
+// once, in ring order from its owner, and copied), and x = sum / n. Each
+// node sends 2 (n - 1) segments, all but segments i + 1 and i + 2 in
+// reduce-scatter and all-gather: 2 N - |seg(i+1)| - |seg(i+2)| values,
+// 2 (n - 1) / n of the model when n divides N.
+//
+// Messages: channel kRingSegment, the round, the step (0 .. 2 n - 3) as the
+// scalar, the segment under the codec (a value coding: none, fp16, bf16 or
+// int8; each hop codes its partial sum). A message for a later step or
+// round waits; one for a finished round is dropped.
+//
+// A member that stops (crash, partition) stalls the ring: each node gives the
+// round's all-reduce `round_timeout` from its start; past it the node keeps
+// its own model of the round (its local steps, no averaging), counts the
+// round as failed, and begins the next. No node hangs, and rounds resume
+// averaging once every member is back (a member that restarts from its
+// checkpoint rejoins at the round its neighbours are in when it is
+// `catch_up`).
+//
+// Thread-safety: one node per Env executor.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "core/env.h"
+#include "core/learner.h"
+#include "core/param_vector.h"
+#include "core/round_observer.h"
+#include "gossip/codec.h"
+#include "gossip/messages.h"
+#include "gossip/node.h"
+#include "gossip/outer_optimizer.h"
+
+namespace murmur::gossip {
+
+struct RingAllReduceOptions {
+  std::uint64_t rounds = 100;
+  int local_steps = 1;  // H
+  Nanos round_timeout = std::chrono::seconds(60);
+  std::uint64_t first_round = 0;  // a daemon resuming from a checkpoint after round r starts at r
+  // A node that finds its predecessor two or more rounds ahead (it was down)
+  // gives up its round and jumps to the predecessor's.
+  bool catch_up = false;
+  OuterOptions outer;  // kNone: plain averaging
+};
+
+// The segment [begin, end) of segment k of n over `size` values.
+std::pair<std::size_t, std::size_t> RingSegment(std::size_t size, std::size_t n, std::size_t k);
+
+class RingAllReduceNode final : public Node {
+ public:
+  // `nodes` is the ring's size n (every node of the job). REQUIRES: a
+  // full-model codec (Codec::full_model_safe()) built with an empty Layout
+  // (it codes segments, which are not the model's tensors).
+  RingAllReduceNode(Env& env, NodeId nodes, LocalLearner& learner, ParamVector x0,
+                    std::unique_ptr<Codec> codec, RingAllReduceOptions options, RoundObserver* observer);
+
+  void Start() override;
+  void OnMessage(NodeId from, MessagePtr msg) override;
+  Result<NodeState> ExportState() const override;
+  Status ImportState(const NodeState& state) override;
+
+  const ParamVector& params() const override { return x_; }
+  std::uint64_t round() const override { return round_; }
+  std::size_t state_floats() const override { return (2 + outer_.state_vectors()) * x_.size(); }
+  bool finished() const { return round_ >= options_.rounds; }
+  // Rounds whose all-reduce timed out (the node kept its own model).
+  std::uint64_t failed_rounds() const { return failed_; }
+
+ private:
+  void BeginRound();
+  void SendStep();
+  void TryAdvance();
+  void FinishRound(bool averaged);
+  NodeId next() const { return (env_.self() + 1) % n_; }
+  NodeId prev() const { return (env_.self() + n_ - 1) % n_; }
+  // The segment node self sends at `step`, and the one it receives.
+  std::size_t SentSegment(std::uint64_t step) const;
+  std::size_t ReceivedSegment(std::uint64_t step) const;
+
+  Env& env_;
+  NodeId n_;
+  LocalLearner& learner_;
+  std::unique_ptr<Codec> codec_;
+  RingAllReduceOptions options_;
+  RoundObserver* observer_;
+  ParamVector x_;
+  ParamVector sum_;  // the round's running sum
+  OuterOptimizer outer_;
+  // Messages from the predecessor that came early, by (round, step).
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const GossipMessage>> early_;
+  std::uint64_t round_ = 0;
+  std::uint64_t step_ = 0;   // the next step whose message this node waits for
+  std::uint64_t ahead_ = 0;  // catch_up: the highest round seen from the predecessor
+  bool reducing_ = false;    // between the end of training and the end of the round's all-reduce
+  std::uint64_t failed_ = 0;
+  TimerId timeout_ = 0;
+  double loss_ = 0;
+};
+
+}  // namespace murmur::gossip
