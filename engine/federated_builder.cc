@@ -147,6 +147,7 @@ Result<federated::ClientOptions> MakeClientOptions(const proto::JobSpec& s, Node
   co.num_samples = num_samples;
   co.prox_mu = s.algorithm() == "fedprox" ? s.prox_mu() : 0.0;
   co.scaffold = s.algorithm() == "scaffold";
+  co.local_buffers = s.model_buffers() == "local";
   MURMUR_ASSIGN_OR_RETURN(co.upload, UploadCompressor(s));
   if (s.dp_side() == "client" && s.dp_clip() > 0) {
     co.dp_clip = s.dp_clip();

@@ -60,6 +60,7 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
   if (IsDpsgd(a)) {
     gossip::DecentralizedSgdOptions o;
     o.order = a == "dpsgd-cta" ? gossip::MixOrder::kCombineThenAdapt : gossip::MixOrder::kAdaptThenCombine;
+    if (spec.model_buffers() == "local") o.local = LocalTensors(x0.layout(), kBufferTensorPrefix);
     if (a == "diloco") {
       MURMUR_ASSIGN_OR_RETURN(o.outer, OuterOf(spec));
     }
@@ -90,6 +91,7 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
     const auto hops = std::max<std::int64_t>(1, 2 * (static_cast<std::int64_t>(spec.nodes()) - 1));
     o.round_timeout = spec.round_timeout() > 0 ? timeout : host.auto_round_timeout * hops;
     o.catch_up = host.catch_up;
+    if (spec.model_buffers() == "local") o.local = LocalTensors(x0.layout(), kBufferTensorPrefix);
     if (a == "diloco-allreduce") {
       MURMUR_ASSIGN_OR_RETURN(o.outer, OuterOf(spec));
     }

@@ -57,6 +57,14 @@ Status ValidateCommon(const proto::JobSpec& s) {
       return Bad("model_blake2b",
                  "must be 128 lowercase hex digits (b2sum FILE), got '" + s.model_blake2b() + "'");
   }
+  if (s.model_buffers() != "average" && s.model_buffers() != "local")
+    return Bad("model_buffers", "must be average or local, got '" + s.model_buffers() + "'");
+  if (s.model_buffers() == "local" &&
+      (s.algorithm() == "push-sum" || s.algorithm() == "dsgt" || s.algorithm() == "gossip-learning"))
+    return Bad("model_buffers",
+               "local buffers need an algorithm that averages models (dpsgd, dpsgd-cta, diloco, "
+               "allreduce, diloco-allreduce or a federated one), not " +
+                   s.algorithm());
   if (s.rounds() < 1) return Bad("rounds", "must be at least 1");
   if (s.local_steps() < 1 || s.local_steps() > 100000) return Bad("local_steps", "must be in [1, 100000]");
   if (s.batch() < 1 || s.batch() > 65536) return Bad("batch", "must be in [1, 65536]");

@@ -20,6 +20,7 @@ FedClient::FedClient(Env& env, NodeId server, LocalLearner& learner, const Layou
       dropout_rng_(env.MakeRng(RngPurpose::kSecureAggregation).Fork(0xD0)),
       attack_rng_(env.MakeRng(RngPurpose::kAttack)) {
   state_.node = env.self();
+  if (options_.local_buffers) local_ = LocalTensors(layout, kBufferTensorPrefix);
 }
 
 std::size_t FedClient::state_floats() const {
@@ -48,7 +49,9 @@ void FedClient::OnMessage(NodeId from, MessagePtr msg) {
   task_ = h;
   x_.SetZero();
   if (!m->updates()[0]->AddTo(x_.span()).ok()) return;
+  if (trained_ && !local_.empty()) local_.Save(y_);  // the last task's values, as this client trained them
   y_.CopyFrom(x_);
+  if (trained_ && !local_.empty()) local_.Restore(y_);
   if (options_.scaffold) {
     if (c_.empty()) c_ = ParamVector(x_.layout());
     c_.SetZero();
@@ -118,6 +121,7 @@ void FedClient::SendMaskedResult() {
 
 void FedClient::Finish() {
   busy_ = false;
+  trained_ = true;
   ++tasks_done_;
   last_loss_ = done_ > 0 ? loss_sum_ / done_ : 0;
   if (secagg_) return SendMaskedResult();

@@ -26,6 +26,8 @@
 // Thread-safety: one Env executor; training runs inside Env::Offload.
 #pragma once
 
+#include "core/local_tensors.h"
+
 #include <atomic>
 
 #include <memory>
@@ -59,6 +61,10 @@ struct ClientOptions {
   // Gaussian noise comes from the client's kAttack stream. Other kinds: no effect here.
   AttackKind attack = AttackKind::kNone;
   double attack_scale = 1.0;
+  // FedBN: the model's buffer tensors ("buffer:...", core/local_tensors.h)
+  // stay the client's own: a task's global model replaces every other value,
+  // and from its second task on the client trains on its own buffers.
+  bool local_buffers = false;
 };
 
 class FedClient final : public MessageSink {
@@ -99,6 +105,8 @@ class FedClient final : public MessageSink {
   std::vector<float> ci_;  // own control variate (SCAFFOLD), sized on first use
   FedHeader task_;
   bool busy_ = false;
+  LocalTensors local_;    // local_buffers: the buffer tensors it keeps
+  bool trained_ = false;  // a task has been trained: local_ holds the client's own values
   int target_ = 0, done_ = 0;
   Nanos started_{0}, deadline_{0};
   double loss_sum_ = 0;

@@ -70,6 +70,7 @@
 
 #include "core/env.h"
 #include "core/learner.h"
+#include "core/local_tensors.h"
 #include "core/param_vector.h"
 #include "core/round_observer.h"
 #include "gossip/codec.h"
@@ -112,6 +113,9 @@ struct DecentralizedSgdOptions {
   MixingOptions mixing;
   // DiLoCo's outer step. REQUIRES: kNone unless order is kAdaptThenCombine.
   OuterOptions outer;
+  // Tensors this node keeps to itself (core/local_tensors.h): mixing and the
+  // outer step leave them as the node's own training left them.
+  LocalTensors local;
 };
 
 class DecentralizedSgdNode final : public Node {

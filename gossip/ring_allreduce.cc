@@ -141,8 +141,11 @@ void RingAllReduceNode::FinishRound(bool averaged) {
   }
   reducing_ = false;
   if (averaged) {
+    LocalTensors& local = options_.local;
+    if (!local.empty()) local.Save(x_);
     x_.vec() = sum_.vec() / static_cast<float>(n_);
     outer_.Apply(x_);
+    if (!local.empty()) local.Restore(x_);
   } else {
     ++failed_;  // the model of the local steps stands; no outer step on it
   }

@@ -45,6 +45,7 @@
 
 #include "core/env.h"
 #include "core/learner.h"
+#include "core/local_tensors.h"
 #include "core/param_vector.h"
 #include "core/round_observer.h"
 #include "gossip/codec.h"
@@ -63,6 +64,9 @@ struct RingAllReduceOptions {
   // gives up its round and jumps to the predecessor's.
   bool catch_up = false;
   OuterOptions outer;  // kNone: plain averaging
+  // Tensors this node keeps to itself (core/local_tensors.h): averaging and
+  // the outer step leave them as the node's own training left them.
+  LocalTensors local;
 };
 
 // The segment [begin, end) of segment k of n over `size` values.

@@ -32,14 +32,16 @@ struct Run {
 // `rounds` rounds of DecentralizedSgdNode with `o` on `graph` (uniform
 // weights), node i minimizing 0.5 ||x - b_i||^2 with `steps` inner steps of
 // rate `lr`, every node starting from the same x0.
-Run RunNodes(const topology::Graph& graph, DecentralizedSgdOptions o, double lr, const char* codec = "none") {
+Run RunNodes(const topology::Graph& graph, DecentralizedSgdOptions o, double lr, const char* codec = "none",
+             const Layout* layout = nullptr) {
   const NodeId n = graph.num_nodes();
   sim::Simulator sim(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(n));
   RoundTopology topo(topology::UniformWeights(graph));
   Run run;
   std::vector<std::unique_ptr<QuadraticLearner>> learners;
   std::vector<std::unique_ptr<DecentralizedSgdNode>> nodes;
-  ParamVector x0(kDim);
+  ParamVector x0 = layout ? ParamVector(*layout) : ParamVector(kDim);
+  REQUIRE(x0.size() == kDim);
   for (std::size_t k = 0; k < kDim; ++k) x0[k] = static_cast<float>(k) - 2.5f;
   for (NodeId i = 0; i < n; ++i) {
     std::vector<float> b(kDim);
@@ -215,7 +217,7 @@ struct RingRun {
 // and drop what they receive.
 RingRun RunRing(NodeId n, const RingAllReduceOptions& o, double lr,
                 const std::vector<std::vector<float>>& x0s, const std::vector<std::vector<float>>& targets,
-                std::vector<NodeId> silent = {}) {
+                std::vector<NodeId> silent = {}, const Layout* layout = nullptr) {
   sim::Simulator sim(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(n));
   std::vector<std::unique_ptr<QuadraticLearner>> learners;
   std::vector<std::unique_ptr<RingAllReduceNode>> nodes;
@@ -223,7 +225,7 @@ RingRun RunRing(NodeId n, const RingAllReduceOptions& o, double lr,
   auto none = CodecSpec::Parse("none").value();
   for (NodeId i = 0; i < n; ++i) {
     learners.push_back(std::make_unique<QuadraticLearner>(targets[i], lr));
-    ParamVector x0(x0s[i].size());
+    ParamVector x0 = layout ? ParamVector(*layout) : ParamVector(x0s[i].size());
     for (std::size_t k = 0; k < x0.size(); ++k) x0[k] = x0s[i][k];
     nodes.push_back(std::make_unique<RingAllReduceNode>(
         sim.env(i), n, *learners.back(), std::move(x0),
@@ -338,6 +340,71 @@ TEST_CASE(
     // Its own local steps only: x <- x - 0.5 (x - b_i), 6 times from 1.
     const double want = i + (1.0 - i) * std::pow(0.5, 6);
     for (float v : run.models[i]) CHECK(v == doctest::Approx(want).epsilon(1e-6));
+  }
+}
+
+TEST_CASE(
+    "Local tensors (FedBN): mixing and outer steps leave a node's buffer tensors as its own training left "
+    "them") {
+  // x = (w: 4 values, buffer:s: 2). The quadratics are separable, so with
+  // local buffers the w coordinates run exactly as without (bit for bit),
+  // and each buffer coordinate follows the node's own local steps alone:
+  // b_i + (1 - lr)^(rounds H) (x0 - b_i).
+  Layout layout;
+  layout.Add("w", {4});
+  layout.Add("buffer:s", {2});
+  const double lr = 0.05;
+  auto own = [&](double x0, double b, int steps) {
+    double x = x0;
+    for (int s = 0; s < steps; ++s) x -= lr * (x - b);
+    return x;
+  };
+  struct Case {
+    MixOrder order;
+    OuterKind outer;
+  };
+  for (const Case& c : {Case{MixOrder::kAdaptThenCombine, OuterKind::kNone},
+                        Case{MixOrder::kCombineThenAdapt, OuterKind::kNone},
+                        Case{MixOrder::kAdaptThenCombine, OuterKind::kNesterov}}) {
+    CAPTURE(static_cast<int>(c.order));
+    CAPTURE(static_cast<int>(c.outer));
+    DecentralizedSgdOptions o;
+    o.rounds = 20;
+    o.local_steps = 3;
+    o.order = c.order;
+    o.outer.kind = c.outer;
+    const Run shared = RunNodes(topology::Ring(5), o, lr, "none", &layout);
+    o.local = LocalTensors(layout, kBufferTensorPrefix);
+    REQUIRE(o.local.size() == 2);
+    const Run local = RunNodes(topology::Ring(5), o, lr, "none", &layout);
+    for (std::size_t i = 0; i < local.models.size(); ++i) {
+      CAPTURE(i);
+      for (std::size_t k = 0; k < 4; ++k) CHECK(local.models[i][k] == shared.models[i][k]);
+      for (std::size_t k = 4; k < 6; ++k)
+        CHECK(local.models[i][k] ==
+              doctest::Approx(own(static_cast<double>(k) - 2.5, local.targets[i][k], 60)).epsilon(1e-5));
+    }
+    CHECK(shared.models[0][4] != local.models[0][4]);  // without it the buffers are mixed
+  }
+  // The ring all-reduce: the same.
+  const NodeId n = 4;
+  std::vector<std::vector<float>> x0s(n, std::vector<float>(kDim)), targets(n, std::vector<float>(kDim));
+  for (NodeId i = 0; i < n; ++i)
+    for (std::size_t k = 0; k < kDim; ++k) {
+      x0s[i][k] = 1.0f;
+      targets[i][k] = static_cast<float>(i + k);
+    }
+  RingAllReduceOptions r;
+  r.rounds = 10;
+  r.local_steps = 2;
+  const RingRun shared = RunRing(n, r, lr, x0s, targets, {}, &layout);
+  r.local = LocalTensors(layout, kBufferTensorPrefix);
+  const RingRun local = RunRing(n, r, lr, x0s, targets, {}, &layout);
+  for (NodeId i = 0; i < n; ++i) {
+    CAPTURE(i);
+    for (std::size_t k = 0; k < 4; ++k) CHECK(local.models[i][k] == shared.models[i][k]);
+    for (std::size_t k = 4; k < 6; ++k)
+      CHECK(local.models[i][k] == doctest::Approx(own(1.0, targets[i][k], 20)).epsilon(1e-5));
   }
 }
 
