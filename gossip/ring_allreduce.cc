@@ -108,7 +108,10 @@ void RingAllReduceNode::OnMessage(NodeId from, MessagePtr msg) {
     return;
   }
   if (m->round() < round_) return;  // a finished round (this node timed out of it)
-  early_.emplace(std::make_pair(m->round(), step), m);
+  // Held: this round's and the next two's, at most 2 (n - 1) segments each
+  // (duplicates are dropped), so a predecessor running ahead, or a hostile
+  // one, costs at most three models of memory. Later ones only move ahead_.
+  if (m->round() <= round_ + 2) early_.emplace(std::make_pair(m->round(), step), m);
   if (options_.catch_up && m->round() > ahead_) {
     ahead_ = m->round();
     // The predecessor is two rounds ahead: this round's ring has moved on without this node.

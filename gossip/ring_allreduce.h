@@ -22,8 +22,9 @@
 //
 // Messages: channel kRingSegment, the round, the step (0 .. 2 n - 3) as the
 // scalar, the segment under the codec (a value coding: none, fp16, bf16 or
-// int8; each hop codes its partial sum). A message for a later step or
-// round waits; one for a finished round is dropped.
+// int8; each hop codes its partial sum). A message for a later step waits,
+// as does one for the next two rounds (at most three models' worth); one
+// for a finished round, or further ahead, is dropped.
 //
 // A member that stops (crash, partition) stalls the ring: each node gives the
 // round's all-reduce `round_timeout` from its start; past it the node keeps
@@ -91,6 +92,8 @@ class RingAllReduceNode final : public Node {
   bool finished() const { return round_ >= options_.rounds; }
   // Rounds whose all-reduce timed out (the node kept its own model).
   std::uint64_t failed_rounds() const { return failed_; }
+  // Messages held for a later step or round.
+  std::size_t held_messages() const { return early_.size(); }
 
  private:
   void BeginRound();

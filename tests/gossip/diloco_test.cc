@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/manual_env.h"
 #include "gossip/decentralized_sgd.h"
 #include "gossip/ring_allreduce.h"
 #include "sim/simulator.h"
@@ -406,6 +407,30 @@ TEST_CASE(
     for (std::size_t k = 4; k < 6; ++k)
       CHECK(local.models[i][k] == doctest::Approx(own(1.0, targets[i][k], 20)).epsilon(1e-5));
   }
+}
+
+TEST_CASE(
+    "Ring all-reduce holds at most three rounds of its predecessor's messages, and only its predecessor's") {
+  const NodeId n = 3;
+  ManualEnv env(1);  // node 1 of 3: its predecessor is node 0
+  QuadraticLearner learner(std::vector<float>(kDim, 0.0f), 0.1);
+  auto none = CodecSpec::Parse("none").value();
+  RingAllReduceNode node(env, n, learner, ParamVector(kDim),
+                         std::make_unique<Codec>(none, 1, Layout(), Rng(7, 1, RngPurpose::kCompression)),
+                         RingAllReduceOptions{}, nullptr);
+  auto segment = [&](std::uint64_t round, double step, std::size_t len) {
+    return std::make_shared<const GossipMessage>(Channel::kRingSegment, round, step,
+                                                 compression::DenseF32Update(std::vector<float>(len, 1.0f)));
+  };
+  // Segments of 6 values over 3 nodes: 2 each. Round 0 is not started (the node trains first).
+  for (std::uint64_t r = 0; r < 100; ++r)
+    for (double s = 0; s < 4; ++s) node.OnMessage(0, segment(r, s, 2));
+  CHECK(node.held_messages() == 3 * 4);   // rounds 0, 1 and 2, steps 0 to 3
+  node.OnMessage(2, segment(0, 0, 2));    // not the predecessor
+  node.OnMessage(0, segment(0, 4, 2));    // no step 4 in a ring of 3
+  node.OnMessage(0, segment(0, 1.5, 2));  // not a step
+  node.OnMessage(0, segment(1, 0, 3));    // wrong length
+  CHECK(node.held_messages() == 12);
 }
 
 }  // namespace
