@@ -39,7 +39,8 @@ SMALL = dict(dataset="synthetic:blobs", model="softmax", nodes=6, rounds=30, eva
 
 
 def test_a_python_learner_run_is_deterministic_and_works_with_every_algorithm():
-    for algorithm in ("dpsgd", "dpsgd-cta", "push-sum", "dsgt", "gossip-learning", "fedavg", "scaffold"):
+    for algorithm in ("dpsgd", "dpsgd-cta", "diloco", "diloco-allreduce", "push-sum", "dsgt", "gossip-learning",
+                      "fedavg", "scaffold"):
         spec = dict(SMALL, algorithm=algorithm)  # dpsgd with topk: CHOCO-SGD
         if algorithm != "dpsgd":
             spec["compression"] = "none"
