@@ -29,7 +29,7 @@ class LocalTensors {
   // Values covered, across every range.
   std::size_t size() const { return saved_.size(); }
   const std::vector<std::pair<std::size_t, std::size_t>>& ranges() const { return ranges_; }
-  // Keeps x's values in the ranges. REQUIRES: x has the layout's size.
+  // Keeps x's values in the ranges (none: a no-op). REQUIRES: x has the layout's size.
   void Save(const ParamVector& x);
   // Writes the kept values back into x's ranges.
   void Restore(ParamVector& x) const;

@@ -52,7 +52,10 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
   const std::string& a = spec.algorithm();
   MURMUR_ASSIGN_OR_RETURN(gossip::CodecSpec codec_spec, GossipCodecOf(spec));
   const NodeId self = host.env->self();
-  auto codec = MakeCodec(spec, codec_spec, self, x0.layout());
+  // A ring all-reduce codes segments, not the model's tensors: its codec sees plain vectors.
+  auto codec = MakeCodec(spec, codec_spec, self, IsRingAllReduce(a) ? Layout() : x0.layout());
+  const LocalTensors local =
+      spec.model_buffers() == "local" ? LocalTensors(x0.layout(), kBufferTensorPrefix) : LocalTensors();
   const Nanos timeout =
       spec.round_timeout() > 0 ? FromSeconds(spec.round_timeout()) : host.auto_round_timeout;
   const bool static_topology = host.topology != nullptr && host.topology->is_static();
@@ -60,7 +63,7 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
   if (IsDpsgd(a)) {
     gossip::DecentralizedSgdOptions o;
     o.order = a == "dpsgd-cta" ? gossip::MixOrder::kCombineThenAdapt : gossip::MixOrder::kAdaptThenCombine;
-    if (spec.model_buffers() == "local") o.local = LocalTensors(x0.layout(), kBufferTensorPrefix);
+    o.local = local;
     if (a == "diloco") {
       MURMUR_ASSIGN_OR_RETURN(o.outer, OuterOf(spec));
     }
@@ -91,14 +94,13 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
     const auto hops = std::max<std::int64_t>(1, 2 * (static_cast<std::int64_t>(spec.nodes()) - 1));
     o.round_timeout = spec.round_timeout() > 0 ? timeout : host.auto_round_timeout * hops;
     o.catch_up = host.catch_up;
-    if (spec.model_buffers() == "local") o.local = LocalTensors(x0.layout(), kBufferTensorPrefix);
+    o.local = local;
     if (a == "diloco-allreduce") {
       MURMUR_ASSIGN_OR_RETURN(o.outer, OuterOf(spec));
     }
-    // Segments are not the model's tensors: the codec sees plain vectors.
     return std::unique_ptr<gossip::Node>(std::make_unique<gossip::RingAllReduceNode>(
-        *host.env, static_cast<NodeId>(spec.nodes()), *host.learner, std::move(x0),
-        MakeCodec(spec, codec_spec, self, Layout()), o, host.observer));
+        *host.env, static_cast<NodeId>(spec.nodes()), *host.learner, std::move(x0), std::move(codec), o,
+        host.observer));
   }
   if (a == "push-sum") {
     gossip::PushSumOptions o;

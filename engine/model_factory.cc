@@ -8,13 +8,6 @@
 #include "ml/torch/torchscript_model.h"
 
 namespace murmur::engine {
-namespace {
-
-// Largest model file hashed: the largest TorchScript archive murmur loads.
-constexpr std::size_t kMaxModelFileBytes = static_cast<std::size_t>(ml::kMaxParams) * 4 + (64u << 20);
-
-}  // namespace
-
 Result<std::unique_ptr<ml::Model>> MakeModel(std::string_view spec,
                                              std::span<const std::int64_t> sample_shape, int num_classes,
                                              const ml::ModelSpecOptions& options) {
@@ -23,7 +16,7 @@ Result<std::unique_ptr<ml::Model>> MakeModel(std::string_view spec,
 }
 
 Result<std::string> ModelFileBlake2b(const std::string& path) {
-  auto bytes = crypto::ReadSmallFile(path, kMaxModelFileBytes);
+  auto bytes = crypto::ReadSmallFile(path, ml::kMaxTorchScriptFileBytes);
   if (!bytes.ok()) return bytes.status().WithContext("model file '" + path + "'");
   return crypto::ToHex(crypto::Blake2b({crypto::AsBytes(*bytes)}));
 }

@@ -59,8 +59,9 @@ Status ValidateCommon(const proto::JobSpec& s) {
   }
   if (s.model_buffers() != "average" && s.model_buffers() != "local")
     return Bad("model_buffers", "must be average or local, got '" + s.model_buffers() + "'");
-  if (s.model_buffers() == "local" &&
-      (s.algorithm() == "push-sum" || s.algorithm() == "dsgt" || s.algorithm() == "gossip-learning"))
+  // Gossip algorithms that send running sums, trackers or aged models do not mix models whole.
+  const std::string& a = s.algorithm();
+  if (s.model_buffers() == "local" && IsGossipAlgorithm(a) && !IsDpsgd(a) && !IsRingAllReduce(a))
     return Bad("model_buffers",
                "local buffers need an algorithm that averages models (dpsgd, dpsgd-cta, diloco, "
                "allreduce, diloco-allreduce or a federated one), not " +

@@ -49,9 +49,9 @@ void FedClient::OnMessage(NodeId from, MessagePtr msg) {
   task_ = h;
   x_.SetZero();
   if (!m->updates()[0]->AddTo(x_.span()).ok()) return;
-  if (trained_ && !local_.empty()) local_.Save(y_);  // the last task's values, as this client trained them
+  if (trained_) local_.Save(y_);  // the last task's values, as this client trained them (none kept: no-op)
   y_.CopyFrom(x_);
-  if (trained_ && !local_.empty()) local_.Restore(y_);
+  if (trained_) local_.Restore(y_);
   if (options_.scaffold) {
     if (c_.empty()) c_ = ParamVector(x_.layout());
     c_.SetZero();

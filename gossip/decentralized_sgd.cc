@@ -425,8 +425,7 @@ void DecentralizedSgdNode::Combine() {
 
 void DecentralizedSgdNode::Mix(const std::vector<Received>& got, const std::vector<float>& weights) {
   const float gamma = static_cast<float>(options_.gamma);
-  LocalTensors& local = options_.local;
-  if (!local.empty()) local.Save(*x_);  // ATC: the trained values; CTA: the round's start
+  options_.local.Save(*x_);  // ATC: the trained values; CTA: the round's start (none kept: no-op)
   if (choco_) {
     for (std::size_t k = 0; k < got.size(); ++k) Absorb(got[k].from, got[k].msg->update(), weights[k]);
     // x += gamma (s - x^)
@@ -434,13 +433,11 @@ void DecentralizedSgdNode::Mix(const std::vector<Received>& got, const std::vect
   } else {
     MixFull(got, weights);
   }
-  // x_ is this node's alone here (MixFull swapped in its own buffer).
-  if (!local.empty()) local.Restore(*x_);
+  // x_ is this node's alone here (MixFull swapped in its own buffer). The
+  // outer step (DiLoCo, adapt-then-combine only), then the node's own tensors.
+  outer_.Apply(*x_);
+  options_.local.Restore(*x_);
   if (options_.order == MixOrder::kCombineThenAdapt) x_->vec() += delta_.vec();
-  if (outer_.active()) {
-    outer_.Apply(*x_);
-    if (!local.empty()) local.Restore(*x_);
-  }
 }
 
 void DecentralizedSgdNode::MixFull(const std::vector<Received>& got, std::vector<float> weights) {

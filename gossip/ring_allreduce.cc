@@ -144,11 +144,10 @@ void RingAllReduceNode::FinishRound(bool averaged) {
   }
   reducing_ = false;
   if (averaged) {
-    LocalTensors& local = options_.local;
-    if (!local.empty()) local.Save(x_);
+    options_.local.Save(x_);
     x_.vec() = sum_.vec() / static_cast<float>(n_);
     outer_.Apply(x_);
-    if (!local.empty()) local.Restore(x_);
+    options_.local.Restore(x_);
   } else {
     ++failed_;  // the model of the local steps stands; no outer step on it
   }

@@ -1,6 +1,6 @@
 // The TorchScript plugin: the one shared library of murmur that links
-// LibTorch (libmurmur_torch.so, built from torchscript_model.cc when the
-// build has LibTorch). Programs link only ml/torch's loader
+// LibTorch (libmurmur_torch.so, built from the files ml/torch/plugin_impl.h
+// lists when the build has LibTorch). Programs link only ml/torch's loader
 // (torchscript_loader.cc), which opens the plugin with dlopen the first time
 // a "torchscript:" model is asked for. So LibTorch costs nothing (start-up
 // time, memory) to a process that trains native models: loading it takes

@@ -32,8 +32,8 @@ Result<const TorchPlugin*> Search() {
   std::vector<std::string> tried;
   for (const char* path : {kBuiltPlugin, kInstalledPlugin}) {
     if (path == nullptr) continue;
-    std::error_code ec;
-    if (std::filesystem::exists(path, ec)) return OpenTorchPlugin(path);
+    auto plugin = OpenTorchPlugin(path);
+    if (plugin.status().code() != StatusCode::kNotFound) return plugin;
     tried.push_back(path);
   }
   if (kBuiltPlugin == nullptr)

@@ -1,8 +1,5 @@
-// TorchScriptModel: ml/torch/torchscript_model.h through LibTorch, built
-// into the TorchScript plugin (ml/torch/torch_plugin.h), which exports its
-// three entry points. This is the only file of murmur that includes
-// LibTorch's headers (they are slow to
-// compile and carry their own warnings: CMake includes them as SYSTEM).
+// TorchScriptModel: ml/torch/torchscript_model.h through LibTorch, and the
+// plugin's Load and Check (ml/torch/plugin_impl.h).
 #include "ml/torch/torchscript_model.h"
 
 #include <ATen/Parallel.h>
@@ -19,53 +16,22 @@
 #include <sstream>
 #include <vector>
 
+#include "core/local_tensors.h"
 #include "core/rng.h"
 #include "ml/model_spec.h"
-#include "ml/torch/torch_plugin.h"
+#include "ml/torch/plugin_impl.h"
 
-namespace murmur::ml {
+namespace murmur::ml::plugin {
 namespace {
 
 // Rows per forward pass when evaluating or predicting.
 constexpr std::int64_t kEvalRows = 256;
-// Largest archive read: kMaxParams float32 values and room for the code.
-constexpr std::uintmax_t kMaxArchiveBytes = static_cast<std::uintmax_t>(kMaxParams) * 4 + (64u << 20);
-constexpr std::string_view kBufferPrefix = "buffer:";
 
 // LibTorch's default CPU generator is one per process; steps of modules that
 // draw random numbers reseed it and run under this lock.
 std::mutex& RandomMutex() {
   static std::mutex mu;
   return mu;
-}
-
-// Once per process: one inter-op thread; once per thread that runs a model:
-// one intra-op thread (with OpenMP the setting is per thread, so it is made
-// on each one).
-void SetUpLibTorchThread() {
-  static std::once_flag interop;
-  std::call_once(interop, [] {
-    try {
-      at::set_num_interop_threads(1);
-    } catch (const std::exception&) {
-      // Already started by the embedding program: its choice stands.
-    }
-  });
-  thread_local bool done = false;
-  if (!done) {
-    try {
-      at::set_num_threads(1);
-    } catch (const std::exception&) {
-      // LibTorch's native pool takes the setting once per process: made already.
-    }
-    done = true;
-  }
-}
-
-std::string FirstLine(const char* what) {
-  std::string s(what);
-  std::size_t nl = s.find('\n');
-  return nl == std::string::npos ? s : s.substr(0, nl);
 }
 
 std::string ShapeString(at::IntArrayRef sizes) {
@@ -221,14 +187,7 @@ class TorchScriptModel final : public Model {
 };
 
 Status TorchScriptModel::Init(const std::string& path) {
-  torch::jit::Module module;
-  try {
-    module = Load();
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument(
-        "'" + path + "' is not a TorchScript archive (save one with torch.jit.script(model).save(FILE)): " +
-        FirstLine(e.what()));
-  }
+  MURMUR_ASSIGN_OR_RETURN(torch::jit::Module module, ModuleOf(archive_, path));
   auto forward = module.find_method("forward");
   if (!forward)
     return Status::InvalidArgument("'" + path + "': the TorchScript module has no forward method");
@@ -261,7 +220,7 @@ Status TorchScriptModel::Init(const std::string& path) {
   if (num_parameters_ == 0)
     return Status::InvalidArgument("'" + path + "': the module has no parameters to train");
   for (const auto& b : FloatBuffers(module))
-    MURMUR_RETURN_IF_ERROR(add(std::string(kBufferPrefix) + b.name, b.value));
+    MURMUR_RETURN_IF_ERROR(add(std::string(kBufferTensorPrefix) + b.name, b.value));
 
   // Random operators: in the code of every method of every submodule (the
   // graphs inlined as far as they go), ...
@@ -490,19 +449,7 @@ Evaluation TorchScriptModel::Evaluate(const ParamVector& params, const Dataset& 
   return ev;
 }
 
-Result<std::string> ReadArchive(const std::string& path) {
-  std::error_code ec;
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) return Status::NotFound("TorchScript model '" + path + "': " + ec.message());
-  if (size > kMaxArchiveBytes)
-    return Status::InvalidArgument("TorchScript model '" + path + "' is " + std::to_string(size) +
-                                   " bytes, over the limit of " + std::to_string(kMaxArchiveBytes));
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes(static_cast<std::size_t>(size), '\0');
-  if (!in.read(bytes.data(), static_cast<std::streamsize>(size)))
-    return Status::NotFound("TorchScript model '" + path + "': cannot be read");
-  return bytes;
-}
+}  // namespace
 
 Result<std::unique_ptr<Model>> Load(std::string_view spec, std::span<const std::int64_t> sample_shape,
                                     int num_classes) {
@@ -521,105 +468,7 @@ Result<std::unique_ptr<Model>> Load(std::string_view spec, std::span<const std::
 Status Check(std::string_view spec) {
   MURMUR_ASSIGN_OR_RETURN(std::string path, TorchScriptPath(spec));
   MURMUR_ASSIGN_OR_RETURN(std::string archive, ReadArchive(path));
-  try {
-    std::istringstream in(archive);
-    (void)torch::jit::load(in, at::kCPU);
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument(
-        "'" + path + "' is not a TorchScript archive (save one with torch.jit.script(model).save(FILE)): " +
-        FirstLine(e.what()));
-  }
-  return Status::Ok();
+  return ModuleOf(archive, path).status();
 }
 
-Result<double> LoopRate(std::string_view spec, const Dataset& data, int batch, double lr, double seconds) {
-  MURMUR_CHECK(batch >= 1 && data.num_samples > 0);
-  MURMUR_ASSIGN_OR_RETURN(std::string path, TorchScriptPath(spec));
-  MURMUR_ASSIGN_OR_RETURN(std::string archive, ReadArchive(path));
-  SetUpLibTorchThread();
-  torch::jit::Module module;
-  try {
-    std::istringstream in(archive);
-    module = torch::jit::load(in, at::kCPU);
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument("'" + path + "' is not a TorchScript archive: " + FirstLine(e.what()));
-  }
-  std::vector<at::Tensor> params;
-  for (const auto& p : module.named_parameters(/*recurse=*/true)) params.push_back(p.value);
-  module.train();
-  const std::vector<std::int64_t> sample_shape = data.sample_shape();
-  const auto b = static_cast<std::size_t>(std::min<std::int64_t>(batch, data.num_samples));
-  std::vector<float> x(b * static_cast<std::size_t>(data.dim));
-  std::vector<std::int64_t> y(b);
-  std::vector<SampleIndex> rows(b);
-  std::vector<std::int64_t> shape{static_cast<std::int64_t>(b)};
-  shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
-  std::size_t cursor = 0;
-  auto step = [&] {
-    for (std::size_t i = 0; i < b; ++i)
-      rows[i] = static_cast<SampleIndex>((cursor + i) % static_cast<std::size_t>(data.num_samples));
-    cursor = (cursor + b) % static_cast<std::size_t>(data.num_samples);
-    data.Gather(rows, x.data());
-    for (std::size_t i = 0; i < b; ++i) y[i] = data.labels[rows[i]];
-    for (at::Tensor& p : params)
-      if (p.grad().defined()) p.mutable_grad().zero_();
-    at::Tensor loss =
-        at::cross_entropy_loss(module.forward({at::from_blob(x.data(), shape, at::kFloat)}).toTensor(),
-                               at::from_blob(y.data(), {static_cast<std::int64_t>(b)}, at::kLong));
-    loss.backward();
-    c10::NoGradGuard no_grad;
-    for (at::Tensor& p : params)
-      if (p.grad().defined()) p.add_(p.grad(), -lr);
-  };
-  try {
-    const std::size_t warmup = (static_cast<std::size_t>(data.num_samples) + b - 1) / b;
-    for (std::size_t i = 0; i < warmup; ++i) step();
-    const auto start = std::chrono::steady_clock::now();
-    std::int64_t samples = 0;
-    double elapsed = 0;
-    while (elapsed < seconds) {
-      step();
-      samples += static_cast<std::int64_t>(b);
-      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    }
-    return static_cast<double>(samples) / elapsed;
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument("'" + path + "': training failed: " + FirstLine(e.what()));
-  }
-}
-
-// The plugin's table: every entry catches what LibTorch throws.
-Result<std::unique_ptr<Model>> SafeLoad(std::string_view spec, std::span<const std::int64_t> sample_shape,
-                                        int num_classes) {
-  try {
-    return Load(spec, sample_shape, num_classes);
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument("model spec '" + std::string(spec) + "': " + FirstLine(e.what()));
-  }
-}
-
-Status SafeCheck(std::string_view spec) {
-  try {
-    return Check(spec);
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument("model spec '" + std::string(spec) + "': " + FirstLine(e.what()));
-  }
-}
-
-Result<double> SafeLoopRate(std::string_view spec, const Dataset& data, int batch, double lr,
-                            double seconds) {
-  try {
-    return LoopRate(spec, data, batch, lr, seconds);
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument("model spec '" + std::string(spec) + "': " + FirstLine(e.what()));
-  }
-}
-
-constexpr TorchPlugin kPlugin{MURMUR_TORCH_BUILD_ID, &SafeLoad, &SafeCheck, &SafeLoopRate};
-
-}  // namespace
-}  // namespace murmur::ml
-
-extern "C" __attribute__((visibility("default"))) const murmur::ml::TorchPlugin* murmur_torch_plugin() {
-  return &murmur::ml::kPlugin;
-}
+}  // namespace murmur::ml::plugin

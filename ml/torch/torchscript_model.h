@@ -47,6 +47,7 @@
 // error that says how to get it.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -55,10 +56,14 @@
 
 #include "core/status.h"
 #include "ml/model.h"
+#include "ml/model_spec.h"
 
 namespace murmur::ml {
 
 inline constexpr std::string_view kTorchScriptPrefix = "torchscript:";
+// The largest model file murmur reads: kMaxParams float32 values and room for the code.
+inline constexpr std::size_t kMaxTorchScriptFileBytes =
+    static_cast<std::size_t>(kMaxParams) * 4 + (64u << 20);
 
 // True when `spec` names a TorchScript model ("torchscript:...").
 bool IsTorchScriptSpec(std::string_view spec);
