@@ -16,6 +16,7 @@ constexpr std::size_t kBlock = 64;  // ChaCha20 block
 AeadSlot::~AeadSlot() { sodium_memzero(key.data(), key.size()); }
 
 void AeadSlot::Xor(std::size_t offset, const std::uint8_t* src, std::size_t len, std::uint8_t* dst) const {
+  MURMUR_CHECK(RandomAccess());
   if (len == 0) return;
   const auto iv = NoiseNonce(nonce);
   // Block 0 keys Poly1305; message byte i uses block 1 + i / 64.
@@ -59,6 +60,17 @@ void AeadSlot::Tag(ByteSpan ciphertext, std::uint8_t tag[kTagSize]) const {
 
 void AeadSlot::SealGather(std::span<const ByteSpan> parts, std::uint8_t* out) const {
   std::size_t n = 0;
+  if (cipher == Cipher::kAesGcm) {
+    for (ByteSpan p : parts) {
+      if (!p.empty()) std::memcpy(out + n, p.data(), p.size());
+      n += p.size();
+    }
+    const auto iv = NoiseNonce(nonce, cipher);
+    unsigned long long maclen = 0;
+    MURMUR_CHECK(crypto_aead_aes256gcm_encrypt_detached(out, out + n, &maclen, out, n, nullptr, 0, nullptr,
+                                                        iv.data(), key.data()) == 0);
+    return;
+  }
   for (ByteSpan p : parts) {
     Xor(n, p.data(), p.size(), out + n);
     n += p.size();
@@ -66,7 +78,22 @@ void AeadSlot::SealGather(std::span<const ByteSpan> parts, std::uint8_t* out) co
   Tag(ByteSpan(out, n), out + n);
 }
 
+bool AeadSlot::Open(std::span<std::uint8_t> message) const {
+  if (message.size() < kTagSize) return false;
+  const std::size_t clen = message.size() - kTagSize;
+  if (cipher == Cipher::kAesGcm) {
+    const auto iv = NoiseNonce(nonce, cipher);
+    return crypto_aead_aes256gcm_decrypt_detached(message.data(), nullptr, message.data(), clen,
+                                                  message.data() + clen, nullptr, 0, iv.data(),
+                                                  key.data()) == 0;
+  }
+  if (!Verify(message)) return false;
+  Xor(0, message.data(), clen, message.data());
+  return true;
+}
+
 bool AeadSlot::Verify(ByteSpan message) const {
+  MURMUR_CHECK(RandomAccess());
   if (message.size() < kTagSize) return false;
   std::uint8_t tag[kTagSize];
   Tag(message.first(message.size() - kTagSize), tag);

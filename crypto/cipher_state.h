@@ -1,8 +1,13 @@
-// CipherState: the Noise CipherState (revision 34, section 5.1) for
-// ChaChaPoly, i.e. IETF ChaCha20-Poly1305 (RFC 8439) from libsodium.
-//
-// The 96-bit AEAD nonce is 4 zero bytes followed by the 64-bit counter n,
-// little-endian (section 12.3). n counts up by one per successful operation
+// CipherState: the Noise CipherState (revision 34, section 5.1) for one of
+// Noise's two cipher functions (section 12), both from libsodium:
+//   - ChaChaPoly: IETF ChaCha20-Poly1305 (RFC 8439); the 96-bit nonce is 4
+//     zero bytes followed by the 64-bit counter n, little-endian (12.3);
+//   - AESGCM: AES-256-GCM with a 128-bit tag; the nonce is 4 zero bytes
+//     followed by n big-endian (12.4). libsodium runs it only on CPUs with
+//     AES and carry-less multiply instructions (AesGcmAvailable); version
+//     1.0.18, Debian 12's, has them on x86-64 (AES-NI, PCLMUL) and not yet on
+//     ARMv8 (1.0.19 added its crypto extensions).
+// n counts up by one per successful operation
 // and never wraps: the value 2^64-1 is reserved for Rekey, and an operation
 // at that value fails (Noise: "the application must delete the CipherState
 // and terminate the session").
@@ -12,6 +17,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string_view>
 
 #include "core/status.h"
 #include "crypto/bytes.h"
@@ -24,13 +30,24 @@ inline constexpr std::uint64_t kMaxNonce = ~std::uint64_t{0};  // reserved for R
 
 using CipherKey = std::array<std::uint8_t, kCipherKeySize>;
 
-// The 96-bit ChaCha20-Poly1305 nonce of Noise's 64-bit counter n: four zero
-// bytes, then n little-endian (Noise specification section 12.3).
-std::array<std::uint8_t, 12> NoiseNonce(std::uint64_t n);
+// Noise's cipher functions. The values are the identifiers of murmur's
+// cipher offer (crypto/handshake.h, docs/protocol.md section 3).
+enum class Cipher : std::uint8_t { kChaChaPoly = 1, kAesGcm = 2 };
+
+// The cipher's name in Noise protocol names: "ChaChaPoly" or "AESGCM".
+std::string_view CipherName(Cipher cipher);
+// Whether this CPU runs libsodium's AES-256-GCM.
+bool AesGcmAvailable();
+
+// The 96-bit nonce of Noise's 64-bit counter n: four zero bytes, then n
+// little-endian for ChaChaPoly (section 12.3), big-endian for AESGCM (12.4).
+std::array<std::uint8_t, 12> NoiseNonce(std::uint64_t n, Cipher cipher = Cipher::kChaChaPoly);
 
 class CipherState {
  public:
   CipherState() = default;
+  // REQUIRES: AesGcmAvailable() for Cipher::kAesGcm.
+  explicit CipherState(Cipher cipher);
   ~CipherState();
   CipherState(const CipherState&) = default;
   CipherState& operator=(const CipherState&) = default;
@@ -38,6 +55,7 @@ class CipherState {
   // InitializeKey(k): sets the key and n = 0.
   void InitializeKey(const CipherKey& key);
   bool HasKey() const { return has_key_; }
+  Cipher cipher() const { return cipher_; }
   std::uint64_t nonce() const { return n_; }
   // SetNonce(n), for tests and for peers that skip ahead; never moves n back in normal use.
   void SetNonce(std::uint64_t n) { n_ = n; }
@@ -68,6 +86,7 @@ class CipherState {
 
  private:
   CipherKey k_{};
+  Cipher cipher_ = Cipher::kChaChaPoly;
   std::uint64_t n_ = 0;
   bool has_key_ = false;
 };

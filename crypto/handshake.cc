@@ -1,5 +1,8 @@
 #include "crypto/handshake.h"
 
+#include <sodium.h>
+
+#include <algorithm>
 #include <utility>
 
 namespace murmur::crypto {
@@ -71,12 +74,78 @@ Result<HandshakePayload> DecodeHandshakePayload(ByteSpan bytes) {
   return p;
 }
 
+std::vector<Cipher> OfferedCiphers(const TrustPolicy& policy) {
+  if (policy.allow_aes_gcm && AesGcmAvailable()) return {Cipher::kAesGcm, Cipher::kChaChaPoly};
+  return {Cipher::kChaChaPoly};
+}
+
+Bytes EncodeCipherOffer(const std::vector<Cipher>& offer) {
+  MURMUR_CHECK(!offer.empty() && offer.size() <= kMaxOfferedCiphers);
+  if (offer == std::vector<Cipher>{Cipher::kChaChaPoly}) return {};
+  Bytes out;
+  AppendU8(&out, kCipherOfferVersion);
+  AppendU8(&out, static_cast<std::uint8_t>(offer.size()));
+  for (Cipher c : offer) AppendU8(&out, static_cast<std::uint8_t>(c));
+  return out;
+}
+
+Result<std::vector<Cipher>> DecodeCipherOffer(ByteSpan payload) {
+  if (payload.empty()) return std::vector<Cipher>{Cipher::kChaChaPoly};
+  ByteReader r(payload);
+  std::uint8_t version = 0, count = 0;
+  if (!r.ReadU8(&version) || !r.ReadU8(&count))
+    return Status::DataLoss("cipher offer truncated: " + std::to_string(payload.size()) + " bytes");
+  if (version != kCipherOfferVersion)
+    return Status::InvalidArgument("cipher offer version " + std::to_string(version) + " is not supported");
+  if (count < 1 || count > kMaxOfferedCiphers)
+    return Status::InvalidArgument("cipher offer of " + std::to_string(count) + " ciphers, not 1 to " +
+                                   std::to_string(kMaxOfferedCiphers));
+  if (r.remaining() != count)
+    return Status::DataLoss("cipher offer of " + std::to_string(payload.size()) +
+                            " bytes does not match its count " + std::to_string(count));
+  std::vector<Cipher> known;
+  for (std::uint8_t i = 0; i < count; ++i) {
+    std::uint8_t id = 0;
+    MURMUR_CHECK(r.ReadU8(&id));
+    if (id == static_cast<std::uint8_t>(Cipher::kChaChaPoly) ||
+        id == static_cast<std::uint8_t>(Cipher::kAesGcm))
+      known.push_back(static_cast<Cipher>(id));
+  }
+  return known;
+}
+
+Result<Cipher> PickCipher(const std::vector<Cipher>& offer, const TrustPolicy& policy) {
+  auto offered = [&](Cipher c) { return std::find(offer.begin(), offer.end(), c) != offer.end(); };
+  if (offered(Cipher::kAesGcm) && policy.allow_aes_gcm && AesGcmAvailable()) return Cipher::kAesGcm;
+  if (offered(Cipher::kChaChaPoly)) return Cipher::kChaChaPoly;
+  return Status::InvalidArgument(
+      "the initiator offers no cipher in common (murmur always accepts ChaChaPoly)");
+}
+
 SecureHandshake::SecureHandshake(HandshakeRole role, const Credentials& credentials, TrustPolicy policy,
                                  std::int64_t now, std::optional<DhKeyPair> ephemeral)
     : credentials_(credentials),
       policy_(std::move(policy)),
       now_(now),
-      noise_(role, MakePrologue(policy_.network_id), credentials.static_key, ephemeral) {}
+      role_(role),
+      ephemeral_(ephemeral ? *ephemeral : DhKeyPair::Generate()) {
+  if (role != HandshakeRole::kInitiator) return;  // the cipher comes with message 1
+  const std::vector<Cipher> offer = OfferedCiphers(policy_);
+  offer_ = EncodeCipherOffer(offer);
+  const Bytes prologue = MakePrologue(policy_.network_id);
+  for (Cipher c : offer) {
+    auto state = std::make_unique<HandshakeState>(role, prologue, credentials_.static_key, ephemeral_, c);
+    if (noise_ == nullptr) {
+      noise_ = std::move(state);
+    } else {
+      candidates_.push_back(std::move(state));
+    }
+  }
+}
+
+SecureHandshake::~SecureHandshake() {
+  sodium_memzero(ephemeral_.secret_key.data(), ephemeral_.secret_key.size());
+}
 
 Status SecureHandshake::Fail(Status s) {
   if (!s.ok()) failed_ = true;
@@ -85,18 +154,51 @@ Status SecureHandshake::Fail(Status s) {
 
 Status SecureHandshake::WriteMessage(Bytes* message) {
   if (failed_) return Status::FailedPrecondition("handshake already failed");
-  // Message 1 travels in the clear and carries nothing; 2 and 3 carry our credentials.
-  Bytes payload;
-  if (noise_.messages_done() > 0)
-    payload = EncodeHandshakePayload({credentials_.certificate, credentials_.static_key_signature});
-  return Fail(noise_.WriteMessage(payload, message));
+  if (noise_ == nullptr) return Status::FailedPrecondition("handshake: not this side's turn to write");
+  // Message 1 travels in the clear and carries the cipher offer; 2 and 3 carry our credentials.
+  if (noise_->messages_done() == 0) {
+    MURMUR_RETURN_IF_ERROR(Fail(noise_->WriteMessage(offer_, message)));
+    for (auto& candidate : candidates_) {  // the same bytes under each offered protocol name
+      Bytes same;
+      MURMUR_CHECK(candidate->WriteMessage(offer_, &same).ok() && same == *message);
+    }
+    return Status::Ok();
+  }
+  return Fail(noise_->WriteMessage(
+      EncodeHandshakePayload({credentials_.certificate, credentials_.static_key_signature}), message));
+}
+
+Status SecureHandshake::ReadMessage1(ByteSpan message, Bytes* payload) {
+  if (message.size() < kDhSize)
+    return Status::DataLoss("handshake message 1 truncated: " + std::to_string(message.size()) + " bytes");
+  Result<std::vector<Cipher>> offer = DecodeCipherOffer(message.subspan(kDhSize));
+  if (!offer.ok()) return offer.status().WithContext("handshake message 1");
+  MURMUR_ASSIGN_OR_RETURN(Cipher cipher, PickCipher(*offer, policy_));
+  noise_ = std::make_unique<HandshakeState>(role_, MakePrologue(policy_.network_id), credentials_.static_key,
+                                            ephemeral_, cipher);
+  return noise_->ReadMessage(message, payload);
 }
 
 Status SecureHandshake::ReadMessage(ByteSpan message) {
   if (failed_) return Status::FailedPrecondition("handshake already failed");
   Bytes payload;
-  const std::size_t number = noise_.messages_done() + 1;
-  if (Status st = noise_.ReadMessage(message, &payload); !st.ok()) {
+  if (noise_ == nullptr) {
+    if (role_ == HandshakeRole::kInitiator)
+      return Status::FailedPrecondition("handshake: not this side's turn");
+    return Fail(ReadMessage1(message, &payload));
+  }
+  const std::size_t number = noise_->messages_done() + 1;
+  Status st = noise_->ReadMessage(message, &payload);
+  // Message 2 authenticates under the responder's pick only.
+  for (auto& candidate : candidates_) {
+    if (st.ok() || st.code() != StatusCode::kUnauthenticated) break;
+    if (candidate->ReadMessage(message, &payload).ok()) {
+      noise_ = std::move(candidate);
+      st = Status::Ok();
+    }
+  }
+  if (number == 2) candidates_.clear();
+  if (!st.ok()) {
     // The first encrypted field fails to authenticate when the two sides
     // hashed different prologues: name the network, the likely cause.
     if (st.code() == StatusCode::kUnauthenticated)
@@ -106,12 +208,6 @@ Status SecureHandshake::ReadMessage(ByteSpan message) {
           "' (the network id is bound into the handshake), or the message was altered (" + st.message() +
           ")");
     return Fail(st);
-  }
-  if (noise_.messages_done() == 1) {
-    if (!payload.empty())
-      return Fail(Status::InvalidArgument("handshake message 1 must carry an empty payload, got " +
-                                          std::to_string(payload.size()) + " bytes"));
-    return Status::Ok();
   }
   return Fail(CheckPeerPayload(payload));
 }
@@ -124,25 +220,25 @@ Status SecureHandshake::CheckPeerPayload(ByteSpan payload) {
   if (!cert.HasRoles(policy_.required_roles))
     return Status::PermissionDenied("peer certificate has roles " + RolesToString(cert.roles) + ", needs " +
                                     RolesToString(policy_.required_roles));
-  MURMUR_CHECK(noise_.remote_static().has_value());
-  const DhPublicKey& rs = *noise_.remote_static();
+  MURMUR_CHECK(noise_->remote_static().has_value());
+  const DhPublicKey& rs = *noise_->remote_static();
   if (!VerifySignature(cert.node_key, StaticKeyBindingBytes(policy_.network_id, rs),
                        decoded->static_key_signature))
     return Status::Unauthenticated("peer's Noise static key is not signed by its certified node key");
-  peer_ = PeerInfo{cert, rs, {}};
+  peer_ = PeerInfo{cert, rs, {}, noise_->cipher()};
   return Status::Ok();
 }
 
 PeerInfo SecureHandshake::peer() const {
   MURMUR_CHECK(IsComplete());
   PeerInfo p = *peer_;
-  p.handshake_hash = noise_.handshake_hash();
+  p.handshake_hash = noise_->handshake_hash();
   return p;
 }
 
 SecureChannel SecureHandshake::MakeChannel(ChannelOptions options) const {
   MURMUR_CHECK(IsComplete());
-  auto [send, receive] = noise_.SplitForRole();
+  auto [send, receive] = noise_->SplitForRole();
   return SecureChannel(std::move(send), std::move(receive), options);
 }
 

@@ -2,10 +2,25 @@
 // handshake (crypto/handshake_state.h) whose payloads carry certificates.
 //
 //   prologue  = "murmur/noise-xx/v1" || u8 len(network id) || network id
-//   message 1 = initiator -> responder: e                    payload empty
+//   message 1 = initiator -> responder: e                    payload = cipher offer (in the clear)
 //   message 2 = responder -> initiator: e, ee, s, es          payload = responder's credentials (encrypted)
 //   message 3 = initiator -> responder: s, se                 payload = initiator's credentials (encrypted)
 //   credentials payload = u8 version 1 || u16 len(cert) || certificate || 64-byte signature
+//   cipher offer = empty (ChaChaPoly only), or u8 version 1 || u8 count (1..8) || count cipher ids,
+//                  the initiator's preference first (1 = ChaChaPoly, 2 = AESGCM)
+//
+// Cipher negotiation. The protocol name, hence the cipher, must be known
+// before message 1 is hashed, but message 1 uses no cipher: the initiator
+// runs message 1 under every cipher it offers (the same bytes), the
+// responder picks the cipher from the offer (AESGCM when offered and it may
+// run it, else ChaChaPoly) and answers under that protocol name, and the
+// initiator takes the candidate under which message 2 authenticates. The
+// offer is in h (message 1's payload is hashed) and the cipher is in h (the
+// protocol name is its first value), and message 2's encrypted static key
+// has h as its associated data, so an attacker who edits the offer, or
+// makes the responder pick anything else, fails message 2 for every
+// candidate: no downgrade. An initiator that offers only ChaChaPoly sends an
+// empty payload, as murmur did before the offer existed.
 //
 // The Noise static key is an X25519 key, separate from the Ed25519 identity:
 // the identity binds it by signing
@@ -21,9 +36,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "crypto/bytes.h"
@@ -69,7 +86,23 @@ struct TrustPolicy {
   std::string network_id;
   SignPublicKey coordinator_key{};
   std::uint8_t required_roles = kRoleNode;  // every bit must be in the peer's certificate
+  // AESGCM is offered (initiator) and picked (responder) only when this is
+  // set and AesGcmAvailable(); ChaChaPoly is always offered and accepted.
+  bool allow_aes_gcm = true;
 };
+
+inline constexpr std::uint8_t kCipherOfferVersion = 1;
+inline constexpr std::size_t kMaxOfferedCiphers = 8;
+// The ciphers an initiator with `policy` offers, its preference first.
+std::vector<Cipher> OfferedCiphers(const TrustPolicy& policy);
+// The payload of message 1 for `offer` (empty for ChaChaPoly alone).
+Bytes EncodeCipherOffer(const std::vector<Cipher>& offer);
+// The offer's ciphers murmur knows, in order (unknown ids are skipped);
+// DataLoss or InvalidArgument when malformed.
+Result<std::vector<Cipher>> DecodeCipherOffer(ByteSpan payload);
+// The responder's pick from `offer`: AESGCM when offered and policy allows
+// and the CPU runs it, else ChaChaPoly; InvalidArgument when not offered.
+Result<Cipher> PickCipher(const std::vector<Cipher>& offer, const TrustPolicy& policy);
 
 struct HandshakePayload {
   Certificate certificate;
@@ -83,7 +116,8 @@ Result<HandshakePayload> DecodeHandshakePayload(ByteSpan bytes);
 struct PeerInfo {
   Certificate certificate;
   DhPublicKey static_key{};
-  Hash handshake_hash{};  // the channel binding value
+  Hash handshake_hash{};                // the channel binding value
+  Cipher cipher = Cipher::kChaChaPoly;  // negotiated for the session
 };
 
 class SecureHandshake {
@@ -91,9 +125,16 @@ class SecureHandshake {
   // `now` is Unix seconds for the certificate checks. REQUIRES: a valid policy.network_id.
   SecureHandshake(HandshakeRole role, const Credentials& credentials, TrustPolicy policy, std::int64_t now,
                   std::optional<DhKeyPair> ephemeral = std::nullopt);
+  ~SecureHandshake();
+  SecureHandshake(const SecureHandshake&) = delete;
+  SecureHandshake& operator=(const SecureHandshake&) = delete;
 
-  bool IsMyTurn() const { return !failed_ && noise_.IsMyTurn(); }
-  bool IsComplete() const { return !failed_ && noise_.IsComplete() && peer_.has_value(); }
+  bool IsMyTurn() const {
+    return !failed_ && (noise_ != nullptr ? noise_->IsMyTurn() : role_ == HandshakeRole::kInitiator);
+  }
+  bool IsComplete() const {
+    return !failed_ && noise_ != nullptr && noise_->IsComplete() && peer_.has_value();
+  }
   bool failed() const { return failed_; }
 
   // The next message to send (replaces *message). REQUIRES: IsMyTurn().
@@ -112,13 +153,20 @@ class SecureHandshake {
 
  private:
   Status CheckPeerPayload(ByteSpan payload);
+  Status ReadMessage1(ByteSpan message, Bytes* payload);  // the responder picks the cipher
   Status Fail(Status s);
 
   Credentials credentials_;
   TrustPolicy policy_;
   std::int64_t now_;
-  HandshakeState noise_;
-  std::optional<PeerInfo> peer_;  // set once the peer's credentials check out
+  HandshakeRole role_;
+  DhKeyPair ephemeral_;
+  Bytes offer_;  // message 1's payload
+  // The handshake: the initiator's first offered cipher until message 2
+  // picks among the candidates; the responder's from message 1 on.
+  std::unique_ptr<HandshakeState> noise_;
+  std::vector<std::unique_ptr<HandshakeState>> candidates_;  // the initiator's other offered ciphers
+  std::optional<PeerInfo> peer_;                             // set once the peer's credentials check out
   bool failed_ = false;
 };
 

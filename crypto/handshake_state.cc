@@ -21,10 +21,15 @@ DhKeyPair DhKeyPair::FromSecret(const std::array<std::uint8_t, kDhSize>& secret)
   return kp;
 }
 
+std::string_view NoiseProtocolName(Cipher cipher) {
+  return cipher == Cipher::kAesGcm ? kNoiseProtocolNameAesGcm : kNoiseProtocolName;
+}
+
 HandshakeState::HandshakeState(HandshakeRole role, ByteSpan prologue, const DhKeyPair& static_key,
-                               std::optional<DhKeyPair> ephemeral)
+                               std::optional<DhKeyPair> ephemeral, Cipher cipher)
     : role_(role),
-      symmetric_(kNoiseProtocolName),
+      cipher_(cipher),
+      symmetric_(NoiseProtocolName(cipher), cipher),
       s_(static_key),
       e_(ephemeral ? *ephemeral : DhKeyPair::Generate()) {
   symmetric_.MixHash(prologue);

@@ -1,5 +1,5 @@
-// HandshakeState: the Noise XX handshake, Noise_XX_25519_ChaChaPoly_BLAKE2b
-// (Noise revision 34, sections 5.3 and 7.5):
+// HandshakeState: the Noise XX handshake, Noise_XX_25519_ChaChaPoly_BLAKE2b or
+// Noise_XX_25519_AESGCM_BLAKE2b (Noise revision 34, sections 5.3 and 7.5):
 //
 //   XX:
 //     -> e
@@ -34,6 +34,10 @@ namespace murmur::crypto {
 inline constexpr std::size_t kDhSize = 32;
 inline constexpr std::size_t kMaxNoiseMessage = 65535;
 inline constexpr std::string_view kNoiseProtocolName = "Noise_XX_25519_ChaChaPoly_BLAKE2b";
+inline constexpr std::string_view kNoiseProtocolNameAesGcm = "Noise_XX_25519_AESGCM_BLAKE2b";
+
+// The protocol name of XX over X25519 and BLAKE2b with `cipher`.
+std::string_view NoiseProtocolName(Cipher cipher);
 
 using DhPublicKey = std::array<std::uint8_t, kDhSize>;
 
@@ -51,9 +55,10 @@ enum class HandshakeRole { kInitiator, kResponder };
 
 class HandshakeState {
  public:
-  // Initialize(XX, role, prologue, s, e). `ephemeral` is generated when not given.
+  // Initialize(XX, role, prologue, s, e) of NoiseProtocolName(cipher).
+  // `ephemeral` is generated when not given. REQUIRES: AesGcmAvailable() for AESGCM.
   HandshakeState(HandshakeRole role, ByteSpan prologue, const DhKeyPair& static_key,
-                 std::optional<DhKeyPair> ephemeral = std::nullopt);
+                 std::optional<DhKeyPair> ephemeral = std::nullopt, Cipher cipher = Cipher::kChaChaPoly);
   ~HandshakeState();
   HandshakeState(const HandshakeState&) = delete;
   HandshakeState& operator=(const HandshakeState&) = delete;
@@ -67,6 +72,7 @@ class HandshakeState {
   Status ReadMessage(ByteSpan message, Bytes* payload);
 
   HandshakeRole role() const { return role_; }
+  Cipher cipher() const { return cipher_; }
   bool IsComplete() const { return step_ == 3 && !failed_; }
   bool IsMyTurn() const;
   // Handshake messages written or read so far, 0..3.
@@ -87,6 +93,7 @@ class HandshakeState {
   Status Fail(Status s);
 
   HandshakeRole role_;
+  Cipher cipher_;
   SymmetricState symmetric_;
   DhKeyPair s_;
   DhKeyPair e_;

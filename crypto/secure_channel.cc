@@ -9,6 +9,7 @@ SecureChannel::SecureChannel(CipherState send, CipherState receive, ChannelOptio
   MURMUR_CHECK(send_.HasKey() && receive_.HasKey());
   MURMUR_CHECK(options_.rekey_interval >= 1);
   MURMUR_CHECK(options_.max_messages < kMaxNonce);
+  MURMUR_CHECK(send_.cipher() == receive_.cipher());
 }
 
 Status SecureChannel::CheckSeal(std::size_t size) const {
@@ -51,7 +52,7 @@ Status SecureChannel::SealInPlace(Bytes* buffer, std::size_t offset) {
 Result<AeadSlot> SecureChannel::TakeSealSlot(std::size_t size) {
   MURMUR_RETURN_IF_ERROR(CheckSeal(size));
   // max_messages < kMaxNonce (constructor), so the nonce never reaches the Rekey value.
-  AeadSlot slot(send_.key(), send_.nonce());
+  AeadSlot slot(send_.key(), send_.nonce(), send_.cipher());
   send_.SetNonce(send_.nonce() + 1);
   CountSent();
   return slot;
@@ -59,7 +60,7 @@ Result<AeadSlot> SecureChannel::TakeSealSlot(std::size_t size) {
 
 Result<AeadSlot> SecureChannel::VerifyNext(ByteSpan message) {
   MURMUR_RETURN_IF_ERROR(CheckOpen(message.size()));
-  AeadSlot slot(receive_.key(), receive_.nonce());
+  AeadSlot slot(receive_.key(), receive_.nonce(), receive_.cipher());
   if (!slot.Verify(message)) {
     receive_closed_ = true;
     if (message.size() < kTagSize)
@@ -80,7 +81,7 @@ Result<AeadSlot> SecureChannel::TakeOpenSlot(std::size_t size) {
     return Status::DataLoss("ciphertext of " + std::to_string(size) + " bytes is shorter than the " +
                             std::to_string(kTagSize) + "-byte tag");
   }
-  AeadSlot slot(receive_.key(), receive_.nonce());
+  AeadSlot slot(receive_.key(), receive_.nonce(), receive_.cipher());
   receive_.SetNonce(receive_.nonce() + 1);
   CountReceived();
   return slot;

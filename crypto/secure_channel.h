@@ -69,17 +69,20 @@ class SecureChannel {
   // receive nonce; on success the message counts as received and the slot
   // returned decrypts any of its bytes (AeadSlot::Xor). Same errors as Open
   // (Unauthenticated on a bad tag, and the receive side closes).
+  // REQUIRES: cipher() is ChaChaPoly (AeadSlot::RandomAccess); else OpenInPlace.
   Result<AeadSlot> VerifyNext(ByteSpan message);
   // For opening several messages on several threads: the slot of the next
   // message, of `size` bytes (ciphertext and tag), which counts as received
-  // before it is verified. The caller verifies each with its slot
-  // (AeadSlot::Verify) and must call FailOpen at the first that fails, and
+  // before it is verified. The caller opens each with its slot
+  // (AeadSlot::Open) and must call FailOpen at the first that fails, and
   // use none after it. Same limits and errors as Open, besides the tag.
   Result<AeadSlot> TakeOpenSlot(std::size_t size);
   // Closes the receive side for good (a message taken with TakeOpenSlot
   // failed authentication).
   void FailOpen() { receive_closed_ = true; }
 
+  // The cipher of both directions (from the handshake).
+  Cipher cipher() const { return send_.cipher(); }
   std::uint64_t messages_sent() const { return sent_; }
   std::uint64_t messages_received() const { return received_; }
   std::uint64_t rekeys_sent() const { return sent_ / options_.rekey_interval; }

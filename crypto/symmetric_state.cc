@@ -15,7 +15,7 @@ CipherKey Truncate(const Hash& h) {
 
 }  // namespace
 
-SymmetricState::SymmetricState(std::string_view protocol_name) {
+SymmetricState::SymmetricState(std::string_view protocol_name, Cipher cipher) : cipher_(cipher) {
   if (protocol_name.size() <= kHashLen) {
     std::copy(protocol_name.begin(), protocol_name.end(), h_.begin());
   } else {
@@ -53,7 +53,7 @@ Status SymmetricState::DecryptAndHash(ByteSpan ciphertext, Bytes* out) {
 std::pair<CipherState, CipherState> SymmetricState::Split() const {
   Hash k1{}, k2{};
   NoiseHkdf(ck_, {}, &k1, &k2, nullptr);
-  std::pair<CipherState, CipherState> out;
+  std::pair<CipherState, CipherState> out{CipherState(cipher_.cipher()), CipherState(cipher_.cipher())};
   out.first.InitializeKey(Truncate(k1));
   out.second.InitializeKey(Truncate(k2));
   sodium_memzero(k1.data(), k1.size());

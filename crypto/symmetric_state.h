@@ -17,8 +17,9 @@ namespace murmur::crypto {
 class SymmetricState {
  public:
   // InitializeSymmetric(protocol_name): h = name zero-padded to 64 bytes (or
-  // HASH(name) when longer), ck = h, no cipher key.
-  explicit SymmetricState(std::string_view protocol_name);
+  // HASH(name) when longer), ck = h, no cipher key. `cipher` is the name's
+  // cipher function, used by EncryptAndHash, DecryptAndHash and Split.
+  explicit SymmetricState(std::string_view protocol_name, Cipher cipher = Cipher::kChaChaPoly);
   ~SymmetricState();
   SymmetricState(const SymmetricState&) = default;
   SymmetricState& operator=(const SymmetricState&) = default;

@@ -23,6 +23,8 @@ Result<proto::NodeConfig> LoadNodeConfig(const std::string& path) {
 
 Status ValidateNodeConfig(const proto::NodeConfig& c) {
   if (!c.has_node_id()) return Status::InvalidArgument("config: node_id is required");
+  if (c.cipher() != "auto" && c.cipher() != "chachapoly")
+    return Status::InvalidArgument("config field 'cipher': '" + c.cipher() + "' is not auto or chachapoly");
   if (!c.has_data_dir() || c.data_dir().empty())
     return Status::InvalidArgument("config: data_dir is required");
   if (!c.has_network_id()) return Status::InvalidArgument("config: network_id is required");

@@ -83,9 +83,10 @@ Status DaemonImpl::Init() {
     }
     to.peers.push_back(pa);
   }
-  crypto::TrustPolicy policy{config_.network_id(), coordinator, crypto::kRoleNode};
+  const bool aes_gcm = config_.cipher() == "auto";
+  crypto::TrustPolicy policy{config_.network_id(), coordinator, crypto::kRoleNode, aes_gcm};
   node_policy_ = policy;
-  crypto::TrustPolicy operators{config_.network_id(), coordinator, crypto::kRoleOperator};
+  crypto::TrustPolicy operators{config_.network_id(), coordinator, crypto::kRoleOperator, aes_gcm};
   env_ = std::make_unique<AsioEnv>(io_, self, to.seed, static_cast<int>(std::max(1u, config_.threads())));
   transport_ = std::make_unique<Transport>(io_, *creds, policy, to, [this](NodeId from, ReceivedMessage m) {
     env_->OnTransportMessage(from, std::move(m));
@@ -606,6 +607,11 @@ std::string DaemonImpl::RenderMetrics() const {
   out +=
       PrometheusMetric("murmur_handshake_failures_total", "counter", "Handshakes that failed or timed out.",
                        static_cast<double>(s.handshake_failures.load()));
+  out += PrometheusMetric("murmur_sessions_opened_total", "counter", "Authenticated peer sessions opened.",
+                          static_cast<double>(s.sessions_opened.load()));
+  out += PrometheusMetric("murmur_sessions_aesgcm_total", "counter",
+                          "Peer sessions opened on AES-256-GCM (the others on ChaCha20-Poly1305).",
+                          static_cast<double>(s.sessions_aes_gcm.load()));
   out += PrometheusMetric("murmur_sessions_expired_total", "counter",
                           "Sessions closed because the peer's or this node's certificate expired.",
                           static_cast<double>(s.sessions_expired.load()));

@@ -91,13 +91,14 @@ double ThreadCpuSeconds() {
 }
 
 // MB/s of crypto_aead_chacha20poly1305_ietf_encrypt in place on `plaintext`-byte messages.
-AeadRate AeadSealRate(std::size_t plaintext, double seconds) {
+AeadRate AeadSealRate(std::size_t plaintext, double seconds, crypto::Cipher cipher) {
   crypto::EnsureSodium();
-  std::vector<std::uint8_t> buf(plaintext + crypto_aead_chacha20poly1305_ietf_ABYTES);
+  MURMUR_CHECK(cipher != crypto::Cipher::kAesGcm || crypto::AesGcmAvailable());
+  std::vector<std::uint8_t> buf(plaintext + crypto::kTagSize);
   randombytes_buf(buf.data(), buf.size());
-  std::uint8_t key[crypto_aead_chacha20poly1305_ietf_KEYBYTES];
-  std::uint8_t nonce[crypto_aead_chacha20poly1305_ietf_NPUBBYTES] = {};
-  crypto_aead_chacha20poly1305_ietf_keygen(key);
+  std::uint8_t key[crypto::kCipherKeySize];
+  std::uint8_t nonce[12] = {};
+  randombytes_buf(key, sizeof(key));
   auto start = std::chrono::steady_clock::now();
   const double cpu_start = ThreadCpuSeconds();
   std::uint64_t n = 0;
@@ -105,8 +106,13 @@ AeadRate AeadSealRate(std::size_t plaintext, double seconds) {
     for (int i = 0; i < 64; ++i, ++n) {
       std::memcpy(nonce + 4, &n, sizeof(n));
       unsigned long long clen = 0;
-      crypto_aead_chacha20poly1305_ietf_encrypt(buf.data(), &clen, buf.data(), plaintext, nullptr, 0, nullptr,
-                                                nonce, key);
+      if (cipher == crypto::Cipher::kAesGcm) {
+        crypto_aead_aes256gcm_encrypt(buf.data(), &clen, buf.data(), plaintext, nullptr, 0, nullptr, nonce,
+                                      key);
+      } else {
+        crypto_aead_chacha20poly1305_ietf_encrypt(buf.data(), &clen, buf.data(), plaintext, nullptr, 0,
+                                                  nullptr, nonce, key);
+      }
     }
   }
   const double mb = static_cast<double>(n * plaintext) / 1e6;

@@ -1,8 +1,9 @@
 // The floors `murmur bench transport` compares the transport with, measured
 // in the same run with the same threading (one io thread per side):
 //   - raw TCP: plain Asio sockets on loopback moving messages of the same size;
-//   - AEAD: libsodium's crypto_aead_chacha20poly1305_ietf seal on one core, at
-//     the transport's largest plaintext (65519 bytes, one frame);
+//   - AEAD: libsodium's seal of the session's cipher (ChaCha20-Poly1305 or
+//     AES-256-GCM) on one core, at the transport's largest plaintext (65519
+//     bytes, one frame);
 // and the CPU clocks the benchmark reads (per thread and for the process).
 #pragma once
 
@@ -15,6 +16,7 @@
 #include <thread>
 
 #include "crypto/bytes.h"
+#include "crypto/cipher_state.h"
 #include "node/transport/asio.h"
 
 namespace murmur::cli {
@@ -70,8 +72,9 @@ struct AeadRate {
   double cpu = 0;   // MB per second of this thread's CPU time
 };
 
-// MB/s of crypto_aead_chacha20poly1305_ietf_encrypt in place on `plaintext`-byte messages.
-AeadRate AeadSealRate(std::size_t plaintext, double seconds);
+// MB/s of libsodium's `cipher` seal in place on `plaintext`-byte messages.
+// REQUIRES: crypto::AesGcmAvailable() for AES-GCM.
+AeadRate AeadSealRate(std::size_t plaintext, double seconds, crypto::Cipher cipher);
 
 // Wall-clock seconds of one exchange, the CPU seconds each side's io thread
 // used, and those of the whole process (io threads, crypto workers, kernel).

@@ -168,6 +168,12 @@ void Session::Read() {
 
 Status Session::OnFrame(std::span<std::uint8_t> frame) {
   if (!channel_.has_value()) return OnHandshakeFrame(frame);
+  if (channel_->cipher() != crypto::Cipher::kChaChaPoly) {
+    // AES-GCM opens whole messages only: in place, then copied where the bytes go.
+    std::span<std::uint8_t> plaintext;
+    MURMUR_RETURN_IF_ERROR(channel_->OpenInPlace(frame, &plaintext));
+    return OnRecord(SpanRecord(plaintext));
+  }
   // Verified where the read put it; decrypted only where the bytes go.
   MURMUR_ASSIGN_OR_RETURN(crypto::AeadSlot slot, channel_->VerifyNext(frame));
   return OnRecord(FrameRecord(slot, crypto::ByteSpan(frame).first(frame.size() - crypto::kTagSize)));
@@ -189,9 +195,7 @@ Status Session::OnSealedFrames(std::span<const std::span<std::uint8_t>> frames) 
   }
   std::vector<std::uint8_t> authentic(slots.size(), 0);
   transport_->workers_->ParallelFor(slots.size(), 1, [&](std::size_t i, std::size_t) {
-    if (!slots[i].Verify(frames[i])) return;
-    authentic[i] = 1;
-    slots[i].Xor(0, frames[i].data(), frames[i].size() - crypto::kTagSize, frames[i].data());
+    if (slots[i].Open(frames[i])) authentic[i] = 1;
   });
   for (std::size_t i = 0; i < slots.size(); ++i) {
     if (closed_ || transport_ == nullptr) return Status::Ok();

@@ -250,6 +250,8 @@ void Transport::OnReady(const std::shared_ptr<Session>& session) {
   peer.failures = 0;
   peer.dialing = false;
   ++stats_.sessions_opened;
+  const crypto::Cipher cipher = session->peer_info()->cipher;
+  if (cipher == crypto::Cipher::kAesGcm) ++stats_.sessions_aes_gcm;
   // A message cut off by the old session cannot continue on the new one.
   if (!peer.queue.empty() && peer.queue.front().next_record > 0) {
     peer.queued_bytes -= peer.queue.front().payload->size();
@@ -257,7 +259,8 @@ void Transport::OnReady(const std::shared_ptr<Session>& session) {
     ++stats_.send_queue_drops;
   }
   if (!session->dial_key().empty()) address_dials_.erase(session->dial_key());  // the address is good
-  MURMUR_LOG(kInfo) << "node " << options_.self << ": session with node " << session->peer() << " ready";
+  MURMUR_LOG(kInfo) << "node " << options_.self << ": session with node " << session->peer() << " ready ("
+                    << crypto::CipherName(cipher) << ")";
   session->Pump();
 }
 

@@ -139,6 +139,7 @@ struct TransportStats {
   std::atomic<std::uint64_t> messages_sent{0};
   std::atomic<std::uint64_t> messages_received{0};
   std::atomic<std::uint64_t> sessions_opened{0};
+  std::atomic<std::uint64_t> sessions_aes_gcm{0};  // of them, on AES-256-GCM (the rest on ChaCha20-Poly1305)
   std::atomic<std::uint64_t> handshake_failures{0};
   std::atomic<std::uint64_t> frames_rejected{0};  // bad length, failed authentication, bad record
   std::atomic<std::uint64_t> connect_failures{0};

@@ -1,6 +1,7 @@
 // AeadSlot (ChaCha20-Poly1305 in pieces) against libsodium's one-shot
 // crypto_aead_chacha20poly1305_ietf with the Noise nonce, and the
-// SecureChannel slot forms against Seal / Open.
+// SecureChannel slot forms against Seal / Open; the same for AES-256-GCM
+// (Noise's AESGCM, big-endian nonce) against crypto_aead_aes256gcm.
 #include <doctest/doctest.h>
 #include <sodium.h>
 
@@ -177,6 +178,167 @@ TEST_CASE("Open slots taken ahead of verification open Seal's messages in order,
   SecureChannel rx2(unused_send, recv, o);
   rx2.FailOpen();
   CHECK_FALSE(rx2.TakeOpenSlot(100).ok());
+}
+
+// libsodium's AES-256-GCM of `m` with the Noise nonce 0^32 || be64(n) and associated data `ad`.
+Bytes AesReference(const CipherKey& key, std::uint64_t n, ByteSpan m, ByteSpan ad = {}) {
+  std::array<std::uint8_t, 12> nonce{};
+  for (int i = 0; i < 8; ++i)
+    nonce[11 - static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(n >> (8 * i));
+  Bytes c(m.size() + kTagSize);
+  unsigned long long clen = 0;
+  crypto_aead_aes256gcm_encrypt(c.data(), &clen, m.data(), m.size(), ad.data(), ad.size(), nullptr,
+                                nonce.data(), key.data());
+  return c;
+}
+
+bool NeedAes() {
+#if defined(__x86_64__)
+  REQUIRE(AesGcmAvailable());  // every x86-64 CPU murmur targets has AES-NI and PCLMUL
+#endif
+  if (!AesGcmAvailable()) MESSAGE("libsodium runs no AES-256-GCM on this CPU: AESGCM not checked here");
+  return AesGcmAvailable();
+}
+
+TEST_CASE("AESGCM: CipherState, in place and appending, equals libsodium with the big-endian nonce") {
+  if (!NeedAes()) return;
+  CipherKey key;
+  randombytes_buf(key.data(), key.size());
+  const Bytes ad = Random(64);
+  for (std::size_t size : {0, 1, 15, 16, 17, 1000, 65519}) {
+    for (std::uint64_t n :
+         {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{256}, (std::uint64_t{1} << 40) + 3}) {
+      CAPTURE(size);
+      CAPTURE(n);
+      const Bytes m = Random(size);
+      const Bytes expected = AesReference(key, n, m, ad);
+      CipherState enc(Cipher::kAesGcm), dec(Cipher::kAesGcm);
+      enc.InitializeKey(key);
+      dec.InitializeKey(key);
+      enc.SetNonce(n);
+      dec.SetNonce(n);
+      Bytes c;
+      REQUIRE(enc.EncryptWithAd(ad, m, &c).ok());
+      CHECK(c == expected);
+      Bytes p;
+      REQUIRE(dec.DecryptWithAd(ad, c, &p).ok());
+      CHECK(p == m);
+      // In place: the same bytes, and back.
+      Bytes buf = m;
+      buf.resize(size + kTagSize);
+      enc.SetNonce(n);
+      REQUIRE(enc.EncryptInPlace(ad, buf).ok());
+      CHECK(buf == expected);
+      dec.SetNonce(n);
+      REQUIRE(dec.DecryptInPlace(ad, buf).ok());
+      CHECK(Bytes(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(size)) == m);
+      // Another nonce or a flipped bit fails.
+      dec.SetNonce(n + 1);
+      Bytes none;
+      CHECK(dec.DecryptWithAd(ad, c, &none).code() == StatusCode::kUnauthenticated);
+      c[c.size() / 2] ^= 0x10;
+      dec.SetNonce(n);
+      CHECK(dec.DecryptWithAd(ad, c, &none).code() == StatusCode::kUnauthenticated);
+    }
+  }
+}
+
+TEST_CASE("AESGCM: Rekey is the first 32 bytes of ENCRYPT(k, 2^64-1, empty, zeros)") {
+  if (!NeedAes()) return;
+  CipherKey key;
+  key.fill(0x5a);
+  CipherState cs(Cipher::kAesGcm);
+  cs.InitializeKey(key);
+  cs.SetNonce(9);
+  cs.Rekey();
+  const Bytes zeros(32, 0);
+  const Bytes c = AesReference(key, ~std::uint64_t{0}, zeros);
+  CHECK(cs.key() == [&] {
+    CipherKey k{};
+    std::copy(c.begin(), c.begin() + 32, k.begin());
+    return k;
+  }());
+  CHECK(cs.nonce() == 9);
+  // ChaChaPoly's rekey of the same key differs (another cipher).
+  CipherState other;
+  other.InitializeKey(key);
+  other.Rekey();
+  CHECK(other.key() != cs.key());
+}
+
+TEST_CASE("AESGCM slots: SealGather equals libsodium for every cut, Open opens in place and refuses a flip") {
+  if (!NeedAes()) return;
+  CipherKey key;
+  randombytes_buf(key.data(), key.size());
+  for (std::size_t size : {0, 1, 13, 64, 1000, 65519}) {
+    const Bytes m = Random(size);
+    const std::uint64_t n = size * 7 + 1;
+    const Bytes expected = AesReference(key, n, m);
+    const AeadSlot slot(key, n, Cipher::kAesGcm);
+    CHECK_FALSE(slot.RandomAccess());
+    for (std::size_t cut : {std::size_t{0}, std::size_t{1}, std::size_t{13}, size}) {
+      CAPTURE(size);
+      CAPTURE(cut);
+      if (cut > size) continue;
+      const ByteSpan parts[] = {ByteSpan(m).first(cut), ByteSpan(m).subspan(cut)};
+      Bytes out(size + kTagSize, 0xEE);
+      slot.SealGather(parts, out.data());
+      CHECK(out == expected);
+    }
+    Bytes c = expected;
+    REQUIRE(slot.Open(c));
+    CHECK(Bytes(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(size)) == m);
+    c = expected;
+    c[c.size() - 1] ^= 0x01;
+    CHECK_FALSE(slot.Open(c));
+    c = expected;
+    CHECK_FALSE(AeadSlot(key, n + 1, Cipher::kAesGcm).Open(c));
+  }
+  CHECK_FALSE(AeadSlot(key, 0, Cipher::kAesGcm).Open(std::span<std::uint8_t>()));
+}
+
+TEST_CASE(
+    "AESGCM channel: slots interoperate with Seal and Open across rekeys, and OpenInPlace refuses a replay") {
+  if (!NeedAes()) return;
+  CipherKey k1;
+  k1.fill(0x31);
+  CipherState send(Cipher::kAesGcm), recv(Cipher::kAesGcm), unused_send(Cipher::kAesGcm),
+      unused_recv(Cipher::kAesGcm);
+  for (CipherState* s : {&send, &recv, &unused_send, &unused_recv}) s->InitializeKey(k1);
+  ChannelOptions o;
+  o.rekey_interval = 3;
+  SecureChannel tx(send, unused_recv, o), rx(unused_send, recv, o);
+  CHECK(tx.cipher() == Cipher::kAesGcm);
+  Bytes last;
+  for (int i = 0; i < 10; ++i) {
+    CAPTURE(i);
+    const Bytes m = Random(100 + static_cast<std::size_t>(i));
+    Bytes sealed(m.size() + kTagSize);
+    if (i % 2 == 0) {
+      auto slot = tx.TakeSealSlot(m.size());
+      REQUIRE(slot.ok());
+      CHECK(slot->cipher == Cipher::kAesGcm);
+      const ByteSpan parts[] = {ByteSpan(m).first(1), ByteSpan(m).subspan(1)};
+      slot->SealGather(parts, sealed.data());
+    } else {
+      sealed.clear();
+      REQUIRE(tx.Seal(m, &sealed).ok());
+    }
+    if (i % 3 == 0) {
+      Bytes opened;
+      REQUIRE(rx.Open(sealed, &opened).ok());
+      CHECK(opened == m);
+    } else {
+      std::span<std::uint8_t> plain;
+      Bytes copy = sealed;
+      REQUIRE(rx.OpenInPlace(copy, &plain).ok());
+      CHECK(Bytes(plain.begin(), plain.end()) == m);
+    }
+    last = sealed;
+  }
+  std::span<std::uint8_t> plain;
+  CHECK(rx.OpenInPlace(last, &plain).code() == StatusCode::kUnauthenticated);  // a replay
+  CHECK(rx.receive_closed());
 }
 
 }  // namespace

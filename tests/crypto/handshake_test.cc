@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -128,7 +129,10 @@ TEST_CASE("with injected keys the handshake is deterministic") {
   }
   for (int i = 0; i < 3; ++i) CHECK(first[i] == second[i]);
   const DhPublicKey e = Dh(11).public_key;
-  CHECK(first[0] == Bytes(e.begin(), e.end()));  // message 1 is e alone
+  // Message 1 is e, then the cipher offer (AESGCM, ChaChaPoly) where this CPU runs AES-GCM.
+  Bytes m1(e.begin(), e.end());
+  if (AesGcmAvailable()) m1.insert(m1.end(), {1, 2, 2, 1});
+  CHECK(first[0] == m1);
 }
 
 TEST_CASE("a peer of another network fails at message 2 and learns nothing") {
@@ -251,10 +255,165 @@ TEST_CASE("handshake payloads decode only in their exact form") {
   b = good;
   b.push_back(0);
   CHECK(DecodeHandshakePayload(b).status().code() == StatusCode::kDataLoss);
-  // Message 1 must be empty: a responder refuses a payload there.
+  // Message 1 carries a cipher offer or nothing: a responder refuses other bytes there.
   SecureHandshake resp(HandshakeRole::kResponder, Creds(coord, 2), Policy(coord), kNow);
   Bytes m1(32 + 5, 0x42);
   CHECK(resp.ReadMessage(m1).code() == StatusCode::kInvalidArgument);
+}
+
+// Cipher negotiation (crypto/handshake.h): which cipher two policies agree
+// on, what an attacker who edits the offer gets, and what an initiator
+// written against plain Noise (HandshakeState with a chosen protocol name)
+// meets.
+
+bool Aes() {
+#if defined(__x86_64__)
+  REQUIRE(AesGcmAvailable());  // every x86-64 CPU murmur targets has AES-NI and PCLMUL
+#endif
+  if (!AesGcmAvailable()) MESSAGE("libsodium runs no AES-256-GCM on this CPU: AESGCM cases not checked here");
+  return AesGcmAvailable();
+}
+
+TrustPolicy ChaChaOnly(const Identity& coordinator) {
+  TrustPolicy p = Policy(coordinator);
+  p.allow_aes_gcm = false;
+  return p;
+}
+
+// Runs the handshake with `edit` applied to message 1 on the wire.
+Outcome RunEdited(SecureHandshake& init, SecureHandshake& resp, const std::function<void(Bytes*)>& edit) {
+  Outcome out;
+  Bytes msg;
+  REQUIRE(init.WriteMessage(&msg).ok());
+  edit(&msg);
+  for (int i = 0; i < 3; ++i) {
+    SecureHandshake& r = i % 2 == 0 ? resp : init;
+    if (i > 0) {
+      SecureHandshake& w = i % 2 == 0 ? init : resp;
+      REQUIRE(w.WriteMessage(&msg).ok());
+    }
+    if (Status s = r.ReadMessage(msg); !s.ok()) {
+      out.status = s;
+      out.failed_at = i + 1;
+      return out;
+    }
+  }
+  return out;
+}
+
+TEST_CASE("AES-GCM where both sides may run it, ChaCha20-Poly1305 where either may not, and channels agree") {
+  if (!Aes()) return;
+  Identity coord = Seeded(100);
+  Credentials a = Creds(coord, 1), b = Creds(coord, 2);
+  struct Case {
+    bool init_aes, resp_aes;
+    Cipher expected;
+  };
+  for (Case c : {Case{true, true, Cipher::kAesGcm}, Case{true, false, Cipher::kChaChaPoly},
+                 Case{false, true, Cipher::kChaChaPoly}, Case{false, false, Cipher::kChaChaPoly}}) {
+    CAPTURE(c.init_aes);
+    CAPTURE(c.resp_aes);
+    SecureHandshake init(HandshakeRole::kInitiator, a, c.init_aes ? Policy(coord) : ChaChaOnly(coord), kNow);
+    SecureHandshake resp(HandshakeRole::kResponder, b, c.resp_aes ? Policy(coord) : ChaChaOnly(coord), kNow);
+    Bytes m1;
+    Outcome o = RunEdited(init, resp, [&](Bytes* m) { m1 = *m; });
+    REQUIRE(o.status.ok());
+    // Message 1: e, then the offer, or nothing when it is ChaChaPoly alone (as before the offer).
+    CHECK(m1.size() == (c.init_aes ? 32u + 4u : 32u));
+    if (c.init_aes) CHECK(Bytes(m1.begin() + 32, m1.end()) == Bytes{1, 2, 2, 1});
+    CHECK(init.peer().cipher == c.expected);
+    CHECK(resp.peer().cipher == c.expected);
+    CHECK(init.peer().handshake_hash == resp.peer().handshake_hash);
+    SecureChannel ca = init.MakeChannel(), cb = resp.MakeChannel();
+    CHECK(ca.cipher() == c.expected);
+    Bytes ct, pt;
+    REQUIRE(ca.Seal(AsBytes("model update"), &ct).ok());
+    REQUIRE(cb.Open(ct, &pt).ok());
+    CHECK(std::string(pt.begin(), pt.end()) == "model update");
+  }
+}
+
+TEST_CASE(
+    "an attacker who edits the cipher offer to force ChaCha20-Poly1305 fails the handshake at message 2") {
+  if (!Aes()) return;
+  Identity coord = Seeded(100);
+  Credentials a = Creds(coord, 1), b = Creds(coord, 2);
+  const std::vector<std::pair<const char*, std::function<void(Bytes*)>>> edits = {
+      {"offer stripped (as an initiator without AES)", [](Bytes* m) { m->resize(32); }},
+      {"offer of ChaChaPoly alone",
+       [](Bytes* m) {
+         *m = Bytes(m->begin(), m->begin() + 32), m->insert(m->end(), {1, 1, 1});
+       }},
+      {"AESGCM replaced by an unknown id", [](Bytes* m) { (*m)[34] = 9; }},
+      {"offer reordered", [](Bytes* m) { std::swap((*m)[34], (*m)[35]); }},
+  };
+  for (const auto& [what, edit] : edits) {
+    CAPTURE(what);
+    SecureHandshake init(HandshakeRole::kInitiator, a, Policy(coord), kNow);
+    SecureHandshake resp(HandshakeRole::kResponder, b, Policy(coord), kNow);
+    Outcome o = RunEdited(init, resp, edit);
+    // The responder answers (its pick is ChaChaPoly, or AESGCM over an edited offer);
+    // no candidate of the initiator's hashed the edited offer, so none authenticates.
+    CHECK(o.failed_at == 2);
+    CHECK(o.status.code() == StatusCode::kUnauthenticated);
+    CHECK_FALSE(init.IsComplete());
+  }
+}
+
+TEST_CASE(
+    "plain Noise initiators: an empty payload or an offer with unknown ids gets ChaChaPoly, AESGCM alone "
+    "gets AESGCM") {
+  if (!Aes()) return;
+  Identity coord = Seeded(100);
+  Credentials b = Creds(coord, 2);
+  const Bytes prologue = MakePrologue("fleet");
+  struct Case {
+    Bytes offer;
+    Cipher cipher;  // the protocol name the plain initiator runs
+  };
+  for (const Case& c : {Case{{}, Cipher::kChaChaPoly}, Case{{1, 3, 7, 1, 200}, Cipher::kChaChaPoly},
+                        Case{{1, 1, 2}, Cipher::kAesGcm}}) {
+    CAPTURE(c.offer.size());
+    HandshakeState plain(HandshakeRole::kInitiator, prologue, Dh(1), std::nullopt, c.cipher);
+    SecureHandshake resp(HandshakeRole::kResponder, b, Policy(coord), kNow);
+    Bytes m1, m2, payload;
+    REQUIRE(plain.WriteMessage(c.offer, &m1).ok());
+    REQUIRE(resp.ReadMessage(m1).ok());
+    REQUIRE(resp.WriteMessage(&m2).ok());
+    REQUIRE(plain.ReadMessage(m2, &payload).ok());  // authenticates under the initiator's protocol name
+    auto creds = DecodeHandshakePayload(payload);
+    REQUIRE(creds.ok());
+    CHECK(creds->certificate == b.certificate);
+  }
+}
+
+TEST_CASE(
+    "cipher offers decode only in their exact form, and an offer without a known cipher is refused by name") {
+  CHECK(*DecodeCipherOffer({}) == std::vector<Cipher>{Cipher::kChaChaPoly});
+  CHECK(*DecodeCipherOffer(Bytes{1, 2, 2, 1}) == std::vector<Cipher>{Cipher::kAesGcm, Cipher::kChaChaPoly});
+  CHECK(EncodeCipherOffer({Cipher::kChaChaPoly}).empty());
+  CHECK(EncodeCipherOffer({Cipher::kAesGcm, Cipher::kChaChaPoly}) == Bytes{1, 2, 2, 1});
+  CHECK(DecodeCipherOffer(Bytes{1}).status().code() == StatusCode::kDataLoss);
+  CHECK(DecodeCipherOffer(Bytes{2, 1, 1}).status().message().find("version 2") != std::string::npos);
+  CHECK(DecodeCipherOffer(Bytes{1, 0}).status().code() == StatusCode::kInvalidArgument);
+  CHECK(DecodeCipherOffer(Bytes{1, 9, 1, 1, 1, 1, 1, 1, 1, 1, 1}).status().code() ==
+        StatusCode::kInvalidArgument);
+  CHECK(DecodeCipherOffer(Bytes{1, 2, 1}).status().code() == StatusCode::kDataLoss);
+  CHECK(DecodeCipherOffer(Bytes{1, 1, 1, 1}).status().code() == StatusCode::kDataLoss);
+  Identity coord = Seeded(100);
+  CHECK(PickCipher({}, Policy(coord)).status().message().find("no cipher in common") != std::string::npos);
+  CHECK(*PickCipher({Cipher::kAesGcm, Cipher::kChaChaPoly}, ChaChaOnly(coord)) == Cipher::kChaChaPoly);
+  CHECK_FALSE(PickCipher({Cipher::kAesGcm}, ChaChaOnly(coord)).ok());
+  // A responder meeting an offer of unknown ciphers alone says so and ends the handshake.
+  SecureHandshake resp(HandshakeRole::kResponder, Creds(coord, 2), Policy(coord), kNow);
+  Bytes m1(32, 0x42);
+  m1.insert(m1.end(), {1, 1, 77});
+  Status s = resp.ReadMessage(m1);
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(s.message().find("no cipher in common") != std::string::npos);
+  CHECK(resp.failed());
+  SecureHandshake short_one(HandshakeRole::kResponder, Creds(coord, 2), Policy(coord), kNow);
+  CHECK(short_one.ReadMessage(Bytes(31, 1)).code() == StatusCode::kDataLoss);
 }
 
 }  // namespace

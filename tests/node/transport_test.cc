@@ -40,12 +40,17 @@ bool Ipv6LoopbackWorks() {
 
 TEST_CASE("Two AsioEnvs exchange gossip messages through real handshakes, chunked, over IPv4 and IPv6") {
   auto coordinator = Seeded(100);
-  std::vector<std::string> hosts = {"127.0.0.1"};
-  if (Ipv6LoopbackWorks()) hosts.push_back("::1");
-  for (const std::string& host : hosts) {
+  // (host, whether node 2 may use AES-GCM): AES-GCM where both may and the CPU
+  // runs it, ChaCha20-Poly1305 (opened in pieces, straight into the message) otherwise.
+  std::vector<std::pair<std::string, bool>> cases = {{"127.0.0.1", true}, {"127.0.0.1", false}};
+  if (Ipv6LoopbackWorks()) cases.emplace_back("::1", true);
+  for (const auto& [host, b_aes] : cases) {
     CAPTURE(host);
+    CAPTURE(b_aes);
+    crypto::TrustPolicy b_policy = Policy(coordinator);
+    b_policy.allow_aes_gcm = b_aes;
     Endpoint a(1, Creds(coordinator, 1), Policy(coordinator), {}, host);
-    Endpoint b(2, Creds(coordinator, 2), Policy(coordinator), {}, host);
+    Endpoint b(2, Creds(coordinator, 2), b_policy, {}, host);
     REQUIRE(a.start_status().ok());
     REQUIRE(b.start_status().ok());
     a.AddPeer({2, host, b.port(), Seeded(2).public_key()});  // 1 < 2: node 1 dials
@@ -70,6 +75,10 @@ TEST_CASE("Two AsioEnvs exchange gossip messages through real handshakes, chunke
     CHECK(a.transport().stats().handshake_failures == 0);
     CHECK(b.transport().stats().frames_rejected == 0);
     CHECK(a.transport().stats().messages_sent == 3);
+    const std::uint64_t aes = b_aes && crypto::AesGcmAvailable() ? 1 : 0;
+    CHECK(a.transport().stats().sessions_aes_gcm == aes);
+    CHECK(b.transport().stats().sessions_aes_gcm == aes);
+    CHECK(a.transport().stats().sessions_opened == 1);
     // Bytes on the wire: payload + 13-byte BEGIN header + per-frame tag and length.
     const std::uint64_t payload =
         Model(0, 1)->EncodedSize() + Model(1, 1000)->EncodedSize() + Model(2, 1'000'000)->EncodedSize();
