@@ -79,6 +79,7 @@ DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, Lo
   MURMUR_CHECK_MSG(!outer_.active() || options_.order == MixOrder::kAdaptThenCombine,
                    "DiLoCo mixes after its inner phase");
   round_ = ahead_ = sent_below_ = options_.first_round;
+  if (options_.catch_up) lead_ = topology_.InNeighbourLead(env_.self());
   if (round_ > 0) inbox_.Close(round_ - 1);  // earlier rounds are over
 }
 
@@ -142,7 +143,7 @@ void DecentralizedSgdNode::OnResync(NodeId from, const GossipMessage& m) {
   }
   // Answered when the asker holds a copy of this node's x^ (W_{from,self} > 0).
   if (m.scalar() != 0 && topology_.In(round_).At(from, self) > 0) SendResync(from, /*want_reply=*/false);
-  if (ahead_ >= round_ + 2 && sent_ && trained_ && !mixing_ && !finished()) return Combine();
+  if (ahead_ > round_ + lead_ && sent_ && trained_ && !mixing_ && !finished()) return Combine();
   MaybeCombine();
 }
 
@@ -346,8 +347,8 @@ void DecentralizedSgdNode::Dispatch(NodeId from, std::shared_ptr<const GossipMes
   }
   if (options_.catch_up && round > ahead_) {
     ahead_ = round;
-    // A neighbour two rounds ahead will not send this round's model again.
-    if (ahead_ >= round_ + 2 && sent_ && trained_ && !mixing_ && !finished()) return Combine();
+    // An in-neighbour further ahead than waiting allows will not send this round's model again.
+    if (ahead_ > round_ + lead_ && sent_ && trained_ && !mixing_ && !finished()) return Combine();
   }
   MaybeCombine();
 }
@@ -406,7 +407,7 @@ void DecentralizedSgdNode::Combine() {
       [this] {
         mixing_ = false;
         const std::uint64_t done = round_++;
-        if (options_.catch_up && ahead_ > round_ && ahead_ < options_.rounds) {
+        if (options_.catch_up && ahead_ >= round_ + lead_ && ahead_ < options_.rounds) {
           MURMUR_LOG(kInfo) << "node " << env_.self() << ": catching up from round " << round_ << " to "
                             << ahead_;
           round_ = ahead_;

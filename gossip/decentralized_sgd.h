@@ -97,8 +97,9 @@ struct DecentralizedSgdOptions {
   // The first round this node runs (a daemon resuming from a checkpoint after
   // round r starts at r); the node still stops before round `rounds`.
   std::uint64_t first_round = 0;
-  // A node that finds a neighbour two or more rounds ahead (it was down, or
-  // slow past the timeouts) ends its round at once and jumps to the
+  // A node that finds an in-neighbour further ahead than waiting allows
+  // (RoundTopology::InNeighbourLead: one round on an undirected graph) (it
+  // was down, or slow past the timeouts) ends its round at once and jumps to the
   // neighbour's round instead of timing out round after round. With CHOCO
   // it also keeps each in-neighbour's public copy x^_j, and a node resuming
   // at first_round > 0 resynchronises the copies with its neighbours (see
@@ -200,6 +201,7 @@ class DecentralizedSgdNode final : public Node {
   RoundInbox inbox_;
   std::uint64_t round_ = 0;
   std::uint64_t ahead_ = 0;                 // catch_up: the highest round seen from an in-neighbour
+  std::uint64_t lead_ = 1;                  // catch_up: RoundTopology::InNeighbourLead of this node
   std::map<NodeId, std::uint64_t> latest_;  // catch_up: the highest round seen from each
   bool sent_ = false;
   bool trained_ = false;

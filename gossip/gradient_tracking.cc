@@ -30,6 +30,7 @@ GradientTrackingNode::GradientTrackingNode(Env& env, RoundTopology& topology, Lo
   acc_y_ = ParamVector(x_.layout());
   if (options_.catch_up) fix_ = ParamVector(x_.layout());
   round_ = ahead_ = options_.first_round;
+  if (options_.catch_up) lead_ = topology_.InNeighbourLead(env_.self());
   if (round_ > 0) inbox_.Close(round_ - 1);  // earlier rounds are over
 }
 
@@ -218,7 +219,7 @@ std::uint64_t GradientTrackingNode::Latest(NodeId j) const {
 void GradientTrackingNode::MaybeCombine() {
   if (finished() || !sent_) return;
   // catch_up: a neighbour two rounds ahead will not send this round's vectors again.
-  if (options_.catch_up && ahead_ >= round_ + 2) return Combine();
+  if (options_.catch_up && ahead_ > round_ + lead_) return Combine();
   const NodeId self = env_.self();
   std::size_t expected = 0;
   for (const auto& e : topology_.In(round_).Row(self)) {
@@ -284,7 +285,7 @@ void GradientTrackingNode::Combine() {
           fix_.SetZero();
         }
         const std::uint64_t done = round_++;
-        if (options_.catch_up && ahead_ > round_ && ahead_ < options_.rounds) {
+        if (options_.catch_up && ahead_ >= round_ + lead_ && ahead_ < options_.rounds) {
           // The skipped rounds: this node mixed nothing of them and its
           // neighbours, past them, mixed nothing of its; their vectors go.
           MURMUR_LOG(kInfo) << "node " << env_.self() << ": catching up from round " << round_ << " to "

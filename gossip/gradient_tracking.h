@@ -9,8 +9,9 @@
 // two vectors, x - eta y and y, to every out-neighbour.
 //
 // Catch-up (options.catch_up, static topologies): a node that finds an
-// in-neighbour two or more rounds ahead (it was down and resumed from a
-// checkpoint) ends its round at once and jumps to their round; the rounds it
+// in-neighbour further ahead than the graph allows while every node waits
+// (RoundTopology::InNeighbourLead), so that it was down and resumed from a
+// checkpoint, ends its round at once and jumps to their round; the rounds it
 // skips it takes no part in, on either side, which with a symmetric W keeps
 // the tracking invariant sum_i y_i = sum_i g_i. A round only one side of a
 // link mixed (the round a stopped node sent but could not finish, or a
@@ -97,6 +98,7 @@ class GradientTrackingNode final : public Node {
   RoundInbox inbox_;
   std::uint64_t round_ = 0;
   std::uint64_t ahead_ = 0;                 // catch_up: the highest round seen from an in-neighbour
+  std::uint64_t lead_ = 1;                  // catch_up: RoundTopology::InNeighbourLead of this node
   std::map<NodeId, std::uint64_t> latest_;  // catch_up: the highest round seen from each
   // catch_up: the rounds (of the last kAckRounds) whose vectors of j this
   // node mixed; and W_ij (y_j - y_i) of each such mix j has not yet said it

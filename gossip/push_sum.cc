@@ -24,6 +24,7 @@ PushSumNode::PushSumNode(Env& env, RoundTopology& topology, LocalLearner& learne
   next_x_ = ParamVector(x_.layout());
   out_degree0_ = topology_.Out(0).Row(env_.self()).size();
   round_ = ahead_ = options_.first_round;
+  if (options_.catch_up) lead_ = topology_.InNeighbourLead(env_.self());
   if (round_ > 0) inbox_.Close(round_ - 1);  // earlier rounds are over
 }
 
@@ -239,8 +240,8 @@ bool PushSumNode::Gone(NodeId j) const {
 
 void PushSumNode::MaybeCombine() {
   if (finished() || !pushed_) return;
-  // catch_up: a neighbour two rounds ahead will not send this round's share again.
-  if (options_.catch_up && ahead_ >= round_ + 2) return Combine();
+  // catch_up: an in-neighbour further ahead than waiting allows will not send this round's share again.
+  if (options_.catch_up && ahead_ > round_ + lead_) return Combine();
   const NodeId self = env_.self();
   std::size_t expected = 0;
   for (const auto& e : topology_.In(round_).Row(self)) {
@@ -263,7 +264,7 @@ void PushSumNode::Combine() {
   MURMUR_CHECK_MSG(w_ > 0, "push-sum weight must stay positive");
   z_.vec() = x_.vec() * static_cast<float>(1.0 / w_);
   const std::uint64_t done = round_++;
-  if (options_.catch_up && ahead_ > round_ && ahead_ < options_.rounds) {
+  if (options_.catch_up && ahead_ >= round_ + lead_ && ahead_ < options_.rounds) {
     MURMUR_LOG(kInfo) << "node " << env_.self() << ": catching up from round " << round_ << " to " << ahead_;
     // The skipped rounds keep the node's whole mass (P_ii = 1 for them); the
     // shares its neighbours pushed in them are in their running sums, absorbed

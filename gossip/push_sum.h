@@ -42,8 +42,10 @@
 // they read and write x and w.
 //
 // Catch-up (options.catch_up, static topologies): a node that finds an
-// in-neighbour two or more rounds ahead (it was down and resumed from a
-// checkpoint) ends its round at once and jumps to that round; it absorbs the
+// in-neighbour further ahead than the graph allows while every node waits
+// (RoundTopology::InNeighbourLead: one round on an undirected graph, the
+// path back to it on a directed one), so that it was down and resumed from a
+// checkpoint, ends its round at once and jumps to that round; it absorbs the
 // running sums of the rounds it skips, so no mass is lost, and a neighbour
 // already past the current round is not waited for. Why this keeps the mass
 // even after a rollback to an older checkpoint: docs/algorithms.md "Catch-up".
@@ -144,6 +146,7 @@ class PushSumNode final : public Node {
   std::uint64_t round_ = 0;
   std::size_t out_degree0_ = 0;             // out-neighbours in round 0, self included (state_floats)
   std::uint64_t ahead_ = 0;                 // catch_up: the highest round seen from an in-neighbour
+  std::uint64_t lead_ = 1;                  // catch_up: RoundTopology::InNeighbourLead of this node
   std::map<NodeId, std::uint64_t> latest_;  // catch_up: the highest round seen from each
   bool pushed_ = false;
   bool pushed_before_ = false;  // this node has pushed at least once since it was built

@@ -1,5 +1,8 @@
 #include "gossip/round_topology.h"
 
+#include <algorithm>
+#include <deque>
+
 #include "core/check.h"
 
 namespace murmur::gossip {
@@ -33,6 +36,31 @@ RoundTopology::Entry& RoundTopology::Get(std::uint64_t round) {
     slot = std::move(e);
   }
   return *slot;
+}
+
+std::uint64_t RoundTopology::InNeighbourLead(NodeId self) {
+  if (make_) return 1;
+  const topology::MixingMatrix& in = In(0);
+  const topology::MixingMatrix& out = Out(0);
+  MURMUR_CHECK(self < in.size());
+  // Breadth-first distances from self along out-edges.
+  std::vector<std::uint64_t> dist(in.size(), kUnboundedLead);
+  std::deque<NodeId> queue = {self};
+  dist[self] = 0;
+  while (!queue.empty()) {
+    const NodeId u = queue.front();
+    queue.pop_front();
+    for (const auto& e : out.Row(u)) {
+      if (dist[e.col] != kUnboundedLead) continue;
+      dist[e.col] = dist[u] + 1;
+      queue.push_back(e.col);
+    }
+  }
+  std::uint64_t lead = 1;
+  for (const auto& e : in.Row(self)) {
+    if (e.col != self) lead = std::max(lead, dist[e.col]);
+  }
+  return lead;
 }
 
 const topology::MixingMatrix& RoundTopology::In(std::uint64_t round) { return Get(round).in; }

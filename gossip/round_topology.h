@@ -36,6 +36,18 @@ class RoundTopology {
   // W_t^T (row i: out-neighbours j of i with W_ji, self included).
   const topology::MixingMatrix& Out(std::uint64_t round);
 
+  // The most rounds an in-neighbour can legitimately be ahead of `self` when
+  // every node waits for its in-neighbours' messages of each round: the
+  // longest shortest path from `self` to one of its in-neighbours (j's round
+  // R + d message needs, along a path of d edges, `self`'s round R message).
+  // 1 on an undirected graph; 2 for node 1 of the 4-node exponential graph
+  // (1 -> 3 -> 0). A node whose in-neighbour is further ahead than this fell
+  // behind (a restart): catch-up's trigger. An in-neighbour `self` cannot
+  // reach gives kUnboundedLead. Static topologies only (1 otherwise: catch-up
+  // is off on time-varying graphs).
+  static constexpr std::uint64_t kUnboundedLead = std::uint64_t{1} << 40;
+  std::uint64_t InNeighbourLead(NodeId self);
+
  private:
   struct Entry {
     std::uint64_t round;

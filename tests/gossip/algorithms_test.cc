@@ -251,6 +251,31 @@ TEST_CASE("Gradient tracking reaches the exact optimum of heterogeneous objectiv
   CHECK(MaxDistanceTo(dp, fd.Optimum()) > 0.05);
 }
 
+TEST_CASE("How far an in-neighbour can be ahead: 1 on undirected graphs, the path back on directed ones") {
+  // Undirected: every in-neighbour is an out-neighbour.
+  for (NodeId n : {2u, 5u, 8u}) {
+    RoundTopology ring(topology::UniformWeights(topology::Ring(n)));
+    for (NodeId i = 0; i < n; ++i) CHECK(ring.InNeighbourLead(i) == 1);
+  }
+  // Exponential on 4 nodes: i sends to i+1 and i+2, hears from i-1 and i-2;
+  // i -> i+2 -> i+3 = i-1 is 2 hops (the failure mode: node 0 two rounds ahead of node 1).
+  RoundTopology exp4(topology::PushSumWeights(topology::Exponential(4)));
+  for (NodeId i = 0; i < 4; ++i) CHECK(exp4.InNeighbourLead(i) == 2);
+  // Exponential on 16 (hops 1, 2, 4, 8): i -> i-1 = i+15 is 4 hops (8 + 4 + 2 + 1).
+  RoundTopology exp16(topology::PushSumWeights(topology::Exponential(16)));
+  for (NodeId i = 0; i < 16; ++i) CHECK(exp16.InNeighbourLead(i) == 4);
+  // A directed cycle 0 -> 1 -> ... -> n-1 -> 0: n - 1 hops back to the predecessor.
+  std::vector<topology::Triplet> cycle;
+  for (NodeId i = 0; i < 6; ++i) {
+    cycle.push_back({i, i, 0.5});
+    cycle.push_back({(i + 1) % 6, i, 0.5});  // W_{i+1, i}: i+1 hears from i
+  }
+  auto w = topology::MixingMatrix::FromEntries(6, cycle);
+  REQUIRE(w.ok());
+  RoundTopology directed(*w);
+  for (NodeId i = 0; i < 6; ++i) CHECK(directed.InNeighbourLead(i) == 5);
+}
+
 TEST_CASE("Push-sum averages exactly on a directed graph under 10% message loss") {
   const NodeId n = 16;
   for (std::uint64_t seed : {1u, 2u, 3u}) {

@@ -115,9 +115,10 @@ TEST_CASE("One spec: every synchronous gossip algorithm ends with the simulator'
                         Case{"dpsgd", "topk:0.1", "ring"}, Case{"dpsgd", "fp16", "one-peer-exponential"},
                         Case{"push-sum", "none", "exponential"}, Case{"dsgt", "none", "ring"},
                         Case{"diloco", "int8", "ring"}, Case{"diloco-allreduce", "none", "ring"}}) {
-    CAPTURE(c.algorithm);
-    CAPTURE(c.compression);
-    CAPTURE(c.topology);
+    const std::string algorithm = c.algorithm, compression = c.compression, topology = c.topology;
+    CAPTURE(algorithm);
+    CAPTURE(compression);
+    CAPTURE(topology);
     proto::JobSpec spec = BaseSpec(c.algorithm);
     spec.set_compression(c.compression);
     spec.set_topology(c.topology);
