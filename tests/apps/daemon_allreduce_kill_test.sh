@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
 # A ring all-reduce on real murmurd processes (docs/algorithms.md, "Ring
-# all-reduce"): 4 daemons run diloco-allreduce; kill -9 of daemon 2 mid-job
-# stalls the ring, and the other three neither hang nor stop: each round
+# all-reduce"): 8 daemons run diloco-allreduce; kill -9 of daemon 2 mid-job
+# stalls the ring, and the other seven neither hang nor stop: each round
 # times out after round_timeout (1 s), they keep their own models and go on.
 # Daemon 2 restarts from its checkpoint, jumps to its predecessor's round,
 # and the ring averages again: every daemon ends the job at its last round,
-# and the four show the same test accuracy (one averaged model) in murmur
+# and the eight show the same test accuracy (one averaged model) in murmur
 # job status. 3000 rounds of a few milliseconds, so that the job is still
 # running when daemon 2 comes back: about 10 s.
 # usage: daemon_allreduce_kill_test.sh MURMUR MURMURD SOURCE_DIR
 set -euo pipefail
 MURMUR=$1 MURMURD=$2 SRC=$3
 FLEET=$(mktemp -d /tmp/murmur-ring.XXXXXX)
-BASE_PORT=$((20000 + ($$ % 60) * 200 + 55))  # below the ephemeral range; offsets 55-58 are this test's
+BASE_PORT=$((20000 + ($$ % 60) * 200 + 52))  # below the ephemeral range; offsets 52-59 are this test's
 source "$SRC/tools/fleet.sh"
 trap 'fleet_stop_all; [ -n "${KEEP:-}" ] || rm -rf "$FLEET"' EXIT
-fail() { echo "FAIL: $*"; for i in 0 1 2 3; do echo "--- node $i"; tail -n 8 "$FLEET/node$i/log" 2>/dev/null; done; exit 1; }
+NODES=8 ROUNDS=3000
+fail() {
+  echo "FAIL: $*"
+  for i in $(seq 0 $((NODES - 1))); do echo "--- node $i"; tail -n 8 "$FLEET/node$i/log" 2>/dev/null; done
+  exit 1
+}
 
-NODES=4 ROUNDS=3000
 fleet_make $NODES
 for i in $(seq 0 $((NODES - 1))); do fleet_start "$i"; done
 cat >"$FLEET/job" <<JOB
@@ -35,7 +39,7 @@ killed_at=$(fleet_rounds 0)
 for _ in $(seq 150); do [ "$(fleet_rounds 0)" -ge $((killed_at + 5)) ] && break; sleep 0.1; done
 now=$(fleet_rounds 0)
 [ "$now" -ge $((killed_at + 5)) ] || fail "the survivors stalled after the kill (round $now)"
-stalls=$(cat "$FLEET"/node{0,1,3}/log | grep -c "all-reduce of round .* timed out" || true)
+stalls=$(cat "$FLEET"/node{0,1,3,4,5,6,7}/log | grep -c "all-reduce of round .* timed out" || true)
 [ "$stalls" -ge 3 ] || fail "no survivor timed out of a stalled all-reduce ($stalls)"
 echo "daemon 2 killed at round $killed_at; the others went on to round $now, $stalls stalled rounds timed out"
 fleet_start 2
@@ -44,7 +48,7 @@ done_count=$(awk -v r="$ROUNDS/$ROUNDS" '$3 == "ring" && $4 == "done" && $5 == r
 [ "$done_count" -ge $NODES ] || { cat "$FLEET/status"; fail "only $done_count of $NODES daemons finished at round $ROUNDS"; }
 r=$(grep -o "resumes after round [0-9]*" "$FLEET/node2/log" | tail -n 1 | awk '{print $4}')
 [ -n "$r" ] && [ "$r" -gt 0 ] || fail "daemon 2 did not resume from a checkpoint"
-# The last round averaged: the four models are one, so are their accuracies.
+# The last round averaged: the eight models are one, so are their accuracies.
 accs=$(awk '$3 == "ring" && $4 == "done" { print $6 }' "$FLEET/status" | sort -u | wc -l)
 tail -n $((NODES + 1)) "$FLEET/status"
 [ "$accs" -eq 1 ] || fail "the daemons ended with different models"

@@ -17,7 +17,7 @@ set -euo pipefail
 MURMUR=$(realpath "$1") MURMURD=$(realpath "$2") SRC=$(realpath "$3")
 FLEET=$(mktemp -d /tmp/murmur-prometheus.XXXXXX)
 BASE_PORT=$((20000 + ($$ % 60) * 200 + 50))  # below the ephemeral range; offsets 0-50 keep the daemon tests apart
-PROM_PORT=$((BASE_PORT + 9))
+PROM_PORT=$((BASE_PORT - 1))  # offset 49
 PROM_PID=
 source "$SRC/tools/fleet.sh"
 trap '[ -n "$PROM_PID" ] && kill "$PROM_PID" 2>/dev/null; fleet_stop_all; [ -n "${KEEP:-}" ] || rm -rf "$FLEET"' EXIT

@@ -137,6 +137,24 @@ TEST_CASE("One spec: every synchronous gossip algorithm ends with the simulator'
   }
 }
 
+TEST_CASE("One spec: a ring all-reduce job and a DiLoCo job on 8 daemons end with the simulator's models") {
+  for (const char* algorithm : {"allreduce", "diloco"}) {
+    CAPTURE(std::string(algorithm));
+    proto::JobSpec spec = BaseSpec(algorithm);
+    spec.set_nodes(8);
+    spec.set_rounds(12);
+    spec.set_local_steps(5);
+    spec.set_compression(std::string(algorithm) == "diloco" ? "int8" : "none");
+    const Models sim = InSimulator(spec);
+    const Models daemons = OnDaemons(spec, std::string("one-spec-8-") + algorithm);
+    REQUIRE(daemons.models.size() == 8);
+    for (std::size_t i = 0; i < 8; ++i) {
+      CAPTURE(i);
+      CHECK(daemons.models[i] == sim.models[i]);
+    }
+  }
+}
+
 TEST_CASE(
     "One spec: every synchronous federated strategy ends with the simulator's global model bit for bit") {
   for (const char* a : {"fedavg", "fedprox", "scaffold", "fedavgm", "fedadam", "fedyogi", "fedadagrad"}) {
