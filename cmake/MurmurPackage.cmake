@@ -35,18 +35,31 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/prometheus/murmur-alerts.yml
               ${PROJECT_SOURCE_DIR}/packaging/grafana/murmur-dashboard.json
         DESTINATION ${CMAKE_INSTALL_DATADIR}/murmur)
 
-# Man pages: help2man runs each program's --help and --version.
+# Man pages: help2man runs each program's --help and --version (in a cross
+# build through the emulator, by a wrapper script).
 find_program(MURMUR_HELP2MAN help2man)
+if(MURMUR_HELP2MAN AND CMAKE_CROSSCOMPILING AND NOT CMAKE_CROSSCOMPILING_EMULATOR)
+  message(STATUS "murmur: cross build without an emulator: no man pages")
+  unset(MURMUR_HELP2MAN CACHE)
+  set(MURMUR_HELP2MAN "")
+endif()
 if(MURMUR_HELP2MAN)
   set(man_dir ${PROJECT_BINARY_DIR}/packaging/man)
   set(murmur_man_name "the murmur simulator, operator commands and tools")
   set(murmurd_man_name "the murmur daemon: one node of a decentralized or federated learning fleet")
   foreach(program murmur murmurd)
+    set(run $<TARGET_FILE:${program}>)
+    if(CMAKE_CROSSCOMPILING)
+      list(JOIN CMAKE_CROSSCOMPILING_EMULATOR " " emulator)
+      set(run ${PROJECT_BINARY_DIR}/packaging/run-${program})
+      file(GENERATE OUTPUT ${run} CONTENT "#!/bin/sh\nexec ${emulator} $<TARGET_FILE:${program}> \"$@\"\n"
+           FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ WORLD_EXECUTE)
+    endif()
     add_custom_command(
       OUTPUT ${man_dir}/${program}.1.gz
       COMMAND ${CMAKE_COMMAND} -E make_directory ${man_dir}
       COMMAND ${MURMUR_HELP2MAN} --no-info --section=1 --version-string=${PROJECT_VERSION}
-              --name=${${program}_man_name} --output=${man_dir}/${program}.1 $<TARGET_FILE:${program}>
+              --name=${${program}_man_name} --output=${man_dir}/${program}.1 ${run}
       COMMAND gzip -9nf ${man_dir}/${program}.1
       DEPENDS ${program}
       VERBATIM)
@@ -81,6 +94,11 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# A cross build's package is for the target's Debian architecture (dpkg-shlibdeps
+# then reads the Depends from that architecture's multiarch libraries).
+if(CMAKE_CROSSCOMPILING AND CMAKE_SYSTEM_PROCESSOR STREQUAL "aarch64")
+  set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE arm64)
+endif()
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "dataset-fashion-mnist")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "prometheus, gnuplot-nox")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA ${PROJECT_SOURCE_DIR}/packaging/debian/conffiles)
