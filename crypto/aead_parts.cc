@@ -65,10 +65,7 @@ void AeadSlot::SealGather(std::span<const ByteSpan> parts, std::uint8_t* out) co
       if (!p.empty()) std::memcpy(out + n, p.data(), p.size());
       n += p.size();
     }
-    const auto iv = NoiseNonce(nonce, cipher);
-    unsigned long long maclen = 0;
-    MURMUR_CHECK(crypto_aead_aes256gcm_encrypt_detached(out, out + n, &maclen, out, n, nullptr, 0, nullptr,
-                                                        iv.data(), key.data()) == 0);
+    AeadSealDetached(cipher, key, nonce, {}, out, n, out, out + n);
     return;
   }
   for (ByteSpan p : parts) {
@@ -81,12 +78,9 @@ void AeadSlot::SealGather(std::span<const ByteSpan> parts, std::uint8_t* out) co
 bool AeadSlot::Open(std::span<std::uint8_t> message) const {
   if (message.size() < kTagSize) return false;
   const std::size_t clen = message.size() - kTagSize;
-  if (cipher == Cipher::kAesGcm) {
-    const auto iv = NoiseNonce(nonce, cipher);
-    return crypto_aead_aes256gcm_decrypt_detached(message.data(), nullptr, message.data(), clen,
-                                                  message.data() + clen, nullptr, 0, iv.data(),
-                                                  key.data()) == 0;
-  }
+  if (cipher == Cipher::kAesGcm)
+    return AeadOpenDetached(cipher, key, nonce, {}, message.data(), clen, message.data() + clen,
+                            message.data());
   if (!Verify(message)) return false;
   Xor(0, message.data(), clen, message.data());
   return true;

@@ -5,23 +5,6 @@
 namespace murmur::crypto {
 namespace {
 
-// libsodium's two detached AEADs have the same signatures.
-using SealFn = int (*)(unsigned char*, unsigned char*, unsigned long long*, const unsigned char*,
-                       unsigned long long, const unsigned char*, unsigned long long, const unsigned char*,
-                       const unsigned char*, const unsigned char*);
-using OpenFn = int (*)(unsigned char*, unsigned char*, const unsigned char*, unsigned long long,
-                       const unsigned char*, const unsigned char*, unsigned long long, const unsigned char*,
-                       const unsigned char*);
-
-SealFn SealOf(Cipher cipher) {
-  return cipher == Cipher::kAesGcm ? crypto_aead_aes256gcm_encrypt_detached
-                                   : crypto_aead_chacha20poly1305_ietf_encrypt_detached;
-}
-OpenFn OpenOf(Cipher cipher) {
-  return cipher == Cipher::kAesGcm ? crypto_aead_aes256gcm_decrypt_detached
-                                   : crypto_aead_chacha20poly1305_ietf_decrypt_detached;
-}
-
 static_assert(crypto_aead_aes256gcm_NPUBBYTES == 12 && crypto_aead_chacha20poly1305_ietf_NPUBBYTES == 12);
 static_assert(crypto_aead_aes256gcm_ABYTES == kTagSize &&
               crypto_aead_chacha20poly1305_ietf_ABYTES == kTagSize);
@@ -57,6 +40,29 @@ std::array<std::uint8_t, 12> NoiseNonce(std::uint64_t n, Cipher cipher) {
   return nonce;
 }
 
+void AeadSealDetached(Cipher cipher, const CipherKey& key, std::uint64_t n, ByteSpan ad,
+                      const std::uint8_t* m, std::size_t mlen, std::uint8_t* c, std::uint8_t* tag) {
+  const auto nonce = NoiseNonce(n, cipher);
+  unsigned long long maclen = 0;
+  const int rc = cipher == Cipher::kAesGcm
+                     ? crypto_aead_aes256gcm_encrypt_detached(c, tag, &maclen, m, mlen, ad.data(), ad.size(),
+                                                              nullptr, nonce.data(), key.data())
+                     : crypto_aead_chacha20poly1305_ietf_encrypt_detached(
+                           c, tag, &maclen, m, mlen, ad.data(), ad.size(), nullptr, nonce.data(), key.data());
+  MURMUR_CHECK(rc == 0);
+}
+
+bool AeadOpenDetached(Cipher cipher, const CipherKey& key, std::uint64_t n, ByteSpan ad,
+                      const std::uint8_t* c, std::size_t clen, const std::uint8_t* tag, std::uint8_t* m) {
+  const auto nonce = NoiseNonce(n, cipher);
+  const int rc = cipher == Cipher::kAesGcm
+                     ? crypto_aead_aes256gcm_decrypt_detached(m, nullptr, c, clen, tag, ad.data(), ad.size(),
+                                                              nonce.data(), key.data())
+                     : crypto_aead_chacha20poly1305_ietf_decrypt_detached(
+                           m, nullptr, c, clen, tag, ad.data(), ad.size(), nonce.data(), key.data());
+  return rc == 0;
+}
+
 CipherState::CipherState(Cipher cipher) : cipher_(cipher) {
   MURMUR_CHECK(cipher != Cipher::kAesGcm || AesGcmAvailable());
 }
@@ -79,10 +85,7 @@ Status CipherState::EncryptWithAd(ByteSpan ad, ByteSpan plaintext, Bytes* out) {
   const std::size_t start = out->size();
   out->resize(start + plaintext.size() + kTagSize);
   std::uint8_t* c = out->data() + start;
-  const auto nonce = NoiseNonce(n_, cipher_);
-  unsigned long long maclen = 0;
-  MURMUR_CHECK(SealOf(cipher_)(c, c + plaintext.size(), &maclen, plaintext.data(), plaintext.size(),
-                               ad.data(), ad.size(), nullptr, nonce.data(), k_.data()) == 0);
+  AeadSealDetached(cipher_, k_, n_, ad, plaintext.data(), plaintext.size(), c, c + plaintext.size());
   ++n_;
   return Status::Ok();
 }
@@ -96,9 +99,8 @@ Status CipherState::DecryptWithAd(ByteSpan ad, ByteSpan ciphertext, Bytes* out) 
   if (ciphertext.size() < kTagSize) return ShorterThanTag(ciphertext.size());
   const std::size_t start = out->size(), mlen = ciphertext.size() - kTagSize;
   out->resize(start + mlen);
-  const auto nonce = NoiseNonce(n_, cipher_);
-  if (OpenOf(cipher_)(out->data() + start, nullptr, ciphertext.data(), mlen, ciphertext.data() + mlen,
-                      ad.data(), ad.size(), nonce.data(), k_.data()) != 0) {
+  if (!AeadOpenDetached(cipher_, k_, n_, ad, ciphertext.data(), mlen, ciphertext.data() + mlen,
+                        out->data() + start)) {
     out->resize(start);
     return Unauthentic(n_);
   }
@@ -111,11 +113,8 @@ Status CipherState::EncryptInPlace(ByteSpan ad, std::span<std::uint8_t> buffer) 
     return Status::DataLoss("buffer of " + std::to_string(buffer.size()) + " bytes has no room for the tag");
   if (!has_key_) return Status::FailedPrecondition("in-place encryption needs a key");
   if (n_ == kMaxNonce) return NonceExhausted();
-  const auto nonce = NoiseNonce(n_, cipher_);
   const std::size_t mlen = buffer.size() - kTagSize;
-  unsigned long long maclen = 0;
-  MURMUR_CHECK(SealOf(cipher_)(buffer.data(), buffer.data() + mlen, &maclen, buffer.data(), mlen, ad.data(),
-                               ad.size(), nullptr, nonce.data(), k_.data()) == 0);
+  AeadSealDetached(cipher_, k_, n_, ad, buffer.data(), mlen, buffer.data(), buffer.data() + mlen);
   ++n_;
   return Status::Ok();
 }
@@ -124,10 +123,8 @@ Status CipherState::DecryptInPlace(ByteSpan ad, std::span<std::uint8_t> buffer) 
   if (buffer.size() < kTagSize) return ShorterThanTag(buffer.size());
   if (!has_key_) return Status::FailedPrecondition("in-place decryption needs a key");
   if (n_ == kMaxNonce) return NonceExhausted();
-  const auto nonce = NoiseNonce(n_, cipher_);
   const std::size_t clen = buffer.size() - kTagSize;
-  if (OpenOf(cipher_)(buffer.data(), nullptr, buffer.data(), clen, buffer.data() + clen, ad.data(), ad.size(),
-                      nonce.data(), k_.data()) != 0)
+  if (!AeadOpenDetached(cipher_, k_, n_, ad, buffer.data(), clen, buffer.data() + clen, buffer.data()))
     return Unauthentic(n_);
   ++n_;
   return Status::Ok();
@@ -137,10 +134,8 @@ void CipherState::Rekey() {
   MURMUR_CHECK(has_key_);
   std::array<std::uint8_t, kCipherKeySize> zeros{};
   std::array<std::uint8_t, kCipherKeySize + kTagSize> ct{};
-  const auto nonce = NoiseNonce(kMaxNonce, cipher_);
-  unsigned long long maclen = 0;
-  MURMUR_CHECK(SealOf(cipher_)(ct.data(), ct.data() + kCipherKeySize, &maclen, zeros.data(), zeros.size(),
-                               nullptr, 0, nullptr, nonce.data(), k_.data()) == 0);
+  AeadSealDetached(cipher_, k_, kMaxNonce, {}, zeros.data(), zeros.size(), ct.data(),
+                   ct.data() + kCipherKeySize);
   std::copy(ct.begin(), ct.begin() + kCipherKeySize, k_.begin());
   sodium_memzero(ct.data(), ct.size());
 }

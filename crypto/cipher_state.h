@@ -43,6 +43,14 @@ bool AesGcmAvailable();
 // little-endian for ChaChaPoly (section 12.3), big-endian for AESGCM (12.4).
 std::array<std::uint8_t, 12> NoiseNonce(std::uint64_t n, Cipher cipher = Cipher::kChaChaPoly);
 
+// The cipher's AEAD with the Noise nonce of counter n and a detached tag:
+// c[0, mlen) = the encryption of m[0, mlen), tag[0, 16) its tag. c may equal m.
+void AeadSealDetached(Cipher cipher, const CipherKey& key, std::uint64_t n, ByteSpan ad,
+                      const std::uint8_t* m, std::size_t mlen, std::uint8_t* c, std::uint8_t* tag);
+// m[0, clen) = the decryption of c[0, clen) when `tag` verifies (true); m may equal c.
+bool AeadOpenDetached(Cipher cipher, const CipherKey& key, std::uint64_t n, ByteSpan ad,
+                      const std::uint8_t* c, std::size_t clen, const std::uint8_t* tag, std::uint8_t* m);
+
 class CipherState {
  public:
   CipherState() = default;

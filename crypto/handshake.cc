@@ -8,6 +8,9 @@
 namespace murmur::crypto {
 namespace {
 
+// Whether this side may use AES-256-GCM: its policy allows it and the CPU runs it.
+bool MayRunAesGcm(const TrustPolicy& policy) { return policy.allow_aes_gcm && AesGcmAvailable(); }
+
 void AppendLabelAndNetwork(Bytes* out, std::string_view label, std::string_view network_id) {
   MURMUR_CHECK(ValidateNetworkId(network_id).ok());
   AppendBytes(out, AsBytes(label));
@@ -75,7 +78,7 @@ Result<HandshakePayload> DecodeHandshakePayload(ByteSpan bytes) {
 }
 
 std::vector<Cipher> OfferedCiphers(const TrustPolicy& policy) {
-  if (policy.allow_aes_gcm && AesGcmAvailable()) return {Cipher::kAesGcm, Cipher::kChaChaPoly};
+  if (MayRunAesGcm(policy)) return {Cipher::kAesGcm, Cipher::kChaChaPoly};
   return {Cipher::kChaChaPoly};
 }
 
@@ -116,7 +119,7 @@ Result<std::vector<Cipher>> DecodeCipherOffer(ByteSpan payload) {
 
 Result<Cipher> PickCipher(const std::vector<Cipher>& offer, const TrustPolicy& policy) {
   auto offered = [&](Cipher c) { return std::find(offer.begin(), offer.end(), c) != offer.end(); };
-  if (offered(Cipher::kAesGcm) && policy.allow_aes_gcm && AesGcmAvailable()) return Cipher::kAesGcm;
+  if (offered(Cipher::kAesGcm) && MayRunAesGcm(policy)) return Cipher::kAesGcm;
   if (offered(Cipher::kChaChaPoly)) return Cipher::kChaChaPoly;
   return Status::InvalidArgument(
       "the initiator offers no cipher in common (murmur always accepts ChaChaPoly)");

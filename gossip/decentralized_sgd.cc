@@ -143,7 +143,7 @@ void DecentralizedSgdNode::OnResync(NodeId from, const GossipMessage& m) {
   }
   // Answered when the asker holds a copy of this node's x^ (W_{from,self} > 0).
   if (m.scalar() != 0 && topology_.In(round_).At(from, self) > 0) SendResync(from, /*want_reply=*/false);
-  if (ahead_ > round_ + lead_ && sent_ && trained_ && !mixing_ && !finished()) return Combine();
+  if (FellBehind()) return Combine();
   MaybeCombine();
 }
 
@@ -347,8 +347,7 @@ void DecentralizedSgdNode::Dispatch(NodeId from, std::shared_ptr<const GossipMes
   }
   if (options_.catch_up && round > ahead_) {
     ahead_ = round;
-    // An in-neighbour further ahead than waiting allows will not send this round's model again.
-    if (ahead_ > round_ + lead_ && sent_ && trained_ && !mixing_ && !finished()) return Combine();
+    if (FellBehind()) return Combine();
   }
   MaybeCombine();
 }

@@ -160,6 +160,9 @@ class DecentralizedSgdNode final : public Node {
   void Absorb(NodeId from, const compression::Update& q, float weight);
   // CHOCO with catch_up: the resynchronisation above.
   bool resync() const { return choco_ && options_.catch_up; }
+  // catch_up: an in-neighbour is further ahead than waiting allows, so it will
+  // not send this round's message again, and the round's own work is done.
+  bool FellBehind() const { return ahead_ > round_ + lead_ && sent_ && trained_ && !mixing_ && !finished(); }
   void SendResync(NodeId to, bool want_reply);
   void OnResync(NodeId from, const GossipMessage& m);
   // OnMessage past the checks of kind and channel.

@@ -48,6 +48,12 @@ fleet_make() {
             --cert "$FLEET/operator/operator.cert" --coordinator-key "$FLEET/coordinator/identity.pub")
 }
 
+# fleet_metric I NAME: daemon I's value of metric NAME (from `murmur metrics`), or -1.
+fleet_metric() {
+  "$MURMUR" metrics --daemon "127.0.0.1:$((BASE_PORT + 100 + $1))" "${FLEET_OP[@]:2}" 2>/dev/null |
+    awk -v n="$2" '$1 == n { print $2; found = 1 } END { if (!found) print -1 }'
+}
+
 # fleet_start I: starts daemon I (log appended to node I/log) and waits for its ports file.
 fleet_start() {
   local i=$1 d=$FLEET/node$1

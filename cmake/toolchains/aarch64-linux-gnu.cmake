@@ -11,7 +11,6 @@ set(CMAKE_CXX_COMPILER aarch64-linux-gnu-g++)
 # /usr/include (the arm64 ones under /usr/include/aarch64-linux-gnu).
 set(CMAKE_LIBRARY_ARCHITECTURE aarch64-linux-gnu)
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)  # protoc and the like run on the build machine
-set(CMAKE_IGNORE_PREFIX_PATH /usr/lib/x86_64-linux-gnu)
 set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig)
 # The arm64 C library of the multiarch packages (libc6:arm64, with its loader at
 # /lib/ld-linux-aarch64.so.1), not the cross toolchain's older copy under

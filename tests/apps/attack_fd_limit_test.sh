@@ -51,7 +51,7 @@ open_fds=$(ls "/proc/$pid/fd" | wc -l)
 prlimit --pid "$pid" --nofile=$open_fds:64
 check "squeezed to the $open_fds descriptors it holds"
 prlimit --pid "$pid" --nofile=64:64  # room for the operator's connection again
-errors=$(metric 0 murmur_accept_resource_errors_total)
+errors=$(fleet_metric 0 murmur_accept_resource_errors_total)
 lines=$(grep -c "failed .* times: Too many open files" "$FLEET/node0/log" || true)
 echo "accept: $errors failures for want of descriptors, $lines log lines"
 [ "$errors" -gt 0 ] || fail "the daemon never hit its descriptor limit"

@@ -38,11 +38,6 @@ attacker_make() {
   read -r -a LEGIT <<<"$(certified_make legit $(($1 + 1)))"
 }
 
-# metric I NAME: daemon I's value of NAME (from `murmur metrics`), or -1.
-metric() {
-  "$MURMUR" metrics --daemon "127.0.0.1:$((BASE_PORT + 100 + $1))" "${FLEET_OP[@]:2}" 2>/dev/null |
-    awk -v n="$2" '$1 == n { print $2; found = 1 } END { if (!found) print -1 }'
-}
 
 # rss_kb PID: resident memory in kB.
 rss_kb() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"; }
@@ -66,6 +61,6 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 # wait_connected I N: waits up to 10 s for daemon I to hold N peer sessions.
 wait_connected() {
   local _
-  for _ in $(seq 100); do [ "$(metric "$1" murmur_peers_connected)" = "$2" ] && return 0; sleep 0.1; done
+  for _ in $(seq 100); do [ "$(fleet_metric "$1" murmur_peers_connected)" = "$2" ] && return 0; sleep 0.1; done
   fail "daemon $1 does not hold $2 sessions"
 }

@@ -32,8 +32,8 @@ for victim in 0 2; do
   ! grep -q "replaced by a newer session" "$FLEET/node$victim/log" || fail "daemon $victim replaced node 1's session"
   ! grep -q "node 1 graylisted" "$FLEET/node$victim/log" || fail "daemon $victim graylisted the real node 1"
   ! grep -q "member 1 left" "$FLEET/node$victim/log" || fail "daemon $victim believes node 1 left"
-  [ "$(metric "$victim" murmur_peers_connected)" = 2 ] || fail "daemon $victim lost a session"
-  [ "$(metric "$victim" murmur_peer_graylistings_total)" = 0 ] || fail "daemon $victim graylisted someone"
+  [ "$(fleet_metric "$victim" murmur_peers_connected)" = 2 ] || fail "daemon $victim lost a session"
+  [ "$(fleet_metric "$victim" murmur_peer_graylistings_total)" = 0 ] || fail "daemon $victim graylisted someone"
   "$MURMUR" peers --daemon "127.0.0.1:$((BASE_PORT + 100 + victim))" "${FLEET_OP[@]:2}" >"$FLEET/peers"
   grep -Eq "^ +1 +[^ ]+ +up +alive" "$FLEET/peers" || { cat "$FLEET/peers"; fail "daemon $victim: node 1 not connected and alive"; }
 done
@@ -42,6 +42,6 @@ fleet_kill 1 TERM
 fleet_start 1
 for i in 0 1 2; do wait_connected "$i" 2; done
 for victim in 0 2; do
-  [ "$(metric "$victim" murmur_peer_sessions_refused_total)" = 0 ] || fail "daemon $victim refused node 1"
+  [ "$(fleet_metric "$victim" murmur_peer_sessions_refused_total)" = 0 ] || fail "daemon $victim refused node 1"
 done
 echo "attack takeover test passed"

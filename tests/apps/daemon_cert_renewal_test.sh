@@ -17,10 +17,6 @@ BASE_PORT=$((20000 + ($$ % 60) * 200 + 20))  # below the ephemeral range; offset
 source "$SRC/tools/fleet.sh"
 trap 'fleet_stop_all; [ -n "${KEEP:-}" ] || rm -rf "$FLEET"' EXIT
 fail() { echo "FAIL: $*"; for i in 0 1 2; do echo "--- node $i"; tail -n 8 "$FLEET/node$i/log"; done; exit 1; }
-metric() {  # metric I NAME: daemon I's value of NAME, or -1
-  "$MURMUR" metrics --daemon "127.0.0.1:$((BASE_PORT + 100 + $1))" "${FLEET_OP[@]:2}" 2>/dev/null |
-    awk -v n="$2" '$1 == n { print $2; found = 1 } END { if (!found) print -1 }'
-}
 issue() {  # issue NODE NETWORK NOT_BEFORE OUT
   "$MURMUR" cert issue --coordinator-key "$FLEET/coordinator/identity.key" --node-pub "$FLEET/node$1/identity.pub" --node-id "$1" \
     --network "$2" --roles node --days 1 --not-before "$3" --out "$4" >/dev/null 2>&1
@@ -43,7 +39,7 @@ JOB
 "$MURMUR" job submit "$FLEET/job" "${FLEET_OP[@]}" >/dev/null || fail "submit"
 for _ in $(seq 100); do
   ok=1
-  for i in 0 1 2; do [ "$(metric "$i" murmur_peers_connected)" = 2 ] || ok=0; done
+  for i in 0 1 2; do [ "$(fleet_metric "$i" murmur_peers_connected)" = 2 ] || ok=0; done
   [ "$ok" -eq 1 ] && break
   sleep 0.1
 done
@@ -53,20 +49,20 @@ done
 cp "$FLEET/node1/node.cert" "$FLEET/old.cert"
 issue 1 other-network $(($(date +%s) - 60)) "$FLEET/node1/node.cert" || fail "cert issue (bad)"
 kill -HUP "${FLEET_PIDS[1]}"
-for _ in $(seq 50); do [ "$(metric 1 murmur_certificate_reload_failures_total)" = 1 ] && break; sleep 0.1; done
-[ "$(metric 1 murmur_certificate_reload_failures_total)" = 1 ] || fail "the bad renewal was not refused"
+for _ in $(seq 50); do [ "$(fleet_metric 1 murmur_certificate_reload_failures_total)" = 1 ] && break; sleep 0.1; done
+[ "$(fleet_metric 1 murmur_certificate_reload_failures_total)" = 1 ] || fail "the bad renewal was not refused"
 grep -q "SIGHUP: certificate reload refused.*network 'other-network'" "$FLEET/node1/log" ||
   fail "no log line naming the refused network"
-[ "$(metric 1 murmur_certificate_not_after_seconds)" = "$old_not_after" ] || fail "daemon 1 left its certificate"
+[ "$(fleet_metric 1 murmur_certificate_not_after_seconds)" = "$old_not_after" ] || fail "daemon 1 left its certificate"
 
 # The renewal.
 issue 1 "$FLEET_NETWORK" $(($(date +%s) - 60)) "$FLEET/node1/node.cert" || fail "cert issue (renewal)"
 kill -HUP "${FLEET_PIDS[1]}"
-for _ in $(seq 50); do [ "$(metric 1 murmur_certificate_reloads_total)" = 1 ] && break; sleep 0.1; done
-[ "$(metric 1 murmur_certificate_reloads_total)" = 1 ] || fail "the renewal was not taken"
+for _ in $(seq 50); do [ "$(fleet_metric 1 murmur_certificate_reloads_total)" = 1 ] && break; sleep 0.1; done
+[ "$(fleet_metric 1 murmur_certificate_reloads_total)" = 1 ] || fail "the renewal was not taken"
 renewed_at=$(date +%s)
 [ "$renewed_at" -lt "$old_not_after" ] || fail "renewed only after the old certificate expired: raise EXPIRES_S"
-new_not_after=$(metric 1 murmur_certificate_not_after_seconds)
+new_not_after=$(fleet_metric 1 murmur_certificate_not_after_seconds)
 echo "daemon 1: certificate renewed $((old_not_after - renewed_at)) s before it expired; not_after $old_not_after -> $new_not_after"
 "$MURMUR" cert reload --daemon "127.0.0.1:$((BASE_PORT + 101))" "${FLEET_OP[@]:2}" >"$FLEET/reload" ||
   { cat "$FLEET/reload"; fail "murmur cert reload"; }
@@ -75,10 +71,10 @@ grep -q "node 1 .*presenting serial" "$FLEET/reload" || { cat "$FLEET/reload"; f
 # Past the old not_after.
 while [ "$(date +%s)" -le $((old_not_after + 1)) ]; do sleep 0.2; done
 for i in 0 1 2; do
-  expired=$(metric "$i" murmur_sessions_expired_total)
-  connected=$(metric "$i" murmur_peers_connected)
-  dead=$(metric "$i" murmur_peers_dead)
-  updates=$(metric "$i" murmur_peer_certificate_updates_total)
+  expired=$(fleet_metric "$i" murmur_sessions_expired_total)
+  connected=$(fleet_metric "$i" murmur_peers_connected)
+  dead=$(fleet_metric "$i" murmur_peers_dead)
+  updates=$(fleet_metric "$i" murmur_peer_certificate_updates_total)
   rounds=$(fleet_rounds "$i")
   echo "daemon $i past the old not_after: $expired sessions expired, $connected connected, $dead dead, $updates peer certificates renewed, round $rounds"
   [ "$expired" = 0 ] || fail "daemon $i: $expired sessions ended on the old certificate"

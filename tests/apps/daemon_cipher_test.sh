@@ -25,14 +25,10 @@ fail() {
   for i in 0 1 2; do [ -f "$FLEET/node$i/log" ] && { echo "--- node $i"; tail -n 6 "$FLEET/node$i/log"; }; done
   exit 1
 }
-# metric I NAME: the value `murmur metrics` prints for daemon I.
-metric() {
-  "$MURMUR" metrics --daemon "127.0.0.1:$((BASE_PORT + 100 + $1))" "${FLEET_OP[@]:2}" | awk -v m="$2" '$1 == m { print $2 }'
-}
 # wait_metric I NAME MIN: waits up to 10 s for daemon I's NAME to reach MIN.
 wait_metric() {
   for _ in $(seq 100); do
-    [ "$(metric "$1" "$2")" -ge "$3" ] 2>/dev/null && return 0
+    [ "$(fleet_metric "$1" "$2")" -ge "$3" ] 2>/dev/null && return 0
     sleep 0.1
   done
   return 1
@@ -44,9 +40,9 @@ fleet_make 3
 echo 'cipher: "chachapoly"' >>"$FLEET/node2/node.conf"
 for i in 0 1 2; do fleet_start "$i" || fail "start $i"; done
 for i in 0 1 2; do wait_metric "$i" murmur_sessions_opened_total 2 || fail "daemon $i: not 2 sessions within 10 s"; done
-[ "$(metric 0 murmur_sessions_aesgcm_total)" = "$AES" ] || fail "daemon 0: $(metric 0 murmur_sessions_aesgcm_total) AES-GCM sessions, want $AES"
-[ "$(metric 1 murmur_sessions_aesgcm_total)" = "$AES" ] || fail "daemon 1: $(metric 1 murmur_sessions_aesgcm_total) AES-GCM sessions, want $AES"
-[ "$(metric 2 murmur_sessions_aesgcm_total)" = 0 ] || fail "daemon 2 (chachapoly) has AES-GCM sessions"
+[ "$(fleet_metric 0 murmur_sessions_aesgcm_total)" = "$AES" ] || fail "daemon 0: $(fleet_metric 0 murmur_sessions_aesgcm_total) AES-GCM sessions, want $AES"
+[ "$(fleet_metric 1 murmur_sessions_aesgcm_total)" = "$AES" ] || fail "daemon 1: $(fleet_metric 1 murmur_sessions_aesgcm_total) AES-GCM sessions, want $AES"
+[ "$(fleet_metric 2 murmur_sessions_aesgcm_total)" = 0 ] || fail "daemon 2 (chachapoly) has AES-GCM sessions"
 want=ChaChaPoly
 [ "$AES" = 1 ] && want=AESGCM
 grep -q "session with node 1 ready ($want)" "$FLEET/node0/log" || fail "daemon 0 does not log its session with 1 on $want"
@@ -113,7 +109,7 @@ proxy pass
 fleet_start 1 || fail "start 1"
 fleet_start 0 || fail "start 0"
 wait_metric 0 murmur_sessions_opened_total 1 || fail "no session through the passing proxy"
-[ "$(metric 0 murmur_sessions_aesgcm_total)" = "$AES" ] || fail "through the passing proxy: AES-GCM sessions $(metric 0 murmur_sessions_aesgcm_total), want $AES"
+[ "$(fleet_metric 0 murmur_sessions_aesgcm_total)" = "$AES" ] || fail "through the passing proxy: AES-GCM sessions $(fleet_metric 0 murmur_sessions_aesgcm_total), want $AES"
 echo "2a. through a proxy that passes every byte: the session opens (on $want)"
 fleet_stop_all
 kill "$PROXY_PID" 2>/dev/null; wait "$PROXY_PID" 2>/dev/null || true; PROXY_PID=
@@ -125,9 +121,9 @@ if [ "$AES" = 1 ]; then
   wait_metric 0 murmur_handshake_failures_total 1 || fail "daemon 0 counted no failed handshake through the stripping proxy"
   grep -q "offer 01020201 stripped" "$FLEET/proxy-strip.log" || fail "the proxy saw no offer of AESGCM, ChaChaPoly: $(cat "$FLEET/proxy-strip.log")"
   grep -q "handshake message 2 does not authenticate" "$FLEET/node0/log" || fail "daemon 0 does not log message 2 failing"
-  [ "$(metric 0 murmur_sessions_opened_total)" = 0 ] || fail "a session opened through the stripping proxy"
-  [ "$(metric 1 murmur_sessions_opened_total)" = 0 ] || fail "daemon 1 opened a session through the stripping proxy"
-  echo "2b. offer stripped on the way: $(metric 0 murmur_handshake_failures_total) handshakes failed at message 2 on daemon 0, no session"
+  [ "$(fleet_metric 0 murmur_sessions_opened_total)" = 0 ] || fail "a session opened through the stripping proxy"
+  [ "$(fleet_metric 1 murmur_sessions_opened_total)" = 0 ] || fail "daemon 1 opened a session through the stripping proxy"
+  echo "2b. offer stripped on the way: $(fleet_metric 0 murmur_handshake_failures_total) handshakes failed at message 2 on daemon 0, no session"
 else
   echo "2b. not run: this CPU runs no AES-GCM, so there is no offer to strip"
 fi

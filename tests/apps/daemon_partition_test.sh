@@ -40,10 +40,6 @@ fail() {
 }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-metric() {  # metric I NAME: daemon I's value of NAME, or -1
-  "$MURMUR" metrics --daemon "127.0.0.1:$((BASE_PORT + 100 + $1))" "${FLEET_OP[@]:2}" 2>/dev/null |
-    awk -v n="$2" '$1 == n { print $2; found = 1 } END { if (!found) print -1 }'
-}
 alive_peers() {  # alive_peers I: members daemon I's `murmur peers` shows alive
   "$MURMUR" peers --daemon "127.0.0.1:$((BASE_PORT + 100 + $1))" "${FLEET_OP[@]:2}" 2>/dev/null |
     awk '$4 == "alive" || $5 == "alive"' | wc -l
@@ -78,9 +74,9 @@ for i in $(seq 0 $((NODES - 1))); do before[$i]=$(fleet_rounds "$i"); done
 sleep "$PARTITION_S"
 for i in $(seq 0 $((NODES - 1))); do after[$i]=$(fleet_rounds "$i"); done
 for i in $(seq 0 $((NODES - 1))); do
-  dead=$(metric "$i" murmur_peers_dead)
+  dead=$(fleet_metric "$i" murmur_peers_dead)
   [ "$dead" = 4 ] || fail "daemon $i holds $dead members dead at the end of the partition, not the other 4"
-  part=$(metric "$i" murmur_fault_partitioned_total)
+  part=$(fleet_metric "$i" murmur_fault_partitioned_total)
   echo "daemon $i: rounds ${before[$i]} -> ${after[$i]} during the partition ($part sends cut), 4 dead"
   [ "${after[$i]}" -ge $((before[$i] + 100)) ] || fail "daemon $i advanced less than 100 rounds in the partition"
   [ "${after[$i]}" -lt "$ROUNDS" ] || fail "daemon $i finished during the partition: make the job longer"
@@ -115,12 +111,12 @@ gap=$(printf '%s\n' "${after[@]}" | sort -n | awk 'NR == 1 { lo = $1 } { hi = $1
 for i in $(seq 0 $((NODES - 1))); do
   flaps=$(tail -n +"$((log_at_heal[$i] + 1))" "$FLEET/node$i/log" | grep -c "declared dead" || true)
   [ "$flaps" -eq 0 ] || fail "daemon $i declared $flaps members dead after the heal"
-  skipped=$(metric "$i" murmur_rounds_skipped_total)
+  skipped=$(fleet_metric "$i" murmur_rounds_skipped_total)
   [ "$skipped" -le $((gap + 100)) ] || fail "daemon $i skipped $skipped rounds catching up; the halves were $gap apart"
   mixes=$(grep -c "job partition-test mixed round " "$FLEET/node$i/log" || true)
   twice=$(grep -o "job partition-test mixed round [0-9]*" "$FLEET/node$i/log" | sort | uniq -d | wc -l)
   [ "$twice" -eq 0 ] || fail "daemon $i logged $twice rounds mixed twice"
-  counter=$(metric "$i" murmur_rounds_mixed_twice_total)
+  counter=$(fleet_metric "$i" murmur_rounds_mixed_twice_total)
   [ "$counter" = 0 ] || fail "daemon $i counts $counter rounds mixed twice"
   echo "daemon $i: $mixes rounds mixed, none twice; $skipped skipped by catching up (halves $gap apart)"
 done

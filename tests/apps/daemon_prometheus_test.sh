@@ -36,10 +36,6 @@ assert r["status"] == "success", r
 for s in r["data"]["result"]:
     print(s["metric"].get("instance", "-"), s["value"][1])'
 }
-# metric I NAME: the value `murmur metrics` prints for daemon I.
-metric() {
-  "$MURMUR" metrics --daemon "127.0.0.1:$((BASE_PORT + 100 + $1))" "${FLEET_OP[@]:2}" | awk -v m="$2" '$1 == m { print $2 }'
-}
 
 fleet_make 2
 for i in 0 1; do fleet_start "$i" || fail "start $i"; done
@@ -102,8 +98,8 @@ for i in 0 1; do
 done
 for i in 0 1; do
   inst=${INSTANCE[$i]}
-  before_sent=$(metric "$i" murmur_bytes_sent_total) before_received=$(metric "$i" murmur_bytes_received_total)
-  rounds=$(metric "$i" murmur_rounds_completed_total) alive=$(metric "$i" murmur_peers_alive)
+  before_sent=$(fleet_metric "$i" murmur_bytes_sent_total) before_received=$(fleet_metric "$i" murmur_bytes_received_total)
+  rounds=$(fleet_metric "$i" murmur_rounds_completed_total) alive=$(fleet_metric "$i" murmur_peers_alive)
   # Wait for a scrape that began after `murmur metrics` answered.
   asked=$(date +%s.%N)
   for _ in $(seq 100); do
@@ -115,7 +111,7 @@ for i in 0 1; do
   p_received=$(query "murmur_bytes_received_total{instance=\"$inst\"}" | awk '{ print $2 }')
   p_rounds=$(query "murmur_rounds_completed_total{instance=\"$inst\"}" | awk '{ print $2 }')
   p_alive=$(query "murmur_peers_alive{instance=\"$inst\"}" | awk '{ print $2 }')
-  after_sent=$(metric "$i" murmur_bytes_sent_total) after_received=$(metric "$i" murmur_bytes_received_total)
+  after_sent=$(fleet_metric "$i" murmur_bytes_sent_total) after_received=$(fleet_metric "$i" murmur_bytes_received_total)
   [ "$rounds" = 20 ] && [ "$p_rounds" = "$rounds" ] || fail "daemon $i: rounds $p_rounds in Prometheus, $rounds from murmur metrics"
   [ "$alive" = 1 ] && [ "$p_alive" = "$alive" ] || fail "daemon $i: peers alive $p_alive in Prometheus, $alive from murmur metrics"
   awk -v a="$before_sent" -v p="$p_sent" -v b="$after_sent" 'BEGIN { exit !(a <= p && p <= b) }' ||

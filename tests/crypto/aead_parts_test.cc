@@ -10,6 +10,7 @@
 
 #include "crypto/aead_parts.h"
 #include "crypto/secure_channel.h"
+#include "tests/crypto/aes_here.h"
 
 namespace murmur::crypto {
 namespace {
@@ -192,16 +193,10 @@ Bytes AesReference(const CipherKey& key, std::uint64_t n, ByteSpan m, ByteSpan a
   return c;
 }
 
-bool NeedAes() {
-#if defined(__x86_64__)
-  REQUIRE(AesGcmAvailable());  // every x86-64 CPU murmur targets has AES-NI and PCLMUL
-#endif
-  if (!AesGcmAvailable()) MESSAGE("libsodium runs no AES-256-GCM on this CPU: AESGCM not checked here");
-  return AesGcmAvailable();
-}
+using testing::AesGcmRunsHere;
 
 TEST_CASE("AESGCM: CipherState, in place and appending, equals libsodium with the big-endian nonce") {
-  if (!NeedAes()) return;
+  if (!AesGcmRunsHere()) return;
   CipherKey key;
   randombytes_buf(key.data(), key.size());
   const Bytes ad = Random(64);
@@ -244,7 +239,7 @@ TEST_CASE("AESGCM: CipherState, in place and appending, equals libsodium with th
 }
 
 TEST_CASE("AESGCM: Rekey is the first 32 bytes of ENCRYPT(k, 2^64-1, empty, zeros)") {
-  if (!NeedAes()) return;
+  if (!AesGcmRunsHere()) return;
   CipherKey key;
   key.fill(0x5a);
   CipherState cs(Cipher::kAesGcm);
@@ -267,7 +262,7 @@ TEST_CASE("AESGCM: Rekey is the first 32 bytes of ENCRYPT(k, 2^64-1, empty, zero
 }
 
 TEST_CASE("AESGCM slots: SealGather equals libsodium for every cut, Open opens in place and refuses a flip") {
-  if (!NeedAes()) return;
+  if (!AesGcmRunsHere()) return;
   CipherKey key;
   randombytes_buf(key.data(), key.size());
   for (std::size_t size : {0, 1, 13, 64, 1000, 65519}) {
@@ -299,7 +294,7 @@ TEST_CASE("AESGCM slots: SealGather equals libsodium for every cut, Open opens i
 
 TEST_CASE(
     "AESGCM channel: slots interoperate with Seal and Open across rekeys, and OpenInPlace refuses a replay") {
-  if (!NeedAes()) return;
+  if (!AesGcmRunsHere()) return;
   CipherKey k1;
   k1.fill(0x31);
   CipherState send(Cipher::kAesGcm), recv(Cipher::kAesGcm), unused_send(Cipher::kAesGcm),

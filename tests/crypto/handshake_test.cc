@@ -9,6 +9,7 @@
 #include <string>
 
 #include "crypto/handshake.h"
+#include "tests/crypto/aes_here.h"
 
 namespace murmur::crypto {
 namespace {
@@ -266,13 +267,7 @@ TEST_CASE("handshake payloads decode only in their exact form") {
 // written against plain Noise (HandshakeState with a chosen protocol name)
 // meets.
 
-bool Aes() {
-#if defined(__x86_64__)
-  REQUIRE(AesGcmAvailable());  // every x86-64 CPU murmur targets has AES-NI and PCLMUL
-#endif
-  if (!AesGcmAvailable()) MESSAGE("libsodium runs no AES-256-GCM on this CPU: AESGCM cases not checked here");
-  return AesGcmAvailable();
-}
+using testing::AesGcmRunsHere;
 
 TrustPolicy ChaChaOnly(const Identity& coordinator) {
   TrustPolicy p = Policy(coordinator);
@@ -302,7 +297,7 @@ Outcome RunEdited(SecureHandshake& init, SecureHandshake& resp, const std::funct
 }
 
 TEST_CASE("AES-GCM where both sides may run it, ChaCha20-Poly1305 where either may not, and channels agree") {
-  if (!Aes()) return;
+  if (!AesGcmRunsHere()) return;
   Identity coord = Seeded(100);
   Credentials a = Creds(coord, 1), b = Creds(coord, 2);
   struct Case {
@@ -335,7 +330,7 @@ TEST_CASE("AES-GCM where both sides may run it, ChaCha20-Poly1305 where either m
 
 TEST_CASE(
     "an attacker who edits the cipher offer to force ChaCha20-Poly1305 fails the handshake at message 2") {
-  if (!Aes()) return;
+  if (!AesGcmRunsHere()) return;
   Identity coord = Seeded(100);
   Credentials a = Creds(coord, 1), b = Creds(coord, 2);
   const std::vector<std::pair<const char*, std::function<void(Bytes*)>>> edits = {
@@ -363,7 +358,7 @@ TEST_CASE(
 TEST_CASE(
     "plain Noise initiators: an empty payload or an offer with unknown ids gets ChaChaPoly, AESGCM alone "
     "gets AESGCM") {
-  if (!Aes()) return;
+  if (!AesGcmRunsHere()) return;
   Identity coord = Seeded(100);
   Credentials b = Creds(coord, 2);
   const Bytes prologue = MakePrologue("fleet");

@@ -1,0 +1,202 @@
+// DaemonImpl's answers to operators (node/control/server.h): job submission
+// (prepare, commit), status, stop, peers, faults and certificate reloads,
+// apart from the daemon's lifecycle in daemon_impl.cc.
+#include <chrono>
+#include <map>
+#include <string>
+
+#include "core/log.h"
+#include "crypto/bytes.h"
+#include "engine/faults.h"
+#include "node/certificate_reload.h"
+#include "node/config.h"
+#include "node/daemon_impl.h"
+#include "node/job/job_store.h"
+
+namespace murmur::node {
+
+namespace {
+const char* StateName(membership::MemberState s) {
+  switch (s) {
+    case membership::MemberState::kAlive: return "alive";
+    case membership::MemberState::kSuspect: return "suspect";
+    case membership::MemberState::kDead: return "dead";
+    case membership::MemberState::kLeft: return "left";
+  }
+  return "?";
+}
+
+proto::ControlResponse Refuse(std::string why) {
+  proto::ControlResponse r;
+  r.set_ok(false);
+  r.set_error(std::move(why));
+  return r;
+}
+}  // namespace
+
+proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& request,
+                                             const crypto::PeerInfo& from) {
+  MURMUR_LOG(kInfo) << "control: request " << request.request_case() << " from operator "
+                    << crypto::ToHex(from.certificate.node_key).substr(0, 16);
+  proto::ControlResponse r;
+  switch (request.request_case()) {
+    case proto::ControlRequest::kSubmit: r = Submit(request.submit().job()); break;
+    case proto::ControlRequest::kPrepare: r = Prepare(request.prepare().job()); break;
+    case proto::ControlRequest::kCommit: r = Commit(request.commit().job_id()); break;
+    case proto::ControlRequest::kAbort:
+      if (prepared_ && prepared_->job.job_id() == request.abort().job_id()) prepared_.reset();
+      r.set_ok(true);
+      break;
+    case proto::ControlRequest::kStop:
+      // Nothing running is nothing to stop: the reply says the job's state.
+      if (!job_ || job_->ended()) {
+        r.set_ok(true);
+        break;
+      }
+      if (request.stop().has_job_id() && request.stop().job_id() != job_->config().job_id()) {
+        r = Refuse("the running job is '" + job_->config().job_id() + "', not '" + request.stop().job_id() +
+                   "'");
+        break;
+      }
+      BeginDrain("operator stop");
+      r.set_ok(true);
+      break;
+    case proto::ControlRequest::kStatus: r.set_ok(true); break;
+    case proto::ControlRequest::kPeers:
+      r.set_ok(true);
+      {
+        std::map<NodeId, proto::PeerStatus> peers;
+        for (const auto& p : config_.peers()) {
+          proto::PeerStatus& s = peers[p.id()];
+          s.set_id(p.id());
+          s.set_address(p.address());
+          s.set_state("configured");
+        }
+        if (membership_) {
+          for (const membership::Member& m : membership_->Members()) {
+            proto::PeerStatus& s = peers[m.id];
+            s.set_id(m.id);
+            if (!m.address.empty()) s.set_address(m.address);
+            s.set_state(StateName(m.state));
+            s.set_incarnation(m.incarnation);
+          }
+        }
+        for (auto& [id, s] : peers) {
+          s.set_connected(transport_->IsConnected(id));
+          *r.add_peers() = s;
+        }
+        break;
+      }
+    case proto::ControlRequest::kMetrics:
+      r.set_ok(true);
+      r.set_metrics(RenderMetrics());
+      break;
+    case proto::ControlRequest::kFaultSet: r = SetFaults(request.fault_set().faults()); break;
+    case proto::ControlRequest::kFaultClear: r = SetFaults(proto::FaultConfig{}); break;
+    case proto::ControlRequest::kCertReload: r = ReloadCertificateRequest(); break;
+    default: r = Refuse("unknown request"); break;
+  }
+  // Every reply, a refusal too, says which node answered and where its job stands.
+  r.set_node_id(config_.node_id());
+  *r.mutable_job() = JobStatus();
+  return r;
+}
+
+std::string DaemonImpl::RefuseSubmission(const proto::JobConfig& job) {
+  if (job_ && !job_->ended())
+    return "job '" + job_->config().job_id() + "' is " + job_state_ + "; stop it first (murmur job stop)";
+  if (shutting_down_) return "the daemon is shutting down";
+  if (prepared_ && std::chrono::steady_clock::now() >= prepared_->deadline) prepared_.reset();
+  if (prepared_ && prepared_->job.job_id() != job.job_id())
+    return "job '" + prepared_->job.job_id() +
+           "' is prepared here by another submission (it is committed, aborted or dropped within " +
+           std::to_string(kPrepareHoldSeconds) + " s)";
+  Status st = ValidateJobConfig(job, config_.node_id());
+  if (!st.ok()) return st.ToString();
+  // The same job again continues from its checkpoint (with more rounds
+  // also once it completed).
+  if (store_->Completed(job))
+    return "job '" + job.job_id() +
+           "' already completed on this daemon; give the next job a new job_id (or submit it with more "
+           "rounds "
+           "to train it further)";
+  if (job_ && job_->config().job_id() == job.job_id() && OwnerTag(job_->config()) != OwnerTag(job))
+    return "job '" + job.job_id() + "' exists with another configuration; give this one a new job_id";
+  return "";
+}
+
+proto::ControlResponse DaemonImpl::Submit(const proto::JobConfig& job) {
+  if (std::string why = RefuseSubmission(job); !why.empty()) return Refuse(std::move(why));
+  prepared_.reset();
+  Status st = StartJob(job, /*submitted=*/true);
+  if (!st.ok()) {
+    job_state_ = "failed";
+    job_error_ = st.ToString();
+    return Refuse(st.ToString());
+  }
+  proto::ControlResponse r;
+  r.set_ok(true);
+  return r;
+}
+
+proto::ControlResponse DaemonImpl::Prepare(const proto::JobConfig& job) {
+  if (std::string why = RefuseSubmission(job); !why.empty()) return Refuse(std::move(why));
+  prepared_ = Prepared{job, std::chrono::steady_clock::now() + std::chrono::seconds(kPrepareHoldSeconds)};
+  MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": job " << job.job_id() << " prepared";
+  proto::ControlResponse r;
+  r.set_ok(true);
+  return r;
+}
+
+proto::ControlResponse DaemonImpl::Commit(const std::string& job_id) {
+  if (prepared_ && std::chrono::steady_clock::now() >= prepared_->deadline) prepared_.reset();
+  if (!prepared_ || prepared_->job.job_id() != job_id)
+    return Refuse("no job '" + job_id + "' is prepared here (a prepared job is dropped after " +
+                  std::to_string(kPrepareHoldSeconds) + " s without its commit)");
+  const proto::JobConfig job = std::move(prepared_->job);
+  prepared_.reset();
+  return Submit(job);
+}
+
+proto::ControlResponse DaemonImpl::SetFaults(const proto::FaultConfig& faults) {
+  if (!faulty_) return Refuse("fault injection is off on this daemon (config field 'fault_injection')");
+  Status st =
+      engine::ApplyFaults(faults, engine::kMaxFaultNodeId, engine::FaultTime::kUntilCleared, fault_plan_);
+  if (!st.ok()) return Refuse(st.ToString());
+  faults_ = faults;
+  MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": faults now " << engine::DescribeFaults(faults_);
+  proto::ControlResponse r;
+  r.set_ok(true);
+  r.set_faults(engine::DescribeFaults(faults_));
+  return r;
+}
+
+proto::ControlResponse DaemonImpl::ReloadCertificateRequest() {
+  Status st = ReloadCertificate("operator reload");
+  proto::ControlResponse r = st.ok() ? proto::ControlResponse{} : Refuse(st.ToString());
+  r.set_ok(st.ok());
+  r.set_certificate(DescribeCertificate(transport_->credentials().certificate));
+  return r;
+}
+
+proto::JobStatus DaemonImpl::JobStatus() const {
+  proto::JobStatus s;
+  s.set_state(job_state_);
+  if (!job_error_.empty()) s.set_error(job_error_);
+  if (!job_) return s;
+  s.set_job_id(job_->config().job_id());
+  s.set_algorithm(job_->config().spec().algorithm());
+  s.set_role(job_->role());
+  s.set_rounds_done(job_->rounds_done());
+  s.set_epsilon(job_->epsilon());  // after rounds_done: at least that round's
+  s.set_rounds_total(job_->config().spec().rounds());
+  s.set_test_accuracy(job_->accuracy());
+  s.set_train_loss(job_->loss());
+  if (job_error_.empty()) {
+    const std::string warning = job_->warning();
+    if (!warning.empty()) s.set_error(warning);
+  }
+  return s;
+}
+
+}  // namespace murmur::node

@@ -1,0 +1,139 @@
+// DaemonImpl::RenderMetrics: the Prometheus exposition of `/metrics` and
+// `murmur metrics` (docs/daemon.md "Metrics"), apart from the daemon's
+// lifecycle and control handling in daemon_impl.cc.
+#include "node/daemon_impl.h"
+
+namespace murmur::node {
+
+std::string DaemonImpl::RenderMetrics() const {
+  const TransportStats& s = transport_->stats();
+  const bool job = job_ != nullptr;
+  std::string out;
+  out += PrometheusMetric("murmur_rounds_completed_total", "counter",
+                          "Rounds completed by the current job, including before a resume.",
+                          static_cast<double>(job ? job_->rounds_done() : 0));
+  out += PrometheusMetric("murmur_job_running", "gauge", "1 while a job runs (or drains), else 0.",
+                          job && !job_->ended() ? 1.0 : 0.0);
+  out += PrometheusMetric("murmur_messages_other_job_total", "counter",
+                          "Job messages dropped because their job tag was not the running job's (or absent).",
+                          static_cast<double>(router_.other_job()));
+  out += PrometheusMetric("murmur_bytes_sent_total", "counter", "Bytes written to peer connections.",
+                          static_cast<double>(s.bytes_sent.load()));
+  out += PrometheusMetric("murmur_bytes_received_total", "counter", "Bytes read from peer connections.",
+                          static_cast<double>(s.bytes_received.load()));
+  out += PrometheusMetric("murmur_peers_connected", "gauge", "Peers with an authenticated session.",
+                          static_cast<double>(s.peers_connected.load()));
+  out +=
+      PrometheusMetric("murmur_handshake_failures_total", "counter", "Handshakes that failed or timed out.",
+                       static_cast<double>(s.handshake_failures.load()));
+  out += PrometheusMetric("murmur_sessions_opened_total", "counter", "Authenticated peer sessions opened.",
+                          static_cast<double>(s.sessions_opened.load()));
+  out += PrometheusMetric("murmur_sessions_aesgcm_total", "counter",
+                          "Peer sessions opened on AES-256-GCM (the others on ChaCha20-Poly1305).",
+                          static_cast<double>(s.sessions_aes_gcm.load()));
+  out += PrometheusMetric("murmur_sessions_expired_total", "counter",
+                          "Sessions closed because the peer's or this node's certificate expired.",
+                          static_cast<double>(s.sessions_expired.load()));
+  out += PrometheusMetric("murmur_certificate_not_after_seconds", "gauge",
+                          "Unix time at which the certificate this node presents expires.",
+                          static_cast<double>(transport_->credentials().certificate.not_after));
+  out += PrometheusMetric("murmur_certificate_reloads_total", "counter",
+                          "Renewed certificates taken without a restart (SIGHUP, murmur cert reload).",
+                          static_cast<double>(cert_reloads_.load()));
+  out += PrometheusMetric("murmur_certificate_reload_failures_total", "counter",
+                          "Certificate reloads refused; the certificate in use stayed.",
+                          static_cast<double>(cert_reload_failures_.load()));
+  out += PrometheusMetric("murmur_certificates_presented_total", "counter",
+                          "Renewed certificates sent to peers on open sessions.",
+                          static_cast<double>(s.certificates_presented.load()));
+  out += PrometheusMetric("murmur_peer_certificate_updates_total", "counter",
+                          "Peers' renewed certificates taken on open sessions.",
+                          static_cast<double>(s.certificate_updates.load()));
+  out += PrometheusMetric("murmur_peer_certificate_updates_refused_total", "counter",
+                          "Peers' renewed certificates refused (the session keeps the old one).",
+                          static_cast<double>(s.certificate_updates_refused.load()));
+  out += PrometheusMetric("murmur_frames_rejected_total", "counter",
+                          "Frames refused: bad length, failed authentication or malformed record.",
+                          static_cast<double>(s.frames_rejected.load()));
+  out += PrometheusMetric("murmur_send_queue_drops_total", "counter",
+                          "Messages dropped by the bounded send queues.",
+                          static_cast<double>(s.send_queue_drops.load()));
+  out +=
+      PrometheusMetric("murmur_messages_undecodable_total", "counter",
+                       "Received payloads that failed to decode.", static_cast<double>(env_->undecodable()));
+  const std::pair<const char*, const std::atomic<std::uint64_t>*> scoring[] = {
+      {"offences", &s.offences},
+      {"graylistings", &s.graylistings},
+      {"connections_refused", &s.connections_refused},
+      {"handshakes_rate_limited", &s.handshakes_rate_limited},
+      {"sessions_refused", &s.sessions_refused},
+      {"messages_dropped_graylisted", &s.messages_dropped_graylisted},
+      {"messages_rate_limited", &s.messages_rate_limited},
+      {"pending_refused", &s.pending_refused},
+      {"pending_shed", &s.pending_shed},
+      {"sessions_over_limit", &s.sessions_over_limit},
+      {"legacy_certificates", &s.legacy_certificates},
+      {"dials_deferred", &s.dials_deferred},
+  };
+  for (const auto& [name, value] : scoring) {
+    out += PrometheusMetric(std::string("murmur_peer_") + name + "_total", "counter",
+                            "Misbehaving peers (docs/security.md): " + std::string(name) + ".",
+                            static_cast<double>(value->load()));
+  }
+  const membership::MembershipCounts members =
+      membership_ ? membership_->counts() : membership::MembershipCounts{};
+  out += PrometheusMetric("murmur_peers_alive", "gauge", "Members this node's membership view holds alive.",
+                          static_cast<double>(members.alive));
+  out += PrometheusMetric("murmur_peers_suspected", "gauge", "Members suspected of having failed (SWIM).",
+                          static_cast<double>(members.suspect));
+  out += PrometheusMetric("murmur_peers_dead", "gauge", "Members declared dead or left, not yet forgotten.",
+                          static_cast<double>(members.dead));
+  out += PrometheusMetric("murmur_membership_rejected_total", "counter",
+                          "Membership messages dropped: bad signature or header.",
+                          membership_ ? static_cast<double>(membership_->stats().rejected_signature +
+                                                            membership_->stats().rejected_header)
+                                      : 0.0);
+  out += PrometheusMetric("murmur_control_requests_total", "counter", "Operator requests answered.",
+                          static_cast<double>(control_->requests()));
+  out += PrometheusMetric("murmur_control_shed_total", "counter",
+                          "Operator connections still in their handshake closed to make room for newer ones.",
+                          static_cast<double>(control_->shed()));
+  out += PrometheusMetric(
+      "murmur_accept_resource_errors_total", "counter",
+      "Accepts that failed for want of file descriptors or memory (the listeners back off; docs/daemon.md).",
+      static_cast<double>(transport_->accept_resource_errors() + control_->accept_resource_errors() +
+                          metrics_->accept_resource_errors()));
+  out += PrometheusMetric("murmur_control_failures_total", "counter",
+                          "Operator connections refused: failed handshake, bad request, timeout.",
+                          static_cast<double>(control_->failures()));
+  out += PrometheusMetric("murmur_train_loss", "gauge", "Mean training loss of the last round.",
+                          job ? job_->loss() : 0.0);
+  out +=
+      PrometheusMetric("murmur_test_accuracy", "gauge",
+                       "Test accuracy at the last evaluation (-1: none yet).", job ? job_->accuracy() : -1.0);
+  out += PrometheusMetric("murmur_rounds_mixed_twice_total", "counter",
+                          "Gossip rounds this node mixed a second time (must stay 0).",
+                          static_cast<double>(job ? job_->rounds_mixed_twice() : 0));
+  out += PrometheusMetric("murmur_rounds_skipped_total", "counter",
+                          "Gossip rounds skipped by catching up with a neighbour ahead.",
+                          static_cast<double>(job ? job_->rounds_skipped() : 0));
+  if (faulty_) {
+    const FaultStats& f = faulty_->stats();
+    const std::pair<const char*, std::uint64_t> faults[] = {
+        {"sent", f.sent},           {"partitioned", f.partitioned}, {"dropped", f.dropped},
+        {"corrupted", f.corrupted}, {"duplicated", f.duplicated},   {"reordered", f.reordered},
+        {"delayed", f.delayed},
+    };
+    for (const auto& [name, value] : faults) {
+      out += PrometheusMetric(std::string("murmur_fault_") + name + "_total", "counter",
+                              "Fault injection (docs/security.md): sends " + std::string(name) + ".",
+                              static_cast<double>(value));
+    }
+  }
+  out += PrometheusMetric("murmur_checkpoints_written_total", "counter",
+                          "Checkpoints written by the current job.",
+                          static_cast<double>(job ? job_->checkpoints() : 0));
+  return out;
+}
+
+}  // namespace murmur::node
