@@ -4,7 +4,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
+
+#include "crypto/aes_gcm.h"
 
 namespace murmur::crypto {
 namespace {
@@ -61,11 +62,8 @@ void AeadSlot::Tag(ByteSpan ciphertext, std::uint8_t tag[kTagSize]) const {
 void AeadSlot::SealGather(std::span<const ByteSpan> parts, std::uint8_t* out) const {
   std::size_t n = 0;
   if (cipher == Cipher::kAesGcm) {
-    for (ByteSpan p : parts) {
-      if (!p.empty()) std::memcpy(out + n, p.data(), p.size());
-      n += p.size();
-    }
-    AeadSealDetached(cipher, key, nonce, {}, out, n, out, out + n);
+    for (ByteSpan p : parts) n += p.size();
+    aes_gcm::Seal(key, NoiseNonce(nonce, cipher), {}, parts, out, out + n);
     return;
   }
   for (ByteSpan p : parts) {

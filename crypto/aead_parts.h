@@ -17,10 +17,10 @@
 // SecureChannel (TakeSealSlot, VerifyNext); slots of different messages may
 // be used on different threads at the same time.
 //
-// AESGCM is libsodium's one-shot AES-256-GCM (it has no API in pieces):
-// SealGather gathers the parts into the output and seals them there, and a
-// message is opened whole, in place (Open). Verify and Xor are ChaChaPoly's
-// alone (RandomAccess).
+// AESGCM (crypto/aes_gcm.h) seals the parts in pieces too, in one pass of
+// libcrypto's stitched AES-CTR and GHASH code; a message is opened whole, in
+// place (Open), since GCM's tag is checked only after the whole ciphertext
+// has passed. Verify and Xor are ChaChaPoly's alone (RandomAccess).
 //
 // Thread-safety: a slot is a value; its const methods may run concurrently.
 #pragma once

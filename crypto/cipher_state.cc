@@ -2,13 +2,15 @@
 
 #include <sodium.h>
 
+#include "crypto/aes_gcm.h"
+
 namespace murmur::crypto {
 namespace {
 
-static_assert(crypto_aead_aes256gcm_NPUBBYTES == 12 && crypto_aead_chacha20poly1305_ietf_NPUBBYTES == 12);
-static_assert(crypto_aead_aes256gcm_ABYTES == kTagSize &&
-              crypto_aead_chacha20poly1305_ietf_ABYTES == kTagSize);
-static_assert(crypto_aead_aes256gcm_KEYBYTES == kCipherKeySize);
+static_assert(aes_gcm::kNonceSize == 12 && crypto_aead_chacha20poly1305_ietf_NPUBBYTES == 12);
+static_assert(aes_gcm::kTagSize == kTagSize && crypto_aead_chacha20poly1305_ietf_ABYTES == kTagSize);
+static_assert(aes_gcm::kKeySize == kCipherKeySize &&
+              crypto_aead_chacha20poly1305_ietf_KEYBYTES == kCipherKeySize);
 
 Status NonceExhausted() { return Status::ResourceExhausted("cipher nonce exhausted (2^64-1 messages)"); }
 
@@ -26,10 +28,7 @@ Status ShorterThanTag(std::size_t size) {
 
 std::string_view CipherName(Cipher cipher) { return cipher == Cipher::kAesGcm ? "AESGCM" : "ChaChaPoly"; }
 
-bool AesGcmAvailable() {
-  EnsureSodium();
-  return crypto_aead_aes256gcm_is_available() == 1;
-}
+bool AesGcmAvailable() { return aes_gcm::HardwareAvailable(); }
 
 std::array<std::uint8_t, 12> NoiseNonce(std::uint64_t n, Cipher cipher) {
   std::array<std::uint8_t, 12> nonce{};
@@ -43,24 +42,23 @@ std::array<std::uint8_t, 12> NoiseNonce(std::uint64_t n, Cipher cipher) {
 void AeadSealDetached(Cipher cipher, const CipherKey& key, std::uint64_t n, ByteSpan ad,
                       const std::uint8_t* m, std::size_t mlen, std::uint8_t* c, std::uint8_t* tag) {
   const auto nonce = NoiseNonce(n, cipher);
+  if (cipher == Cipher::kAesGcm) {
+    const ByteSpan part(m, mlen);
+    aes_gcm::Seal(key, nonce, ad, std::span<const ByteSpan>(&part, 1), c, tag);
+    return;
+  }
   unsigned long long maclen = 0;
-  const int rc = cipher == Cipher::kAesGcm
-                     ? crypto_aead_aes256gcm_encrypt_detached(c, tag, &maclen, m, mlen, ad.data(), ad.size(),
-                                                              nullptr, nonce.data(), key.data())
-                     : crypto_aead_chacha20poly1305_ietf_encrypt_detached(
-                           c, tag, &maclen, m, mlen, ad.data(), ad.size(), nullptr, nonce.data(), key.data());
+  const int rc = crypto_aead_chacha20poly1305_ietf_encrypt_detached(
+      c, tag, &maclen, m, mlen, ad.data(), ad.size(), nullptr, nonce.data(), key.data());
   MURMUR_CHECK(rc == 0);
 }
 
 bool AeadOpenDetached(Cipher cipher, const CipherKey& key, std::uint64_t n, ByteSpan ad,
                       const std::uint8_t* c, std::size_t clen, const std::uint8_t* tag, std::uint8_t* m) {
   const auto nonce = NoiseNonce(n, cipher);
-  const int rc = cipher == Cipher::kAesGcm
-                     ? crypto_aead_aes256gcm_decrypt_detached(m, nullptr, c, clen, tag, ad.data(), ad.size(),
-                                                              nonce.data(), key.data())
-                     : crypto_aead_chacha20poly1305_ietf_decrypt_detached(
-                           m, nullptr, c, clen, tag, ad.data(), ad.size(), nonce.data(), key.data());
-  return rc == 0;
+  if (cipher == Cipher::kAesGcm) return aes_gcm::Open(key, nonce, ad, c, clen, tag, m);
+  return crypto_aead_chacha20poly1305_ietf_decrypt_detached(m, nullptr, c, clen, tag, ad.data(), ad.size(),
+                                                            nonce.data(), key.data()) == 0;
 }
 
 CipherState::CipherState(Cipher cipher) : cipher_(cipher) {

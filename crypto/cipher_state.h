@@ -1,12 +1,13 @@
 // CipherState: the Noise CipherState (revision 34, section 5.1) for one of
-// Noise's two cipher functions (section 12), both from libsodium:
-//   - ChaChaPoly: IETF ChaCha20-Poly1305 (RFC 8439); the 96-bit nonce is 4
-//     zero bytes followed by the 64-bit counter n, little-endian (12.3);
-//   - AESGCM: AES-256-GCM with a 128-bit tag; the nonce is 4 zero bytes
-//     followed by n big-endian (12.4). libsodium runs it only on CPUs with
-//     AES and carry-less multiply instructions (AesGcmAvailable); version
-//     1.0.18, Debian 12's, has them on x86-64 (AES-NI, PCLMUL) and not yet on
-//     ARMv8 (1.0.19 added its crypto extensions).
+// Noise's two cipher functions (section 12):
+//   - ChaChaPoly: IETF ChaCha20-Poly1305 (RFC 8439) from libsodium; the
+//     96-bit nonce is 4 zero bytes followed by the 64-bit counter n,
+//     little-endian (12.3);
+//   - AESGCM: AES-256-GCM with a 128-bit tag from OpenSSL's libcrypto
+//     (crypto/aes_gcm.h says why); the nonce is 4 zero bytes followed by n
+//     big-endian (12.4). It runs only on CPUs with AES and carry-less
+//     multiply instructions (AesGcmAvailable): AES-NI and PCLMULQDQ on
+//     x86-64, the AES and PMULL crypto extensions on aarch64.
 // n counts up by one per successful operation
 // and never wraps: the value 2^64-1 is reserved for Rekey, and an operation
 // at that value fails (Noise: "the application must delete the CipherState
@@ -36,7 +37,7 @@ enum class Cipher : std::uint8_t { kChaChaPoly = 1, kAesGcm = 2 };
 
 // The cipher's name in Noise protocol names: "ChaChaPoly" or "AESGCM".
 std::string_view CipherName(Cipher cipher);
-// Whether this CPU runs libsodium's AES-256-GCM.
+// Whether this CPU runs murmur's AES-256-GCM (crypto/aes_gcm.h).
 bool AesGcmAvailable();
 
 // The 96-bit nonce of Noise's 64-bit counter n: four zero bytes, then n
@@ -78,7 +79,7 @@ class CipherState {
   // tag does not verify (n is then left unchanged and *out untouched).
   Status DecryptWithAd(ByteSpan ad, ByteSpan ciphertext, Bytes* out);
 
-  // In-place variants for the transport's hot path (libsodium allows the
+  // In-place variants for the transport's hot path (both ciphers allow the
   // message and ciphertext to share memory). EncryptInPlace: `buffer` holds
   // the plaintext in its first size - 16 bytes; on return it holds the
   // ciphertext and tag. DecryptInPlace: `buffer` holds a ciphertext and tag;

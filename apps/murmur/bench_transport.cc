@@ -4,7 +4,7 @@
 // floors it cannot beat, measured in the same run with the same threading
 // (one io thread per side):
 //   - raw TCP: plain Asio sockets on loopback moving messages of the same size;
-//   - AEAD: libsodium's seal of the session's cipher on one core, at the
+//   - AEAD: the transport's seal of the session's cipher on one core, at the
 //     transport's largest plaintext (65519 bytes, one frame).
 // (apps/murmur/bench_transport_floors.h). Both ways, each side both seals and
 // opens, so the two cores give at most one core's AEAD rate in total; the
@@ -255,8 +255,9 @@ int BenchTransport(int argc, char** argv) {
   if (ciphers.empty())
     return UsageError(kCmd, "--cipher '" + cipher_flag + "' is not aesgcm, chachapoly or both");
   if (!crypto::AesGcmAvailable() && ciphers.front() == crypto::Cipher::kAesGcm) {
-    if (cipher_flag == "aesgcm") return Failure(kCmd, "this CPU runs no AES-256-GCM (libsodium)");
-    std::printf("this CPU runs no AES-256-GCM (libsodium): ChaCha20-Poly1305 only\n");
+    if (cipher_flag == "aesgcm")
+      return Failure(kCmd, "this CPU has no AES and carry-less multiply instructions");
+    std::printf("this CPU has no AES and carry-less multiply instructions: ChaCha20-Poly1305 only\n");
     ciphers.erase(ciphers.begin());
   }
   const auto count = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(megabytes * 1e6 / message_bytes));

@@ -1,8 +1,8 @@
 // The floors `murmur bench transport` compares the transport with, measured
 // in the same run with the same threading (one io thread per side):
 //   - raw TCP: plain Asio sockets on loopback moving messages of the same size;
-//   - AEAD: libsodium's seal of the session's cipher (ChaCha20-Poly1305 or
-//     AES-256-GCM) on one core, at the transport's largest plaintext (65519
+//   - AEAD: the transport's own seal of the session's cipher (libsodium's
+//     ChaCha20-Poly1305 or libcrypto's AES-256-GCM) on one core, at the transport's largest plaintext (65519
 //     bytes, one frame);
 // and the CPU clocks the benchmark reads (per thread and for the process).
 #pragma once
@@ -72,7 +72,7 @@ struct AeadRate {
   double cpu = 0;   // MB per second of this thread's CPU time
 };
 
-// MB/s of libsodium's `cipher` seal in place on `plaintext`-byte messages.
+// MB/s of the transport's `cipher` AEAD sealing `plaintext`-byte messages in place.
 // REQUIRES: crypto::AesGcmAvailable() for AES-GCM.
 AeadRate AeadSealRate(std::size_t plaintext, double seconds, crypto::Cipher cipher);
 

@@ -43,7 +43,7 @@ done
 dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/murmur/murmurd.textproto.example ||
   fail "the example config is not a conffile"
 depends=$(dpkg-deb -f "$deb" Depends)
-for lib in libsodium23 libprotobuf32 libstdc++6 libc6; do
+for lib in libsodium23 libssl3 libprotobuf32 libstdc++6 libc6; do
   grep -q "$lib" <<<"$depends" || fail "Depends lacks $lib: $depends"
 done
 echo "2. contents: programs, unit, conffile, man pages, docs; Depends: $depends"
