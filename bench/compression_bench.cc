@@ -9,10 +9,12 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <string>
 #include <vector>
 
 #include "compression/compressor.h"
 #include "compression/select.h"
+#include "compression/simd.h"
 #include "compression/values.h"
 #include "compression/zstd_frame.h"
 
@@ -146,6 +148,59 @@ void BM_Int8StochasticPack(benchmark::State& state) {
   Run(state, [&] { benchmark::DoNotOptimize(PackValues(Data(), {}, {ValueType::kInt8, 256, 0}, 1)); });
 }
 
+// The dispatched kernels (compression/simd.h) at each SIMD level the CPU
+// has, capped with CapSimd: the rate and its ratio to the scalar level's,
+// measured just before in the same run (levels run in order 0, 1, 2).
+template <typename Body>
+void RunAtLevel(benchmark::State& state, double* scalar_rate, Body body) {
+  const auto level = static_cast<SimdLevel>(state.range(0));
+  if (level > SupportedSimd()) {
+    state.SkipWithError("this CPU lacks the level");
+    return;
+  }
+  Data();  // made before the clock starts
+  const SimdLevel previous = CapSimd(level);
+  double seconds = 0;
+  for (auto _ : state) {
+    double t0 = CpuSeconds();
+    body();
+    seconds += CpuSeconds() - t0;
+  }
+  CapSimd(previous);
+  const double rate = static_cast<double>(state.iterations()) * kN / seconds;
+  if (level == SimdLevel::kScalar) *scalar_rate = rate;
+  state.SetLabel(std::string(SimdName(level)));
+  state.counters["elem/s"] = rate;
+  state.counters["vs_scalar"] = *scalar_rate > 0 ? rate / *scalar_rate : 0.0;
+}
+
+void BM_LevelSignPack(benchmark::State& state) {
+  static double scalar = 0;
+  RunAtLevel(state, &scalar, [&] {
+    benchmark::DoNotOptimize(PackValues(Data(), {}, {ValueType::kSign, 0, 0}, 1));
+  });
+}
+
+void BM_LevelInt8Pack(benchmark::State& state) {
+  static double scalar = 0;
+  RunAtLevel(state, &scalar, [&] {
+    benchmark::DoNotOptimize(PackValues(Data(), {}, {ValueType::kInt8, 256, 0}, 1));
+  });
+}
+
+void BM_LevelFp16Pack(benchmark::State& state) {
+  static double scalar = 0;
+  RunAtLevel(state, &scalar, [&] {
+    benchmark::DoNotOptimize(PackValues(Data(), {}, {ValueType::kF16, 0, 0}, 1));
+  });
+}
+
+void BM_LevelThresholdSelect(benchmark::State& state) {
+  static double scalar = 0;
+  std::vector<std::uint32_t> idx;
+  RunAtLevel(state, &scalar, [&] { ThresholdSelect(Data(), 6.9f, idx); });  // about 0.1% of Laplace(1)
+}
+
 void BM_Compressor(benchmark::State& state, const char* spec) {
   auto c = std::move(MakeCompressor(spec)).value();
   CompressorState s;
@@ -183,6 +238,10 @@ BENCHMARK(BM_ErrorFeedbackTopKFused)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ErrorFeedbackTopKDecompressSubtract)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SignPack)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Int8StochasticPack)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LevelSignPack)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LevelInt8Pack)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LevelFp16Pack)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LevelThresholdSelect)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Compressor, topk_0_001_fp16_ef, "topk:0.001:fp16")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Compressor, sign_ef, "sign")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Compressor, qsgd_16, "qsgd:16")->Unit(benchmark::kMillisecond);

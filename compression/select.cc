@@ -6,10 +6,11 @@
 #include <functional>
 #include <numeric>
 
-#if defined(__AVX2__)
+#if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
+#include "compression/simd.h"
 #include "core/check.h"
 
 namespace murmur::compression {
@@ -50,13 +51,12 @@ void Histogram(float* r, const float* x, std::size_t n, std::vector<std::uint32_
     hist[b] = h[b] + h[kBuckets + b] + h[2 * kBuckets + b] + h[3 * kBuckets + b];
 }
 
-// Appends every i with AbsKey(a_i) >= min_key to out, in increasing order.
-// With kAcc, a = r + x is stored back to r in the same pass.
+#if defined(__x86_64__)
+// Collect 16 at a time; returns how many values it looked at.
 template <bool kAcc>
-void Collect(float* r, const float* x, std::size_t n, std::uint32_t min_key,
-             std::vector<std::uint32_t>& out) {
+MURMUR_TARGET_AVX512 std::size_t CollectAvx512(float* r, const float* x, std::size_t n, std::uint32_t min_key,
+                                               std::vector<std::uint32_t>& out) {
   std::size_t i = 0;
-#if defined(__AVX512F__)
   const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF), lo = _mm512_set1_epi32(static_cast<int>(min_key));
   for (; i + 16 <= n; i += 16) {
     __m512 a = _mm512_loadu_ps(x + i);
@@ -68,7 +68,14 @@ void Collect(float* r, const float* x, std::size_t n, std::uint32_t min_key,
     for (unsigned bits = m; bits; bits &= bits - 1)
       out.push_back(static_cast<std::uint32_t>(i + static_cast<std::size_t>(std::countr_zero(bits))));
   }
-#elif defined(__AVX2__)
+  return i;
+}
+
+// Collect 8 at a time; returns how many values it looked at.
+template <bool kAcc>
+MURMUR_TARGET_AVX2 std::size_t CollectAvx2(float* r, const float* x, std::size_t n, std::uint32_t min_key,
+                                           std::vector<std::uint32_t>& out) {
+  std::size_t i = 0;
   const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
   const __m256i lo = _mm256_set1_epi32(static_cast<int>(min_key) - 1);  // keys <= 2^31 - 1: signed compare
   for (; i + 8 <= n; i += 8) {
@@ -82,6 +89,22 @@ void Collect(float* r, const float* x, std::size_t n, std::uint32_t min_key,
          bits &= bits - 1)
       out.push_back(static_cast<std::uint32_t>(i + static_cast<std::size_t>(std::countr_zero(bits))));
   }
+  return i;
+}
+#endif
+
+// Appends every i with AbsKey(a_i) >= min_key to out, in increasing order.
+// With kAcc, a = r + x is stored back to r in the same pass.
+template <bool kAcc>
+void Collect(float* r, const float* x, std::size_t n, std::uint32_t min_key,
+             std::vector<std::uint32_t>& out) {
+  std::size_t i = 0;
+#if defined(__x86_64__)
+  const SimdLevel level = ActiveSimd();
+  if (level >= SimdLevel::kAvx512)
+    i = CollectAvx512<kAcc>(r, x, n, min_key, out);
+  else if (level >= SimdLevel::kAvx2)
+    i = CollectAvx2<kAcc>(r, x, n, min_key, out);
 #endif
   for (; i < n; ++i) {
     float a = x[i];
@@ -159,9 +182,12 @@ void TopKApproxImpl(float* r, const float* x, std::size_t n, std::size_t k, Rng&
   }
   // About 256 sampled elements above the threshold: the kept count then has a
   // relative standard deviation near 1/sqrt(256) = 6%, well inside [0.8k, 1.3k].
-  const std::size_t want = std::clamp<std::size_t>(256 * (n / k + 1), 4096, n);
+  // (At least 4096, at most n: std::clamp's bounds would be in the wrong
+  // order for n < 4096.) Sampling half the vector or more gains nothing
+  // over the exact selection, and fewer than 16 elements give no chunk.
+  const std::size_t want = std::min<std::size_t>(std::max<std::size_t>(256 * (n / k + 1), 4096), n);
   const std::size_t chunks = want / kChunk;
-  if (2 * chunks * kChunk >= n) {
+  if (chunks == 0 || 2 * chunks * kChunk >= n) {
     TopKExactImpl<kAcc>(r, x, n, k, out);
     return;
   }

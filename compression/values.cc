@@ -5,10 +5,11 @@
 #include <cmath>
 #include <cstring>
 
-#if defined(__AVX2__) || defined(__F16C__) || defined(__AVX512F__)
+#if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
+#include "compression/simd.h"
 #include "core/check.h"
 
 namespace murmur::compression {
@@ -170,19 +171,27 @@ void PackedValues::ScatterAddTo(std::span<const std::uint32_t> indices, std::spa
 
 namespace {
 
+#if defined(__x86_64__)
+// fp16 of x (+ r) eight at a time; returns how many it packed (a multiple of 8).
+template <bool kEF>
+MURMUR_TARGET_AVX2 std::size_t PackHalfAvx2(const float* x, float* r, std::size_t n, std::uint8_t* out) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 a = _mm256_loadu_ps(x + i);
+    if constexpr (kEF) a = _mm256_add_ps(a, _mm256_loadu_ps(r + i));
+    __m128i h = _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i), h);
+    if constexpr (kEF) _mm256_storeu_ps(r + i, _mm256_sub_ps(a, _mm256_cvtph_ps(h)));
+  }
+  return i;
+}
+#endif
+
 template <bool kEF>
 void PackHalfLike(const float* x, float* r, std::size_t n, bool bf16, std::uint8_t* out) {
   std::size_t i = 0;
-#if defined(__F16C__) && defined(__AVX2__)
-  if (!bf16) {
-    for (; i + 8 <= n; i += 8) {
-      __m256 a = _mm256_loadu_ps(x + i);
-      if constexpr (kEF) a = _mm256_add_ps(a, _mm256_loadu_ps(r + i));
-      __m128i h = _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 2 * i), h);
-      if constexpr (kEF) _mm256_storeu_ps(r + i, _mm256_sub_ps(a, _mm256_cvtph_ps(h)));
-    }
-  }
+#if defined(__x86_64__)
+  if (!bf16 && ActiveSimd() >= SimdLevel::kAvx2) i = PackHalfAvx2<kEF>(x, r, n, out);
 #endif
   for (; i < n; ++i) {
     float a = kEF ? x[i] + r[i] : x[i];
@@ -193,24 +202,53 @@ void PackHalfLike(const float* x, float* r, std::size_t n, bool bf16, std::uint8
   }
 }
 
-// int8 with one scale per block (max |a| / 127) and unbiased stochastic
-// rounding: q = floor(a / scale + u), u ~ U[0, 1), so E[q * scale] = a.
-#if defined(__AVX512F__)
+#if defined(__x86_64__)
+// UniformAt's "lowbias32" mix on 16 lanes.
+MURMUR_TARGET_AVX512 inline __m512i Mix16(__m512i x) {
+  x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
+  x = _mm512_mullo_epi32(x, _mm512_set1_epi32(0x7feb352d));
+  x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 15));
+  x = _mm512_mullo_epi32(x, _mm512_set1_epi32(static_cast<int>(0x846ca68bU)));
+  return _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
+}
+
 // UniformAt for 16 consecutive indices starting at i (same hash, vectorized).
-inline __m512 UniformAt16(std::uint64_t key, std::uint32_t i) {
-  auto mix = [](__m512i x) {
-    x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
-    x = _mm512_mullo_epi32(x, _mm512_set1_epi32(0x7feb352d));
-    x = _mm512_xor_si512(x, _mm512_srli_epi32(x, 15));
-    x = _mm512_mullo_epi32(x, _mm512_set1_epi32(static_cast<int>(0x846ca68bU)));
-    return _mm512_xor_si512(x, _mm512_srli_epi32(x, 16));
-  };
+MURMUR_TARGET_AVX512 inline __m512 UniformAt16(std::uint64_t key, std::uint32_t i) {
   __m512i idx = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(i)),
                                  _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
   __m512i h =
-      mix(_mm512_xor_si512(idx, _mm512_set1_epi32(static_cast<int>(static_cast<std::uint32_t>(key)))));
-  h = mix(_mm512_add_epi32(h, _mm512_set1_epi32(static_cast<int>(static_cast<std::uint32_t>(key >> 32)))));
+      Mix16(_mm512_xor_si512(idx, _mm512_set1_epi32(static_cast<int>(static_cast<std::uint32_t>(key)))));
+  h = Mix16(_mm512_add_epi32(h, _mm512_set1_epi32(static_cast<int>(static_cast<std::uint32_t>(key >> 32)))));
   return _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(h, 8)), _mm512_set1_ps(0x1p-24f));
+}
+
+// max |a_j| over the first multiple of 16 of m values into *amax; returns that multiple.
+MURMUR_TARGET_AVX512 std::size_t AbsMaxAvx512(const float* a, std::size_t m, float* amax) {
+  std::size_t j = 0;
+  __m512 vmax = _mm512_setzero_ps();
+  for (; j + 16 <= m; j += 16) vmax = _mm512_max_ps(vmax, _mm512_abs_ps(_mm512_loadu_ps(a + j)));
+  *amax = _mm512_reduce_max_ps(vmax);
+  return j;
+}
+
+// PackInt8's rounding of acc[0, m) (block values from index lo) 16 at a time;
+// returns how many it rounded.
+template <bool kEF>
+MURMUR_TARGET_AVX512 std::size_t QuantizeInt8Avx512(const float* acc, std::size_t m, std::size_t lo,
+                                                    float inv, float scale, std::uint64_t key,
+                                                    std::uint8_t* out, float* r) {
+  const __m512 vinv = _mm512_set1_ps(inv), vscale = _mm512_set1_ps(scale);
+  const __m512 lo_q = _mm512_set1_ps(-127.0f), hi_q = _mm512_set1_ps(127.0f);
+  std::size_t j = 0;
+  for (; j + 16 <= m; j += 16) {
+    __m512 a = _mm512_loadu_ps(acc + j);
+    __m512 u = UniformAt16(key, static_cast<std::uint32_t>(lo + j));
+    __m512 q = _mm512_roundscale_ps(_mm512_add_ps(_mm512_mul_ps(a, vinv), u), _MM_FROUND_TO_NEG_INF);
+    q = _mm512_min_ps(_mm512_max_ps(q, lo_q), hi_q);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + lo + j), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(q)));
+    if constexpr (kEF) _mm512_storeu_ps(r + lo + j, _mm512_sub_ps(a, _mm512_mul_ps(q, vscale)));
+  }
+  return j;
 }
 #endif
 
@@ -220,33 +258,24 @@ template <bool kEF>
 void PackInt8(const float* x, float* r, std::size_t n, std::uint32_t block, std::uint64_t key,
               std::uint8_t* out, float* scales) {
   std::vector<float> acc(std::min<std::size_t>(block, n));
+#if defined(__x86_64__)
+  const bool avx512 = ActiveSimd() >= SimdLevel::kAvx512;
+#endif
   for (std::size_t lo = 0, b = 0; lo < n; lo += block, ++b) {
     std::size_t m = std::min<std::size_t>(block, n - lo);
     for (std::size_t j = 0; j < m; ++j) acc[j] = kEF ? x[lo + j] + r[lo + j] : x[lo + j];
     std::size_t j = 0;
     float amax = 0;
-#if defined(__AVX512F__)
-    __m512 vmax = _mm512_setzero_ps();
-    for (; j + 16 <= m; j += 16) vmax = _mm512_max_ps(vmax, _mm512_abs_ps(_mm512_loadu_ps(&acc[j])));
-    amax = _mm512_reduce_max_ps(vmax);
+#if defined(__x86_64__)
+    if (avx512) j = AbsMaxAvx512(acc.data(), m, &amax);
 #endif
     for (; j < m; ++j) amax = std::max(amax, std::fabs(acc[j]));
     const float scale = amax / 127.0f;
     scales[b] = scale;
     const float inv = amax > 0 ? 127.0f / amax : 0.0f;
     j = 0;
-#if defined(__AVX512F__)
-    const __m512 vinv = _mm512_set1_ps(inv), vscale = _mm512_set1_ps(scale);
-    const __m512 lo_q = _mm512_set1_ps(-127.0f), hi_q = _mm512_set1_ps(127.0f);
-    for (; j + 16 <= m; j += 16) {
-      __m512 a = _mm512_loadu_ps(&acc[j]);
-      __m512 u = UniformAt16(key, static_cast<std::uint32_t>(lo + j));
-      __m512 q = _mm512_roundscale_ps(_mm512_add_ps(_mm512_mul_ps(a, vinv), u), _MM_FROUND_TO_NEG_INF);
-      q = _mm512_min_ps(_mm512_max_ps(q, lo_q), hi_q);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + lo + j),
-                       _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(q)));
-      if constexpr (kEF) _mm512_storeu_ps(r + lo + j, _mm512_sub_ps(a, _mm512_mul_ps(q, vscale)));
-    }
+#if defined(__x86_64__)
+    if (avx512) j = QuantizeInt8Avx512<kEF>(acc.data(), m, lo, inv, scale, key, out, r);
 #endif
     for (; j < m; ++j) {
       float u = UniformAt(key, static_cast<std::uint32_t>(lo + j));
@@ -258,19 +287,39 @@ void PackInt8(const float* x, float* r, std::size_t n, std::uint32_t block, std:
   }
 }
 
-// Sign bits (1 = negative) with scale ||a||_1 / d (Karimireddy et al. 2019, Alg. 1).
+#if defined(__x86_64__)
+// PackSign eight at a time; returns how many it packed.
 template <bool kEF>
-void PackSign(const float* acc, float* r, std::size_t n, float scale, std::uint8_t* out) {
-  std::size_t i = 0;
-#if defined(__AVX2__)
+MURMUR_TARGET_AVX2 std::size_t PackSignAvx2(const float* acc, float* r, std::size_t n, float scale,
+                                            std::uint8_t* out) {
   const __m256 sign_mask = _mm256_set1_ps(-0.0f), vs = _mm256_set1_ps(scale);
+  std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     __m256 a = _mm256_loadu_ps(acc + i);
     out[i / 8] = static_cast<std::uint8_t>(_mm256_movemask_ps(a));
     if constexpr (kEF)
       _mm256_storeu_ps(r + i, _mm256_sub_ps(a, _mm256_or_ps(_mm256_and_ps(a, sign_mask), vs)));
   }
+  return i;
+}
 #endif
+
+// Sign bits (1 = negative) with scale ||a||_1 / d (Karimireddy et al. 2019, Alg. 1).
+template <bool kEF>
+void PackSign(const float* acc, float* r, std::size_t n, float scale, std::uint8_t* out) {
+  std::size_t i = 0;
+#if defined(__x86_64__)
+  if (ActiveSimd() >= SimdLevel::kAvx2) i = PackSignAvx2<kEF>(acc, r, n, scale, out);
+#endif
+  // Whole bytes from the sign bits, with no read-modify-write of the output
+  // (the portable path, and NEON's through auto-vectorization).
+  for (; i + 8 <= n; i += 8) {
+    std::uint32_t byte = 0;
+    for (std::size_t l = 0; l < 8; ++l) byte |= (std::bit_cast<std::uint32_t>(acc[i + l]) >> 31) << l;
+    out[i / 8] = static_cast<std::uint8_t>(byte);
+    if constexpr (kEF)
+      for (std::size_t l = 0; l < 8; ++l) r[i + l] = acc[i + l] - (std::signbit(acc[i + l]) ? -scale : scale);
+  }
   for (; i < n; ++i) {
     bool neg = std::signbit(acc[i]);
     if (neg) out[i / 8] |= static_cast<std::uint8_t>(1u << (i % 8));

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "apps/murmur/command.h"
+#include "node/cpu_features.h"
 
 namespace murmur::cli {
 
@@ -79,7 +80,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? kExitUsage : kExitOk;
   }
   if (std::strcmp(argv[1], "--version") == 0) {
-    std::printf("murmur %s\n", MURMUR_VERSION);
+    std::printf("murmur %s\n%s\n", MURMUR_VERSION, murmur::node::CpuFeaturesLine().c_str());
     return kExitOk;
   }
   auto it = Commands().find(argv[1]);

@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "node/config.h"
+#include "node/cpu_features.h"
 #include "node/daemon.h"
 
 int main(int argc, char** argv) {
@@ -24,7 +25,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (parsed.count("version")) {
-      std::cout << "murmurd " << MURMUR_VERSION << "\n";
+      std::cout << "murmurd " << MURMUR_VERSION << "\n" << murmur::node::CpuFeaturesLine() << "\n";
       return 0;
     }
     if (!parsed.count("config")) {

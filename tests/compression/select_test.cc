@@ -77,6 +77,26 @@ TEST_CASE("Fused accumulation selects on r + x and leaves r = r + x") {
   CHECK(got == ReferenceTopK(sum, 50));
 }
 
+TEST_CASE(
+    "Approximate top-k of short vectors (under one sample chunk, or sampling most of it) is the exact "
+    "top-k") {
+  // A vector shorter than 16 values once made an empty sample and read past it.
+  for (std::size_t n = 1; n <= 40; ++n) {
+    Rng data_rng(n);
+    std::vector<float> x(n);
+    for (float& v : x) v = static_cast<float>(data_rng.Normal());
+    for (std::size_t k = 0; k <= n; ++k) {
+      CAPTURE(n);
+      CAPTURE(k);
+      Rng rng(n * 100 + k);
+      std::vector<std::uint32_t> got, exact;
+      TopKApprox(x, k, rng, got);
+      TopKExact(x, k, exact);
+      CHECK(got == exact);
+    }
+  }
+}
+
 TEST_CASE("Approximate top-k lands within [0.8k, 1.3k] and keeps the largest") {
   for (int dist = 0; dist < 6; ++dist) {
     for (std::uint64_t seed = 0; seed < 20; ++seed) {
