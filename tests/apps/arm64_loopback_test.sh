@@ -7,7 +7,11 @@
 #  3. their mean test accuracy equals what `murmur sim` of the same build
 #     gives for the job's spec (to the 4 decimals both print: the daemons
 #     and the simulator build their nodes through one engine);
-#  4. the idle RSS of one murmurd is printed (qemu's own memory included).
+#  4. the idle RSS of one murmurd is printed (qemu's own memory included);
+#  5. the cipher: where the emulated CPU has the AES and PMULL extensions
+#     (`murmurd --version` says so), every session of the job ran
+#     AES-256-GCM (murmur_sessions_aesgcm_total equals sessions opened),
+#     else none did.
 # Bounded: 4 idle daemons, a 30-round softmax job, every wait capped.
 # usage: arm64_loopback_test.sh MURMUR MURMURD SOURCE_DIR EMULATOR...
 set -euo pipefail
@@ -64,4 +68,15 @@ sim=$(grep -o "node accuracy mean [0-9.]*" "$FLEET/sim" | awk '{ print $4 }')
 [ -n "$sim" ] && [ "$sim" = "$daemons" ] || fail "the daemons' mean accuracy $daemons is not the simulator's $sim"
 echo "3. murmur sim of the same spec: node accuracy mean $sim, the daemons' own"
 echo "4. idle RSS of one murmurd under qemu-aarch64 (qemu included): $((rss / 1024)) MB"
+
+# 5. The cipher the aarch64 daemons negotiated among themselves.
+cpu=$("$MURMURD" --version | sed -n 2p)
+opened=$(fleet_metric 0 murmur_sessions_opened_total) aes=$(fleet_metric 0 murmur_sessions_aesgcm_total)
+[ "$opened" -gt 0 ] || fail "daemon 0 opened no session ($opened)"
+if grep -q "AES-256-GCM" <<<"$cpu"; then
+  [ "$aes" = "$opened" ] || fail "$aes of $opened sessions on AES-256-GCM, though '$cpu'"
+else
+  [ "$aes" = 0 ] || fail "$aes sessions on AES-256-GCM, though '$cpu'"
+fi
+echo "5. $cpu; daemon 0: $aes of $opened sessions on AES-256-GCM"
 echo "arm64 loopback test passed"
