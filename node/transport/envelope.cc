@@ -86,8 +86,19 @@ void EnvelopeReader::MaybeComplete(RecordEvent* event) {
   in_message_ = false;
 }
 
+void RecordSource::AppendTo(std::size_t offset, std::size_t n, crypto::Bytes* out) const {
+  const std::size_t at = out->size();
+  out->resize(at + n);
+  Read(offset, n, out->data() + at);
+}
+
 void SpanRecord::Read(std::size_t offset, std::size_t n, std::uint8_t* dst) const {
   std::copy_n(bytes_.begin() + static_cast<std::ptrdiff_t>(offset), n, dst);
+}
+
+void SpanRecord::AppendTo(std::size_t offset, std::size_t n, crypto::Bytes* out) const {
+  const auto from = bytes_.begin() + static_cast<std::ptrdiff_t>(offset);
+  out->insert(out->end(), from, from + static_cast<std::ptrdiff_t>(n));
 }
 
 Status EnvelopeReader::Feed(crypto::ByteSpan record, RecordEvent* event, bool keep) {
@@ -98,9 +109,7 @@ void EnvelopeReader::Append(const RecordSource& record, std::size_t offset, std:
   if (payload_.size() + n > payload_.capacity())
     payload_.reserve(
         std::min<std::uint64_t>(total_, std::max(kGrowthFactor * payload_.capacity(), payload_.size() + n)));
-  const std::size_t at = payload_.size();
-  payload_.resize(at + n);
-  record.Read(offset, n, payload_.data() + at);
+  record.AppendTo(offset, n, &payload_);
 }
 
 Status EnvelopeReader::Feed(const RecordSource& source, RecordEvent* event, bool keep) {

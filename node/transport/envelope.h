@@ -93,6 +93,9 @@ class RecordSource {
   virtual std::size_t size() const = 0;
   // Writes the record's bytes [offset, offset + n) to dst. REQUIRES: offset + n <= size().
   virtual void Read(std::size_t offset, std::size_t n, std::uint8_t* dst) const = 0;
+  // Appends the record's bytes [offset, offset + n) to *out (by default:
+  // grows it, zero-filled, and Reads into the new bytes).
+  virtual void AppendTo(std::size_t offset, std::size_t n, crypto::Bytes* out) const;
 };
 
 // A record already in memory, in the clear.
@@ -101,6 +104,8 @@ class SpanRecord : public RecordSource {
   explicit SpanRecord(crypto::ByteSpan bytes) : bytes_(bytes) {}
   std::size_t size() const override { return bytes_.size(); }
   void Read(std::size_t offset, std::size_t n, std::uint8_t* dst) const override;
+  // Copies without first zero-filling the new bytes (one pass over them, not two).
+  void AppendTo(std::size_t offset, std::size_t n, crypto::Bytes* out) const override;
 
  private:
   crypto::ByteSpan bytes_;
