@@ -158,13 +158,7 @@ TEST_CASE("A D-PSGD job runs across a renewed certificate's old not_after to the
   std::vector<std::unique_ptr<Daemon>> ds;
   for (int attempt = 0; attempt < 5 && ds.size() < testing::Cluster::kNodes; ++attempt) {
     ds.clear();
-    if (attempt > 0) {
-      for (auto& port : cluster.ports) {
-        asio::io_context io;
-        asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
-        port = probe.local_endpoint().port();
-      }
-    }
+    if (attempt > 0) cluster.ports = testing::FreeLoopbackPorts(cluster.ports.size());
     for (NodeId i = 0; i < testing::Cluster::kNodes; ++i) {
       auto d = Daemon::Create(cluster.Config(i, kRounds));
       if (!d.ok() && d.status().message().find("in use") != std::string::npos) break;

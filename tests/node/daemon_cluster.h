@@ -47,10 +47,8 @@ struct Cluster {
           testing::Creds(coordinator, static_cast<std::uint8_t>(i + 1), "fleet", 3600, crypto::kRoleNode, i);
       REQUIRE(creds.identity.Save(dir.string(), true).ok());
       REQUIRE(crypto::SaveCertificateFile((dir / "node.cert").string(), creds.certificate).ok());
-      asio::io_context io;
-      asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
-      ports.push_back(probe.local_endpoint().port());
     }
+    ports = FreeLoopbackPorts(kNodes);
   }
   ~Cluster() { fs::remove_all(root); }
 

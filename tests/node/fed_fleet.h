@@ -40,15 +40,10 @@ struct FedFleet {
     fs::remove_all(root);
     fs::create_directories(root);
     REQUIRE(coordinator.Save(root.string(), true).ok());
-    // Ports are probed (bound to 0 and released) before the daemons take them.
+    // Ports are probed free before the daemons take them (FreeLoopbackPorts).
     constexpr int kAttempts = 5;
     for (int attempt = 0; attempt < kAttempts; ++attempt) {
-      std::vector<std::uint16_t> ports;
-      for (NodeId i = 0; i < nodes; ++i) {
-        asio::io_context io;
-        asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
-        ports.push_back(probe.local_endpoint().port());
-      }
+      std::vector<std::uint16_t> ports = FreeLoopbackPorts(nodes);
       for (NodeId i = 0; i < nodes; ++i) {
         const fs::path dir = root / std::string("n").append(std::to_string(i));
         fs::create_directories(dir);

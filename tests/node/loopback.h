@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "crypto/frame_codec.h"
 #include "crypto/handshake.h"
 #include "node/job/decoders.h"
@@ -33,6 +35,29 @@ inline std::string JobCheckpoint(const std::string& data_dir, const std::string&
 // checkpoints and the record of those that completed), as a new data
 // directory would be.
 inline void ForgetJobs(const std::string& data_dir) { std::filesystem::remove_all(data_dir + "/jobs"); }
+
+// Loopback ports for the listeners a test starts later, each probed free
+// now. They come from below Linux's ephemeral range (32768-60999), where
+// the local port of any outgoing connection of a concurrent test could take
+// a probed port before the listener binds it, and above what the shell
+// tests use (20000-31999); each process starts in its own block of 16.
+inline std::vector<std::uint16_t> FreeLoopbackPorts(std::size_t n) {
+  constexpr int kFirst = 12000, kLast = 19999;
+  static int next = kFirst + static_cast<int>(::getpid() % 400) * 16;
+  std::vector<std::uint16_t> ports;
+  for (int tried = 0; ports.size() < n && tried <= kLast - kFirst; ++tried) {
+    const auto port = static_cast<std::uint16_t>(next);
+    next = next == kLast ? kFirst : next + 1;
+    asio::io_context io;
+    asio::ip::tcp::acceptor probe(io);
+    asio::error_code ec;
+    probe.open(asio::ip::tcp::v4(), ec);
+    if (!ec) probe.bind({asio::ip::make_address("127.0.0.1"), port}, ec);
+    if (!ec) ports.push_back(port);
+  }
+  REQUIRE(ports.size() == n);
+  return ports;
+}
 
 inline std::int64_t UnixNow() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())

@@ -109,12 +109,7 @@ TEST_CASE("Sends to a disconnected peer queue up to the bound, dropping the olde
 TEST_CASE("A dialer retries with backoff until the peer comes up, and again after the peer restarts") {
   auto coordinator = Seeded(100);
   // Reserve a port, then free it for node 2 to take later.
-  std::uint16_t port = 0;
-  {
-    asio::io_context io;
-    asio::ip::tcp::acceptor probe(io, {asio::ip::make_address("127.0.0.1"), 0});
-    port = probe.local_endpoint().port();
-  }
+  const std::uint16_t port = testing::FreeLoopbackPorts(1).front();
   TransportOptions o;
   o.reconnect_initial = std::chrono::milliseconds(20);
   o.reconnect_max = std::chrono::milliseconds(200);
