@@ -51,6 +51,8 @@ std::vector<float> Values(std::size_t n, std::uint64_t seed) {
   return v;
 }
 
+#if defined(__x86_64__)
+// The "flags" line of /proc/cpuinfo, as words.
 std::set<std::string> CpuFlags() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -63,6 +65,7 @@ std::set<std::string> CpuFlags() {
   }
   return {};
 }
+#endif
 
 TEST_CASE("the detected SIMD level is what the kernel reports in /proc/cpuinfo, and capping lowers it") {
   Uncap uncap;
