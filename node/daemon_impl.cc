@@ -19,6 +19,7 @@
 #include "engine/files.h"
 #include "node/certificate_reload.h"
 #include "node/config.h"
+#include "node/cpu_features.h"
 #include "node/fd_budget.h"
 #include "node/job/checkpoint.h"
 #include "node/job/decoders.h"
@@ -365,6 +366,8 @@ Status DaemonImpl::Run(bool handle_signals) {
   MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": listening on port " << transport_->port()
                     << ", metrics on " << metrics_->port() << ", control on " << control_->port() << ", job "
                     << (job_ ? job_->config().job_id() + " (" + job_state_ + ")" : std::string("none"));
+  MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": " << CpuFeaturesLine()
+                    << (config_.cipher() == "chachapoly" ? " (AES-256-GCM off by the cipher setting)" : "");
   io_.run();
   return Status::Ok();
 }
