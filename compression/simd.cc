@@ -13,6 +13,7 @@ SimdLevel Detect() {
 #if defined(__x86_64__)
   // __builtin_cpu_supports checks the OS's XSAVE state for AVX and AVX-512;
   // F16C (CPUID leaf 1, ECX bit 29) it does not name in GCC 12.
+  __builtin_cpu_init();  // in case this runs before libgcc's own constructor
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
   if (!f16c || !__builtin_cpu_supports("avx2")) return SimdLevel::kScalar;

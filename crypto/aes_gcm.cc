@@ -86,7 +86,10 @@ void Update(EVP_CIPHER_CTX* ctx, const std::uint8_t* in, std::size_t n, std::uin
 
 bool HardwareAvailable() {
 #if defined(__x86_64__)
-  static const bool available = __builtin_cpu_supports("aes") && __builtin_cpu_supports("pclmul");
+  static const bool available = [] {
+    __builtin_cpu_init();  // in case this runs before libgcc's own constructor
+    return __builtin_cpu_supports("aes") && __builtin_cpu_supports("pclmul");
+  }();
   return available;
 #elif defined(__aarch64__)
   static const bool available = [] {
