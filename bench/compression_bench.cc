@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -174,25 +175,11 @@ void RunAtLevel(benchmark::State& state, double* scalar_rate, Body body) {
   state.counters["vs_scalar"] = *scalar_rate > 0 ? rate / *scalar_rate : 0.0;
 }
 
-void BM_LevelSignPack(benchmark::State& state) {
-  static double scalar = 0;
-  RunAtLevel(state, &scalar, [&] {
-    benchmark::DoNotOptimize(PackValues(Data(), {}, {ValueType::kSign, 0, 0}, 1));
-  });
-}
-
-void BM_LevelInt8Pack(benchmark::State& state) {
-  static double scalar = 0;
-  RunAtLevel(state, &scalar, [&] {
-    benchmark::DoNotOptimize(PackValues(Data(), {}, {ValueType::kInt8, 256, 0}, 1));
-  });
-}
-
-void BM_LevelFp16Pack(benchmark::State& state) {
-  static double scalar = 0;
-  RunAtLevel(state, &scalar, [&] {
-    benchmark::DoNotOptimize(PackValues(Data(), {}, {ValueType::kF16, 0, 0}, 1));
-  });
+// PackValues with `coding`; each coding keeps its own scalar rate.
+void BM_LevelPack(benchmark::State& state, ValueCoding coding) {
+  static std::map<ValueType, double> scalar;
+  RunAtLevel(state, &scalar[coding.type],
+             [&] { benchmark::DoNotOptimize(PackValues(Data(), {}, coding, 1)); });
 }
 
 void BM_LevelThresholdSelect(benchmark::State& state) {
@@ -238,9 +225,15 @@ BENCHMARK(BM_ErrorFeedbackTopKFused)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ErrorFeedbackTopKDecompressSubtract)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SignPack)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Int8StochasticPack)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_LevelSignPack)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_LevelInt8Pack)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_LevelFp16Pack)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_LevelPack, sign, ValueCoding{ValueType::kSign, 0, 0})
+    ->DenseRange(0, 2)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_LevelPack, int8, ValueCoding{ValueType::kInt8, 256, 0})
+    ->DenseRange(0, 2)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_LevelPack, fp16, ValueCoding{ValueType::kF16, 0, 0})
+    ->DenseRange(0, 2)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LevelThresholdSelect)->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Compressor, topk_0_001_fp16_ef, "topk:0.001:fp16")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Compressor, sign_ef, "sign")->Unit(benchmark::kMillisecond);
