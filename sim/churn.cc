@@ -28,7 +28,7 @@ void ScheduleNext(const std::shared_ptr<MarkovState>& st, NodeId node) {
   double mean = sim.online(node) ? on_ns : on_ns * (1 - a) / a;
   Nanos at = sim.now() + Draw(st->rngs[node], mean);
   if (at > st->horizon) return;
-  sim.At(at, [st, node] {
+  sim.AtNode(node, at, [st, node] {
     bool next = !st->sim->online(node);
     st->sim->SetOnline(node, next);
     if (st->on_change) st->on_change(node, next);
@@ -45,7 +45,7 @@ void StartMarkovChurn(Simulator& sim, const ChurnOptions& options, Nanos horizon
   for (NodeId i = 0; i < sim.num_nodes(); ++i) {
     Rng& rng = st->rngs[i] = st->rngs[i].Fork(0xC4u);
     double a = sim.device(i).availability;
-    if (a >= 1.0) continue;
+    if (a >= 1.0 || !sim.placement().local(i)) continue;  // another rank runs it
     bool start_online = !options.random_initial_state || rng.Bernoulli(a);
     if (!start_online) {
       sim.SetOnline(i, false);
@@ -94,7 +94,8 @@ Result<std::vector<ChurnEvent>> ReadChurnTrace(const std::string& path, std::siz
 void StartTraceChurn(Simulator& sim, std::vector<ChurnEvent> events, ChurnCallback on_change) {
   auto cb = std::make_shared<ChurnCallback>(std::move(on_change));
   for (const ChurnEvent& e : events) {
-    sim.At(std::max(e.time, sim.now()), [&sim, e, cb] {
+    if (!sim.placement().local(e.node)) continue;  // another rank runs it
+    sim.AtNode(e.node, std::max(e.time, sim.now()), [&sim, e, cb] {
       sim.SetOnline(e.node, e.online);
       if (*cb) (*cb)(e.node, e.online);
     });

@@ -7,6 +7,12 @@
 // (1/n) sum_i ||x_i - x_bar||^2 over all nodes. Work is split in fixed chunks
 // and reduced in order, so results do not depend on the thread count.
 //
+// In a partitioned run every rank holds a contiguous block of the models and
+// calls Evaluate together: x_bar's sums pass from rank to rank in id order,
+// the per-model numbers are gathered to rank 0, which measures x_bar and
+// shares the point. Every sum is taken in the same order as in one process,
+// so the point is the same bit for bit for any number of ranks.
+//
 // Models are measured by the spec's ml::Model, or by a caller's function
 // (sim/external_learning.h), which may be called one node at a time on the
 // calling thread instead of on the pool.
@@ -22,6 +28,7 @@
 #include "ml/dataset.h"
 #include "ml/model.h"
 #include "sim/metrics.h"
+#include "sim/ranks.h"
 #include "sim/runner.h"
 #include "sim/simulator.h"
 
@@ -44,6 +51,12 @@ class Evaluator {
 
   // Fills the accuracy, loss and consensus fields of an EvalPoint.
   EvalPoint Evaluate(const std::vector<const ParamVector*>& params);
+  // The same over models spread across ranks: this rank holds models
+  // [first, first + params.size()) of `total`, and `losses` their last
+  // training losses (train_loss is their mean over all ranks). Every rank
+  // calls it; every rank gets the whole point.
+  EvalPoint Evaluate(const std::vector<const ParamVector*>& params, std::span<const double> losses,
+                     RankGroup& ranks, std::size_t first, std::size_t total);
 
  private:
   Measure measure_;
@@ -59,6 +72,9 @@ class Evaluator {
 // virtual and wall time, the network's traffic so far and how many of nodes
 // [0, nodes) are online (a federated server, an extra node, is not counted).
 void StampPoint(const Simulator& sim, NodeId nodes, std::uint64_t round, double wall_s, EvalPoint* p);
+
+// The same from traffic totals already summed over the ranks, as they were at `at`.
+void StampPoint(const TrafficTotals& totals, Nanos at, std::uint64_t round, double wall_s, EvalPoint* p);
 
 // Fills the summary's totals at the end of a run.
 void FinishSummary(const Simulator& sim, std::uint64_t rounds_done, double wall_s, RunSummary* summary);

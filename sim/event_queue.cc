@@ -4,9 +4,15 @@
 
 namespace murmur::sim {
 
-EventQueue::EventId EventQueue::Schedule(Nanos at, std::function<void()> fn) {
+std::uint64_t EventQueue::NextSequence(NodeId origin) {
+  if (origin == kWorldOrigin) return world_sequence_++;
+  if (origin >= sequence_.size()) sequence_.resize(static_cast<std::size_t>(origin) + 1, 0);
+  return sequence_[origin]++;
+}
+
+EventQueue::EventId EventQueue::Schedule(EventKey key, std::function<void()> fn) {
   EventId id = next_id_++;
-  heap_.push(Event{at, id});
+  heap_.push(Event{key, id});
   callbacks_.emplace(id, std::move(fn));
   return id;
 }
@@ -27,13 +33,13 @@ void EventQueue::SkipCancelled() {
   }
 }
 
-Nanos EventQueue::next_time() {
+const EventKey& EventQueue::next_key() {
   SkipCancelled();
   MURMUR_CHECK(!heap_.empty());
-  return heap_.top().time;
+  return heap_.top().key;
 }
 
-std::pair<Nanos, std::function<void()>> EventQueue::Pop() {
+std::pair<EventKey, std::function<void()>> EventQueue::Pop() {
   SkipCancelled();
   MURMUR_CHECK(!heap_.empty());
   Event e = heap_.top();
@@ -41,7 +47,7 @@ std::pair<Nanos, std::function<void()>> EventQueue::Pop() {
   auto it = callbacks_.find(e.id);
   std::function<void()> fn = std::move(it->second);
   callbacks_.erase(it);
-  return {e.time, std::move(fn)};
+  return {e.key, std::move(fn)};
 }
 
 }  // namespace murmur::sim

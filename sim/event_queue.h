@@ -1,9 +1,13 @@
 // EventQueue: the simulator's pending events in virtual time.
 //
-// Events run in (time, sequence) order; the sequence number is assigned at
-// scheduling, so events due at the same instant run in the order they were
-// scheduled. That order, and nothing about threads, decides what happens
-// first, which is what makes a simulation reproducible from its seed.
+// Events run in the order of their key (time, origin, sequence): `origin` is
+// the node whose action scheduled the event (the sender of a message, the
+// node that set a timer) or kWorldOrigin for the simulator's own events, and
+// `sequence` counts the events that origin has scheduled. The key depends
+// only on what each node did, never on how nodes are interleaved or spread
+// over processes, so a run is the same for any thread count and any number of
+// ranks (docs/simulator.md). At one instant the simulator's own events
+// (kWorldOrigin, the largest id) come after every node's.
 // Cancellation is lazy: a cancelled event stays queued and is skipped.
 //
 // Thread-safety: none; the simulator's event loop owns it.
@@ -20,27 +24,47 @@
 
 namespace murmur::sim {
 
+inline constexpr NodeId kWorldOrigin = kNoNode;
+
+struct EventKey {
+  Nanos time;
+  NodeId origin;
+  std::uint64_t sequence;
+  bool operator<(const EventKey& o) const {
+    if (time != o.time) return time < o.time;
+    if (origin != o.origin) return origin < o.origin;
+    return sequence < o.sequence;
+  }
+};
+
 class EventQueue {
  public:
   using EventId = std::uint64_t;
 
-  // Schedules `fn` at absolute virtual time `at`. Returns an id for Cancel.
-  EventId Schedule(Nanos at, std::function<void()> fn);
+  // The next sequence number of `origin` (each call takes one).
+  std::uint64_t NextSequence(NodeId origin);
+  // Schedules `fn` at `at` for `origin`. Returns an id for Cancel.
+  EventId Schedule(Nanos at, NodeId origin, std::function<void()> fn) {
+    return Schedule(EventKey{at, origin, NextSequence(origin)}, std::move(fn));
+  }
+  // Schedules `fn` under a key taken before (NextSequence), here or on another rank.
+  EventId Schedule(EventKey key, std::function<void()> fn);
   void Cancel(EventId id);
 
   bool empty() const { return heap_.size() == cancelled_.size(); }
-  // Time of the next live event. REQUIRES: !empty().
-  Nanos next_time();
-  // Removes the next live event and returns its time and callback. REQUIRES: !empty().
-  std::pair<Nanos, std::function<void()>> Pop();
+  // Key of the next live event. REQUIRES: !empty().
+  const EventKey& next_key();
+  Nanos next_time() { return next_key().time; }
+  // Removes the next live event and returns its key and callback. REQUIRES: !empty().
+  std::pair<EventKey, std::function<void()>> Pop();
   std::size_t size() const { return heap_.size() - cancelled_.size(); }
 
  private:
   struct Event {
-    Nanos time;
+    EventKey key;
     EventId id;
     // std::priority_queue is a max-heap: "less" means later.
-    bool operator<(const Event& o) const { return time != o.time ? time > o.time : id > o.id; }
+    bool operator<(const Event& o) const { return o.key < key; }
   };
   void SkipCancelled();
 
@@ -48,6 +72,8 @@ class EventQueue {
   // Callbacks live beside the heap so the heap moves small records.
   std::unordered_map<EventId, std::function<void()>> callbacks_;
   std::unordered_set<EventId> cancelled_;
+  std::vector<std::uint64_t> sequence_;  // per node origin
+  std::uint64_t world_sequence_ = 0;
   EventId next_id_ = 1;
 };
 

@@ -247,7 +247,8 @@ RunSummary FederatedRun::Run(FederatedStats* stats) {
   StartScenarioChurn(*sim_, s_, *world_, FromSeconds(s_.time_budget() > 0 ? s_.time_budget() : 1e7),
                      on_change);
   for (NodeId i = 0; i < num_clients_; ++i) SetOnline(i, sim_->online(i));
-  sim_->At(Nanos(0), [this] { server_->Start(); });
+  // The server is the last node (after the clients and the edge aggregators).
+  sim_->AtNode(static_cast<NodeId>(sim_->num_nodes() - 1), Nanos(0), [this] { server_->Start(); });
   sim_->RunUntil(s_.time_budget() > 0 ? FromSeconds(s_.time_budget()) : Nanos::max());
   if (summary_.points.empty() || summary_.points.back().round != rounds_done_) Evaluate(rounds_done_);
   FinishSummary(*sim_, rounds_done_, WallSeconds(), &summary_);

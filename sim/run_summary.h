@@ -25,7 +25,8 @@ struct RunSummary {
   std::uint64_t rounds_done = 0;
   double wall_s = 0;
   double virtual_s = 0;
-  std::uint64_t peak_rss_bytes = 0;
+  std::uint64_t peak_rss_bytes = 0;  // partitioned: the largest of any rank
+  int ranks = 1;                     // processes the run was spread over
   std::uint64_t state_bytes = 0;  // the nodes' own algorithm state (models and buffers)
   std::uint64_t messages_sent = 0;
   // Injected faults (fault_* fields), summed over the nodes.
@@ -43,6 +44,7 @@ struct RunSummary {
 };
 
 struct ExternalLearning;
+class RankGroup;
 
 // How a run reports beyond its metrics, and what a caller adds to it.
 struct RunOptions {
@@ -54,6 +56,10 @@ struct RunOptions {
   // The caller's learners (sim/external_learning.h); null: ml::MlLearner on
   // the spec's model. Must outlive the run.
   const ExternalLearning* learning = nullptr;
+  // The ranks a gossip run is spread over (sim/ranks.h), each running a block
+  // of the nodes; every rank calls RunScenario with the same scenario. Null:
+  // one process. Must outlive the run.
+  RankGroup* ranks = nullptr;
 };
 
 // Called as rounds complete (done of total) and after each evaluation (with its point).

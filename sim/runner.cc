@@ -18,8 +18,10 @@
 #include "sim/faults.h"
 #include "sim/federated_run.h"
 #include "sim/scenario.h"
+#include "sim/ranks.h"
 #include "sim/simulator.h"
 #include "sim/tap_env.h"
+#include "sim/windows.h"
 #include "sim/world.h"
 
 namespace murmur::sim {
@@ -38,7 +40,14 @@ class ScenarioRun final : public RoundObserver {
         n_(static_cast<NodeId>(s.spec().nodes() + world_->attached_to.size())),
         progress_(progress),
         options_(options),
-        start_(Clock::now()) {}
+        start_(Clock::now()) {
+    if (options_.ranks == nullptr) {
+      own_ranks_ = MakeLocalRanks();
+      ranks_ = own_ranks_.get();
+    } else {
+      ranks_ = options_.ranks;
+    }
+  }
 
   Status Build();
   RunSummary Run();
@@ -46,7 +55,16 @@ class ScenarioRun final : public RoundObserver {
   void OnRoundDone(NodeId node, std::uint64_t round, double loss) override;
 
  private:
-  void Evaluate(std::uint64_t round);
+  // Evaluates round `round` as it stood at the end of instant `at`, with the
+  // network's totals then (summed over the ranks); from the snapshots taken
+  // as nodes finished it, or the live models when there are none.
+  void Evaluate(std::uint64_t round, Nanos at, TrafficTotals totals);
+  // The same with this instant's totals (every rank at the same point).
+  void EvaluateNow(std::uint64_t round, Nanos at);
+  // After each window: the rounds every node of every rank has finished are
+  // evaluated where due. False once the last round is done.
+  bool AfterWindow();
+  Status CheckPartitionable() const;
   // Whether round `done` is an evaluation point (eval_every 0: only the end).
   bool EvaluatedAt(std::uint64_t done) const {
     return spec_.eval_every() > 0 && done % spec_.eval_every() == 0;
@@ -55,6 +73,8 @@ class ScenarioRun final : public RoundObserver {
   Nanos FittedRoundTimeout() const;
   const proto::Scenario& s_;
   const proto::JobSpec& spec_;
+  std::unique_ptr<RankGroup> own_ranks_;
+  RankGroup* ranks_;  // options_.ranks, or own_ranks_
   std::unique_ptr<World> world_;
   NodeId n_;  // simulated nodes: the scenario's, and Byzantine ones attached to them
   ProgressFn progress_;
@@ -73,10 +93,16 @@ class ScenarioRun final : public RoundObserver {
   std::unique_ptr<ByzantineCoalition> coalition_;
   std::vector<std::unique_ptr<TapEnv>> taps_;
   NodeId honest_ = 0;  // nodes that learn (all but the Byzantine ones)
+  NodeId local_honest_ = 0;  // of them, those this rank runs
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<MetricsWriter> writer_;
   std::vector<double> last_loss_;
-  std::map<std::uint64_t, NodeId> completed_;  // round -> nodes done with it
+  std::map<std::uint64_t, NodeId> completed_;  // round -> this rank's nodes done with it
+  std::uint64_t local_done_ = 0;               // rounds every node of this rank has finished
+  // Evaluated rounds (and the last) that this rank's nodes have all finished,
+  // and when the last of them did; the round was done everywhere at the
+  // latest of these times over the ranks.
+  std::map<std::uint64_t, Nanos> local_finish_;
   // Evaluation round -> every node's model as it finished that round. Nodes
   // that finish early start (and, in the simulator, compute) their next
   // round's local steps before the last node is done; evaluating their live
@@ -91,6 +117,8 @@ class ScenarioRun final : public RoundObserver {
   std::vector<Snapshot> spare_snapshots_;
   Snapshot TakeSnapshot();
   std::uint64_t rounds_done_ = 0;
+  Nanos last_evaluated_at_{0};
+  std::uint64_t last_evaluated_messages_ = 0;  // messages sent by then, all ranks
   RunSummary summary_;
 };
 
@@ -128,7 +156,13 @@ Status ScenarioRun::BuildByzantine() {
 // latency with the worst jitter; at least 50 ms.
 Nanos ScenarioRun::FittedRoundTimeout() const {
   const double bits = 8.0 * (4.0 * static_cast<double>(world_->initial.size()) + 64);
-  const double flops = learners_.empty() ? 0 : learners_.front()->FlopsPerStep() * spec_.local_steps();
+  double flops = 0;  // every node's model is the same: any of this rank's learners tells
+  for (const auto& l : learners_) {
+    if (l != nullptr) {
+      flops = l->FlopsPerStep() * static_cast<double>(spec_.local_steps());
+      break;
+    }
+  }
   double slowest = 0.05;
   for (NodeId i = 0; i < n_; ++i) {
     const DeviceProfile& d = world_->devices[i];
@@ -152,8 +186,12 @@ Status ScenarioRun::Build() {
   so.network.jitter = s_.jitter();
   so.serial_work = options_.learning != nullptr && !options_.learning->concurrent;
   so.interrupt = options_.interrupt;
+  so.placement = Placement(n, ranks_->size(), ranks_->rank());
+  so.decoder = GossipWireDecoder();
   sim_ = std::make_unique<Simulator>(so, world_->devices);
   MURMUR_RETURN_IF_ERROR(BuildByzantine());
+  MURMUR_RETURN_IF_ERROR(CheckPartitionable());
+  const Placement& place = sim_->placement();
   if (HasScenarioFaults(s_)) {
     MURMUR_ASSIGN_OR_RETURN(fault_plan_, MakeScenarioFaultPlan(s_));
     for (NodeId i = 0; i < n; ++i)
@@ -161,13 +199,18 @@ Status ScenarioRun::Build() {
   }
   MURMUR_ASSIGN_OR_RETURN(ml::MlLearnerOptions lo, engine::LearnerOptionsOf(spec_));
   last_loss_.assign(n, 0.0);
-  for (NodeId i = 0; i < spec_.nodes(); ++i) {  // attached Byzantine nodes do not learn
-    MURMUR_ASSIGN_OR_RETURN(auto learner, MakeNodeLearner(options_.learning, *world_, spec_, lo, i,
+  learners_.resize(spec_.nodes());
+  for (NodeId i = place.begin(); i < std::min<NodeId>(place.end(), spec_.nodes()); ++i) {
+    // attached Byzantine nodes do not learn; another rank's nodes are built there
+    MURMUR_ASSIGN_OR_RETURN(learners_[i], MakeNodeLearner(options_.learning, *world_, spec_, lo, i,
                                                           world_->data.train, world_->partition->node(i)));
-    learners_.push_back(std::move(learner));
   }
   const Nanos fitted_timeout = FittedRoundTimeout();
   for (NodeId i = 0; i < n; ++i) {
+    if (!place.local(i)) {  // another rank's
+      nodes_.push_back(nullptr);
+      continue;
+    }
     if (coalition_ != nullptr && coalition_->byzantine(i)) {
       MessageSink* sink = coalition_.get();
       if (s_.faults().corrupt() > 0) {  // so that every corrupted message meets a decoder and is counted
@@ -208,10 +251,13 @@ Status ScenarioRun::Build() {
     }
     sim_->SetSink(i, sink);
     summary_.state_bytes += nodes_.back()->state_floats() * sizeof(float);
+    ++local_honest_;
   }
   evaluator_ = MakeEvaluator(options_.learning, *world_, s_.eval_nodes(), s_.eval_samples(), spec_.seed(),
                              sim_->pool());
-  auto writer = MetricsWriter::Open(s_.metrics_csv(), s_.metrics_json());
+  // Rank 0 alone writes the metrics.
+  auto writer = ranks_->rank() == 0 ? MetricsWriter::Open(s_.metrics_csv(), s_.metrics_json())
+                                    : MetricsWriter::Open("", "");
   if (!writer.ok()) return writer.status();
   writer_ = std::move(writer).value();
   std::ostringstream d;
@@ -236,6 +282,28 @@ Status ScenarioRun::Build() {
   summary_.description = d.str();
   summary_.params_per_node = world_->initial.size();
   summary_.learning_nodes = honest_;
+  summary_.ranks = ranks_->size();
+  return Status::Ok();
+}
+
+// What a partitioned run can spread over ranks today; every rank finds the
+// same answer (the same scenario), so all of them return the error.
+Status ScenarioRun::CheckPartitionable() const {
+  if (ranks_->size() == 1) return Status::Ok();
+  auto no = [&](const std::string& what) {
+    return Status::FailedPrecondition(what + " runs on one rank only; run it without mpirun (or with -np 1)");
+  };
+  if (ranks_->size() > static_cast<int>(n_))
+    return Status::InvalidArgument(std::to_string(ranks_->size()) + " ranks for " + std::to_string(n_) +
+                                   " nodes: use at most one rank per node");
+  if (coalition_ != nullptr) return no("a scenario with Byzantine nodes (their coalition sees every node)");
+  if (HasScenarioFaults(s_)) return no("a scenario with injected faults");
+  if (spec_.topology() == "vehicles") return no("the vehicles topology (one mobility model for all nodes)");
+  if (options_.learning != nullptr) return no("a scenario with the caller's own learners");
+  if (sim_->Lookahead() == Nanos(0))
+    return Status::InvalidArgument(
+        "a run spread over ranks needs messages to take time: every device has 0 latency and latency_ms is 0 "
+        "(set latency_ms > 0)");
   return Status::Ok();
 }
 
@@ -243,8 +311,9 @@ void ScenarioRun::OnRoundDone(NodeId node, std::uint64_t round, double loss) {
   last_loss_[node] = loss;
   if (spec_.algorithm() == "gossip-learning") return;  // evaluated on a clock instead
   const std::uint64_t done = round + 1;
+  const bool evaluated = done <= spec_.rounds() && (EvaluatedAt(done) || done == spec_.rounds());
   // Nodes go on past the last round (GossipHost::open_ended), so it is copied too.
-  if (done <= spec_.rounds() && (EvaluatedAt(done) || done == spec_.rounds())) {
+  if (evaluated) {
     auto [it, fresh] = snapshots_.try_emplace(done);
     Snapshot& snap = it->second;
     if (fresh) snap = TakeSnapshot();
@@ -258,34 +327,67 @@ void ScenarioRun::OnRoundDone(NodeId node, std::uint64_t round, double loss) {
     snap.loss[node] = loss;
   }
   NodeId& count = completed_[round];
-  if (++count < honest_) return;
+  if (++count < local_honest_) return;
   completed_.erase(round);
-  rounds_done_ = done;
-  if (progress_) progress_(rounds_done_, spec_.rounds(), nullptr);
-  if (EvaluatedAt(rounds_done_) || rounds_done_ == spec_.rounds()) Evaluate(rounds_done_);
-  // Every node has finished the last round: stop, though the nodes would go
-  // on (GossipHost::open_ended) and churn may still have events queued.
-  if (rounds_done_ == spec_.rounds()) sim_->Stop();
+  local_done_ = done;
+  if (evaluated) {
+    // The totals at the end of this instant may be asked for once every rank
+    // is done with the round (AfterWindow).
+    local_finish_[done] = sim_->now();
+    sim_->RecordTotalsFrom(local_finish_.begin()->second);
+  }
 }
 
-void ScenarioRun::Evaluate(std::uint64_t round) {
+bool ScenarioRun::AfterWindow() {
+  std::int64_t done = static_cast<std::int64_t>(local_done_);
+  ranks_->AllReduceMin(std::span(&done, 1));
+  while (rounds_done_ < static_cast<std::uint64_t>(done)) {
+    const std::uint64_t r = ++rounds_done_;
+    if (progress_) progress_(rounds_done_, spec_.rounds(), nullptr);
+    auto finish = local_finish_.find(r);
+    if (finish == local_finish_.end()) continue;
+    // Every node finished round r by the latest of the ranks' finishing times.
+    std::int64_t at = finish->second.count();
+    ranks_->AllReduceMax(std::span(&at, 1));
+    local_finish_.erase(finish);
+    const TrafficTotals mine = sim_->TotalsAt(Nanos(at));
+    Evaluate(r, Nanos(at), mine);
+    sim_->RecordTotalsFrom(local_finish_.empty() ? Nanos::max() : local_finish_.begin()->second);
+    // Every node has finished the last round: stop, though the nodes would go
+    // on (GossipHost::open_ended) and churn may still have events queued.
+    if (r == spec_.rounds()) return false;
+  }
+  return true;
+}
+
+void ScenarioRun::EvaluateNow(std::uint64_t round, Nanos at) { Evaluate(round, at, sim_->Totals()); }
+
+void ScenarioRun::Evaluate(std::uint64_t round, Nanos at, TrafficTotals totals) {
+  std::uint64_t sums[5] = {totals.messages_sent, totals.bytes_sent, totals.bytes_received, totals.messages_lost,
+                           totals.online};
+  ranks_->AllReduceSum(sums);
+  totals = TrafficTotals{sums[0], sums[1], sums[2], sums[3], sums[4]};
+  last_evaluated_messages_ = totals.messages_sent;
   std::vector<const ParamVector*> params;
+  std::vector<double> losses;
   params.reserve(nodes_.size());
   auto snap = snapshots_.find(round);
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
-    if (nodes_[i] == nullptr) continue;  // a Byzantine node
-    params.push_back(snap != snapshots_.end() ? &snap->second.params[i] : &nodes_[i]->params());
+    if (nodes_[i] == nullptr) continue;  // a Byzantine node, or another rank's
+    const bool from_snap = snap != snapshots_.end();
+    params.push_back(from_snap ? &snap->second.params[i] : &nodes_[i]->params());
+    losses.push_back(from_snap ? snap->second.loss[i] : last_loss_[i]);
   }
   // The models of the last round, as the nodes ended it (they go on past it).
   if (options_.keep_final_models && round == spec_.rounds())
     for (const ParamVector* x : params)
       summary_.final_models.emplace_back(x->span().begin(), x->span().end());
-  EvalPoint p = evaluator_->Evaluate(params);
-  StampPoint(*sim_, n_, round, WallSeconds(), &p);
-  const std::vector<double>& losses = snap != snapshots_.end() ? snap->second.loss : last_loss_;
-  double loss = 0;
-  for (double l : losses) loss += l;  // Byzantine nodes report none: 0
-  p.train_loss = loss / static_cast<double>(honest_);
+  // Byzantine nodes only exist on one rank: this rank's learners come first
+  // after the blocks of the ranks before it.
+  const NodeId first = sim_->placement().begin();
+  EvalPoint p = evaluator_->Evaluate(params, losses, *ranks_, first, honest_);
+  StampPoint(totals, at, round, WallSeconds(), &p);
+  last_evaluated_at_ = at;
   if (snap != snapshots_.end()) {
     spare_snapshots_.push_back(std::move(snap->second));
     snapshots_.erase(snap);
@@ -308,7 +410,7 @@ ScenarioRun::Snapshot ScenarioRun::TakeSnapshot() {
 }
 
 RunSummary ScenarioRun::Run() {
-  Evaluate(0);
+  EvaluateNow(0, Nanos(0));
   const bool gl = spec_.algorithm() == "gossip-learning";
   if (!gl) {  // the first evaluated round's snapshot, allocated with the nodes
     Snapshot snap = TakeSnapshot();
@@ -319,36 +421,63 @@ RunSummary ScenarioRun::Run() {
   const double horizon_s = gl ? spec_.period() * static_cast<double>(spec_.rounds()) : 0;
   const double churn_horizon_s = s_.time_budget() > 0 ? s_.time_budget() : (gl ? horizon_s : 1e9);
   StartScenarioChurn(*sim_, s_, *world_, FromSeconds(churn_horizon_s), {});
-  if (gl) {
-    // Gossip learning has no rounds: evaluate every eval_every periods, and
-    // count a "round" as one period (one wake-up per node on average).
-    for (std::uint64_t r = spec_.eval_every(); r > 0 && r <= spec_.rounds(); r += spec_.eval_every()) {
-      sim_->At(FromSeconds(spec_.period() * static_cast<double>(r)), [this, r] {
-        rounds_done_ = r;
-        Evaluate(r);
-      });
-    }
-  }
   for (auto& n : nodes_) {
     if (n != nullptr) n->Start();
   }
   Nanos until = s_.time_budget() > 0 ? FromSeconds(s_.time_budget()) : Nanos::max();
   if (gl) until = std::min(until, FromSeconds(horizon_s + 1e-9));
-  sim_->RunUntil(until);
+  // Gossip learning has no rounds: it is evaluated every eval_every periods
+  // (after the events of that instant), a "round" being one period (one
+  // wake-up per node on average).
+  std::uint64_t next_eval = gl ? spec_.eval_every() : 0;
+  auto eval_time = [&] { return FromSeconds(spec_.period() * static_cast<double>(next_eval)); };
+  WindowHooks hooks;
+  hooks.next_barrier = [&] {
+    return next_eval > 0 && next_eval <= spec_.rounds() ? eval_time() : Nanos::max();
+  };
+  hooks.after_window = [&](Nanos end) {
+    if (!gl) return AfterWindow();
+    if (next_eval > 0 && next_eval <= spec_.rounds() && end > eval_time()) {
+      rounds_done_ = next_eval;
+      EvaluateNow(next_eval, eval_time());
+      next_eval += spec_.eval_every();
+    }
+    return true;
+  };
+  const WindowsEnd ended = RunWindows(*sim_, *ranks_, until, hooks);
+  // Where the run ended, the same on every rank.
+  Nanos now = until;
+  if (ended == WindowsEnd::kStopped) {
+    now = last_evaluated_at_;
+  } else if (ended != WindowsEnd::kUntil) {
+    std::int64_t last = sim_->now().count();
+    ranks_->AllReduceMax(std::span(&last, 1));
+    now = Nanos(last);
+  }
   if (gl) {
     // The periods that passed: every node has had its wake-ups up to now, also
     // past the last evaluation point (or before the first).
     const auto periods = static_cast<std::uint64_t>(
-        std::floor(std::chrono::duration<double>(sim_->now()).count() / spec_.period() + 1e-9));
+        std::floor(std::chrono::duration<double>(now).count() / spec_.period() + 1e-9));
     rounds_done_ = std::min<std::uint64_t>(spec_.rounds(), periods);
   }
-  if (summary_.points.empty() || summary_.points.back().round != rounds_done_) Evaluate(rounds_done_);
+  if (summary_.points.empty() || summary_.points.back().round != rounds_done_) EvaluateNow(rounds_done_, now);
   FinishSummary(*sim_, rounds_done_, WallSeconds(), &summary_);
-  if (gl ? rounds_done_ == spec_.rounds() : rounds_done_ == spec_.rounds()) {
+  summary_.virtual_s = std::chrono::duration<double>(now).count();
+  summary_.messages_sent = last_evaluated_messages_;  // as the last point counts bytes
+  {
+    std::uint64_t state = summary_.state_bytes;
+    ranks_->AllReduceSum(std::span(&state, 1));
+    summary_.state_bytes = state;
+    std::int64_t rss = static_cast<std::int64_t>(summary_.peak_rss_bytes);
+    ranks_->AllReduceMax(std::span(&rss, 1));
+    summary_.peak_rss_bytes = static_cast<std::uint64_t>(rss);
+  }
+  if (rounds_done_ == spec_.rounds()) {
     summary_.stop_reason = "rounds done";
-  } else if (sim_->interrupted()) {
+  } else if (ended == WindowsEnd::kInterrupted) {
     summary_.stop_reason = "interrupted";
-  } else if (s_.time_budget() > 0 && sim_->now() >= FromSeconds(s_.time_budget())) {
+  } else if (s_.time_budget() > 0 && now >= FromSeconds(s_.time_budget())) {
     summary_.stop_reason = "time budget";
   } else {
     summary_.stop_reason = "no more events (the nodes that were left could not finish their rounds)";
@@ -370,19 +499,44 @@ RunSummary ScenarioRun::Run() {
 
 }  // namespace
 
+bool FailedOnAnotherRank(const Status& status) {
+  return status.code() == StatusCode::kAborted && status.message() == kFailedOnAnotherRank;
+}
+
 Result<RunSummary> RunScenario(const proto::Scenario& s, const ProgressFn& progress, RunOptions options) {
   MURMUR_RETURN_IF_ERROR(ValidateScenario(s));
+  const bool spread = options.ranks != nullptr && options.ranks->size() > 1;
   if (engine::IsFederatedAlgorithm(s.spec().algorithm())) {
+    if (spread) {
+      return Status::FailedPrecondition(
+          "a federated scenario runs on one rank only; run it without mpirun (or with -np 1)");
+    }
     FederatedStats stats;
     MURMUR_ASSIGN_OR_RETURN(RunSummary summary, RunFederatedScenario(s, progress, &stats, options));
     if (options.keep_final_models) summary.final_models.push_back(std::move(stats.final_model));
     return summary;
   }
-  MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<World> world, BuildWorld(s));
-  MURMUR_RETURN_IF_ERROR(AdoptLearning(options.learning, s.spec(), *world));
-  ScenarioRun run(s, std::move(world), progress, options);
-  MURMUR_RETURN_IF_ERROR(run.Build());
-  return run.Run();
+  std::unique_ptr<ScenarioRun> run;
+  Status built = [&]() -> Status {
+    MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<World> world, BuildWorld(s));
+    MURMUR_RETURN_IF_ERROR(AdoptLearning(options.learning, s.spec(), *world));
+    run = std::make_unique<ScenarioRun>(s, std::move(world), progress, options);
+    return run->Build();
+  }();
+  if (spread) {
+    // Ranks agree on whether every one of them is ready before the first
+    // window: the lowest rank that failed reports its error, the others say
+    // only that, and none waits on a rank that is gone.
+    const int me = options.ranks->rank();
+    std::int64_t failed = built.ok() ? options.ranks->size() : me;
+    options.ranks->AllReduceMin(std::span(&failed, 1));
+    if (failed < options.ranks->size()) {
+      if (failed == me) return built;
+      return Status::Aborted(kFailedOnAnotherRank);
+    }
+  }
+  MURMUR_RETURN_IF_ERROR(built);
+  return run->Run();
 }
 
 }  // namespace murmur::sim

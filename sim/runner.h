@@ -20,7 +20,15 @@
 
 namespace murmur::sim {
 
+inline constexpr const char* kFailedOnAnotherRank = "failed on another rank";
+// Whether a rank's RunScenario failed because another rank did (which printed why).
+bool FailedOnAnotherRank(const Status& status);
+
 // REQUIRES: ValidateScenario(s).ok() (RunScenario checks and returns its Status otherwise).
+// Spread over ranks (options.ranks), every rank calls it with the same
+// scenario and runs its block of the nodes; each gets the whole summary. A
+// rank that fails before the run starts returns its error and the others
+// FailedOnAnotherRank; a failure during the run aborts every rank.
 Result<RunSummary> RunScenario(const proto::Scenario& s, const ProgressFn& progress = {},
                                RunOptions options = {});
 

@@ -7,7 +7,7 @@ namespace murmur::sim {
 Nanos SimEnv::Now() const { return sim_->now(); }
 
 TimerId SimEnv::StartTimer(Nanos delay, std::function<void()> fn) {
-  return sim_->At(sim_->now() + delay, std::move(fn));
+  return sim_->AtNode(self_, sim_->now() + delay, std::move(fn));
 }
 
 void SimEnv::CancelTimer(TimerId id) { sim_->queue_.Cancel(id); }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 #include "core/check.h"
 #include "sim/sim_env.h"
@@ -13,10 +15,20 @@ Nanos TransferTime(std::size_t bytes, double bits_per_second) {
   return Nanos(
       static_cast<std::int64_t>(std::ceil(static_cast<double>(bytes) * 8.0 / bits_per_second * 1e9)));
 }
+
+// One message in an outbox: its arrival key, ends, kind and encoding.
+struct OutboxHeader {
+  std::int64_t arrive_ns;
+  std::uint64_t sequence;
+  NodeId from;
+  NodeId to;
+  std::uint32_t kind;
+  std::uint32_t length;
+};
 }  // namespace
 
 Simulator::Simulator(SimulatorOptions options, std::vector<DeviceProfile> devices)
-    : options_(options),
+    : options_(std::move(options)),
       devices_(std::move(devices)),
       sinks_(devices_.size(), nullptr),
       online_(devices_.size(), 1),
@@ -24,7 +36,11 @@ Simulator::Simulator(SimulatorOptions options, std::vector<DeviceProfile> device
       uplink_free_(devices_.size(), Nanos(0)),
       downlink_free_(devices_.size(), Nanos(0)),
       compute_free_(devices_.size(), Nanos(0)),
-      pool_(options.threads) {
+      pool_(options_.threads) {
+  if (options_.placement.nodes() == 0) options_.placement = Placement(static_cast<NodeId>(devices_.size()));
+  MURMUR_CHECK(options_.placement.nodes() == devices_.size());
+  outbox_.resize(static_cast<std::size_t>(options_.placement.ranks()));
+  totals_.online = options_.placement.count();
   envs_.reserve(devices_.size());
   link_rng_.reserve(devices_.size());
   for (std::size_t i = 0; i < devices_.size(); ++i) {
@@ -39,11 +55,26 @@ Env& Simulator::env(NodeId node) { return *envs_.at(node); }
 
 void Simulator::SetSink(NodeId node, MessageSink* sink) { sinks_.at(node) = sink; }
 
-void Simulator::SetOnline(NodeId node, bool online) { online_.at(node) = online ? 1 : 0; }
+void Simulator::SetOnline(NodeId node, bool online) {
+  std::uint8_t& o = online_.at(node);
+  if (options_.placement.local(node) && o != (online ? 1 : 0)) {
+    if (online) {
+      ++totals_.online;
+    } else {
+      --totals_.online;
+    }
+  }
+  o = online ? 1 : 0;
+}
 
 EventQueue::EventId Simulator::At(Nanos at, std::function<void()> fn) {
   MURMUR_CHECK(at >= now_);
-  return queue_.Schedule(at, std::move(fn));
+  return queue_.Schedule(at, kWorldOrigin, std::move(fn));
+}
+
+EventQueue::EventId Simulator::AtNode(NodeId node, Nanos at, std::function<void()> fn) {
+  MURMUR_CHECK(at >= now_ && node < devices_.size());
+  return queue_.Schedule(at, node, std::move(fn));
 }
 
 // A message leaves through the sender's uplink (FIFO: it waits for earlier
@@ -58,6 +89,8 @@ void Simulator::Send(NodeId from, NodeId to, MessagePtr msg) {
   TrafficStats& out = traffic_[from];
   out.bytes_sent += bytes;
   ++out.messages_sent;
+  totals_.bytes_sent += bytes;
+  ++totals_.messages_sent;
   Rng& rng = link_rng_[from];
   bool lost = options_.network.loss > 0 && rng.Bernoulli(options_.network.loss);
   double jitter = options_.network.jitter > 0
@@ -68,34 +101,99 @@ void Simulator::Send(NodeId from, NodeId to, MessagePtr msg) {
   Nanos depart = std::max(now_, uplink_free_[from]) + TransferTime(bytes, src.up_bps);
   uplink_free_[from] = depart;
   if (lost) {
-    ++traffic_[to].messages_lost;
+    if (options_.placement.local(to)) ++traffic_[to].messages_lost;
+    ++totals_.messages_lost;
     return;
   }
   auto propagation =
       static_cast<double>((src.latency + dst.latency + options_.network.extra_latency).count()) * jitter;
   Nanos arrive = depart + Nanos(static_cast<std::int64_t>(propagation));
-  // The receiver's downlink serializes messages in the order they ARRIVE: a
-  // message still crossing a slow uplink must not hold up one from a fast
-  // sender that arrives before it (reserving the downlink here, at send time,
-  // would queue every message behind all those sent earlier).
-  queue_.Schedule(arrive, [this, from, to, bytes, m = std::move(msg)]() mutable {
+  const EventKey key{arrive, from, queue_.NextSequence(from)};
+  if (!options_.placement.local(to)) {
+    Bytes& box = outbox_[static_cast<std::size_t>(options_.placement.RankOf(to))];
+    const std::size_t at = box.size();
+    box.resize(at + sizeof(OutboxHeader));
+    msg->EncodeTo(box);
+    OutboxHeader h{arrive.count(), key.sequence, from, to, msg->kind(),
+                   static_cast<std::uint32_t>(box.size() - at - sizeof(OutboxHeader))};
+    MURMUR_CHECK(h.length == bytes);
+    std::memcpy(box.data() + at, &h, sizeof(h));
+    return;
+  }
+  ScheduleArrival(key, from, to, bytes, std::move(msg));
+}
+
+// The receiver's downlink serializes messages in the order they ARRIVE: a
+// message still crossing a slow uplink must not hold up one from a fast
+// sender that arrives before it (reserving the downlink at send time would
+// queue every message behind all those sent earlier).
+void Simulator::ScheduleArrival(EventKey key, NodeId from, NodeId to, std::size_t bytes, MessagePtr msg) {
+  queue_.Schedule(key, [this, from, to, bytes, m = std::move(msg)]() mutable {
     const Nanos received = std::max(now_, downlink_free_[to]) + TransferTime(bytes, devices_[to].down_bps);
     downlink_free_[to] = received;
-    queue_.Schedule(received, [this, from, to, bytes, m = std::move(m)]() mutable {
+    queue_.Schedule(received, to, [this, from, to, bytes, m = std::move(m)]() mutable {
       TrafficStats& in = traffic_[to];
       if (!online_[to] || sinks_[to] == nullptr) {
         ++in.messages_lost;
+        ++totals_.messages_lost;
         return;
       }
       in.bytes_received += bytes;
       ++in.messages_received;
+      totals_.bytes_received += bytes;
       sinks_[to]->OnMessage(from, std::move(m));
     });
   });
 }
 
+std::vector<Bytes> Simulator::TakeOutbox() {
+  std::vector<Bytes> out(outbox_.size());
+  out.swap(outbox_);
+  outbox_.resize(out.size());
+  return out;
+}
+
+void Simulator::Inject(const Bytes& outbox) {
+  std::size_t at = 0;
+  while (at < outbox.size()) {
+    OutboxHeader h;
+    MURMUR_CHECK(outbox.size() - at >= sizeof(h));
+    std::memcpy(&h, outbox.data() + at, sizeof(h));
+    at += sizeof(h);
+    MURMUR_CHECK(outbox.size() - at >= h.length && options_.placement.local(h.to) && h.from < devices_.size());
+    MURMUR_CHECK(Nanos(h.arrive_ns) > now_);  // never in this rank's past (the lookahead)
+    auto decoded = options_.decoder ? options_.decoder(h.kind, std::span(outbox.data() + at, h.length))
+                                    : Result<MessagePtr>(Status::Internal("no decoder for another rank's messages"));
+    if (!decoded.ok()) {
+      MURMUR_CHECK_MSG(false, "a message from another rank does not decode: " + decoded.status().ToString());
+    }
+    at += h.length;
+    ScheduleArrival(EventKey{Nanos(h.arrive_ns), h.from, h.sequence}, h.from, h.to, h.length,
+                    std::move(decoded).value());
+  }
+}
+
+Nanos Simulator::Lookahead() const {
+  if (options_.placement.nodes() < 2) return Nanos::max();
+  // The two smallest access latencies: no two distinct nodes are closer.
+  std::int64_t a = std::numeric_limits<std::int64_t>::max(), b = a;
+  for (const DeviceProfile& d : devices_) {
+    const std::int64_t l = d.latency.count();
+    if (l < a) {
+      b = a;
+      a = l;
+    } else if (l < b) {
+      b = l;
+    }
+  }
+  const double least = static_cast<double>(a + b + options_.network.extra_latency.count()) *
+                       (1 - options_.network.jitter);
+  const auto l = static_cast<std::int64_t>(std::floor(least)) - 1;
+  return Nanos(std::max<std::int64_t>(l, 0));
+}
+
 void Simulator::Offload(NodeId node, double flops, std::function<void()> work, std::function<void()> done) {
-  pending_.push_back(PendingWork{node, flops, std::move(work), std::move(done)});
+  pending_.push_back(PendingWork{node, flops, std::move(work), std::move(done), queue_.NextSequence(node)});
 }
 
 // Runs every pending work item on the pool, then schedules each completion at
@@ -114,25 +212,66 @@ void Simulator::FlushWork() {
     Nanos start = std::max(now_, compute_free_[w.node]);
     Nanos finish = start + Nanos(static_cast<std::int64_t>(w.flops / devices_[w.node].flops_per_s * 1e9));
     compute_free_[w.node] = finish;
-    queue_.Schedule(finish, std::move(w.done));
+    queue_.Schedule(EventKey{finish, w.node, w.sequence}, std::move(w.done));
   }
 }
 
+void Simulator::RunNext() {
+  auto [key, fn] = queue_.Pop();
+  if (key.time > now_ && now_ >= record_from_) history_.emplace_back(now_, totals_);
+  now_ = key.time;
+  fn();
+}
+
 std::uint64_t Simulator::RunUntil(Nanos until) {
+  MURMUR_CHECK(options_.placement.ranks() == 1);
   stopped_ = false;
   std::uint64_t ran = 0;
   for (;;) {
-    // Work offloaded by the events of this instant runs together, in parallel,
-    // before time moves on.
-    if (!pending_.empty() && (queue_.empty() || queue_.next_time() > now_)) FlushWork();
+    // Work offloaded by the nodes' events of this instant runs together, in
+    // parallel, before time moves on or the simulator's own events run.
+    if (!pending_.empty() &&
+        (queue_.empty() || queue_.next_time() > now_ || queue_.next_key().origin == kWorldOrigin))
+      FlushWork();
     if (stopped_ || interrupted() || queue_.empty() || queue_.next_time() > until) break;
-    auto [time, fn] = queue_.Pop();
-    now_ = time;
-    fn();
+    RunNext();
     ++ran;
   }
   if (!stopped_ && !interrupted() && now_ < until && until != Nanos::max()) now_ = until;
   return ran;
+}
+
+std::uint64_t Simulator::RunBefore(Nanos end) {
+  std::uint64_t ran = 0;
+  for (;;) {
+    if (!pending_.empty() &&
+        (queue_.empty() || queue_.next_time() > now_ || queue_.next_key().origin == kWorldOrigin))
+      FlushWork();
+    if (queue_.empty() || queue_.next_time() >= end) break;
+    RunNext();
+    ++ran;
+  }
+  return ran;
+}
+
+Nanos Simulator::NextEventTime() {
+  if (!pending_.empty()) return now_;
+  return queue_.empty() ? Nanos::max() : queue_.next_time();
+}
+
+TrafficTotals Simulator::TotalsAt(Nanos at) const {
+  if (now_ <= at) return totals_;
+  auto it = std::upper_bound(history_.begin(), history_.end(), at,
+                             [](Nanos t, const auto& entry) { return t < entry.first; });
+  MURMUR_CHECK(it != history_.begin());
+  return std::prev(it)->second;
+}
+
+void Simulator::RecordTotalsFrom(Nanos from) {
+  record_from_ = from;
+  auto keep = std::lower_bound(history_.begin(), history_.end(), from,
+                               [](const auto& entry, Nanos t) { return entry.first < t; });
+  history_.erase(history_.begin(), keep);
 }
 
 TrafficStats Simulator::TotalTraffic() const {

@@ -7,11 +7,20 @@
 // training steps run in parallel on the pool while virtual time charges each
 // node flops / device speed.
 //
-// Determinism: events run in (time, scheduling order); every random draw comes
-// from a stream keyed by (seed, node, purpose); offloaded work items are
-// independent, run in any order on any thread, and their completions are
-// scheduled in the order they were offloaded. The same seed therefore gives
-// the same run for any thread count.
+// Determinism: events run in the order of their key (time, origin node, that
+// node's sequence number; sim/event_queue.h); every random draw comes from a
+// stream keyed by (seed, node, purpose); offloaded work items are
+// independent, run in any order on any thread, and each completion's key is
+// taken when the work is offloaded. The same seed therefore gives the same run
+// for any thread count.
+//
+// Partitioned runs: with a Placement of several ranks, this Simulator runs the
+// nodes of its rank only. A message to a node of another rank leaves in the
+// outbox as its wire encoding with its event key (TakeOutbox); the receiving
+// rank decodes it and queues its arrival under the same key (Inject). No
+// message arrives sooner than Lookahead() after it is sent, so ranks that run
+// all events before T + Lookahead() and then swap outboxes never receive an
+// event in their past (RunWindows, sim/windows.h; docs/simulator.md).
 //
 // Thread-safety: drive a Simulator from one thread. Only Offload work runs on
 // other threads.
@@ -23,10 +32,13 @@
 #include <memory>
 #include <vector>
 
+#include "core/corrupted_message.h"
 #include "core/env.h"
 #include "core/thread_pool.h"
 #include "sim/device.h"
 #include "sim/event_queue.h"
+#include "sim/placement.h"
+#include "sim/ranks.h"
 
 namespace murmur::sim {
 
@@ -52,6 +64,11 @@ struct SimulatorOptions {
   // When set, RunUntil stops before the next event once it holds true
   // (interrupted() then says so). Must outlive the simulator.
   const std::atomic<bool>* interrupt = nullptr;
+  // The nodes this simulator runs: all of them (the default, when its node
+  // count is 0), or one rank's block of a partitioned run.
+  Placement placement;
+  // Decodes the messages that arrive from other ranks (partitioned runs only).
+  WireDecoder decoder;
 };
 
 // Per-node traffic counters (encoded bytes, as the real transport would send them).
@@ -61,6 +78,16 @@ struct TrafficStats {
   std::uint64_t messages_sent = 0;
   std::uint64_t messages_received = 0;
   std::uint64_t messages_lost = 0;  // lost on the link or at an offline receiver
+};
+
+// The network's totals over this simulator's nodes, and how many of them are
+// online: what an evaluation point records.
+struct TrafficTotals {
+  std::uint64_t messages_sent = 0;
+  std::uint64_t bytes_sent = 0;
+  std::uint64_t bytes_received = 0;
+  std::uint64_t messages_lost = 0;  // lost on the link (counted by the sender's rank) or at the receiver
+  std::uint64_t online = 0;
 };
 
 class Simulator {
@@ -81,12 +108,42 @@ class Simulator {
   void SetOnline(NodeId node, bool online);
   bool online(NodeId node) const { return online_[node] != 0; }
 
-  // Schedules a simulator-level event (evaluation, churn, mobility) at absolute time `at`.
+  // Schedules a simulator-level event at absolute time `at`; at one instant it
+  // runs after every node's events.
   EventQueue::EventId At(Nanos at, std::function<void()> fn);
+  // Schedules an event on behalf of `node` (its churn, its start) at absolute time `at`.
+  EventQueue::EventId AtNode(NodeId node, Nanos at, std::function<void()> fn);
 
   // Runs events until none is left, `until` is passed, Stop() is called or
   // the interrupt flag is raised. Returns the number of events run.
+  // REQUIRES: one rank (a partitioned run goes through RunWindows).
   std::uint64_t RunUntil(Nanos until);
+
+  // Runs every event before `end` (and the work they offload); `now()` is then
+  // the time of the last event run. Returns the number of events run.
+  std::uint64_t RunBefore(Nanos end);
+  // Time of the next event (now() while offloaded work waits); Nanos::max() when none.
+  Nanos NextEventTime();
+  // The least time any message spends between two distinct nodes, from the
+  // device latencies and the network options (jitter included), less 1 ns
+  // for rounding; 0 when messages may arrive at the instant they are sent.
+  Nanos Lookahead() const;
+  const Placement& placement() const { return options_.placement; }
+  // The encoded messages sent to each other rank since the last call, one
+  // buffer per rank (this rank's is empty).
+  std::vector<Bytes> TakeOutbox();
+  // Queues the arrivals of another rank's outbox for this rank. A message that
+  // does not decode is a bug of the sender (its own encoding): it aborts.
+  void Inject(const Bytes& outbox);
+
+  // This rank's traffic totals now, or as they were at the end of instant
+  // `at`. REQUIRES for a past `at`: RecordTotalsFrom(t) with t <= at, and an
+  // event of this rank at some time in [t, at].
+  TrafficTotals Totals() const { return totals_; }
+  TrafficTotals TotalsAt(Nanos at) const;
+  // Keeps the totals of every instant from `from` on (Nanos::max(): none), and
+  // forgets those before it.
+  void RecordTotalsFrom(Nanos from);
   void Stop() { stopped_ = true; }
   // Whether the options' interrupt flag is raised.
   bool interrupted() const {
@@ -106,9 +163,14 @@ class Simulator {
     double flops;
     std::function<void()> work;
     std::function<void()> done;
+    std::uint64_t sequence;  // the completion's key, taken at Offload
   };
 
   void Send(NodeId from, NodeId to, MessagePtr msg);
+  // The arrival of a message at `to`'s downlink, scheduled under `key`.
+  void ScheduleArrival(EventKey key, NodeId from, NodeId to, std::size_t bytes, MessagePtr msg);
+  // Pops and runs the next event.
+  void RunNext();
   void Offload(NodeId node, double flops, std::function<void()> work, std::function<void()> done);
   void FlushWork();
 
@@ -123,6 +185,10 @@ class Simulator {
   std::vector<Nanos> compute_free_;   // when each node's processor is idle again
   std::vector<Rng> link_rng_;         // per sender: loss and jitter draws
   std::vector<PendingWork> pending_;
+  std::vector<Bytes> outbox_;  // per rank
+  TrafficTotals totals_;
+  Nanos record_from_ = Nanos::max();
+  std::vector<std::pair<Nanos, TrafficTotals>> history_;  // totals at the end of each recorded instant
   EventQueue queue_;
   ThreadPool pool_;
   Nanos now_{0};

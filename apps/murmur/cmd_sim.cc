@@ -1,6 +1,8 @@
 // murmur sim: run a scenario in the in-process simulator.
 #include <cxxopts.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <string>
 
@@ -13,6 +15,7 @@
 #include "engine/federated_builder.h"
 #include "engine/files.h"
 #include "engine/gossip_builder.h"
+#include "sim/mpi/mpi.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
 
@@ -110,18 +113,51 @@ void PrintSummary(const sim::RunSummary& r, const proto::Scenario& s) {
         static_cast<unsigned long long>(f.corrupted), static_cast<unsigned long long>(r.corrupt_rejected),
         static_cast<unsigned long long>(r.corrupt_accepted));
   }
-  std::printf("speed: %.3g rounds/s (%.1f s wall, %.1f s virtual), peak RSS %s MB, node state %s MB\n",
+  std::printf("speed: %.3g rounds/s (%.1f s wall, %.1f s virtual), peak RSS %s MB%s, node state %s MB\n",
               r.wall_s > 0 ? static_cast<double>(r.rounds_done) / r.wall_s : 0.0, r.wall_s, r.virtual_s,
-              Megabytes(r.peak_rss_bytes).c_str(), Megabytes(r.state_bytes).c_str());
+              Megabytes(r.peak_rss_bytes).c_str(),
+              r.ranks > 1 ? (" per rank (" + std::to_string(r.ranks) + " ranks)").c_str() : "",
+              Megabytes(r.state_bytes).c_str());
 }
 
+// Under mpirun, ranks other than 0 keep quiet until the run: the flags and the
+// scenario are the same on every rank, and so are their errors.
+class QuietRank {
+ public:
+  explicit QuietRank(bool quiet) {
+    if (!quiet) return;
+    std::fflush(stderr);
+    saved_ = dup(2);
+    FILE* null = std::fopen("/dev/null", "w");
+    if (null != nullptr) {
+      dup2(fileno(null), 2);
+      std::fclose(null);
+    }
+  }
+  ~QuietRank() { Restore(); }
+  void Restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    dup2(saved_, 2);
+    close(saved_);
+    saved_ = -1;
+  }
+
+ private:
+  int saved_ = -1;
+};
+
 int RunSim(int argc, char** argv) {
+  const int launched = sim::mpi::LaunchedRanks();
+  const int rank = sim::mpi::LaunchedRank();
+  QuietRank quiet_rank(launched > 1 && rank > 0);
   cxxopts::Options options(
       "murmur sim",
       "Run N gossip nodes in one process, in virtual time. With no arguments: the default\n"
       "scenario (Fashion-MNIST, 64 nodes, ring, D-PSGD, MLP, top-1% with error feedback).\n"
       "Every scenario field is a flag; --scenario FILE reads them from protobuf text or JSON\n"
-      "first (flags override it).\n");
+      "first (flags override it). Under mpirun -np R (a build with MPI), the gossip nodes\n"
+      "are spread over R processes with the same result (docs/simulator.md).\n");
   options.add_options()("h,help", "show this help")("scenario", "scenario file (protobuf text or JSON)",
                                                     cxxopts::value<std::string>())(
       "job", "a murmurd job file (JobConfig): run its spec { } block here (after --scenario, before flags)",
@@ -170,7 +206,16 @@ int RunSim(int argc, char** argv) {
     std::printf("%s", engine::ToTextWithDefaults(scenario).c_str());
     return kExitOk;
   }
-  const bool quiet = result.count("quiet") > 0;
+  // Spread over the ranks mpirun started: each runs a block of the nodes, rank 0 reports.
+  std::unique_ptr<sim::RankGroup> ranks;
+  if (launched > 1) {
+    auto made = sim::mpi::MakeMpiRanks();
+    if (!made.ok()) return Failure("sim", made.status().message());
+    ranks = std::move(made).value();
+  }
+  quiet_rank.Restore();
+  if (rank > 0 && launched > 1 && std::freopen("/dev/null", "w", stdout) == nullptr) return kExitFailure;
+  const bool quiet = result.count("quiet") > 0 || rank > 0;
   ProgressBar bar("sim", scenario.spec().rounds());
   std::string status = "";
   auto progress = [&](std::uint64_t done, std::uint64_t, const sim::EvalPoint* p) {
@@ -182,7 +227,9 @@ int RunSim(int argc, char** argv) {
     if (!quiet) bar.Update(done, status);
   };
   const proto::JobSpec& spec = scenario.spec();
-  if (engine::IsFederatedAlgorithm(spec.algorithm())) {
+  if (rank > 0) {
+    // Rank 0 says what runs.
+  } else if (engine::IsFederatedAlgorithm(spec.algorithm())) {
     std::fprintf(stderr, "murmur sim: %u clients (%zu per round), %s, %s, %llu rounds\n",
                  engine::FederatedClients(spec), engine::ClientsPerRound(spec), RunLabel(spec).c_str(),
                  spec.model().c_str(), static_cast<unsigned long long>(spec.rounds()));
@@ -191,13 +238,19 @@ int RunSim(int argc, char** argv) {
                  spec.topology().c_str(), RunLabel(spec).c_str(), spec.model().c_str(),
                  static_cast<unsigned long long>(spec.rounds()));
   }
-  auto run = sim::RunScenario(scenario, progress);
+  sim::RunOptions run_options;
+  run_options.ranks = ranks.get();
+  auto run = sim::RunScenario(scenario, progress, run_options);
   if (!quiet) bar.Finish(status);
-  if (!run.ok()) return Failure("sim", run.status().ToString());
+  if (!run.ok()) {
+    if (sim::FailedOnAnotherRank(run.status())) return kExitFailure;
+    return Failure("sim", (launched > 1 ? "rank " + std::to_string(rank) + ": " : std::string()) +
+                              run.status().ToString());
+  }
   std::printf("%s\n", run->description.c_str());
   PrintTable(*run);
   PrintSummary(*run, scenario);
-  if (!scenario.plot().empty()) {
+  if (!scenario.plot().empty() && rank == 0) {
     Status st = PlotMetrics({run->points}, {RunLabel(scenario.spec())}, scenario.plot());
     if (!st.ok()) return Failure("sim", st.message());
     std::printf("plot: %s\n", scenario.plot().c_str());

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# mpirun -np R murmur sim, R = 1, 2, 3 and 4, writes the metrics file of the
+# plain murmur sim run of the same scenario and seed, column for column but
+# wall time (docs/simulator.md, "Across processes"), for every gossip
+# algorithm family; a scenario a partitioned run refuses ends every rank with
+# one error, and a rank that dies ends the job instead of leaving it waiting.
+# usage: sim_mpi_test.sh MURMUR
+set -euo pipefail
+MURMUR=$1
+DIR=$(mktemp -d)
+trap 'rm -rf "$DIR"' EXIT
+# Root in CI and in containers; several ranks on a 2-core machine.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+MPIRUN=(mpirun --oversubscribe -np)
+# The columns but wall_s (the third).
+strip() { cut -d, -f1,2,4- "$1"; }
+
+common=(--dataset synthetic:blobs --model mlp:16 --nodes 13 --rounds 24 --eval-every 6 --eval-samples 400
+  --eval-nodes 5 --lr 0.1 --devices phone:0.5,iot:0.5 --loss 0.05 --jitter 0.3 --churn-online 0.5 --period 0.05
+  --threads 1 --quiet)
+cases=(
+  "dpsgd|--algorithm dpsgd --compression fp16"
+  "choco|--algorithm dpsgd --compression topk:0.1"
+  "push-sum|--algorithm push-sum --topology exponential --compression fp16"
+  "dsgt|--algorithm dsgt --compression none"
+  "gossip-learning|--algorithm gossip-learning --compression int8"
+  "diloco-allreduce|--algorithm diloco-allreduce --local-steps 4 --compression int8"
+)
+for c in "${cases[@]}"; do
+  name=${c%%|*}
+  read -r -a flags <<<"${c#*|}"
+  "$MURMUR" sim "${common[@]}" "${flags[@]}" --metrics-csv "$DIR/$name-plain.csv" >"$DIR/out" 2>&1 ||
+    { cat "$DIR/out"; echo "FAIL: plain $name run"; exit 1; }
+  for ranks in 1 2 3 4; do
+    "${MPIRUN[@]}" "$ranks" "$MURMUR" sim "${common[@]}" "${flags[@]}" --metrics-csv "$DIR/$name-$ranks.csv" \
+      >"$DIR/out" 2>&1 || { cat "$DIR/out"; echo "FAIL: $name on $ranks ranks"; exit 1; }
+    if ! diff <(strip "$DIR/$name-plain.csv") <(strip "$DIR/$name-$ranks.csv") >"$DIR/diff"; then
+      cat "$DIR/diff"
+      echo "FAIL: $name on $ranks ranks differs from the plain run"
+      exit 1
+    fi
+  done
+  points=$(($(wc -l <"$DIR/$name-plain.csv") - 1))
+  echo "$name: 1-4 ranks give the plain run's $points points"
+done
+
+# Summary lines come once, from rank 0, and say how many ranks ran.
+"${MPIRUN[@]}" 3 "$MURMUR" sim "${common[@]}" --algorithm dpsgd >"$DIR/out" 2>&1
+[ "$(grep -c '^final (round 24)' "$DIR/out")" -eq 1 ] || { cat "$DIR/out"; echo "FAIL: not one summary"; exit 1; }
+grep -q "per rank (3 ranks)" "$DIR/out" || { cat "$DIR/out"; echo "FAIL: no rank count"; exit 1; }
+
+# What one rank refuses, every rank refuses: one message, exit 1.
+set +e
+"${MPIRUN[@]}" 2 "$MURMUR" sim "${common[@]}" --compression none --attack sign-flip --attack-fraction 0.2 >"$DIR/out" 2>&1
+code=$?
+set -e
+[ "$code" -ne 0 ] || { cat "$DIR/out"; echo "FAIL: a Byzantine scenario ran on 2 ranks"; exit 1; }
+[ "$(grep -c 'runs on one rank only' "$DIR/out")" -eq 1 ] || { cat "$DIR/out"; echo "FAIL: not one refusal"; exit 1; }
+# A usage error is printed once, by rank 0.
+set +e
+"${MPIRUN[@]}" 3 "$MURMUR" sim --nodes 0 >"$DIR/out" 2>&1
+set -e
+[ "$(grep -c "spec field 'nodes'" "$DIR/out")" -eq 1 ] || { cat "$DIR/out"; echo "FAIL: not one usage error"; exit 1; }
+
+# A rank killed mid-run ends the job: no rank waits forever for it.
+set +e
+timeout 60 "${MPIRUN[@]}" 3 "$MURMUR" sim "${common[@]}" --rounds 100000 --eval-every 0 >"$DIR/out" 2>&1 &
+job=$!
+set -e
+for _ in $(seq 1 100); do
+  pid=$(pgrep -f "^$MURMUR sim .*--rounds 100000" | sed -n 2p || true)  # a rank, not mpirun
+  [ -n "$pid" ] && break
+  sleep 0.1
+done
+sleep 1
+[ -n "$pid" ] || { cat "$DIR/out"; echo "FAIL: no rank to kill"; exit 1; }
+kill -9 "$pid"
+set +e
+wait "$job"
+code=$?
+set -e
+[ "$code" -ne 0 ] && [ "$code" -ne 124 ] || { cat "$DIR/out"; echo "FAIL: killing a rank left the job running ($code)"; exit 1; }
+grep -q "exited on signal 9" "$DIR/out" || { cat "$DIR/out"; echo "FAIL: mpirun did not say a rank was killed"; exit 1; }
+echo "sim mpi test passed"

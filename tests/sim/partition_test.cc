@@ -1,0 +1,162 @@
+// A simulation spread over ranks ends with the same metrics, bit for bit, as
+// the same scenario in one process. The ranks here are threads of this process
+// (sim/thread_ranks.h), talking through the same collectives MPI provides;
+// tests/apps/sim_mpi_test.sh runs the same check through mpirun.
+#include <doctest/doctest.h>
+
+#include <thread>
+
+#include "sim/event_queue.h"
+#include "sim/placement.h"
+#include "sim/runner.h"
+#include "sim/thread_ranks.h"
+#include "tests/sim/same_metrics.h"
+
+namespace murmur::sim {
+namespace {
+
+// RunScenario on `ranks` threads at once; every rank's result.
+std::vector<Result<RunSummary>> RunOnRanks(const proto::Scenario& s, int ranks) {
+  auto group = MakeThreadRanks(ranks);
+  std::vector<Result<RunSummary>> results(ranks, Status::Internal("not run"));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      RunOptions o;
+      o.ranks = group[r].get();
+      results[r] = RunScenario(s, {}, o);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return results;
+}
+
+proto::Scenario Small(const std::string& algorithm) {
+  proto::Scenario s;
+  proto::JobSpec& spec = *s.mutable_spec();
+  spec.set_dataset("synthetic:blobs");
+  spec.set_model("mlp:16");
+  spec.set_nodes(11);
+  spec.set_rounds(24);
+  spec.set_eval_every(8);
+  spec.set_lr(0.1);
+  spec.set_algorithm(algorithm);
+  spec.set_topology("ring");
+  spec.set_period(0.05);
+  s.set_eval_samples(400);
+  s.set_eval_nodes(5);
+  s.set_threads(1);
+  // Heterogeneous devices, lossy links with jitter: messages race, and every
+  // random draw must come from its node's own stream.
+  s.set_devices("phone:0.5,iot:0.5");
+  s.set_loss(0.05);
+  s.set_jitter(0.3);
+  return s;
+}
+
+TEST_CASE("A node block per rank: even blocks in id order, and the rank of every node") {
+  Placement p(10, 4, 2);
+  CHECK(p.begin() == 5);
+  CHECK(p.end() == 7);
+  CHECK(p.local(5));
+  CHECK_FALSE(p.local(7));
+  const int expect[10] = {0, 0, 1, 1, 1, 2, 2, 3, 3, 3};
+  for (NodeId i = 0; i < 10; ++i) {
+    CAPTURE(i);
+    CHECK(p.RankOf(i) == expect[i]);
+  }
+  Placement one(5);
+  CHECK(one.ranks() == 1);
+  CHECK(one.count() == 5);
+  Placement sparse(2, 3, 0);  // more ranks than nodes: rank 0's block is empty
+  CHECK(sparse.count() == 0);
+  CHECK(sparse.RankOf(0) == 1);
+  CHECK(sparse.RankOf(1) == 2);
+}
+
+TEST_CASE("Events run by time, then origin node, then that node's order, whatever the scheduling order") {
+  EventQueue q;
+  std::vector<int> ran;
+  q.Schedule(Nanos(5), 3, [&] { ran.push_back(1); });
+  q.Schedule(Nanos(5), kWorldOrigin, [&] { ran.push_back(2); });
+  q.Schedule(Nanos(5), 1, [&] { ran.push_back(3); });
+  q.Schedule(Nanos(4), 9, [&] { ran.push_back(4); });
+  q.Schedule(Nanos(5), 3, [&] { ran.push_back(5); });
+  const std::uint64_t later = q.NextSequence(1);  // taken now, queued later (as an offload's completion)
+  q.Schedule(Nanos(5), 1, [&] { ran.push_back(6); });
+  q.Schedule(EventKey{Nanos(5), 1, later}, [&] { ran.push_back(7); });
+  while (!q.empty()) q.Pop().second();
+  CHECK(ran == std::vector<int>{4, 3, 7, 6, 1, 5, 2});
+}
+
+TEST_CASE("Every gossip algorithm spread over 2, 3 and 4 ranks gives one process's metrics bit for bit") {
+  for (std::string algorithm : {"dpsgd", "dpsgd-cta", "choco", "diloco", "allreduce", "push-sum", "dsgt",
+                                "gossip-learning"}) {
+    CAPTURE(algorithm);
+    proto::Scenario s = Small(algorithm);
+    if (algorithm == "choco") {
+      s.mutable_spec()->set_algorithm("dpsgd");
+      s.mutable_spec()->set_compression("topk:0.1");
+    } else {
+      s.mutable_spec()->set_compression("fp16");
+    }
+    if (algorithm == "push-sum") s.mutable_spec()->set_topology("exponential");
+    s.set_churn_online(0.5);  // nodes go and come back (phones and IoT are not always on)
+    auto one = RunScenario(s).value();
+    CHECK(one.points.back().avg_acc > 0.3);
+    for (int ranks : {2, 3, 4}) {
+      CAPTURE(ranks);
+      auto results = RunOnRanks(s, ranks);
+      for (int r = 0; r < ranks; ++r) {
+        CAPTURE(r);
+        REQUIRE(results[r].ok());
+        CheckSameMetrics(one, *results[r]);
+        CHECK(results[r]->messages_sent == one.messages_sent);
+        CHECK(results[r]->virtual_s == one.virtual_s);
+        CHECK(results[r]->stop_reason == one.stop_reason);
+      }
+    }
+  }
+}
+
+TEST_CASE("A partitioned run stops on a time budget where one process does") {
+  proto::Scenario s = Small("dpsgd");
+  s.mutable_spec()->set_compression("none");
+  s.mutable_spec()->set_rounds(1000);
+  s.set_time_budget(3.0);
+  auto one = RunScenario(s).value();
+  REQUIRE(one.stop_reason == "time budget");
+  auto results = RunOnRanks(s, 3);
+  for (auto& r : results) {
+    REQUIRE(r.ok());
+    CheckSameMetrics(one, *r);
+  }
+}
+
+TEST_CASE("What a partitioned run cannot do is refused by the lowest rank, the others say another rank failed") {
+  proto::Scenario s = Small("dpsgd");
+  s.mutable_spec()->set_compression("none");
+  s.mutable_spec()->set_attack("sign-flip");
+  s.mutable_spec()->set_attack_fraction(0.2);
+  auto results = RunOnRanks(s, 3);
+  REQUIRE_FALSE(results[0].ok());
+  CAPTURE(results[0].status().message());
+  CHECK(results[0].status().message().find("Byzantine") != std::string::npos);
+  CHECK(FailedOnAnotherRank(results[1].status()));
+  CHECK(FailedOnAnotherRank(results[2].status()));
+  // More ranks than nodes, and a federated scenario.
+  s = Small("dpsgd");
+  s.mutable_spec()->set_nodes(2);
+  results = RunOnRanks(s, 3);
+  REQUIRE_FALSE(results[0].ok());
+  CHECK(results[0].status().message().find("3 ranks for 2 nodes") != std::string::npos);
+  s = Small("fedavg");
+  results = RunOnRanks(s, 2);
+  for (auto& r : results) {
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("federated scenario runs on one rank only") != std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace murmur::sim
