@@ -1,6 +1,7 @@
 #include "ml/dataset_spec.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cmath>
 #include <filesystem>
 
@@ -136,27 +137,32 @@ Dataset Subset(const Dataset& data, std::span<const SampleIndex> indices) {
 
 Result<TrainTest> LoadDatasetSpec(const std::string& spec, const std::string& data_dir, std::uint64_t seed) {
   if (spec == "fashion-mnist") return LoadFashionMnist(data_dir);
-  if (spec == "synthetic:blobs") {
-    BlobsOptions o;
-    o.seed = seed;
-    o.num_samples = 20000;
-    TrainTest tt;
-    tt.train = MakeGaussianBlobs(o);
-    o.stream = 1;
-    o.num_samples = 5000;
-    tt.test = MakeGaussianBlobs(o);
-    return tt;
-  }
-  if (spec == "synthetic:teacher") {
-    TeacherOptions o;
-    o.seed = seed;
-    o.num_samples = 20000;
-    TrainTest tt;
-    tt.train = MakeLinearTeacher(o);
-    o.stream = 1;
-    o.num_samples = 5000;
-    tt.test = MakeLinearTeacher(o);
-    return tt;
+  if (spec.rfind("synthetic:", 0) == 0) {
+    // synthetic:KIND or synthetic:KIND:N, N training samples (20,000 by default); 5,000 test samples.
+    std::string kind = spec.substr(10);
+    std::int64_t train = 20000;
+    if (auto colon = kind.find(':'); colon != std::string::npos) {
+      const std::string n = kind.substr(colon + 1);
+      kind = kind.substr(0, colon);
+      char* end = nullptr;
+      const long long v = std::strtoll(n.c_str(), &end, 10);
+      if (n.empty() || *end != '\0' || v < 1 || v > 100'000'000)
+        return Status::InvalidArgument("dataset '" + spec + "': the sample count '" + n +
+                                       "' is not a whole number in [1, 100000000]");
+      train = v;
+    }
+    auto make = [&](auto options, auto generate) {
+      options.seed = seed;
+      options.num_samples = train;
+      TrainTest tt;
+      tt.train = generate(options);
+      options.stream = 1;
+      options.num_samples = 5000;
+      tt.test = generate(options);
+      return tt;
+    };
+    if (kind == "blobs") return make(BlobsOptions{}, MakeGaussianBlobs);
+    if (kind == "teacher") return make(TeacherOptions{}, MakeLinearTeacher);
   }
   if (spec.rfind("npz:", 0) == 0) {
     std::string rest = spec.substr(4), test_path;
@@ -210,8 +216,8 @@ Result<TrainTest> LoadDatasetSpec(const std::string& spec, const std::string& da
   }
   return Status::InvalidArgument("dataset '" + spec +
                                  "' unknown (expected fashion-mnist, csv:TRAIN[:TEST], npz:FILE[:TEST], "
-                                 "npy:X:Y:X_TEST:Y_TEST, synthetic:blobs or "
-                                 "synthetic:teacher)");
+                                 "npy:X:Y:X_TEST:Y_TEST, synthetic:blobs[:N] or "
+                                 "synthetic:teacher[:N])");
 }
 
 }  // namespace murmur::ml

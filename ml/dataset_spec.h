@@ -9,6 +9,8 @@
 //   "npy:X:Y:X_TEST:Y_TEST"  four .npy files: training samples and labels, test samples and labels
 //   "synthetic:blobs"        Gaussian blobs, 20,000 train / 5,000 test (dim 20, 10 classes)
 //   "synthetic:teacher"      labels of a random linear teacher, same sizes
+//   "synthetic:blobs:N"      the same with N training samples (1 <= N <= 10^8), e.g. for a
+//   "synthetic:teacher:N"    population of a million nodes
 //
 // Partition specs (murmur sim's `partition`; ml/partition.h), over num_nodes
 // nodes from the stream (seed, 0, RngPurpose::kPartition):

@@ -27,6 +27,10 @@ struct RunSummary {
   double virtual_s = 0;
   std::uint64_t peak_rss_bytes = 0;  // partitioned: the largest of any rank
   int ranks = 1;                     // processes the run was spread over
+  // Spread over ranks: what crossed between them, and the time windows run.
+  std::uint64_t cross_rank_messages = 0;
+  std::uint64_t cross_rank_bytes = 0;
+  std::uint64_t windows = 0;
   std::uint64_t state_bytes = 0;  // the nodes' own algorithm state (models and buffers)
   std::uint64_t messages_sent = 0;
   // Injected faults (fault_* fields), summed over the nodes.

@@ -444,7 +444,9 @@ RunSummary ScenarioRun::Run() {
     }
     return true;
   };
-  const WindowsEnd ended = RunWindows(*sim_, *ranks_, until, hooks);
+  const WindowsRun windows = RunWindows(*sim_, *ranks_, until, hooks);
+  const WindowsEnd ended = windows.end;
+  summary_.windows = windows.windows;
   // Where the run ended, the same on every rank.
   Nanos now = until;
   if (ended == WindowsEnd::kStopped) {
@@ -466,9 +468,11 @@ RunSummary ScenarioRun::Run() {
   summary_.virtual_s = std::chrono::duration<double>(now).count();
   summary_.messages_sent = last_evaluated_messages_;  // as the last point counts bytes
   {
-    std::uint64_t state = summary_.state_bytes;
-    ranks_->AllReduceSum(std::span(&state, 1));
-    summary_.state_bytes = state;
+    std::uint64_t sums[3] = {summary_.state_bytes, sim_->cross_rank_messages(), sim_->cross_rank_bytes()};
+    ranks_->AllReduceSum(sums);
+    summary_.state_bytes = sums[0];
+    summary_.cross_rank_messages = sums[1];
+    summary_.cross_rank_bytes = sums[2];
     std::int64_t rss = static_cast<std::int64_t>(summary_.peak_rss_bytes);
     ranks_->AllReduceMax(std::span(&rss, 1));
     summary_.peak_rss_bytes = static_cast<std::uint64_t>(rss);

@@ -118,6 +118,8 @@ void Simulator::Send(NodeId from, NodeId to, MessagePtr msg) {
                    static_cast<std::uint32_t>(box.size() - at - sizeof(OutboxHeader))};
     MURMUR_CHECK(h.length == bytes);
     std::memcpy(box.data() + at, &h, sizeof(h));
+    ++cross_rank_messages_;
+    cross_rank_bytes_ += bytes;
     return;
   }
   ScheduleArrival(key, from, to, bytes, std::move(msg));

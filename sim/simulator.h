@@ -140,6 +140,9 @@ class Simulator {
   // `at`. REQUIRES for a past `at`: RecordTotalsFrom(t) with t <= at, and an
   // event of this rank at some time in [t, at].
   TrafficTotals Totals() const { return totals_; }
+  // Messages and their bytes sent from this rank's nodes to other ranks'.
+  std::uint64_t cross_rank_messages() const { return cross_rank_messages_; }
+  std::uint64_t cross_rank_bytes() const { return cross_rank_bytes_; }
   TrafficTotals TotalsAt(Nanos at) const;
   // Keeps the totals of every instant from `from` on (Nanos::max(): none), and
   // forgets those before it.
@@ -187,6 +190,8 @@ class Simulator {
   std::vector<PendingWork> pending_;
   std::vector<Bytes> outbox_;  // per rank
   TrafficTotals totals_;
+  std::uint64_t cross_rank_messages_ = 0;
+  std::uint64_t cross_rank_bytes_ = 0;
   Nanos record_from_ = Nanos::max();
   std::vector<std::pair<Nanos, TrafficTotals>> history_;  // totals at the end of each recorded instant
   EventQueue queue_;

@@ -35,13 +35,17 @@ struct WindowHooks {
   std::function<bool(Nanos end)> after_window;
 };
 
-// Why RunWindows returned.
+// Why RunWindows returned, and after how many windows.
 enum class WindowsEnd { kStopped, kNoEvents, kUntil, kInterrupted };
+struct WindowsRun {
+  WindowsEnd end;
+  std::uint64_t windows;
+};
 
 // Runs windows until after_window returns false, no rank has events left, the
 // next event is after `until`, or the simulator's interrupt flag is raised on
 // some rank. REQUIRES: ranks.size() == sim.placement().ranks(), and a positive
 // Lookahead() when there is more than one rank.
-WindowsEnd RunWindows(Simulator& sim, RankGroup& ranks, Nanos until, const WindowHooks& hooks);
+WindowsRun RunWindows(Simulator& sim, RankGroup& ranks, Nanos until, const WindowHooks& hooks);
 
 }  // namespace murmur::sim

@@ -8,6 +8,8 @@
 #     and every "Run:" / "in the simulator:" command line in the headers of
 #     examples/*.textproto and examples/jobs/*.job (shell loops and `&&`
 #     included), runs in a scratch directory with `examples` linked in.
+#     `mpirun -np R murmur sim` lines run too where the build has MPI (fourth
+#     argument ON), through the same wrapper, as root where the test is root.
 #     `murmur sim` and `murmur train` are shortened by flags appended last
 #     (which win over the line's own): --rounds 2 --eval-every 2 --quiet, and
 #     --epochs 1. Lines with shell variables or placeholders (FILE, OLD.job,
@@ -22,9 +24,10 @@
 #  2. A ``` block right after `<!-- output of: COMMAND -->` is a stated
 #     output: COMMAND runs in full and each line of the block must appear in
 #     its output verbatim.
-# usage: doc_commands_test.sh MURMUR SOURCE_DIR [HAVE_TORCH]
+# usage: doc_commands_test.sh MURMUR SOURCE_DIR [HAVE_TORCH [HAVE_MPI]]
 set -uo pipefail
-MURMUR=$(realpath "$1") SRC=$(realpath "$2") HAVE_TORCH=${3:-ON}
+MURMUR=$(realpath "$1") SRC=$(realpath "$2") HAVE_TORCH=${3:-ON} HAVE_MPI=${4:-OFF}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 ln -s "$SRC/examples" "$WORK/examples"
@@ -50,6 +53,11 @@ run() {
   local where=$1 line=$2 out begin=$SECONDS
   [ -n "${seen[$line]:-}" ] && return 0
   seen[$line]=1
+  if [[ $line == mpirun* && $HAVE_MPI != ON ]]; then
+    echo "not run (built without MPI): $line"
+    skipped=$((skipped + 1))
+    return 0
+  fi
   if [[ $line == *torchscript:* || $line == *examples/torchscript/* ]]; then
     if [ "$HAVE_TORCH" != ON ]; then
       echo "not run (built without LibTorch): $line"
@@ -81,7 +89,8 @@ doc_lines() {
       if (joined != "") { line = joined " " line; joined = "" }
       sub(/^[[:space:]]+/, "", line)
       if (line ~ /\\$/) { sub(/\\$/, "", line); joined = line; start = start ? start : NR; next }
-      if (line ~ /^murmur (sim|train|topology|plot)( |$)/ || line ~ /^python3 examples\//) {
+      if (line ~ /^murmur (sim|train|topology|plot)( |$)/ || line ~ /^python3 examples\// ||
+          line ~ /^mpirun( -[a-z-]+( [0-9]+)?)* murmur sim( |$)/) {
         sub(/[[:space:]]+#.*$/, "", line)
         print (start ? start : NR) "\t" line
       }

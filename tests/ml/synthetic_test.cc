@@ -2,8 +2,10 @@
 // accuracy Phi(delta / (2 sigma)); a noise-free linear teacher is separable.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
+#include "ml/dataset_spec.h"
 #include "ml/mlp.h"
 #include "ml/optimizer.h"
 #include "ml/synthetic.h"
@@ -77,4 +79,29 @@ TEST_CASE("Linear teacher without noise is learned almost exactly by softmax reg
   CHECK(TrainAndTest(train, test, 10, 0.1) > 0.95);
 }
 
+}  // namespace murmur::ml
+
+namespace murmur::ml {
+namespace {
+
+TEST_CASE("synthetic:KIND:N has N training samples, the first ones those of the default size") {
+  auto base = LoadDatasetSpec("synthetic:blobs", "", 3).value();
+  auto big = LoadDatasetSpec("synthetic:blobs:30000", "", 3).value();
+  CHECK(base.train.num_samples == 20000);
+  CHECK(big.train.num_samples == 30000);
+  CHECK(big.test.num_samples == 5000);
+  CHECK(big.test.features == base.test.features);  // the test set does not depend on N
+  CHECK(std::equal(base.train.features.begin(), base.train.features.end(), big.train.features.begin()));
+  auto teacher = LoadDatasetSpec("synthetic:teacher:7", "", 3).value();
+  CHECK(teacher.train.num_samples == 7);
+  for (const char* bad : {"synthetic:blobs:", "synthetic:blobs:0", "synthetic:blobs:12x", "synthetic:blobs:-4",
+                          "synthetic:blobs:100000001", "synthetic:noise"}) {
+    CAPTURE(bad);
+    auto r = LoadDatasetSpec(bad, "", 3);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find(bad) != std::string::npos);
+  }
+}
+
+}  // namespace
 }  // namespace murmur::ml
