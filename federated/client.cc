@@ -13,10 +13,9 @@ FedClient::FedClient(Env& env, NodeId server, LocalLearner& learner, const Layou
     : env_(env),
       server_(server),
       learner_(learner),
+      layout_(layout),
       options_(std::move(options)),
       rng_(env.MakeRng(RngPurpose::kCompression)),
-      x_(layout),
-      y_(layout),
       dropout_rng_(env.MakeRng(RngPurpose::kSecureAggregation).Fork(0xD0)),
       attack_rng_(env.MakeRng(RngPurpose::kAttack)) {
   state_.node = env.self();
@@ -25,6 +24,13 @@ FedClient::FedClient(Env& env, NodeId server, LocalLearner& learner, const Layou
 
 std::size_t FedClient::state_floats() const {
   return x_.size() + y_.size() + c_.size() + ci_.size() + state_.residual.size();
+}
+
+void FedClient::ReleaseModels() {
+  local_.Save(y_);  // the values this client trained, for its next task (none kept: no-op)
+  x_ = ParamVector();
+  y_ = ParamVector();
+  c_ = ParamVector();
 }
 
 int FedClient::TargetSteps() const {
@@ -42,14 +48,17 @@ void FedClient::OnMessage(NodeId from, MessagePtr msg) {
   if (msg->kind() != kFedMessageKind || busy_) return;
   auto m = std::static_pointer_cast<const FedMessage>(msg);
   const FedHeader& h = m->header();
-  if (h.kind != FedKind::kTask || m->updates()[0]->size() != x_.size()) return;
+  if (h.kind != FedKind::kTask || m->updates()[0]->size() != layout_.total_size()) return;
   const bool secure = options_.secagg.identity != nullptr;
   if (secure != ((h.flags & kFlagSecureAggregation) != 0)) return;  // no update in the clear
   if (options_.scaffold && m->updates().size() != 2) return;
   task_ = h;
+  if (x_.empty()) {
+    x_ = ParamVector(layout_);
+    y_ = ParamVector(layout_);
+  }
   x_.SetZero();
   if (!m->updates()[0]->AddTo(x_.span()).ok()) return;
-  if (trained_) local_.Save(y_);  // the last task's values, as this client trained them (none kept: no-op)
   y_.CopyFrom(x_);
   if (trained_) local_.Restore(y_);
   if (options_.scaffold) {
@@ -116,6 +125,7 @@ void FedClient::SendMaskedResult() {
   for (std::size_t j = 0; j < d; ++j) v[j] = w * (static_cast<double>(y_[j]) - static_cast<double>(x_[j]));
   v[d] = w;
   v[d + 1] = w * (done_ > 0 ? loss_sum_ / done_ : 0);
+  ReleaseModels();
   secagg_->SetInput(v);
 }
 
@@ -166,6 +176,7 @@ void FedClient::Finish() {
     updates[0] = options_.upload ? options_.upload->Compress(delta, y_.layout(), state_, rng_)
                                  : compression::DenseF32Update(delta);
   }
+  ReleaseModels();
   env_.Send(server_, std::make_shared<const FedMessage>(r, std::move(updates)));
 }
 

@@ -16,6 +16,11 @@
 //     CompressorState keeps the client's error-feedback residual across the
 //     rounds it is selected in (Seide et al. 2014; Karimireddy et al. 2019);
 //   - DP: client-side clipping of Delta y to C and Gaussian noise;
+//   - memory: the client holds the global and local models only while it
+//     works on a task (allocated when a task comes, freed once its result is
+//     sent), so a population of a million clients costs what the selected
+//     ones hold; what must outlive a task stays (the error-feedback residual,
+//     SCAFFOLD's c_i, FedBN's buffer tensors, its random streams);
 //   - SecAgg+ (federated/secagg_client.h): on a task flagged for secure
 //     aggregation it advertises its keys at once, trains meanwhile, and
 //     answers with the masked vector [w Delta y, w, w loss], w = n_i / n_max
@@ -69,7 +74,7 @@ struct ClientOptions {
 
 class FedClient final : public MessageSink {
  public:
-  // `learner` must outlive the client; `server` is where results go.
+  // `learner` and `layout` must outlive the client; `server` is where results go.
   FedClient(Env& env, NodeId server, LocalLearner& learner, const Layout& layout, ClientOptions options);
 
   void OnMessage(NodeId from, MessagePtr msg) override;
@@ -78,7 +83,7 @@ class FedClient final : public MessageSink {
   // to the new server, which drops it as not its own.
   void set_server(NodeId server) { server_ = server; }
 
-  // The last local model (the global model after the client's local training).
+  // The local model of the task in progress (empty between tasks).
   const ParamVector& params() const { return y_; }
   std::uint64_t tasks_done() const { return tasks_done_; }
   // The mean training loss of the last task's local steps (0 before the
@@ -92,10 +97,13 @@ class FedClient final : public MessageSink {
   void Finish();
   void Step(int steps);
   void SendMaskedResult();
+  // After a task: keeps FedBN's buffer tensors and frees the models.
+  void ReleaseModels();
 
   Env& env_;
   NodeId server_;
   LocalLearner& learner_;
+  const Layout& layout_;
   ClientOptions options_;
   Rng rng_;
   compression::CompressorState state_;

@@ -52,5 +52,28 @@ TEST_CASE("FedBN: with local buffers a client trains its second task on its own 
   }
 }
 
+TEST_CASE("A client holds no model between tasks, and its second task is what a fresh model would give") {
+  // f(x) = 0.5 ||x - 1||^2, one step at rate 0.5: y = x + 0.5 (1 - x).
+  Layout layout;
+  layout.Add("w", {1000});
+  ManualEnv env(1);
+  gossip::testing::QuadraticLearner learner(std::vector<float>(1000, 1.0f), 0.5);
+  ClientOptions o;
+  o.local_steps = 1;
+  FedClient client(env, /*server=*/1, learner, layout, o);
+  CHECK(client.state_floats() == 0);
+  client.OnMessage(1, Task(0, std::vector<float>(1000, 3.0f)));
+  CHECK(LastDelta(env) == std::vector<float>(1000, -1.0f));
+  CHECK(client.state_floats() == 0);  // the task's x and y are gone once the result is sent
+  CHECK(client.params().empty());
+  client.OnMessage(1, Task(1, std::vector<float>(1000, -1.0f)));
+  CHECK(LastDelta(env) == std::vector<float>(1000, 1.0f));
+  CHECK(client.state_floats() == 0);
+  CHECK(client.tasks_done() == 2);
+  // A task of another size is still refused.
+  client.OnMessage(1, Task(2, std::vector<float>(999, 0.0f)));
+  CHECK(client.tasks_done() == 2);
+}
+
 }  // namespace
 }  // namespace murmur::federated
