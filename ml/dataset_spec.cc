@@ -1,8 +1,8 @@
 #include "ml/dataset_spec.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/rng.h"

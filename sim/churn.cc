@@ -38,14 +38,15 @@ void ScheduleNext(const std::shared_ptr<MarkovState>& st, NodeId node) {
 
 }  // namespace
 
-void StartMarkovChurn(Simulator& sim, const ChurnOptions& options, Nanos horizon, ChurnCallback on_change) {
+void StartMarkovChurn(Simulator& sim, const ChurnOptions& options, Nanos horizon, ChurnCallback on_change,
+                      bool every_node) {
   auto st = std::make_shared<MarkovState>(MarkovState{&sim, options, horizon, std::move(on_change), {}});
   st->rngs.reserve(sim.num_nodes());
   for (NodeId i = 0; i < sim.num_nodes(); ++i) st->rngs.emplace_back(sim.seed(), i, RngPurpose::kDevice);
   for (NodeId i = 0; i < sim.num_nodes(); ++i) {
     Rng& rng = st->rngs[i] = st->rngs[i].Fork(0xC4u);
     double a = sim.device(i).availability;
-    if (a >= 1.0 || !sim.placement().local(i)) continue;  // another rank runs it
+    if (a >= 1.0 || (!every_node && !sim.placement().local(i))) continue;  // another rank runs it
     bool start_online = !options.random_initial_state || rng.Bernoulli(a);
     if (!start_online) {
       sim.SetOnline(i, false);
@@ -91,10 +92,11 @@ Result<std::vector<ChurnEvent>> ReadChurnTrace(const std::string& path, std::siz
   return events;
 }
 
-void StartTraceChurn(Simulator& sim, std::vector<ChurnEvent> events, ChurnCallback on_change) {
+void StartTraceChurn(Simulator& sim, std::vector<ChurnEvent> events, ChurnCallback on_change,
+                     bool every_node) {
   auto cb = std::make_shared<ChurnCallback>(std::move(on_change));
   for (const ChurnEvent& e : events) {
-    if (!sim.placement().local(e.node)) continue;  // another rank runs it
+    if (!every_node && !sim.placement().local(e.node)) continue;  // another rank runs it
     sim.AtNode(e.node, std::max(e.time, sim.now()), [&sim, e, cb] {
       sim.SetOnline(e.node, e.online);
       if (*cb) (*cb)(e.node, e.online);

@@ -29,8 +29,12 @@ struct ChurnOptions {
   bool random_initial_state = true;
 };
 
-// Schedules churn for every node with availability < 1 until `horizon`.
-void StartMarkovChurn(Simulator& sim, const ChurnOptions& options, Nanos horizon, ChurnCallback on_change);
+// Schedules churn for every node with availability < 1 until `horizon`: the
+// simulator's own nodes, or with `every_node` all of them (another rank's
+// nodes only to tell `on_change`, as a federated server must hear of its
+// clients wherever they run).
+void StartMarkovChurn(Simulator& sim, const ChurnOptions& options, Nanos horizon, ChurnCallback on_change,
+                      bool every_node = false);
 
 struct ChurnEvent {
   Nanos time;
@@ -40,7 +44,8 @@ struct ChurnEvent {
 
 // Reads "node,time_s,online" rows (online is 0 or 1; header optional).
 Result<std::vector<ChurnEvent>> ReadChurnTrace(const std::string& path, std::size_t num_nodes);
-// Schedules the trace's transitions.
-void StartTraceChurn(Simulator& sim, std::vector<ChurnEvent> events, ChurnCallback on_change);
+// Schedules the trace's transitions (`every_node`: as for StartMarkovChurn).
+void StartTraceChurn(Simulator& sim, std::vector<ChurnEvent> events, ChurnCallback on_change,
+                     bool every_node = false);
 
 }  // namespace murmur::sim

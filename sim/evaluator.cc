@@ -97,7 +97,8 @@ EvalPoint Evaluator::Evaluate(const std::vector<const ParamVector*>& params, std
   }
   std::vector<ml::Evaluation> results(mine.size());
   auto measure_nodes = [&](std::size_t b, std::size_t e) {
-    for (std::size_t j = b; j < e; ++j) results[j] = measure_(*params[mine[j] * n / k - first], sample_, nullptr);
+    for (std::size_t j = b; j < e; ++j)
+      results[j] = measure_(*params[mine[j] * n / k - first], sample_, nullptr);
   };
   if (parallel_) {
     pool_.ParallelFor(mine.size(), 1, measure_nodes);
@@ -107,7 +108,8 @@ EvalPoint Evaluator::Evaluate(const std::vector<const ParamVector*>& params, std
   Bytes gathered;
   PutValue<std::uint64_t>(gathered, local);
   PutValues<float>(gathered, dist);
-  PutValues<double>(gathered, losses.empty() ? std::span<const double>(std::vector<double>(local, 0.0)) : losses);
+  PutValues<double>(gathered,
+                    losses.empty() ? std::span<const double>(std::vector<double>(local, 0.0)) : losses);
   PutValue<std::uint64_t>(gathered, results.size());
   for (const auto& r : results) {
     PutValue<double>(gathered, r.accuracy);
@@ -147,8 +149,14 @@ EvalPoint Evaluator::Evaluate(const std::vector<const ParamVector*>& params, std
       acc_max = std::max(acc_max, acc[j]);
     }
     ml::Evaluation avg = measure_(average_, all_, parallel_ ? &pool_ : nullptr);
-    const double values[8] = {consensus / static_cast<double>(n), train_loss / static_cast<double>(n),
-                              acc_mean, loss_mean, acc_min, acc_max, avg.accuracy, avg.loss};
+    const double values[8] = {consensus / static_cast<double>(n),
+                              train_loss / static_cast<double>(n),
+                              acc_mean,
+                              loss_mean,
+                              acc_min,
+                              acc_max,
+                              avg.accuracy,
+                              avg.loss};
     std::copy(values, values + 8, shared);
   }
   if (ranks.size() > 1) {

@@ -17,8 +17,8 @@
 #include "sim/external_learning.h"
 #include "sim/faults.h"
 #include "sim/federated_run.h"
-#include "sim/scenario.h"
 #include "sim/ranks.h"
+#include "sim/scenario.h"
 #include "sim/simulator.h"
 #include "sim/tap_env.h"
 #include "sim/windows.h"
@@ -92,7 +92,7 @@ class ScenarioRun final : public RoundObserver {
   std::vector<std::unique_ptr<gossip::Node>> nodes_;  // null for a Byzantine node
   std::unique_ptr<ByzantineCoalition> coalition_;
   std::vector<std::unique_ptr<TapEnv>> taps_;
-  NodeId honest_ = 0;  // nodes that learn (all but the Byzantine ones)
+  NodeId honest_ = 0;        // nodes that learn (all but the Byzantine ones)
   NodeId local_honest_ = 0;  // of them, those this rank runs
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<MetricsWriter> writer_;
@@ -289,21 +289,13 @@ Status ScenarioRun::Build() {
 // What a partitioned run can spread over ranks today; every rank finds the
 // same answer (the same scenario), so all of them return the error.
 Status ScenarioRun::CheckPartitionable() const {
+  MURMUR_RETURN_IF_ERROR(CheckSpreadable(*sim_, *ranks_, n_, "nodes", options_.learning != nullptr));
   if (ranks_->size() == 1) return Status::Ok();
-  auto no = [&](const std::string& what) {
-    return Status::FailedPrecondition(what + " runs on one rank only; run it without mpirun (or with -np 1)");
-  };
-  if (ranks_->size() > static_cast<int>(n_))
-    return Status::InvalidArgument(std::to_string(ranks_->size()) + " ranks for " + std::to_string(n_) +
-                                   " nodes: use at most one rank per node");
-  if (coalition_ != nullptr) return no("a scenario with Byzantine nodes (their coalition sees every node)");
-  if (HasScenarioFaults(s_)) return no("a scenario with injected faults");
-  if (spec_.topology() == "vehicles") return no("the vehicles topology (one mobility model for all nodes)");
-  if (options_.learning != nullptr) return no("a scenario with the caller's own learners");
-  if (sim_->Lookahead() == Nanos(0))
-    return Status::InvalidArgument(
-        "a run spread over ranks needs messages to take time: every device has 0 latency and latency_ms is 0 "
-        "(set latency_ms > 0)");
+  if (coalition_ != nullptr)
+    return OneRankOnly("a scenario with Byzantine nodes (their coalition sees every node)");
+  if (HasScenarioFaults(s_)) return OneRankOnly("a scenario with injected faults");
+  if (spec_.topology() == "vehicles")
+    return OneRankOnly("the vehicles topology (one mobility model for all nodes)");
   return Status::Ok();
 }
 
@@ -363,10 +355,7 @@ bool ScenarioRun::AfterWindow() {
 void ScenarioRun::EvaluateNow(std::uint64_t round, Nanos at) { Evaluate(round, at, sim_->Totals()); }
 
 void ScenarioRun::Evaluate(std::uint64_t round, Nanos at, TrafficTotals totals) {
-  std::uint64_t sums[5] = {totals.messages_sent, totals.bytes_sent, totals.bytes_received, totals.messages_lost,
-                           totals.online};
-  ranks_->AllReduceSum(sums);
-  totals = TrafficTotals{sums[0], sums[1], sums[2], sums[3], sums[4]};
+  totals = SumOverRanks(*ranks_, totals);
   last_evaluated_messages_ = totals.messages_sent;
   std::vector<const ParamVector*> params;
   std::vector<double> losses;
@@ -446,16 +435,7 @@ RunSummary ScenarioRun::Run() {
   };
   const WindowsRun windows = RunWindows(*sim_, *ranks_, until, hooks);
   const WindowsEnd ended = windows.end;
-  summary_.windows = windows.windows;
-  // Where the run ended, the same on every rank.
-  Nanos now = until;
-  if (ended == WindowsEnd::kStopped) {
-    now = last_evaluated_at_;
-  } else if (ended != WindowsEnd::kUntil) {
-    std::int64_t last = sim_->now().count();
-    ranks_->AllReduceMax(std::span(&last, 1));
-    now = Nanos(last);
-  }
+  const Nanos now = WhereRunEnded(windows, until, last_evaluated_at_, *sim_, *ranks_);
   if (gl) {
     // The periods that passed: every node has had its wake-ups up to now, also
     // past the last evaluation point (or before the first).
@@ -464,19 +444,8 @@ RunSummary ScenarioRun::Run() {
     rounds_done_ = std::min<std::uint64_t>(spec_.rounds(), periods);
   }
   if (summary_.points.empty() || summary_.points.back().round != rounds_done_) EvaluateNow(rounds_done_, now);
-  FinishSummary(*sim_, rounds_done_, WallSeconds(), &summary_);
-  summary_.virtual_s = std::chrono::duration<double>(now).count();
-  summary_.messages_sent = last_evaluated_messages_;  // as the last point counts bytes
-  {
-    std::uint64_t sums[3] = {summary_.state_bytes, sim_->cross_rank_messages(), sim_->cross_rank_bytes()};
-    ranks_->AllReduceSum(sums);
-    summary_.state_bytes = sums[0];
-    summary_.cross_rank_messages = sums[1];
-    summary_.cross_rank_bytes = sums[2];
-    std::int64_t rss = static_cast<std::int64_t>(summary_.peak_rss_bytes);
-    ranks_->AllReduceMax(std::span(&rss, 1));
-    summary_.peak_rss_bytes = static_cast<std::uint64_t>(rss);
-  }
+  FinishSpreadSummary(*sim_, *ranks_, windows, rounds_done_, WallSeconds(), now, last_evaluated_messages_,
+                      &summary_);
   if (rounds_done_ == spec_.rounds()) {
     summary_.stop_reason = "rounds done";
   } else if (ended == WindowsEnd::kInterrupted) {
@@ -509,12 +478,7 @@ bool FailedOnAnotherRank(const Status& status) {
 
 Result<RunSummary> RunScenario(const proto::Scenario& s, const ProgressFn& progress, RunOptions options) {
   MURMUR_RETURN_IF_ERROR(ValidateScenario(s));
-  const bool spread = options.ranks != nullptr && options.ranks->size() > 1;
   if (engine::IsFederatedAlgorithm(s.spec().algorithm())) {
-    if (spread) {
-      return Status::FailedPrecondition(
-          "a federated scenario runs on one rank only; run it without mpirun (or with -np 1)");
-    }
     FederatedStats stats;
     MURMUR_ASSIGN_OR_RETURN(RunSummary summary, RunFederatedScenario(s, progress, &stats, options));
     if (options.keep_final_models) summary.final_models.push_back(std::move(stats.final_model));
@@ -527,20 +491,20 @@ Result<RunSummary> RunScenario(const proto::Scenario& s, const ProgressFn& progr
     run = std::make_unique<ScenarioRun>(s, std::move(world), progress, options);
     return run->Build();
   }();
-  if (spread) {
-    // Ranks agree on whether every one of them is ready before the first
-    // window: the lowest rank that failed reports its error, the others say
-    // only that, and none waits on a rank that is gone.
-    const int me = options.ranks->rank();
-    std::int64_t failed = built.ok() ? options.ranks->size() : me;
-    options.ranks->AllReduceMin(std::span(&failed, 1));
-    if (failed < options.ranks->size()) {
-      if (failed == me) return built;
-      return Status::Aborted(kFailedOnAnotherRank);
-    }
-  }
-  MURMUR_RETURN_IF_ERROR(built);
+  MURMUR_RETURN_IF_ERROR(AgreeOnBuild(options.ranks, std::move(built)));
   return run->Run();
+}
+
+Status AgreeOnBuild(RankGroup* ranks, Status built) {
+  if (ranks == nullptr || ranks->size() == 1) return built;
+  // The lowest rank that failed reports its error, the others say only that,
+  // and none waits on a rank that is gone.
+  const int me = ranks->rank();
+  std::int64_t failed = built.ok() ? ranks->size() : me;
+  ranks->AllReduceMin(std::span(&failed, 1));
+  if (failed == ranks->size()) return Status::Ok();
+  if (failed == me) return built;
+  return Status::Aborted(kFailedOnAnotherRank);
 }
 
 }  // namespace murmur::sim

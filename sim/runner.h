@@ -23,6 +23,10 @@ namespace murmur::sim {
 inline constexpr const char* kFailedOnAnotherRank = "failed on another rank";
 // Whether a rank's RunScenario failed because another rank did (which printed why).
 bool FailedOnAnotherRank(const Status& status);
+// Called by every rank with how building its part of a run went, before the
+// first window: `built` on the lowest rank that failed, FailedOnAnotherRank
+// on the others, Ok when every rank is ready. One rank (or none): `built`.
+Status AgreeOnBuild(RankGroup* ranks, Status built);
 
 // REQUIRES: ValidateScenario(s).ok() (RunScenario checks and returns its Status otherwise).
 // Spread over ranks (options.ranks), every rank calls it with the same

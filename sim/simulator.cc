@@ -40,7 +40,9 @@ Simulator::Simulator(SimulatorOptions options, std::vector<DeviceProfile> device
   if (options_.placement.nodes() == 0) options_.placement = Placement(static_cast<NodeId>(devices_.size()));
   MURMUR_CHECK(options_.placement.nodes() == devices_.size());
   outbox_.resize(static_cast<std::size_t>(options_.placement.ranks()));
-  totals_.online = options_.placement.count();
+  if (options_.online_counted == 0) options_.online_counted = static_cast<NodeId>(devices_.size());
+  const Placement& p = options_.placement;
+  totals_.online = std::min(p.end(), options_.online_counted) - std::min(p.begin(), options_.online_counted);
   envs_.reserve(devices_.size());
   link_rng_.reserve(devices_.size());
   for (std::size_t i = 0; i < devices_.size(); ++i) {
@@ -57,7 +59,7 @@ void Simulator::SetSink(NodeId node, MessageSink* sink) { sinks_.at(node) = sink
 
 void Simulator::SetOnline(NodeId node, bool online) {
   std::uint8_t& o = online_.at(node);
-  if (options_.placement.local(node) && o != (online ? 1 : 0)) {
+  if (options_.placement.local(node) && node < options_.online_counted && o != (online ? 1 : 0)) {
     if (online) {
       ++totals_.online;
     } else {
@@ -114,8 +116,9 @@ void Simulator::Send(NodeId from, NodeId to, MessagePtr msg) {
     const std::size_t at = box.size();
     box.resize(at + sizeof(OutboxHeader));
     msg->EncodeTo(box);
-    OutboxHeader h{arrive.count(), key.sequence, from, to, msg->kind(),
-                   static_cast<std::uint32_t>(box.size() - at - sizeof(OutboxHeader))};
+    OutboxHeader h{arrive.count(), key.sequence,
+                   from,           to,
+                   msg->kind(),    static_cast<std::uint32_t>(box.size() - at - sizeof(OutboxHeader))};
     MURMUR_CHECK(h.length == bytes);
     std::memcpy(box.data() + at, &h, sizeof(h));
     ++cross_rank_messages_;
@@ -162,10 +165,12 @@ void Simulator::Inject(const Bytes& outbox) {
     MURMUR_CHECK(outbox.size() - at >= sizeof(h));
     std::memcpy(&h, outbox.data() + at, sizeof(h));
     at += sizeof(h);
-    MURMUR_CHECK(outbox.size() - at >= h.length && options_.placement.local(h.to) && h.from < devices_.size());
+    MURMUR_CHECK(outbox.size() - at >= h.length && options_.placement.local(h.to) &&
+                 h.from < devices_.size());
     MURMUR_CHECK(Nanos(h.arrive_ns) > now_);  // never in this rank's past (the lookahead)
-    auto decoded = options_.decoder ? options_.decoder(h.kind, std::span(outbox.data() + at, h.length))
-                                    : Result<MessagePtr>(Status::Internal("no decoder for another rank's messages"));
+    auto decoded = options_.decoder
+                       ? options_.decoder(h.kind, std::span(outbox.data() + at, h.length))
+                       : Result<MessagePtr>(Status::Internal("no decoder for another rank's messages"));
     if (!decoded.ok()) {
       MURMUR_CHECK_MSG(false, "a message from another rank does not decode: " + decoded.status().ToString());
     }
@@ -188,8 +193,8 @@ Nanos Simulator::Lookahead() const {
       b = l;
     }
   }
-  const double least = static_cast<double>(a + b + options_.network.extra_latency.count()) *
-                       (1 - options_.network.jitter);
+  const double least =
+      static_cast<double>(a + b + options_.network.extra_latency.count()) * (1 - options_.network.jitter);
   const auto l = static_cast<std::int64_t>(std::floor(least)) - 1;
   return Nanos(std::max<std::int64_t>(l, 0));
 }

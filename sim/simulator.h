@@ -69,6 +69,9 @@ struct SimulatorOptions {
   Placement placement;
   // Decodes the messages that arrive from other ranks (partitioned runs only).
   WireDecoder decoder;
+  // TrafficTotals::online counts this rank's nodes below this id (0: all of
+  // them; a federated run counts its clients, not the servers).
+  NodeId online_counted = 0;
 };
 
 // Per-node traffic counters (encoded bytes, as the real transport would send them).

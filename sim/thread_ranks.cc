@@ -18,7 +18,13 @@ namespace {
 // barrier, reads, and meets again before the slots are used anew.
 struct Shared {
   explicit Shared(int ranks)
-      : n(ranks), barrier(ranks), i64(ranks), u64(ranks), matrix(ranks, std::vector<Bytes>(ranks)), slots(ranks), mail(ranks * ranks) {}
+      : n(ranks),
+        barrier(ranks),
+        i64(ranks),
+        u64(ranks),
+        matrix(ranks, std::vector<Bytes>(ranks)),
+        slots(ranks),
+        mail(ranks * ranks) {}
   int n;
   std::barrier<> barrier;
   std::vector<std::vector<std::int64_t>> i64;

@@ -19,7 +19,9 @@
 
 #include <functional>
 
+#include "core/status.h"
 #include "sim/ranks.h"
+#include "sim/run_summary.h"
 #include "sim/simulator.h"
 
 namespace murmur::sim {
@@ -47,5 +49,29 @@ struct WindowsRun {
 // some rank. REQUIRES: ranks.size() == sim.placement().ranks(), and a positive
 // Lookahead() when there is more than one rank.
 WindowsRun RunWindows(Simulator& sim, RankGroup& ranks, Nanos until, const WindowHooks& hooks);
+
+// What no run spread over more than one rank can do: more ranks than
+// `units` (nodes, or a federated run's clients), learners of the caller's
+// (`own_learners`), messages that take no time (no lookahead). Ok on one rank.
+Status CheckSpreadable(const Simulator& sim, RankGroup& ranks, std::uint64_t units,
+                       const std::string& unit_name, bool own_learners);
+// The refusal of what runs on one rank only: "WHAT runs on one rank only; ...".
+Status OneRankOnly(const std::string& what);
+
+// Where a run of RunWindows ended, the same on every rank: `stopped_at` when
+// a hook stopped it, `until` when it ran to it, else the last event of any rank.
+Nanos WhereRunEnded(const WindowsRun& run, Nanos until, Nanos stopped_at, const Simulator& sim,
+                    RankGroup& ranks);
+
+// Every rank's traffic totals summed, each rank's at the same instant.
+TrafficTotals SumOverRanks(RankGroup& ranks, const TrafficTotals& mine);
+
+// The end of a run spread over `ranks`: the summary's totals (FinishSummary,
+// sim/evaluator.h), its virtual time `end`, the messages sent by its last
+// point, the time windows, and the nodes' state, cross-rank traffic and the
+// largest peak RSS over the ranks.
+void FinishSpreadSummary(const Simulator& sim, RankGroup& ranks, const WindowsRun& run,
+                         std::uint64_t rounds_done, double wall_s, Nanos end, std::uint64_t messages_sent,
+                         RunSummary* summary);
 
 }  // namespace murmur::sim

@@ -139,13 +139,13 @@ Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s) {
 }
 
 void StartScenarioChurn(Simulator& sim, const proto::Scenario& s, const World& world, Nanos horizon,
-                        const ChurnCallback& on_change) {
+                        const ChurnCallback& on_change, bool every_node) {
   if (s.churn_online() > 0) {
     ChurnOptions co;
     co.mean_online = FromSeconds(s.churn_online());
-    StartMarkovChurn(sim, co, horizon, on_change);
+    StartMarkovChurn(sim, co, horizon, on_change, every_node);
   }
-  if (!world.churn_trace.empty()) StartTraceChurn(sim, world.churn_trace, on_change);
+  if (!world.churn_trace.empty()) StartTraceChurn(sim, world.churn_trace, on_change, every_node);
 }
 
 }  // namespace murmur::sim

@@ -47,6 +47,6 @@ Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s);
 // Starts the scenario's churn on `sim`: Markov churn until `horizon` when
 // churn_online > 0, and the transitions of the world's churn trace.
 void StartScenarioChurn(Simulator& sim, const proto::Scenario& s, const World& world, Nanos horizon,
-                        const ChurnCallback& on_change);
+                        const ChurnCallback& on_change, bool every_node = false);
 
 }  // namespace murmur::sim

@@ -81,7 +81,8 @@ Result<std::pair<double, double>> RunApart(int ranks, int threads, std::uint32_t
   self[len] = '\0';
   std::ostringstream cmd;
   if (ranks > 0)
-    cmd << "mpirun --oversubscribe" << (geteuid() == 0 ? " --allow-run-as-root" : "") << " -np " << ranks << " ";
+    cmd << "mpirun --oversubscribe" << (geteuid() == 0 ? " --allow-run-as-root" : "") << " -np " << ranks
+        << " ";
   cmd << "'" << self << "' bench sim --run-only --nodes " << nodes << " --rounds " << rounds << " --threads "
       << threads << " --model '" << model << "' --compression '" << compression << "' 2>&1";
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.str().c_str(), "r"), pclose);
@@ -101,8 +102,8 @@ Result<std::pair<double, double>> RunApart(int ranks, int threads, std::uint32_t
   }
   const int code = pclose(pipe.release());
   if (!found || code != 0)
-    return Status::Unavailable("`" + cmd.str() + "` failed (is OpenMPI's mpirun installed, and murmur built with MPI?):\n" +
-                               output);
+    return Status::Unavailable(
+        "`" + cmd.str() + "` failed (is OpenMPI's mpirun installed, and murmur built with MPI?):\n" + output);
   return std::make_pair(rate, rss);
 }
 
@@ -145,10 +146,14 @@ int BenchSimRun(const std::vector<std::uint32_t>& node_counts, unsigned rounds, 
   }
   for (std::uint32_t n : node_counts) {
     auto run = TimeRun(BenchScenario(n, model, compression, rounds, threads), ranks.get());
-    if (!run.ok()) ranks->Abort("murmur bench sim: rank " + std::to_string(ranks->rank()) + ": " + run.status().ToString());
+    if (!run.ok())
+      ranks->Abort("murmur bench sim: rank " + std::to_string(ranks->rank()) + ": " +
+                   run.status().ToString());
     if (ranks->rank() == 0) {
-      std::printf(kRanksLine, ranks->size(), n, run->rounds_per_s, static_cast<double>(run->summary.peak_rss_bytes));
-      std::printf(" windows %llu cross-rank-bytes %llu\n", static_cast<unsigned long long>(run->summary.windows),
+      std::printf(kRanksLine, ranks->size(), n, run->rounds_per_s,
+                  static_cast<double>(run->summary.peak_rss_bytes));
+      std::printf(" windows %llu cross-rank-bytes %llu\n",
+                  static_cast<unsigned long long>(run->summary.windows),
                   static_cast<unsigned long long>(run->summary.cross_rank_bytes));
       std::fflush(stdout);
     }
@@ -156,8 +161,9 @@ int BenchSimRun(const std::vector<std::uint32_t>& node_counts, unsigned rounds, 
   if (ranks->size() > 1) {
     const auto [latency_us, gbps] = MeasureWindowCost(*ranks, 1 << 20);
     if (ranks->rank() == 0)
-      std::printf("mpi: %d ranks, a window's collectives %.1f us, all-to-all %.2f GB/s per rank (1 MiB each)\n",
-                  ranks->size(), latency_us, gbps);
+      std::printf(
+          "mpi: %d ranks, a window's collectives %.1f us, all-to-all %.2f GB/s per rank (1 MiB each)\n",
+          ranks->size(), latency_us, gbps);
   }
   return kExitOk;
 }
@@ -256,10 +262,11 @@ int BenchSim(int argc, char** argv) {
     }
   }
   if (!spread.empty()) {
-    std::printf("\n%d MPI ranks of 1 thread against one process of %d threads (each run a process of its own):\n",
-                ranks, threads);
-    std::printf("%7s %12s %12s %7s %14s %14s %7s\n", "nodes", "1 proc r/s", "ranks r/s", "ratio", "1 proc RSS MB",
-                "per rank MB", "ratio");
+    std::printf(
+        "\n%d MPI ranks of 1 thread against one process of %d threads (each run a process of its own):\n",
+        ranks, threads);
+    std::printf("%7s %12s %12s %7s %14s %14s %7s\n", "nodes", "1 proc r/s", "ranks r/s", "ratio",
+                "1 proc RSS MB", "per rank MB", "ratio");
     for (const Spread& p : spread) {
       std::printf("%7u %12.2f %12.2f %7.2f %14.1f %14.1f %7.2f\n", p.nodes, p.rate, p.ranks_rate,
                   p.ranks_rate / p.rate, p.rss / 1e6, p.ranks_rss / 1e6, p.ranks_rss / p.rss);

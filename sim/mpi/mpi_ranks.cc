@@ -2,8 +2,8 @@
 #include <mpi.h>
 
 #include <climits>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 #include "core/check.h"
 #include "sim/mpi/mpi.h"
@@ -78,7 +78,8 @@ class MpiRanks final : public RankGroup {
       }
       all.resize(total);
     }
-    MPI_Gatherv(mine.data(), count, MPI_BYTE, all.data(), counts.data(), at.data(), MPI_BYTE, 0, MPI_COMM_WORLD);
+    MPI_Gatherv(mine.data(), count, MPI_BYTE, all.data(), counts.data(), at.data(), MPI_BYTE, 0,
+                MPI_COMM_WORLD);
     std::vector<Bytes> out;
     if (rank_ == 0) {
       for (int r = 0; r < size_; ++r) out.emplace_back(all.begin() + at[r], all.begin() + at[r] + counts[r]);

@@ -2,7 +2,7 @@
 # mpirun -np R murmur sim, R = 1, 2, 3 and 4, writes the metrics file of the
 # plain murmur sim run of the same scenario and seed, column for column but
 # wall time (docs/simulator.md, "Across processes"), for every gossip
-# algorithm family; a scenario a partitioned run refuses ends every rank with
+# algorithm family and for flat, buffered and hierarchical federated runs; a scenario a partitioned run refuses ends every rank with
 # one error, and a rank that dies ends the job instead of leaving it waiting.
 # usage: sim_mpi_test.sh MURMUR
 set -euo pipefail
@@ -25,6 +25,9 @@ cases=(
   "dsgt|--algorithm dsgt --compression none"
   "gossip-learning|--algorithm gossip-learning --compression int8"
   "diloco-allreduce|--algorithm diloco-allreduce --local-steps 4 --compression int8"
+  "fedavg|--algorithm fedavg --clients-per-round 5 --compression none --upload-compression topk:0.3"
+  "fedbuff|--algorithm fedbuff --clients-per-round 4 --compression none"
+  "hierarchical|--algorithm fedavg --edge-aggregators 3 --clients-per-round 6 --compression none --loss 0"
 )
 for c in "${cases[@]}"; do
   name=${c%%|*}
@@ -49,7 +52,7 @@ done
 [ "$(grep -c '^final (round 24)' "$DIR/out")" -eq 1 ] || { cat "$DIR/out"; echo "FAIL: not one summary"; exit 1; }
 grep -q "per rank (3 ranks)" "$DIR/out" || { cat "$DIR/out"; echo "FAIL: no rank count"; exit 1; }
 
-# What one rank refuses, every rank refuses: one message, exit 1.
+# What the ranks refuse is said once, by the lowest rank: exit 1.
 set +e
 "${MPIRUN[@]}" 2 "$MURMUR" sim "${common[@]}" --compression none --attack sign-flip --attack-fraction 0.2 >"$DIR/out" 2>&1
 code=$?

@@ -94,8 +94,8 @@ TEST_CASE("synthetic:KIND:N has N training samples, the first ones those of the 
   CHECK(std::equal(base.train.features.begin(), base.train.features.end(), big.train.features.begin()));
   auto teacher = LoadDatasetSpec("synthetic:teacher:7", "", 3).value();
   CHECK(teacher.train.num_samples == 7);
-  for (const char* bad : {"synthetic:blobs:", "synthetic:blobs:0", "synthetic:blobs:12x", "synthetic:blobs:-4",
-                          "synthetic:blobs:100000001", "synthetic:noise"}) {
+  for (const char* bad : {"synthetic:blobs:", "synthetic:blobs:0", "synthetic:blobs:12x",
+                          "synthetic:blobs:-4", "synthetic:blobs:100000001", "synthetic:noise"}) {
     CAPTURE(bad);
     auto r = LoadDatasetSpec(bad, "", 3);
     REQUIRE_FALSE(r.ok());
