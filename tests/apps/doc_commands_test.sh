@@ -28,6 +28,8 @@
 set -uo pipefail
 MURMUR=$(realpath "$1") SRC=$(realpath "$2") HAVE_TORCH=${3:-ON} HAVE_MPI=${4:-OFF}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# More ranks than cores: a rank waiting in a collective yields its core instead of spinning.
+export OMPI_MCA_mpi_yield_when_idle=1
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 ln -s "$SRC/examples" "$WORK/examples"

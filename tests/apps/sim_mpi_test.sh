@@ -11,6 +11,8 @@ DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 # Root in CI and in containers; several ranks on a 2-core machine.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# More ranks than cores: a rank waiting in a collective yields its core instead of spinning.
+export OMPI_MCA_mpi_yield_when_idle=1
 MPIRUN=(mpirun --oversubscribe -np)
 # The columns but wall_s (the third).
 strip() { cut -d, -f1,2,4- "$1"; }
