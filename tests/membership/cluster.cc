@@ -65,8 +65,14 @@ class Cluster::Recorder final : public MembershipObserver {
 };
 
 Cluster::Cluster(NodeId n, MembershipOptions options, double loss, std::uint64_t seed)
-    : sim_(sim::SimulatorOptions{seed, 1, sim::NetworkOptions{loss, Nanos(0), 0.0}},
-           std::vector<sim::DeviceProfile>(n)),
+    : sim_(
+          [&] {
+            sim::SimulatorOptions o;
+            o.seed = seed;
+            o.network.loss = loss;
+            return o;
+          }(),
+          std::vector<sim::DeviceProfile>(n)),
       slow_(n, Nanos(0)),
       other_sinks_(n, nullptr),
       options_(std::move(options)) {
