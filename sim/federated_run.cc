@@ -17,6 +17,7 @@
 #include "federated/server.h"
 #include "gossip/codec.h"
 #include "ml/ml_learner.h"
+#include "sim/build_run.h"
 #include "sim/churn.h"
 #include "sim/evaluator.h"
 #include "sim/external_learning.h"
@@ -85,14 +86,8 @@ class FederatedRun final : public RoundObserver {
         world_(std::move(world)),
         progress_(progress),
         options_(options),
-        start_(Clock::now()) {
-    if (options_.ranks == nullptr) {
-      own_ranks_ = MakeLocalRanks();
-      ranks_ = own_ranks_.get();
-    } else {
-      ranks_ = options_.ranks;
-    }
-  }
+        start_(Clock::now()),
+        ranks_(RanksOr(options_.ranks, own_ranks_)) {}
 
   Status Build();
   RunSummary Run(FederatedStats* stats);
@@ -117,12 +112,13 @@ class FederatedRun final : public RoundObserver {
 
   const proto::Scenario& s_;
   const proto::JobSpec& spec_;
-  std::unique_ptr<RankGroup> own_ranks_;
-  RankGroup* ranks_;  // options_.ranks, or own_ranks_
+
   std::unique_ptr<World> world_;
   ProgressFn progress_;
   RunOptions options_;
   Clock::time_point start_;
+  std::unique_ptr<RankGroup> own_ranks_;
+  RankGroup* ranks_;  // options_.ranks, or own_ranks_
   double WallSeconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   std::unique_ptr<Simulator> sim_;
   std::vector<std::unique_ptr<LocalLearner>> learners_;
@@ -491,14 +487,7 @@ Result<RunSummary> RunFederatedScenario(const proto::Scenario& s, const Progress
   MURMUR_RETURN_IF_ERROR(ValidateScenario(s));
   if (!engine::IsFederatedAlgorithm(s.spec().algorithm()))
     return Status::InvalidArgument("spec field 'algorithm': '" + s.spec().algorithm() + "' is not federated");
-  std::unique_ptr<FederatedRun> run;
-  Status built = [&]() -> Status {
-    MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<World> world, BuildWorld(s));
-    MURMUR_RETURN_IF_ERROR(AdoptLearning(options.learning, s.spec(), *world));
-    run = std::make_unique<FederatedRun>(s, std::move(world), progress, options);
-    return run->Build();
-  }();
-  MURMUR_RETURN_IF_ERROR(AgreeOnBuild(options.ranks, std::move(built)));
+  MURMUR_ASSIGN_OR_RETURN(auto run, BuildOnRanks<FederatedRun>(s, progress, options));
   return run->Run(stats);
 }
 

@@ -53,4 +53,10 @@ void ByteReader::Take(void* to, std::size_t n) {
 
 std::unique_ptr<RankGroup> MakeLocalRanks() { return std::make_unique<LocalRanks>(); }
 
+RankGroup* RanksOr(RankGroup* given, std::unique_ptr<RankGroup>& own) {
+  if (given != nullptr) return given;
+  own = MakeLocalRanks();
+  return own.get();
+}
+
 }  // namespace murmur::sim

@@ -56,6 +56,9 @@ class RankGroup {
 
 // The one rank of a simulation that runs in one process.
 std::unique_ptr<RankGroup> MakeLocalRanks();
+// `given`, or when it is null a one-rank group made into `own` (which must
+// outlive the use of the result).
+RankGroup* RanksOr(RankGroup* given, std::unique_ptr<RankGroup>& own);
 
 // Append and read plain values in a byte buffer, for what ranks exchange.
 template <typename T>

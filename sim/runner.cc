@@ -11,6 +11,7 @@
 #include "engine/learner.h"
 #include "federated/attack.h"
 #include "ml/ml_learner.h"
+#include "sim/build_run.h"
 #include "sim/byzantine.h"
 #include "sim/churn.h"
 #include "sim/evaluator.h"
@@ -40,14 +41,8 @@ class ScenarioRun final : public RoundObserver {
         n_(static_cast<NodeId>(s.spec().nodes() + world_->attached_to.size())),
         progress_(progress),
         options_(options),
-        start_(Clock::now()) {
-    if (options_.ranks == nullptr) {
-      own_ranks_ = MakeLocalRanks();
-      ranks_ = own_ranks_.get();
-    } else {
-      ranks_ = options_.ranks;
-    }
-  }
+        start_(Clock::now()),
+        ranks_(RanksOr(options_.ranks, own_ranks_)) {}
 
   Status Build();
   RunSummary Run();
@@ -73,13 +68,14 @@ class ScenarioRun final : public RoundObserver {
   Nanos FittedRoundTimeout() const;
   const proto::Scenario& s_;
   const proto::JobSpec& spec_;
-  std::unique_ptr<RankGroup> own_ranks_;
-  RankGroup* ranks_;  // options_.ranks, or own_ranks_
+
   std::unique_ptr<World> world_;
   NodeId n_;  // simulated nodes: the scenario's, and Byzantine ones attached to them
   ProgressFn progress_;
   RunOptions options_;
   Clock::time_point start_;
+  std::unique_ptr<RankGroup> own_ranks_;
+  RankGroup* ranks_;  // options_.ranks, or own_ranks_
   double WallSeconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   std::unique_ptr<Simulator> sim_;
   // Injected faults: a FaultyEnv around each node's SimEnv and, when messages
@@ -484,14 +480,7 @@ Result<RunSummary> RunScenario(const proto::Scenario& s, const ProgressFn& progr
     if (options.keep_final_models) summary.final_models.push_back(std::move(stats.final_model));
     return summary;
   }
-  std::unique_ptr<ScenarioRun> run;
-  Status built = [&]() -> Status {
-    MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<World> world, BuildWorld(s));
-    MURMUR_RETURN_IF_ERROR(AdoptLearning(options.learning, s.spec(), *world));
-    run = std::make_unique<ScenarioRun>(s, std::move(world), progress, options);
-    return run->Build();
-  }();
-  MURMUR_RETURN_IF_ERROR(AgreeOnBuild(options.ranks, std::move(built)));
+  MURMUR_ASSIGN_OR_RETURN(auto run, BuildOnRanks<ScenarioRun>(s, progress, options));
   return run->Run();
 }
 
