@@ -28,7 +28,7 @@ void ScheduleNext(const std::shared_ptr<MarkovState>& st, NodeId node) {
   double mean = sim.online(node) ? on_ns : on_ns * (1 - a) / a;
   Nanos at = sim.now() + Draw(st->rngs[node], mean);
   if (at > st->horizon) return;
-  sim.AtNode(node, at, [st, node] {
+  sim.AtNodeTimeline(node, at, [st, node] {
     bool next = !st->sim->online(node);
     st->sim->SetOnline(node, next);
     if (st->on_change) st->on_change(node, next);
@@ -97,7 +97,7 @@ void StartTraceChurn(Simulator& sim, std::vector<ChurnEvent> events, ChurnCallba
   auto cb = std::make_shared<ChurnCallback>(std::move(on_change));
   for (const ChurnEvent& e : events) {
     if (!every_node && !sim.placement().local(e.node)) continue;  // another rank runs it
-    sim.AtNode(e.node, std::max(e.time, sim.now()), [&sim, e, cb] {
+    sim.AtNodeTimeline(e.node, std::max(e.time, sim.now()), [&sim, e, cb] {
       sim.SetOnline(e.node, e.online);
       if (*cb) (*cb)(e.node, e.online);
     });

@@ -7,7 +7,9 @@
 // online is a: mean_offline = mean_online (1 - a) / a. A trace instead lists
 // (node, time, online) transitions. Both drive Simulator::SetOnline and tell
 // the caller through `on_change`, so the algorithm can react (e.g. a
-// federated server stops selecting the node).
+// federated server stops selecting the node). Each transition is an event of
+// its node's own timeline (Simulator::AtNodeTimeline), drawn from the node's
+// own stream: a rank that follows another rank's node orders it alike.
 //
 // Thread-safety: used from the simulator's event loop only.
 #pragma once

@@ -10,6 +10,12 @@ std::uint64_t EventQueue::NextSequence(NodeId origin) {
   return sequence_[origin]++;
 }
 
+std::uint64_t EventQueue::NextTimelineSequence(NodeId origin) {
+  MURMUR_CHECK(origin != kWorldOrigin);
+  if (origin >= timeline_sequence_.size()) timeline_sequence_.resize(static_cast<std::size_t>(origin) + 1, 0);
+  return timeline_sequence_[origin]++ | (std::uint64_t{1} << 63);
+}
+
 EventQueue::EventId EventQueue::Schedule(EventKey key, std::function<void()> fn) {
   EventId id = next_id_++;
   heap_.push(Event{key, id});

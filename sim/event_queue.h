@@ -43,6 +43,11 @@ class EventQueue {
 
   // The next sequence number of `origin` (each call takes one).
   std::uint64_t NextSequence(NodeId origin);
+  // The next number of `origin`'s own timeline: events that follow from the
+  // node's own random stream alone (its churn), which every rank that must
+  // know of them schedules alike. Counted apart, with the top bit set, they
+  // come after the node's other events of the same instant.
+  std::uint64_t NextTimelineSequence(NodeId origin);
   // Schedules `fn` at `at` for `origin`. Returns an id for Cancel.
   EventId Schedule(Nanos at, NodeId origin, std::function<void()> fn) {
     return Schedule(EventKey{at, origin, NextSequence(origin)}, std::move(fn));
@@ -72,7 +77,8 @@ class EventQueue {
   // Callbacks live beside the heap so the heap moves small records.
   std::unordered_map<EventId, std::function<void()>> callbacks_;
   std::unordered_set<EventId> cancelled_;
-  std::vector<std::uint64_t> sequence_;  // per node origin
+  std::vector<std::uint64_t> sequence_;           // per node origin
+  std::vector<std::uint64_t> timeline_sequence_;  // per node origin
   std::uint64_t world_sequence_ = 0;
   EventId next_id_ = 1;
 };

@@ -79,6 +79,11 @@ EventQueue::EventId Simulator::AtNode(NodeId node, Nanos at, std::function<void(
   return queue_.Schedule(at, node, std::move(fn));
 }
 
+EventQueue::EventId Simulator::AtNodeTimeline(NodeId node, Nanos at, std::function<void()> fn) {
+  MURMUR_CHECK(at >= now_ && node < devices_.size());
+  return queue_.Schedule(EventKey{at, node, queue_.NextTimelineSequence(node)}, std::move(fn));
+}
+
 // A message leaves through the sender's uplink (FIFO: it waits for earlier
 // messages, then takes bytes / up_bps), crosses the link (both ends' access
 // latency plus the extra latency, with jitter), then enters the receiver's

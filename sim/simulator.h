@@ -114,8 +114,11 @@ class Simulator {
   // Schedules a simulator-level event at absolute time `at`; at one instant it
   // runs after every node's events.
   EventQueue::EventId At(Nanos at, std::function<void()> fn);
-  // Schedules an event on behalf of `node` (its churn, its start) at absolute time `at`.
+  // Schedules an event on behalf of `node` (its start) at absolute time `at`.
   EventQueue::EventId AtNode(NodeId node, Nanos at, std::function<void()> fn);
+  // Schedules an event of `node`'s own timeline (EventQueue::NextTimelineSequence):
+  // its churn, known alike to every rank that follows it.
+  EventQueue::EventId AtNodeTimeline(NodeId node, Nanos at, std::function<void()> fn);
 
   // Runs events until none is left, `until` is passed, Stop() is called or
   // the interrupt flag is raised. Returns the number of events run.

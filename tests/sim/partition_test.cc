@@ -86,8 +86,11 @@ TEST_CASE("Events run by time, then origin node, then that node's order, whateve
   const std::uint64_t later = q.NextSequence(1);  // taken now, queued later (as an offload's completion)
   q.Schedule(Nanos(5), 1, [&] { ran.push_back(6); });
   q.Schedule(EventKey{Nanos(5), 1, later}, [&] { ran.push_back(7); });
+  // A node's own timeline (its churn) after its other events of the instant.
+  q.Schedule(EventKey{Nanos(5), 1, q.NextTimelineSequence(1)}, [&] { ran.push_back(8); });
+  q.Schedule(Nanos(5), 1, [&] { ran.push_back(9); });
   while (!q.empty()) q.Pop().second();
-  CHECK(ran == std::vector<int>{4, 3, 7, 6, 1, 5, 2});
+  CHECK(ran == std::vector<int>{4, 3, 7, 6, 9, 8, 1, 5, 2});
 }
 
 TEST_CASE("Every gossip algorithm spread over 2, 3 and 4 ranks gives one process's metrics bit for bit") {
