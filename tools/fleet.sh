@@ -83,6 +83,13 @@ fleet_stop_all() {
   FLEET_PIDS=()
 }
 
+# fleet_done JOB R/R N FILE: how many daemons the last table of a `murmur job
+# status --wait` output in FILE shows done with JOB at R/R, of its N daemons
+# (--wait prints a table at every interval: only the last one counts).
+fleet_done() {
+  awk -v job="$1" '$3 == job' "$4" | tail -n "$3" | awk -v r="$2" '$4 == "done" && $5 == r' | wc -l
+}
+
 # fleet_rounds I [JOB]: rounds done by daemon I's job (from `murmur job status`),
 # or -1; with JOB, -1 unless that is the job it has.
 fleet_rounds() {

@@ -57,7 +57,7 @@ JOB
 "$MURMUR" job submit "$FLEET/job" "${FLEET_OP[@]}" >/dev/null || fail "submit"
 timeout 120 "$MURMUR" job status --wait --interval 1 "${FLEET_OP[@]}" >"$FLEET/status" ||
   { cat "$FLEET/status"; fail "job status --wait"; }
-done_count=$(awk '$3 == "arm64" && $4 == "done" && $5 == "30/30"' "$FLEET/status" | wc -l)
+done_count=$(fleet_done arm64 30/30 4 "$FLEET/status")
 [ "$done_count" -eq 4 ] || { cat "$FLEET/status"; fail "$done_count of 4 daemons finished round 30"; }
 daemons=$(grep -o "mean test accuracy [0-9.]*" "$FLEET/status" | awk '{ print $4 }')
 echo "2. 4 aarch64 daemons finished the 30-round job: mean test accuracy $daemons"

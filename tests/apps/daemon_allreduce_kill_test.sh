@@ -44,7 +44,7 @@ stalls=$(cat "$FLEET"/node{0,1,3,4,5,6,7}/log | grep -c "all-reduce of round .* 
 echo "daemon 2 killed at round $killed_at; the others went on to round $now, $stalls stalled rounds timed out"
 fleet_start 2
 "$MURMUR" job status --wait --interval 1 "${FLEET_OP[@]}" >"$FLEET/status" || { cat "$FLEET/status"; fail "job status --wait"; }
-done_count=$(awk -v r="$ROUNDS/$ROUNDS" '$3 == "ring" && $4 == "done" && $5 == r' "$FLEET/status" | wc -l)
+done_count=$(fleet_done ring "$ROUNDS/$ROUNDS" $NODES "$FLEET/status")
 [ "$done_count" -ge $NODES ] || { cat "$FLEET/status"; fail "only $done_count of $NODES daemons finished at round $ROUNDS"; }
 r=$(grep -o "resumes after round [0-9]*" "$FLEET/node2/log" | tail -n 1 | awk '{print $4}')
 [ -n "$r" ] && [ "$r" -gt 0 ] || fail "daemon 2 did not resume from a checkpoint"

@@ -84,7 +84,7 @@ for i in 0 1 2; do
   [ "$rounds" -lt "$ROUNDS" ] || fail "daemon $i finished before the old expiry: make the job longer"
 done
 "$MURMUR" job status --wait --interval 1 "${FLEET_OP[@]}" >"$FLEET/status" || { cat "$FLEET/status"; fail "job status --wait"; }
-done_count=$(awk -v r="$ROUNDS/$ROUNDS" '$3 == "cert-test" && $4 == "done" && $5 == r' "$FLEET/status" | wc -l)
+done_count=$(fleet_done cert-test "$ROUNDS/$ROUNDS" $NODES "$FLEET/status")
 [ "$done_count" -eq $NODES ] || { cat "$FLEET/status"; fail "only $done_count of $NODES daemons finished"; }
 ! grep -q "declared dead" "$FLEET"/node*/log || fail "a daemon declared a member dead"
 echo "daemon certificate renewal test passed"

@@ -64,7 +64,7 @@ fleet_start 2
 fleet_start 5
 fleet_start 6
 "$MURMUR" job status --wait --interval 1 "${FLEET_OP[@]}" >"$FLEET/status" || { cat "$FLEET/status"; fail "job status --wait"; }
-done_count=$(awk -v r="$ROUNDS/$ROUNDS" '$3 == "kill-test" && $4 == "done" && $5 == r' "$FLEET/status" | wc -l)
+done_count=$(fleet_done kill-test "$ROUNDS/$ROUNDS" $NODES "$FLEET/status")
 [ "$done_count" -ge $NODES ] || { cat "$FLEET/status"; fail "only $done_count of $NODES daemons finished at round $ROUNDS"; }
 for i in 2 5 6; do
   r=$(grep -o "resumes after round [0-9]*" "$FLEET/node$i/log" | tail -n 1 | awk '{print $4}')

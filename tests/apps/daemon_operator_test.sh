@@ -93,7 +93,7 @@ grep -q "job 'g1' already completed on this daemon" "$FLEET/out" || { cat "$FLEE
 first=$("$MURMUR" job status "${FLEET_OP[@]}" | awk 'NR > 1 { split($5, r, "/"); if (min == "" || r[1] < min) min = r[1] } END { print min }')
 [ "$first" -ge 30 ] || fail "g1 continued from round $first, not from its checkpoint at 30"
 "$MURMUR" job status --wait --interval 0.2 "${FLEET_OP[@]}" >"$FLEET/status" || fail "g1 (40) did not complete"
-[ "$(awk '$3 == "g1" && $4 == "done" && $5 == "40/40"' "$FLEET/status" | wc -l)" -eq 3 ] ||
+[ "$(fleet_done g1 40/40 3 "$FLEET/status")" -eq 3 ] ||
   { cat "$FLEET/status"; fail "g1 did not end at 40/40"; }
 echo "4. g1 after g2: refused; g1 with 40 rounds went on from round $first"
 

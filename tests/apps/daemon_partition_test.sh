@@ -102,7 +102,7 @@ echo "every daemon's murmur peers shows the 7 others alive $took s after the hea
 
 # 3. The job completes everywhere.
 "$MURMUR" job status --wait --interval 1 "${FLEET_OP[@]}" >"$FLEET/status" || { cat "$FLEET/status"; fail "job status --wait"; }
-done_count=$(awk -v r="$ROUNDS/$ROUNDS" '$3 == "partition-test" && $4 == "done" && $5 == r' "$FLEET/status" | wc -l)
+done_count=$(fleet_done partition-test "$ROUNDS/$ROUNDS" $NODES "$FLEET/status")
 [ "$done_count" -eq $NODES ] || { cat "$FLEET/status"; fail "only $done_count of $NODES daemons finished at round $ROUNDS"; }
 acc=$(awk '/^mean test accuracy/ { print $4 }' "$FLEET/status")
 
