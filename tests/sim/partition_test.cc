@@ -16,8 +16,10 @@
 namespace murmur::sim {
 namespace {
 
-// RunScenario on `ranks` threads at once; every rank's result.
-std::vector<Result<RunSummary>> RunOnRanks(const proto::Scenario& s, int ranks) {
+// run(options, r) on `ranks` threads at once, rank r's options naming its
+// rank; every rank's result.
+template <typename Run>
+std::vector<Result<RunSummary>> OnRanks(int ranks, Run run) {
   auto group = MakeThreadRanks(ranks);
   std::vector<Result<RunSummary>> results(ranks, Status::Internal("not run"));
   std::vector<std::thread> threads;
@@ -25,11 +27,16 @@ std::vector<Result<RunSummary>> RunOnRanks(const proto::Scenario& s, int ranks) 
     threads.emplace_back([&, r] {
       RunOptions o;
       o.ranks = group[r].get();
-      results[r] = RunScenario(s, {}, o);
+      results[r] = run(o, r);
     });
   }
   for (auto& t : threads) t.join();
   return results;
+}
+
+// RunScenario on `ranks` threads at once; every rank's result.
+std::vector<Result<RunSummary>> RunOnRanks(const proto::Scenario& s, int ranks) {
+  return OnRanks(ranks, [&](const RunOptions& o, int) { return RunScenario(s, {}, o); });
 }
 
 proto::Scenario Small(const std::string& algorithm) {
@@ -189,18 +196,9 @@ TEST_CASE("Federated runs spread over 2, 3 and 4 ranks give one process's metric
     CHECK(one.points.back().avg_acc > 0.3);
     for (int ranks : {2, 3, 4}) {
       CAPTURE(ranks);
-      auto group = MakeThreadRanks(ranks);
-      std::vector<Result<RunSummary>> results(ranks, Status::Internal("not run"));
       std::vector<FederatedStats> stats(ranks);
-      std::vector<std::thread> threads;
-      for (int r = 0; r < ranks; ++r) {
-        threads.emplace_back([&, r] {
-          RunOptions o;
-          o.ranks = group[r].get();
-          results[r] = RunFederatedScenario(s, {}, &stats[r], o);
-        });
-      }
-      for (auto& t : threads) t.join();
+      auto results = OnRanks(
+          ranks, [&](const RunOptions& o, int r) { return RunFederatedScenario(s, {}, &stats[r], o); });
       for (int r = 0; r < ranks; ++r) {
         CAPTURE(r);
         REQUIRE(results[r].ok());
