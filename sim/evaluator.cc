@@ -108,8 +108,8 @@ EvalPoint Evaluator::Evaluate(const std::vector<const ParamVector*>& params, std
   Bytes gathered;
   PutValue<std::uint64_t>(gathered, local);
   PutValues<float>(gathered, dist);
-  PutValues<double>(gathered,
-                    losses.empty() ? std::span<const double>(std::vector<double>(local, 0.0)) : losses);
+  PutValues<double>(gathered, losses);
+  if (losses.empty()) gathered.resize(gathered.size() + local * sizeof(double), 0);  // no losses: zeros
   PutValue<std::uint64_t>(gathered, results.size());
   for (const auto& r : results) {
     PutValue<double>(gathered, r.accuracy);
