@@ -39,7 +39,7 @@ void Dataset::AppendSample(const Dataset& from, std::int64_t i) {
 }
 
 std::int64_t Dataset::MemoryBytes() const {
-  return static_cast<std::int64_t>(features.size() * sizeof(float) + pixels.size() +
+  return static_cast<std::int64_t>(features.owned_bytes() + pixels.owned_bytes() +
                                    labels.size() * sizeof(std::int32_t));
 }
 

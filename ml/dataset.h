@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "ml/sample_values.h"
 
 namespace murmur::ml {
 
@@ -44,8 +45,8 @@ struct Dataset {
   std::vector<std::int64_t> shape;
   int num_classes = 0;
   SampleType type = SampleType::kFloat32;
-  std::vector<float> features;       // kFloat32: num_samples * dim, row-major
-  std::vector<std::uint8_t> pixels;  // kUint8: num_samples * dim, row-major
+  SampleValues<float> features;       // kFloat32: num_samples * dim, row-major
+  SampleValues<std::uint8_t> pixels;  // kUint8: num_samples * dim, row-major
   std::vector<std::int32_t> labels;
 
   std::vector<std::int64_t> sample_shape() const {
@@ -59,7 +60,8 @@ struct Dataset {
   // Appends sample i of `from`, and its label; `from` must have this
   // Dataset's type, dim and shape.
   void AppendSample(const Dataset& from, std::int64_t i);
-  // Bytes held by the samples and labels.
+  // Bytes held by the samples and labels (a view's samples are not this
+  // process's: sim/host_data.h).
   std::int64_t MemoryBytes() const;
   // A Dataset with this one's name, shape, type and classes and no samples.
   Dataset EmptyLike() const;

@@ -24,7 +24,7 @@ Result<std::unique_ptr<Run>> BuildOnRanks(const proto::Scenario& s, const Progre
                                           const RunOptions& options) {
   std::unique_ptr<Run> run;
   Status built = [&]() -> Status {
-    MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<World> world, BuildWorld(s));
+    MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<World> world, BuildWorld(s, options.ranks));
     MURMUR_RETURN_IF_ERROR(AdoptLearning(options.learning, s.spec(), *world));
     run = std::make_unique<Run>(s, std::move(world), progress, options);
     return run->Build();

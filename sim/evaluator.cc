@@ -1,6 +1,8 @@
 #include "sim/evaluator.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -35,54 +37,88 @@ Evaluator::Evaluator(Measure measure, const Layout& layout, bool parallel, const
 
 EvalPoint Evaluator::Evaluate(const std::vector<const ParamVector*>& params) {
   std::unique_ptr<RankGroup> one = MakeLocalRanks();
-  return Evaluate(params, {}, *one, 0, params.size());
+  std::vector<std::size_t> positions(params.size());
+  for (std::size_t i = 0; i < positions.size(); ++i) positions[i] = i;
+  return Evaluate(params, {}, *one, positions, params.size());
+}
+
+namespace {
+
+// An exponent larger than any finite float's: marks a coordinate where some
+// model holds an infinity or a NaN.
+constexpr std::int64_t kNotFinite = 1 << 20;
+// No model has a nonzero value there.
+constexpr std::int64_t kAllZero = std::numeric_limits<std::int64_t>::min();
+
+}  // namespace
+
+void Evaluator::Average(const std::vector<const ParamVector*>& params, RankGroup& ranks, std::size_t n) {
+  // x_bar = (1/n) sum_i x_i, summed so that no order of the models changes a
+  // bit: a double sum would depend on the order, which follows the placement
+  // of the models on ranks. Per coordinate k, the largest exponent e_k of
+  // |x_ik| over all models (a maximum: any order gives it) sets a grid of
+  // 2^(e_k + 1 + L - 62), L = bit_width(n); each x_ik, truncated to the grid,
+  // is an integer below 2^(62 - L) in magnitude, and n of them sum exactly in
+  // 64 bits, in any order and across ranks. The truncation loses less than
+  // one grid step per model, so x_bar is off by less than 2^(e_k + 1 + L - 62):
+  // about 2^-42 of the largest |x_ik| for a million models, far below a
+  // float's 2^-24.
+  const std::size_t d = average_.size();
+  const std::size_t local = params.size();
+  const int shift = 62 - std::bit_width(n);
+  exponent_.assign(d, kAllZero);
+  pool_.ParallelFor(d, 4096, [&](std::size_t b, std::size_t e) {
+    for (std::size_t k = b; k < e; ++k) {
+      float m = 0;
+      bool finite = true;
+      for (std::size_t i = 0; i < local; ++i) {
+        const float v = std::fabs((*params[i])[k]);
+        finite = finite && std::isfinite(v);
+        m = std::max(m, v);
+      }
+      if (!finite) {
+        exponent_[k] = kNotFinite;
+      } else if (m > 0) {
+        exponent_[k] = std::ilogb(m);
+      }
+    }
+  });
+  if (ranks.size() > 1) ranks.AllReduceMax(exponent_);
+  sum_.assign(d, 0);
+  pool_.ParallelFor(d, 4096, [&](std::size_t b, std::size_t e) {
+    for (std::size_t k = b; k < e; ++k) {
+      if (exponent_[k] == kAllZero || exponent_[k] == kNotFinite) continue;
+      const double scale = std::ldexp(1.0, shift - 1 - static_cast<int>(exponent_[k]));
+      std::uint64_t s = 0;  // two's complement: wraps back to the exact sum
+      for (std::size_t i = 0; i < local; ++i)
+        s += static_cast<std::uint64_t>(
+            static_cast<std::int64_t>(static_cast<double>((*params[i])[k]) * scale));
+      sum_[k] = s;
+    }
+  });
+  if (ranks.size() > 1) ranks.AllReduceSum(sum_);
+  for (std::size_t k = 0; k < d; ++k) {
+    if (exponent_[k] == kAllZero) {
+      average_[k] = 0;
+    } else if (exponent_[k] == kNotFinite) {
+      average_[k] = std::numeric_limits<float>::quiet_NaN();
+    } else {
+      const double scale = std::ldexp(1.0, shift - 1 - static_cast<int>(exponent_[k]));
+      average_[k] = static_cast<float>(static_cast<double>(static_cast<std::int64_t>(sum_[k])) / scale /
+                                       static_cast<double>(n));
+    }
+  }
 }
 
 EvalPoint Evaluator::Evaluate(const std::vector<const ParamVector*>& params, std::span<const double> losses,
-                              RankGroup& ranks, std::size_t first, std::size_t total) {
+                              RankGroup& ranks, std::span<const std::size_t> positions, std::size_t total) {
   EvalPoint p;
   const std::size_t local = params.size();
   const std::size_t n = total;
-  const std::size_t d = average_.size();
-  const int rank = ranks.rank(), last = ranks.size() - 1;
+  const int rank = ranks.rank();
   MURMUR_CHECK(losses.empty() || losses.size() == local);
-  // x_bar: per coordinate, a double sum over the models in id order: coordinate
-  // chunks in parallel; across ranks the partial sums pass down the ranks.
-  if (ranks.size() == 1) {
-    pool_.ParallelFor(d, 4096, [&](std::size_t b, std::size_t e) {
-      for (std::size_t k = b; k < e; ++k) {
-        double s = 0;
-        for (std::size_t i = 0; i < n; ++i) s += (*params[i])[k];
-        average_[k] = static_cast<float>(s / static_cast<double>(n));
-      }
-    });
-  } else {
-    std::vector<double> sum(d, 0.0);
-    if (rank > 0) {
-      Bytes in = ranks.Recv(rank - 1);
-      MURMUR_CHECK(in.size() == d * sizeof(double));
-      std::memcpy(sum.data(), in.data(), in.size());
-    }
-    pool_.ParallelFor(d, 4096, [&](std::size_t b, std::size_t e) {
-      for (std::size_t k = b; k < e; ++k) {
-        double s = sum[k];
-        for (std::size_t i = 0; i < local; ++i) s += (*params[i])[k];
-        sum[k] = s;
-      }
-    });
-    Bytes avg;
-    if (rank < last) {
-      Bytes out;
-      PutValues<double>(out, sum);
-      ranks.Send(rank + 1, std::move(out));
-    } else {
-      for (std::size_t k = 0; k < d; ++k) average_[k] = static_cast<float>(sum[k] / static_cast<double>(n));
-      PutValues<float>(avg, average_.span());
-    }
-    avg = ranks.Broadcast(std::move(avg), last);
-    MURMUR_CHECK(avg.size() == d * sizeof(float));
-    std::memcpy(average_.span().data(), avg.data(), avg.size());
-  }
+  MURMUR_CHECK(positions.size() == local && std::is_sorted(positions.begin(), positions.end()));
+  Average(params, ranks, n);
   // Each model's squared distance to x_bar, its last loss, and the test
   // numbers of those evaluated (evenly spread ids), gathered to rank 0.
   std::vector<float> dist(local);
@@ -90,15 +126,16 @@ EvalPoint Evaluator::Evaluate(const std::vector<const ParamVector*>& params, std
     for (std::size_t i = b; i < e; ++i) dist[i] = (params[i]->vec() - average_.vec()).squaredNorm();
   });
   const std::size_t k = std::min(eval_nodes_ == 0 ? n : eval_nodes_, n);
-  std::vector<std::size_t> mine;  // positions j (of k) whose model this rank holds
+  std::vector<std::size_t> mine, at;  // evaluated models j (of k) this rank holds, and where in params
   for (std::size_t j = 0; j < k; ++j) {
-    const std::size_t id = j * n / k;
-    if (id >= first && id < first + local) mine.push_back(j);
+    auto it = std::lower_bound(positions.begin(), positions.end(), j * n / k);
+    if (it == positions.end() || *it != j * n / k) continue;
+    mine.push_back(j);
+    at.push_back(static_cast<std::size_t>(it - positions.begin()));
   }
   std::vector<ml::Evaluation> results(mine.size());
   auto measure_nodes = [&](std::size_t b, std::size_t e) {
-    for (std::size_t j = b; j < e; ++j)
-      results[j] = measure_(*params[mine[j] * n / k - first], sample_, nullptr);
+    for (std::size_t j = b; j < e; ++j) results[j] = measure_(*params[at[j]], sample_, nullptr);
   };
   if (parallel_) {
     pool_.ParallelFor(mine.size(), 1, measure_nodes);
@@ -107,31 +144,51 @@ EvalPoint Evaluator::Evaluate(const std::vector<const ParamVector*>& params, std
   }
   Bytes gathered;
   PutValue<std::uint64_t>(gathered, local);
+  for (std::size_t pos : positions) PutValue<std::uint64_t>(gathered, pos);
   PutValues<float>(gathered, dist);
   PutValues<double>(gathered, losses);
   if (losses.empty()) gathered.resize(gathered.size() + local * sizeof(double), 0);  // no losses: zeros
   PutValue<std::uint64_t>(gathered, results.size());
-  for (const auto& r : results) {
-    PutValue<double>(gathered, r.accuracy);
-    PutValue<double>(gathered, r.loss);
+  for (std::size_t j = 0; j < results.size(); ++j) {
+    PutValue<std::uint64_t>(gathered, mine[j]);
+    PutValue<double>(gathered, results[j].accuracy);
+    PutValue<double>(gathered, results[j].loss);
   }
   std::vector<Bytes> all = ranks.Gather(std::move(gathered));
   double shared[8] = {};
   if (rank == 0) {
-    std::vector<float> all_dist;
-    std::vector<double> all_loss, acc, loss;
+    // Every rank's numbers, put in position order.
+    std::vector<float> all_dist(n);
+    std::vector<double> all_loss(n), acc(k), loss(k);
+    std::size_t seen = 0, measured = 0;
+    std::vector<std::uint64_t> pos;
+    std::vector<float> dists;
+    std::vector<double> losses_in;
     for (const Bytes& b : all) {
       ByteReader in(b);
       const auto m = in.Get<std::uint64_t>();
-      in.Append<float>(all_dist, m);
-      in.Append<double>(all_loss, m);
-      const auto e = in.Get<std::uint64_t>();
-      for (std::uint64_t j = 0; j < e; ++j) {
-        acc.push_back(in.Get<double>());
-        loss.push_back(in.Get<double>());
+      pos.clear();
+      dists.clear();
+      losses_in.clear();
+      in.Append<std::uint64_t>(pos, m);
+      in.Append<float>(dists, m);
+      in.Append<double>(losses_in, m);
+      for (std::uint64_t i = 0; i < m; ++i) {
+        MURMUR_CHECK(pos[i] < n);
+        all_dist[pos[i]] = dists[i];
+        all_loss[pos[i]] = losses_in[i];
       }
+      seen += m;
+      const auto e = in.Get<std::uint64_t>();
+      for (std::uint64_t i = 0; i < e; ++i) {
+        const auto j = in.Get<std::uint64_t>();
+        MURMUR_CHECK(j < k);
+        acc[j] = in.Get<double>();
+        loss[j] = in.Get<double>();
+      }
+      measured += e;
     }
-    MURMUR_CHECK(all_dist.size() == n && acc.size() == k);
+    MURMUR_CHECK(seen == n && measured == k);
     // (1/n) sum_i ||x_i - x_bar||^2 in chunks of 64 models, chunks summed in order.
     double consensus = 0;
     for (std::size_t b = 0; b < n; b += 64) {

@@ -7,11 +7,14 @@
 // (1/n) sum_i ||x_i - x_bar||^2 over all nodes. Work is split in fixed chunks
 // and reduced in order, so results do not depend on the thread count.
 //
-// In a partitioned run every rank holds a contiguous block of the models and
-// calls Evaluate together: x_bar's sums pass from rank to rank in id order,
-// the per-model numbers are gathered to rank 0, which measures x_bar and
-// shares the point. Every sum is taken in the same order as in one process,
-// so the point is the same bit for bit for any number of ranks.
+// In a partitioned run every rank holds some of the models (any of them,
+// sim/placement.h) and calls Evaluate together: x_bar is summed exactly, in
+// integers on a grid fixed by each coordinate's largest magnitude, so no
+// order of the models and no split over ranks changes a bit of it (Average
+// says how, and how close it is); the per-model numbers are gathered to rank
+// 0, put in position order, summed there in that order, and the point is
+// shared. So the point is the same bit for bit for any number of ranks and
+// any placement.
 //
 // Models are measured by the spec's ml::Model, or by a caller's function
 // (sim/external_learning.h), which may be called one node at a time on the
@@ -51,14 +54,18 @@ class Evaluator {
 
   // Fills the accuracy, loss and consensus fields of an EvalPoint.
   EvalPoint Evaluate(const std::vector<const ParamVector*>& params);
-  // The same over models spread across ranks: this rank holds models
-  // [first, first + params.size()) of `total`, and `losses` their last
-  // training losses (train_loss is their mean over all ranks). Every rank
-  // calls it; every rank gets the whole point.
+  // The same over models spread across ranks: this rank holds the models at
+  // `positions` (ascending, of [0, total)), and `losses` their last training
+  // losses (train_loss is their mean over all ranks). Every rank calls it;
+  // every rank gets the whole point.
   EvalPoint Evaluate(const std::vector<const ParamVector*>& params, std::span<const double> losses,
-                     RankGroup& ranks, std::size_t first, std::size_t total);
+                     RankGroup& ranks, std::span<const std::size_t> positions, std::size_t total);
 
  private:
+  // Sets average_ to the mean of `n` models spread over `ranks`, this rank's
+  // being `params`, bit for bit the same for any split and order.
+  void Average(const std::vector<const ParamVector*>& params, RankGroup& ranks, std::size_t n);
+
   Measure measure_;
   bool parallel_;
   std::size_t eval_nodes_;
@@ -66,6 +73,8 @@ class Evaluator {
   std::vector<ml::SampleIndex> all_;
   ThreadPool& pool_;
   ParamVector average_;
+  std::vector<std::int64_t> exponent_;  // Average's scratch, per coordinate
+  std::vector<std::uint64_t> sum_;
 };
 
 // Fills what every evaluation point records besides accuracy: the round, the

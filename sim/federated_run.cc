@@ -294,6 +294,11 @@ Status FederatedRun::CheckPartitionable() const {
       CheckSpreadable(*sim_, *ranks_, num_clients_, "clients", options_.learning != nullptr));
   if (ranks_->size() > 1 && spec_.edge_assignment() == "nearest-rsu" && spec_.edge_aggregators() > 0)
     return OneRankOnly("nearest-rsu edge assignment (one mobility model for all vehicles)");
+  // Every message goes to or from the server: there are no neighbours to keep together.
+  if (ranks_->size() > 1 && s_.placement() == "graph")
+    return Status::InvalidArgument(
+        "scenario field 'placement' graph is for gossip runs: federated runs place clients in id blocks, "
+        "the server on the last rank (use placement: auto or blocks)");
   return Status::Ok();
 }
 

@@ -182,12 +182,14 @@ Status ScenarioRun::Build() {
   so.network.jitter = s_.jitter();
   so.serial_work = options_.learning != nullptr && !options_.learning->concurrent;
   so.interrupt = options_.interrupt;
-  so.placement = Placement(n, ranks_->size(), ranks_->rank());
+  MURMUR_ASSIGN_OR_RETURN(so.placement,
+                          PlaceNodes(s_.placement(), world_->schedule.get(), n, *ranks_, spec_.seed()));
   so.decoder = GossipWireDecoder();
   sim_ = std::make_unique<Simulator>(so, world_->devices);
   MURMUR_RETURN_IF_ERROR(BuildByzantine());
   MURMUR_RETURN_IF_ERROR(CheckPartitionable());
   const Placement& place = sim_->placement();
+  summary_.placement = place.blocks() ? "blocks" : "graph";
   if (HasScenarioFaults(s_)) {
     MURMUR_ASSIGN_OR_RETURN(fault_plan_, MakeScenarioFaultPlan(s_));
     for (NodeId i = 0; i < n; ++i)
@@ -196,8 +198,9 @@ Status ScenarioRun::Build() {
   MURMUR_ASSIGN_OR_RETURN(ml::MlLearnerOptions lo, engine::LearnerOptionsOf(spec_));
   last_loss_.assign(n, 0.0);
   learners_.resize(spec_.nodes());
-  for (NodeId i = place.begin(); i < std::min<NodeId>(place.end(), spec_.nodes()); ++i) {
-    // attached Byzantine nodes do not learn; another rank's nodes are built there
+  for (NodeId i : place.local_nodes()) {
+    if (i >= spec_.nodes())
+      break;  // attached Byzantine nodes do not learn; another rank's nodes are built there
     MURMUR_ASSIGN_OR_RETURN(learners_[i], MakeNodeLearner(options_.learning, *world_, spec_, lo, i,
                                                           world_->data.train, world_->partition->node(i)));
   }
@@ -355,10 +358,12 @@ void ScenarioRun::Evaluate(std::uint64_t round, Nanos at, TrafficTotals totals) 
   last_evaluated_messages_ = totals.messages_sent;
   std::vector<const ParamVector*> params;
   std::vector<double> losses;
+  std::vector<std::size_t> positions;  // among the learning nodes: Byzantine ones only run on one rank
   params.reserve(nodes_.size());
   auto snap = snapshots_.find(round);
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i] == nullptr) continue;  // a Byzantine node, or another rank's
+    positions.push_back(coalition_ == nullptr ? i : positions.size());
     const bool from_snap = snap != snapshots_.end();
     params.push_back(from_snap ? &snap->second.params[i] : &nodes_[i]->params());
     losses.push_back(from_snap ? snap->second.loss[i] : last_loss_[i]);
@@ -367,10 +372,7 @@ void ScenarioRun::Evaluate(std::uint64_t round, Nanos at, TrafficTotals totals) 
   if (options_.keep_final_models && round == spec_.rounds())
     for (const ParamVector* x : params)
       summary_.final_models.emplace_back(x->span().begin(), x->span().end());
-  // Byzantine nodes only exist on one rank: this rank's learners come first
-  // after the blocks of the ranks before it.
-  const NodeId first = sim_->placement().begin();
-  EvalPoint p = evaluator_->Evaluate(params, losses, *ranks_, first, honest_);
+  EvalPoint p = evaluator_->Evaluate(params, losses, *ranks_, positions, honest_);
   StampPoint(totals, at, round, WallSeconds(), &p);
   last_evaluated_at_ = at;
   if (snap != snapshots_.end()) {
@@ -488,11 +490,13 @@ Status AgreeOnBuild(RankGroup* ranks, Status built) {
   if (ranks == nullptr || ranks->size() == 1) return built;
   // The lowest rank that failed reports its error, the others say only that,
   // and none waits on a rank that is gone.
+  // A rank that already knows another one failed (a collective step of the
+  // build told it) is not the one to report.
   const int me = ranks->rank();
-  std::int64_t failed = built.ok() ? ranks->size() : me;
-  ranks->AllReduceMin(std::span(&failed, 1));
-  if (failed == ranks->size()) return Status::Ok();
-  if (failed == me) return built;
+  std::int64_t v[2] = {built.ok() || FailedOnAnotherRank(built) ? ranks->size() : me, built.ok() ? 0 : -1};
+  ranks->AllReduceMin(v);
+  if (v[1] == 0) return Status::Ok();
+  if (v[0] == me) return built;
   return Status::Aborted(kFailedOnAnotherRank);
 }
 

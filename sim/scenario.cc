@@ -35,6 +35,8 @@ Status ValidateScenario(const proto::Scenario& s) {
   if (!(s.time_budget() >= 0) || !std::isfinite(s.time_budget()))
     return Bad("time_budget", "must be >= 0 seconds");
   if (s.threads() > 1024) return Bad("threads", "must be at most 1024");
+  if (s.placement() != "auto" && s.placement() != "graph" && s.placement() != "blocks")
+    return Bad("placement", "'" + s.placement() + "' is not one of auto, graph, blocks");
   MURMUR_RETURN_IF_ERROR(ValidateScenarioFaults(s));
   if (federated && HasScenarioFaults(s))
     return Bad("faults", "apply to gossip algorithms only; federated runs do not inject faults yet");

@@ -41,8 +41,9 @@ Simulator::Simulator(SimulatorOptions options, std::vector<DeviceProfile> device
   MURMUR_CHECK(options_.placement.nodes() == devices_.size());
   outbox_.resize(static_cast<std::size_t>(options_.placement.ranks()));
   if (options_.online_counted == 0) options_.online_counted = static_cast<NodeId>(devices_.size());
-  const Placement& p = options_.placement;
-  totals_.online = std::min(p.end(), options_.online_counted) - std::min(p.begin(), options_.online_counted);
+  const std::vector<NodeId>& mine = options_.placement.local_nodes();
+  totals_.online = static_cast<std::uint64_t>(
+      std::lower_bound(mine.begin(), mine.end(), options_.online_counted) - mine.begin());
   envs_.reserve(devices_.size());
   link_rng_.reserve(devices_.size());
   for (std::size_t i = 0; i < devices_.size(); ++i) {

@@ -7,6 +7,8 @@
 #include "engine/topology.h"
 #include "ml/dataset_spec.h"
 #include "sim/byzantine_placement.h"
+#include "sim/host_data.h"
+#include "sim/runner.h"
 #include "topology/weights.h"
 
 namespace murmur::sim {
@@ -105,9 +107,12 @@ Status AttachByzantineNodes(const proto::Scenario& s, World& w) {
 
 }  // namespace
 
-Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s) {
+Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s, RankGroup* ranks) {
   auto w = std::make_unique<World>();
-  auto data = ml::LoadDatasetSpec(s.spec().dataset(), s.spec().data_dir(), s.spec().seed());
+  auto load = [&s] { return ml::LoadDatasetSpec(s.spec().dataset(), s.spec().data_dir(), s.spec().seed()); };
+  std::unique_ptr<RankGroup> own;
+  auto data = LoadOncePerHost(load, *RanksOr(ranks, own));
+  if (FailedOnAnotherRank(data.status())) return data.status();
   if (!data.ok()) return data.status().WithContext("spec field 'dataset'");
   w->data = std::move(data).value();
   if (static_cast<std::uint64_t>(w->data.train.num_samples) < s.spec().nodes() &&

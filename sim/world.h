@@ -20,6 +20,7 @@
 #include "sim/churn.h"
 #include "sim/device.h"
 #include "sim/mobility.h"
+#include "sim/ranks.h"
 #include "topology/schedule.h"
 
 namespace murmur::sim {
@@ -41,8 +42,10 @@ struct World {
   std::vector<NodeId> attached_to;
 };
 
-// Builds the world for `s`. Errors name the scenario field at fault.
-Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s);
+// Builds the world for `s`. Errors name the scenario field at fault. On the
+// ranks of a partitioned run (`ranks` not null; every rank calls it) the
+// dataset is read once per host (sim/host_data.h).
+Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s, RankGroup* ranks = nullptr);
 
 // Starts the scenario's churn on `sim`: Markov churn until `horizon` when
 // churn_online > 0, and the transitions of the world's churn trace.

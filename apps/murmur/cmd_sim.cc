@@ -114,9 +114,9 @@ void PrintSummary(const sim::RunSummary& r, const proto::Scenario& s) {
         static_cast<unsigned long long>(r.corrupt_accepted));
   }
   if (r.ranks > 1) {
-    std::printf("ranks: %d, %llu messages (%s MB) crossed between them, %llu time windows\n", r.ranks,
-                static_cast<unsigned long long>(r.cross_rank_messages), Megabytes(r.cross_rank_bytes).c_str(),
-                static_cast<unsigned long long>(r.windows));
+    std::printf("ranks: %d (%s placement), %llu messages (%s MB) crossed between them, %llu time windows\n",
+                r.ranks, r.placement.c_str(), static_cast<unsigned long long>(r.cross_rank_messages),
+                Megabytes(r.cross_rank_bytes).c_str(), static_cast<unsigned long long>(r.windows));
   }
   std::printf("speed: %.3g rounds/s (%.1f s wall, %.1f s virtual), peak RSS %s MB%s, node state %s MB\n",
               r.wall_s > 0 ? static_cast<double>(r.rounds_done) / r.wall_s : 0.0, r.wall_s, r.virtual_s,

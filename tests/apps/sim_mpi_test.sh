@@ -2,8 +2,10 @@
 # mpirun -np R murmur sim, R = 1, 2, 3 and 4, writes the metrics file of the
 # plain murmur sim run of the same scenario and seed, column for column but
 # wall time (docs/simulator.md, "Across processes"), for every gossip
-# algorithm family and for flat, buffered and hierarchical federated runs; a scenario a partitioned run refuses ends every rank with
-# one error, and a rank that dies ends the job instead of leaving it waiting.
+# algorithm family and for flat, buffered and hierarchical federated runs,
+# with nodes placed in id blocks and by graph partition; a scenario a
+# partitioned run refuses ends every rank with one error, and a rank that
+# dies ends the job instead of leaving it waiting.
 # usage: sim_mpi_test.sh MURMUR
 set -euo pipefail
 MURMUR=$1
@@ -48,6 +50,27 @@ for c in "${cases[@]}"; do
   points=$(($(wc -l <"$DIR/$name-plain.csv") - 1))
   echo "$name: 1-4 ranks give the plain run's $points points"
 done
+
+# The placement changes no bit, only the traffic between ranks: id blocks
+# against the graph partition on a random geometric graph, whose ids say
+# nothing of who is near whom. The dataset is read once per host: no rank
+# falls back to a copy of its own, and no shared object is left behind.
+shm_before=$(ls /dev/shm | grep -c '^murmur-data-' || true)
+geo=("${common[@]}" --algorithm dpsgd --compression none --nodes 100 --topology geometric:0.2)
+"$MURMUR" sim "${geo[@]}" --metrics-csv "$DIR/geo-plain.csv" >/dev/null 2>&1
+declare -A crossed
+for placement in blocks graph; do
+  "${MPIRUN[@]}" 3 "$MURMUR" sim "${geo[@]}" --placement "$placement" \
+    --metrics-csv "$DIR/geo-$placement.csv" >"$DIR/out" 2>&1 || { cat "$DIR/out"; echo "FAIL: $placement"; exit 1; }
+  diff <(strip "$DIR/geo-plain.csv") <(strip "$DIR/geo-$placement.csv") ||
+    { echo "FAIL: $placement placement differs from the plain run"; exit 1; }
+  line=$(grep "^ranks: 3 ($placement placement)" "$DIR/out") || { cat "$DIR/out"; echo "FAIL: no ranks line"; exit 1; }
+  crossed[$placement]=$(echo "$line" | sed -E 's/.*placement\), ([0-9]+) messages.*/\1/')
+  ! grep -q "could not share the dataset" "$DIR/out" || { cat "$DIR/out"; echo "FAIL: dataset not shared"; exit 1; }
+done
+echo "geometric graph on 3 ranks: ${crossed[blocks]} messages cross with id blocks, ${crossed[graph]} with the partition"
+[ $((crossed[graph] * 3)) -lt "${crossed[blocks]}" ] || { echo "FAIL: the partition does not cut the traffic threefold"; exit 1; }
+[ "$(ls /dev/shm | grep -c '^murmur-data-' || true)" -eq "$shm_before" ] || { echo "FAIL: /dev/shm left"; exit 1; }
 
 # Summary lines come once, from rank 0, and say how many ranks ran.
 "${MPIRUN[@]}" 3 "$MURMUR" sim "${common[@]}" --algorithm dpsgd >"$DIR/out" 2>&1

@@ -8,6 +8,7 @@
 
 #include "sim/event_queue.h"
 #include "sim/federated_run.h"
+#include "sim/metis/metis.h"
 #include "sim/placement.h"
 #include "sim/runner.h"
 #include "sim/thread_ranks.h"
@@ -64,8 +65,8 @@ proto::Scenario Small(const std::string& algorithm) {
 
 TEST_CASE("A node block per rank: even blocks in id order, and the rank of every node") {
   Placement p(10, 4, 2);
-  CHECK(p.begin() == 5);
-  CHECK(p.end() == 7);
+  CHECK(p.blocks());
+  CHECK(p.local_nodes() == std::vector<NodeId>{5, 6});
   CHECK(p.local(5));
   CHECK_FALSE(p.local(7));
   const int expect[10] = {0, 0, 1, 1, 1, 2, 2, 3, 3, 3};
@@ -80,6 +81,74 @@ TEST_CASE("A node block per rank: even blocks in id order, and the rank of every
   CHECK(sparse.count() == 0);
   CHECK(sparse.RankOf(0) == 1);
   CHECK(sparse.RankOf(1) == 2);
+}
+
+TEST_CASE("A placement by assignment: each rank's nodes in id order, and the rank of every node") {
+  Placement p({2, 0, 2, 1, 0, 2}, 3, 2);
+  CHECK_FALSE(p.blocks());
+  CHECK(p.local_nodes() == std::vector<NodeId>{0, 2, 5});
+  CHECK(p.count() == 3);
+  CHECK(p.local(2));
+  CHECK_FALSE(p.local(3));
+  CHECK(p.RankOf(3) == 1);
+  CHECK(p.RankOf(4) == 0);
+}
+
+// Edges of `g` whose ends are in different parts.
+std::size_t CutEdges(const topology::Graph& g, const std::vector<int>& part) {
+  std::size_t cut = 0;
+  for (const topology::Edge& e : g.Edges()) cut += part[e.u] != part[e.v];
+  return cut;
+}
+
+// A 2-D torus of side x side nodes whose ids are shuffled, so that id blocks
+// say nothing about who is near whom.
+topology::Graph ShuffledTorus(NodeId side) {
+  const NodeId n = side * side;
+  std::vector<NodeId> id(n);
+  for (NodeId i = 0; i < n; ++i) id[i] = i;
+  Rng rng(7, 0, RngPurpose::kGeneric);
+  rng.Shuffle(std::span<NodeId>(id));
+  std::vector<topology::Edge> edges;
+  for (NodeId r = 0; r < side; ++r) {
+    for (NodeId c = 0; c < side; ++c) {
+      edges.push_back({id[r * side + c], id[r * side + (c + 1) % side]});
+      edges.push_back({id[r * side + c], id[((r + 1) % side) * side + c]});
+    }
+  }
+  return topology::Graph::FromEdgesDedup(n, edges);
+}
+
+TEST_CASE("The graph partition finds the structure that shuffled ids hide") {
+  const topology::Graph torus = ShuffledTorus(16);  // 256 nodes, 512 edges
+  if (!metis::Available()) {                        // a build without METIS says how to get it
+    auto part = metis::Partition(torus, 4, 1);
+    REQUIRE_FALSE(part.ok());
+    CHECK(part.status().message().find("libmetis-dev") != std::string::npos);
+    return;
+  }
+  // Four parts of a 16 x 16 torus cut at least 64 edges (four 8 x 8 squares,
+  // or four strips, cut 64); blocks of shuffled ids cut about 3/4 of them.
+  auto part = metis::Partition(torus, 4, 1);
+  REQUIRE(part.ok());
+  std::vector<int> size(4, 0);
+  for (int p : *part) ++size.at(static_cast<std::size_t>(p));
+  for (int s : size) CHECK(s <= 66);  // within 3% of 64
+  CHECK(CutEdges(torus, *part) >= 64);
+  CHECK(CutEdges(torus, *part) <= 80);
+  std::vector<int> blocks(256);
+  for (NodeId i = 0; i < 256; ++i) blocks[i] = static_cast<int>(i / 64);
+  CHECK(CutEdges(torus, blocks) > 300);
+  // The same answer every time; two cliques joined by one edge are cut there.
+  CHECK(metis::Partition(torus, 4, 1).value() == *part);
+  std::vector<topology::Edge> edges{{3, 12}};
+  for (NodeId a = 0; a < 20; ++a)
+    for (NodeId b = a + 1; b < 20; ++b)
+      if ((a % 2) == (b % 2)) edges.push_back({a, b});
+  const topology::Graph cliques = topology::Graph::FromEdgesDedup(20, edges);
+  auto two = metis::Partition(cliques, 2, 1);
+  REQUIRE(two.ok());
+  CHECK(CutEdges(cliques, *two) == 1);
 }
 
 TEST_CASE("Events run by time, then origin node, then that node's order, whatever the scheduling order") {
@@ -117,6 +186,8 @@ TEST_CASE("Every gossip algorithm spread over 2, 3 and 4 ranks gives one process
     CHECK(one.points.back().avg_acc > 0.3);
     for (int ranks : {2, 3, 4}) {
       CAPTURE(ranks);
+      // Id blocks on 2 ranks, the graph partition (where the build has METIS) on 3 and 4.
+      s.set_placement(ranks == 2 || !metis::Available() ? "blocks" : "graph");
       auto results = RunOnRanks(s, ranks);
       for (int r = 0; r < ranks; ++r) {
         CAPTURE(r);
@@ -128,6 +199,35 @@ TEST_CASE("Every gossip algorithm spread over 2, 3 and 4 ranks gives one process
       }
     }
   }
+}
+
+TEST_CASE(
+    "On a random geometric graph the partition crosses fewer messages than id blocks, and changes no bit") {
+  proto::Scenario s = Small("dpsgd");
+  s.mutable_spec()->set_nodes(60);
+  s.mutable_spec()->set_topology("geometric");  // ids in no spatial order
+  s.mutable_spec()->set_rounds(6);
+  s.mutable_spec()->set_eval_every(3);
+  const RunSummary one = RunScenario(s).value();
+  s.set_placement("blocks");
+  const auto blocks = RunOnRanks(s, 3);
+  s.set_placement("graph");
+  const auto graph = RunOnRanks(s, 3);
+  if (!metis::Available()) {
+    REQUIRE_FALSE(graph[0].ok());
+    CHECK(graph[0].status().message().find("libmetis-dev") != std::string::npos);
+    return;
+  }
+  for (int r = 0; r < 3; ++r) {
+    CAPTURE(r);
+    REQUIRE(blocks[r].ok());
+    REQUIRE(graph[r].ok());
+    CheckSameMetrics(one, *blocks[r]);
+    CheckSameMetrics(one, *graph[r]);
+  }
+  MESSAGE("cross-rank messages: blocks " << blocks[0]->cross_rank_messages << ", graph "
+                                         << graph[0]->cross_rank_messages << " of " << one.messages_sent);
+  CHECK(graph[0]->cross_rank_messages * 2 < blocks[0]->cross_rank_messages);
 }
 
 TEST_CASE("A partitioned run stops on a time budget where one process does") {
