@@ -430,6 +430,13 @@ RunSummary FederatedRun::Run(FederatedStats* stats) {
       here.stop_reason = "interrupted";
     } else if (s_.time_budget() > 0 && now >= FromSeconds(s_.time_budget())) {
       here.stop_reason = "time budget";
+    } else if (spec_.deadline() == 0 && summary_.points.back().messages_lost > 0) {
+      // Deadline 0 waits for every selected client still online: one lost
+      // task or upload leaves the round open for ever.
+      here.stop_reason = "no more events: round " + std::to_string(rounds_done_ + 1) +
+                         " waits for a selected client whose task or result was lost (deadline 0 waits for "
+                         "every one still online); set a deadline (--deadline SECONDS) so that rounds end "
+                         "without it";
     } else {
       here.stop_reason = "no more events (no client could deliver a result)";
     }

@@ -51,6 +51,29 @@ TEST_CASE("FedAvg with one client doing one local step is centralized SGD, bit f
   CHECK(world->initial.size() == x.size());
 }
 
+TEST_CASE(
+    "Without a deadline a lost message leaves its round open: the run says which and to set a deadline") {
+  proto::Scenario s = Blobs("fedavg", 13, 24);
+  s.mutable_spec()->set_clients_per_round(6);
+  s.set_loss(0.05);
+  FederatedStats stats;
+  auto run = RunFederatedScenario(s, {}, &stats);
+  REQUIRE(run.ok());
+  REQUIRE(run->points.back().messages_lost > 0);
+  CHECK(run->rounds_done < 24);
+  CHECK(run->stop_reason ==
+        "no more events: round " + std::to_string(run->rounds_done + 1) +
+            " waits for a selected client whose task or result was lost (deadline 0 waits "
+            "for every one still online); set a deadline (--deadline SECONDS) so that "
+            "rounds end without it");
+  // With a deadline the same links finish every round.
+  s.mutable_spec()->set_deadline(1);
+  auto bounded = RunFederatedScenario(s, {}, &stats);
+  REQUIRE(bounded.ok());
+  CHECK(bounded->rounds_done == 24);
+  CHECK(bounded->stop_reason == "rounds done");
+}
+
 TEST_CASE("Federated scenario fields are validated by name") {
   proto::Scenario s = Blobs("fedavg", 10, 5);
   CHECK(ValidateScenario(s).ok());
