@@ -105,6 +105,7 @@ class FederatedRun final : public RoundObserver {
   // False once the server is done.
   bool AfterWindow();
   Status CheckPartitionable() const;
+  Placement PlaceFederated(NodeId clients, NodeId edges);
   bool server_here() const { return server_ != nullptr; }
   int server_rank() const { return sim_->placement().RankOf(top_); }
   void SetOnline(NodeId node, bool online);
@@ -173,7 +174,7 @@ Status FederatedRun::Build() {
   so.network.jitter = s_.jitter();
   so.serial_work = options_.learning != nullptr && !options_.learning->concurrent;
   so.interrupt = options_.interrupt;
-  so.placement = Placement(top + 1, ranks_->size(), ranks_->rank());
+  so.placement = PlaceFederated(n, num_edges);
   so.decoder = FederatedWireDecoder();
   so.online_counted = n;  // clients, not the aggregators
   sim_ = std::make_unique<Simulator>(so, std::move(devices));
@@ -288,6 +289,31 @@ Status FederatedRun::Build() {
   return Status::Ok();
 }
 
+// Placement auto with edge aggregators: clients in id blocks over the ranks,
+// the top server on the last rank, and each edge aggregator on the rank that
+// runs the middle one of its clients: an edge's clients are an id block of
+// their own (EdgesById), so most of its traffic stays on that rank and only
+// its aggregate goes to the top. Otherwise (placement blocks, no edges):
+// clients, edges and server in id blocks, the server last.
+Placement FederatedRun::PlaceFederated(NodeId clients, NodeId edges) {
+  const int ranks = ranks_->size(), rank = ranks_->rank();
+  if (ranks == 1 || edges == 0 || spec_.edge_assignment() != "id" || s_.placement() == "blocks") {
+    summary_.placement = "blocks";
+    return Placement(clients + edges + 1, ranks, rank);
+  }
+  const Placement blocks(clients, ranks, rank);
+  std::vector<int> rank_of(clients + edges + 1, ranks - 1);
+  std::vector<std::vector<NodeId>> members(edges);
+  for (NodeId i = 0; i < clients; ++i) {
+    rank_of[i] = blocks.RankOf(i);
+    members[edge_of_[i]].push_back(i);
+  }
+  for (NodeId e = 0; e < edges; ++e)
+    if (!members[e].empty()) rank_of[clients + e] = rank_of[members[e][members[e].size() / 2]];
+  summary_.placement = "edge clusters";
+  return Placement(std::move(rank_of), ranks, rank);
+}
+
 // What a federated run can spread over ranks today; every rank finds the same.
 Status FederatedRun::CheckPartitionable() const {
   MURMUR_RETURN_IF_ERROR(
@@ -298,7 +324,8 @@ Status FederatedRun::CheckPartitionable() const {
   if (ranks_->size() > 1 && s_.placement() == "graph")
     return Status::InvalidArgument(
         "scenario field 'placement' graph is for gossip runs: federated runs place clients in id blocks, "
-        "the server on the last rank (use placement: auto or blocks)");
+        "the server on the last rank and, with auto, each edge aggregator with its clients (use placement: "
+        "auto or blocks)");
   return Status::Ok();
 }
 

@@ -27,7 +27,9 @@ struct RunSummary {
   double virtual_s = 0;
   std::uint64_t peak_rss_bytes = 0;  // partitioned: the largest of any rank
   int ranks = 1;                     // processes the run was spread over
-  std::string placement = "blocks";  // how nodes were placed on them: blocks or graph (sim/placement.h)
+  // How nodes were placed on them (sim/placement.h): blocks, graph, or edge
+  // clusters (federated, each edge aggregator with its clients).
+  std::string placement = "blocks";
   // Spread over ranks: what crossed between them, and the time windows run.
   std::uint64_t cross_rank_messages = 0;
   std::uint64_t cross_rank_bytes = 0;

@@ -72,6 +72,22 @@ echo "geometric graph on 3 ranks: ${crossed[blocks]} messages cross with id bloc
 [ $((crossed[graph] * 3)) -lt "${crossed[blocks]}" ] || { echo "FAIL: the partition does not cut the traffic threefold"; exit 1; }
 [ "$(ls /dev/shm | grep -c '^murmur-data-' || true)" -eq "$shm_before" ] || { echo "FAIL: /dev/shm left"; exit 1; }
 
+# Hierarchical FedAvg: each edge aggregator on its clients' rank (placement
+# auto) gives the same metrics as id blocks, with less crossing.
+hier=("${common[@]}" --algorithm fedavg --edge-aggregators 4 --clients-per-round 12 --compression none --loss 0
+  --nodes 40)
+"$MURMUR" sim "${hier[@]}" --metrics-csv "$DIR/hier-plain.csv" >/dev/null 2>&1
+for placement in blocks auto; do
+  "${MPIRUN[@]}" 4 "$MURMUR" sim "${hier[@]}" --placement "$placement" --metrics-csv "$DIR/hier-$placement.csv" \
+    >"$DIR/out" 2>&1 || { cat "$DIR/out"; echo "FAIL: hierarchical, $placement"; exit 1; }
+  diff <(strip "$DIR/hier-plain.csv") <(strip "$DIR/hier-$placement.csv") ||
+    { echo "FAIL: hierarchical with placement $placement differs from the plain run"; exit 1; }
+  crossed[$placement]=$(sed -nE 's/^ranks: 4 \(.*placement\), ([0-9]+) messages.*/\1/p' "$DIR/out")
+done
+grep -q "^ranks: 4 (edge clusters placement)" "$DIR/out" || { cat "$DIR/out"; echo "FAIL: not edge clusters"; exit 1; }
+echo "hierarchical on 4 ranks: ${crossed[blocks]} messages cross with id blocks, ${crossed[auto]} with edge clusters"
+[ $((crossed[auto] * 2)) -lt "${crossed[blocks]}" ] || { echo "FAIL: edge clusters do not halve the traffic"; exit 1; }
+
 # Summary lines come once, from rank 0, and say how many ranks ran.
 "${MPIRUN[@]}" 3 "$MURMUR" sim "${common[@]}" --algorithm dpsgd >"$DIR/out" 2>&1
 [ "$(grep -c '^final (round 24)' "$DIR/out")" -eq 1 ] || { cat "$DIR/out"; echo "FAIL: not one summary"; exit 1; }
