@@ -33,6 +33,20 @@ std::vector<std::uint32_t> NearestRsu(const ManhattanMobility& mobility, NodeId 
   return edge_of;
 }
 
+Placement PlaceEdgeClusters(std::span<const std::uint32_t> edge_of, NodeId edges, int ranks, int rank) {
+  const auto clients = static_cast<NodeId>(edge_of.size());
+  const Placement blocks(clients, ranks, rank);
+  std::vector<int> rank_of(clients + edges + 1, ranks - 1);
+  std::vector<std::vector<NodeId>> members(edges);
+  for (NodeId i = 0; i < clients; ++i) {
+    rank_of[i] = blocks.RankOf(i);
+    members[edge_of[i]].push_back(i);
+  }
+  for (NodeId e = 0; e < edges; ++e)
+    if (!members[e].empty()) rank_of[clients + e] = rank_of[members[e][members[e].size() / 2]];
+  return Placement(std::move(rank_of), ranks, rank);
+}
+
 std::size_t EdgeClientsPerRound(std::size_t k, std::size_t size, NodeId clients) {
   if (size == 0) return 0;
   const double share = static_cast<double>(k) * static_cast<double>(size) / static_cast<double>(clients);

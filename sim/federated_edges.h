@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/status.h"
@@ -29,6 +30,7 @@
 #include "federated/server.h"
 #include "proto/scenario.pb.h"
 #include "sim/mobility.h"
+#include "sim/placement.h"
 
 namespace murmur::sim {
 
@@ -37,6 +39,13 @@ std::vector<std::uint32_t> EdgesById(NodeId clients, NodeId edges);
 
 // edge_of[i]: the RSU (nodes clients .. clients+edges-1 of `mobility`) nearest to vehicle i now.
 std::vector<std::uint32_t> NearestRsu(const ManhattanMobility& mobility, NodeId clients, NodeId edges);
+
+// The placement of clients 0 .. C-1, edges C .. C+E-1 and the top server C+E
+// (C = edge_of.size()) on `ranks`: clients in id blocks, the server on the
+// last rank, and each edge on the rank of the middle one of its clients, so
+// that an edge's clients' tasks and results stay on its rank and only its
+// aggregate goes to the top.
+Placement PlaceEdgeClusters(std::span<const std::uint32_t> edge_of, NodeId edges, int ranks, int rank);
 
 // k_e = round(K size / clients), at least 1 when size > 0.
 std::size_t EdgeClientsPerRound(std::size_t k, std::size_t size, NodeId clients);

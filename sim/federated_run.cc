@@ -289,29 +289,17 @@ Status FederatedRun::Build() {
   return Status::Ok();
 }
 
-// Placement auto with edge aggregators: clients in id blocks over the ranks,
-// the top server on the last rank, and each edge aggregator on the rank that
-// runs the middle one of its clients: an edge's clients are an id block of
-// their own (EdgesById), so most of its traffic stays on that rank and only
-// its aggregate goes to the top. Otherwise (placement blocks, no edges):
-// clients, edges and server in id blocks, the server last.
+// Placement auto with edge aggregators (edge_assignment id): each edge with
+// its clients (PlaceEdgeClusters); otherwise everything in id blocks, the
+// server last.
 Placement FederatedRun::PlaceFederated(NodeId clients, NodeId edges) {
   const int ranks = ranks_->size(), rank = ranks_->rank();
   if (ranks == 1 || edges == 0 || spec_.edge_assignment() != "id" || s_.placement() == "blocks") {
     summary_.placement = "blocks";
     return Placement(clients + edges + 1, ranks, rank);
   }
-  const Placement blocks(clients, ranks, rank);
-  std::vector<int> rank_of(clients + edges + 1, ranks - 1);
-  std::vector<std::vector<NodeId>> members(edges);
-  for (NodeId i = 0; i < clients; ++i) {
-    rank_of[i] = blocks.RankOf(i);
-    members[edge_of_[i]].push_back(i);
-  }
-  for (NodeId e = 0; e < edges; ++e)
-    if (!members[e].empty()) rank_of[clients + e] = rank_of[members[e][members[e].size() / 2]];
   summary_.placement = "edge clusters";
-  return Placement(std::move(rank_of), ranks, rank);
+  return PlaceEdgeClusters(edge_of_, edges, ranks, rank);
 }
 
 // What a federated run can spread over ranks today; every rank finds the same.

@@ -470,10 +470,6 @@ RunSummary ScenarioRun::Run() {
 
 }  // namespace
 
-bool FailedOnAnotherRank(const Status& status) {
-  return status.code() == StatusCode::kAborted && status.message() == kFailedOnAnotherRank;
-}
-
 Result<RunSummary> RunScenario(const proto::Scenario& s, const ProgressFn& progress, RunOptions options) {
   MURMUR_RETURN_IF_ERROR(ValidateScenario(s));
   if (engine::IsFederatedAlgorithm(s.spec().algorithm())) {
@@ -484,20 +480,6 @@ Result<RunSummary> RunScenario(const proto::Scenario& s, const ProgressFn& progr
   }
   MURMUR_ASSIGN_OR_RETURN(auto run, BuildOnRanks<ScenarioRun>(s, progress, options));
   return run->Run();
-}
-
-Status AgreeOnBuild(RankGroup* ranks, Status built) {
-  if (ranks == nullptr || ranks->size() == 1) return built;
-  // The lowest rank that failed reports its error, the others say only that,
-  // and none waits on a rank that is gone.
-  // A rank that already knows another one failed (a collective step of the
-  // build told it) is not the one to report.
-  const int me = ranks->rank();
-  std::int64_t v[2] = {built.ok() || FailedOnAnotherRank(built) ? ranks->size() : me, built.ok() ? 0 : -1};
-  ranks->AllReduceMin(v);
-  if (v[1] == 0) return Status::Ok();
-  if (v[0] == me) return built;
-  return Status::Aborted(kFailedOnAnotherRank);
 }
 
 }  // namespace murmur::sim

@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "sim/evaluator.h"
+#include "sim/runner.h"
 
 namespace murmur::sim {
 
@@ -88,6 +89,24 @@ void FinishSpreadSummary(const Simulator& sim, RankGroup& ranks, const WindowsRu
   auto rss = static_cast<std::int64_t>(summary->peak_rss_bytes);
   ranks.AllReduceMax(std::span(&rss, 1));
   summary->peak_rss_bytes = static_cast<std::uint64_t>(rss);
+}
+
+bool FailedOnAnotherRank(const Status& status) {
+  return status.code() == StatusCode::kAborted && status.message() == kFailedOnAnotherRank;
+}
+
+Status AgreeOnBuild(RankGroup* ranks, Status built) {
+  if (ranks == nullptr || ranks->size() == 1) return built;
+  // The lowest rank that failed reports its error, the others say only that,
+  // and none waits on a rank that is gone.
+  // A rank that already knows another one failed (a collective step of the
+  // build told it) is not the one to report.
+  const int me = ranks->rank();
+  std::int64_t v[2] = {built.ok() || FailedOnAnotherRank(built) ? ranks->size() : me, built.ok() ? 0 : -1};
+  ranks->AllReduceMin(v);
+  if (v[1] == 0) return Status::Ok();
+  if (v[0] == me) return built;
+  return Status::Aborted(kFailedOnAnotherRank);
 }
 
 }  // namespace murmur::sim
