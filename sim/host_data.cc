@@ -73,10 +73,20 @@ const void* ValueData(const ml::Dataset& d) {
   return d.type == ml::SampleType::kUint8 ? static_cast<const void*>(d.pixels.data()) : d.features.data();
 }
 
+void PutString(Bytes& out, const std::string& text) {
+  PutValue<std::uint64_t>(out, text.size());
+  out.insert(out.end(), text.begin(), text.end());
+}
+
+std::string GetString(ByteReader& in) {
+  std::vector<char> chars;
+  in.Append<char>(chars, in.Get<std::uint64_t>());
+  return {chars.begin(), chars.end()};
+}
+
 // Everything of `d` but its sample values, and where they lie in the shared object.
 void PutHeader(Bytes& out, const ml::Dataset& d, std::uint64_t at) {
-  PutValue<std::uint64_t>(out, d.name.size());
-  out.insert(out.end(), d.name.begin(), d.name.end());
+  PutString(out, d.name);
   PutValue<std::int64_t>(out, d.num_samples);
   PutValue<std::int64_t>(out, d.dim);
   PutValue<std::uint64_t>(out, d.shape.size());
@@ -88,20 +98,10 @@ void PutHeader(Bytes& out, const ml::Dataset& d, std::uint64_t at) {
   PutValue<std::uint64_t>(out, ValueBytes(d));
 }
 
-// Reads back PutHeader; the samples as a view into `map`.
-ml::Dataset GetHeader(ByteReader& in, const std::shared_ptr<const Mapping>& map) {
-  ml::Dataset d;
-  std::vector<char> name;
-  in.Append<char>(name, in.Get<std::uint64_t>());
-  d.name.assign(name.begin(), name.end());
-  d.num_samples = in.Get<std::int64_t>();
-  d.dim = in.Get<std::int64_t>();
-  in.Append<std::int64_t>(d.shape, in.Get<std::uint64_t>());
-  d.num_classes = in.Get<int>();
-  d.type = static_cast<ml::SampleType>(in.Get<int>());
-  in.Append<std::int32_t>(d.labels, static_cast<std::size_t>(d.num_samples));
-  const auto at = in.Get<std::uint64_t>();
-  const auto bytes = in.Get<std::uint64_t>();
+// Makes `d` read its `bytes` of sample values from `map` at `at`, dropping
+// its own.
+void ViewSamples(ml::Dataset& d, const std::shared_ptr<const Mapping>& map, std::uint64_t at,
+                 std::uint64_t bytes) {
   const auto* base = static_cast<const std::uint8_t*>(map->at) + at;
   if (d.type == ml::SampleType::kUint8) {
     d.pixels = ml::SampleValues<std::uint8_t>::View(base, bytes, map);
@@ -109,6 +109,20 @@ ml::Dataset GetHeader(ByteReader& in, const std::shared_ptr<const Mapping>& map)
     d.features =
         ml::SampleValues<float>::View(reinterpret_cast<const float*>(base), bytes / sizeof(float), map);
   }
+}
+
+// Reads back PutHeader; the samples as a view into `map`.
+ml::Dataset GetHeader(ByteReader& in, const std::shared_ptr<const Mapping>& map) {
+  ml::Dataset d;
+  d.name = GetString(in);
+  d.num_samples = in.Get<std::int64_t>();
+  d.dim = in.Get<std::int64_t>();
+  in.Append<std::int64_t>(d.shape, in.Get<std::uint64_t>());
+  d.num_classes = in.Get<int>();
+  d.type = static_cast<ml::SampleType>(in.Get<int>());
+  in.Append<std::int32_t>(d.labels, static_cast<std::size_t>(d.num_samples));
+  const auto at = in.Get<std::uint64_t>();
+  ViewSamples(d, map, at, in.Get<std::uint64_t>());
   return d;
 }
 
@@ -188,27 +202,20 @@ Result<ml::TrainTest> LoadOncePerHost(const std::function<Result<ml::TrainTest>(
       if (ValueBytes(tt.test) > 0) std::memcpy(base + test_at, ValueData(tt.test), ValueBytes(tt.test));
     }
     Bytes header;
-    PutValue<std::uint64_t>(header, name.size());
-    header.insert(header.end(), name.begin(), name.end());
+    PutString(header, name);
     PutValue<std::uint64_t>(header, map == nullptr ? 0 : map->bytes);
     PutHeader(header, tt.train, train_at);
     PutHeader(header, tt.test, test_at);
     for (int r = 0; r < ranks.size(); ++r)
       if (r != me && first[r] == me) ranks.Send(r, header);
     if (map != nullptr) {  // the leader reads the shared copy too, and drops its own
-      ByteReader in(header);
-      std::vector<char> skip;
-      in.Append<char>(skip, in.Get<std::uint64_t>());
-      in.Get<std::uint64_t>();
-      tt.train = GetHeader(in, map);
-      tt.test = GetHeader(in, map);
+      ViewSamples(tt.train, map, train_at, ValueBytes(tt.train));
+      ViewSamples(tt.test, map, test_at, ValueBytes(tt.test));
     }
   } else {
     const Bytes header = ranks.Recv(first[me]);
     ByteReader in(header);
-    std::vector<char> chars;
-    in.Append<char>(chars, in.Get<std::uint64_t>());
-    name.assign(chars.begin(), chars.end());
+    name = GetString(in);
     const auto bytes = in.Get<std::uint64_t>();
     if (!name.empty()) map = MapShared(name, bytes, false);
     if (map != nullptr) {
