@@ -10,6 +10,7 @@
 #include "gossip/push_sum.h"
 #include "gossip/ring_allreduce.h"
 #include "gossip/robust_mixing.h"
+#include "topology/link_aware.h"
 
 namespace murmur::engine {
 
@@ -97,6 +98,12 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
     o.local = local;
     if (a == "diloco-allreduce") {
       MURMUR_ASSIGN_OR_RETURN(o.outer, OuterOf(spec));
+    }
+    if (spec.topology() != "ring" && host.topology != nullptr) {  // the ring the topology chose
+      o.ring = topology::RingOrder(host.topology->In(0).SupportGraph());
+      if (o.ring.size() != spec.nodes())
+        return Status::InvalidArgument("spec field 'topology': '" + spec.topology() +
+                                       "' is not one cycle through every node, which " + a + " needs");
     }
     return std::unique_ptr<gossip::Node>(std::make_unique<gossip::RingAllReduceNode>(
         *host.env, static_cast<NodeId>(spec.nodes()), *host.learner, std::move(x0), std::move(codec), o,

@@ -14,7 +14,9 @@
 //                      models by default
 //   allreduce,         gossip::RingAllReduceNode: exact averaging by a ring
 //   diloco-allreduce   all-reduce among the n nodes in id order (topology
-//                      ring), without and with DiLoCo's outer step; a round
+//                      ring) or in the order of the ring the topology is
+//                      (link-aware-ring), without and with DiLoCo's outer
+//                      step; a round
 //                      timeout of 0 becomes 2 (n - 1) times the host's
 //   push-sum           gossip::PushSumNode (column-stochastic weights, from
 //                      engine/topology.h)

@@ -66,6 +66,12 @@ Result<topology::TopologySpec> GraphSpecOf(const proto::JobSpec& s, NodeId nodes
     MURMUR_ASSIGN_OR_RETURN(double d, ParseNumber(parts[1]));
     spec.degree = static_cast<std::uint32_t>(d);
     MURMUR_ASSIGN_OR_RETURN(spec.beta, ParseNumber(parts[2]));
+  } else if (spec.kind == "link-aware" && parts.size() == 2) {
+    MURMUR_ASSIGN_OR_RETURN(double d, ParseNumber(parts[1]));
+    if (!(d >= 1 && d <= 1e6 && d == std::floor(d)))
+      return Status::InvalidArgument("spec field 'topology': link-aware's degree '" + parts[1] +
+                                     "' must be a whole number >= 1");
+    spec.degree = static_cast<std::uint32_t>(d);
   } else if (spec.kind == "geometric" && parts.size() == 2) {
     MURMUR_ASSIGN_OR_RETURN(spec.radius, ParseNumber(parts[1]));
   } else if (spec.kind == "file" && parts.size() >= 2) {
@@ -76,8 +82,15 @@ Result<topology::TopologySpec> GraphSpecOf(const proto::JobSpec& s, NodeId nodes
   return spec;
 }
 
-Result<GraphTopology> MakeGraphTopology(const proto::JobSpec& s, NodeId nodes, bool describe) {
+bool IsLinkAware(const std::string& topology) {
+  const std::string kind = TopologyKind(topology);
+  return kind == "link-aware" || kind == "link-aware-ring";
+}
+
+Result<GraphTopology> MakeGraphTopology(const proto::JobSpec& s, NodeId nodes, bool describe,
+                                        const topology::PairCost& link_cost) {
   MURMUR_ASSIGN_OR_RETURN(topology::TopologySpec spec, GraphSpecOf(s, nodes));
+  spec.link_cost = link_cost;
   auto made = topology::MakeSchedule(spec);
   if (!made.ok()) return made.status().WithContext("spec field 'topology'");
   GraphTopology t;
@@ -91,6 +104,18 @@ Result<GraphTopology> MakeGraphTopology(const proto::JobSpec& s, NodeId nodes, b
                                    "; gossip can never reach consensus across its parts");
   std::ostringstream desc;
   desc << s.topology();
+  if (IsLinkAware(s.topology()) && t.schedule->period() == 1) {
+    const topology::Graph g = t.schedule->GraphAt(0);
+    double worst = 0, total = 0;
+    for (NodeId u = 0; u < nodes; ++u) {
+      for (NodeId v : g.Neighbors(u)) {
+        const double c = std::max(link_cost(u, v), link_cost(v, u));
+        worst = std::max(worst, c);
+        if (u < v) total += c;
+      }
+    }
+    desc << " (" << g.num_edges() << " edges, slowest " << worst << " s a model, " << total << " s in all)";
+  }
   if (t.schedule->period() == 1) {
     const topology::MixingMatrix& m = t.schedule->At(0);
     if (describe && nodes <= 4096) {

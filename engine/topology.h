@@ -53,10 +53,18 @@ struct GraphTopology {
   std::string description;
 };
 
+// Whether the kind is chosen from link costs: link-aware:D or link-aware-ring
+// (topology/link_aware.h).
+bool IsLinkAware(const std::string& topology);
+
 // Builds the schedule and what the nodes read. `describe` computes the
 // spectral gap for the description (an eigenvalue problem; the simulator
-// prints it, a daemon does not need it).
-Result<GraphTopology> MakeGraphTopology(const proto::JobSpec& spec, NodeId nodes, bool describe = false);
+// prints it, a daemon does not need it). The link-aware kinds need
+// `link_cost`, seconds to send one model from u to v (the simulator's link
+// model gives it); their description adds the chosen graph's slowest edge
+// and total cost.
+Result<GraphTopology> MakeGraphTopology(const proto::JobSpec& spec, NodeId nodes, bool describe = false,
+                                        const topology::PairCost& link_cost = {});
 
 // Every node `self` exchanges with in some round (both directions, self
 // excluded): over the schedule's period, or everyone when each round is

@@ -90,6 +90,11 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
   const std::string& a = s.algorithm();
   if (TopologyKind(s.topology()) == "vehicles" && host == Host::kDaemon)
     return Bad("topology", "vehicles (contact graphs of simulated cars) exists in the simulator only");
+  if (IsLinkAware(s.topology()) && host == Host::kDaemon)
+    return Bad("topology",
+               s.topology() +
+                   " is chosen from the simulator's link model (scenario field 'links') and "
+                   "exists in the simulator only; give murmurd the chosen graph as file:EDGES.txt");
   const bool dpsgd = IsDpsgd(a);
   const std::string compression = CompressionOf(s);
   auto codec = GossipCodecOf(s);
@@ -108,10 +113,11 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
                "PowerSGD's low-rank state is not checkpointed by murmurd; use topk, randk or a value coding");
   if (!(s.gamma() >= 0 && s.gamma() <= 1))
     return Bad("gamma", "must be in [0, 1] (0 picks the default), got " + Num(s.gamma()));
-  if (IsRingAllReduce(a) && s.topology() != "ring")
-    return Bad("topology", "must be ring: " + a +
-                               " runs a ring all-reduce over the node ids in order (got '" + s.topology() +
-                               "')");
+  if (IsRingAllReduce(a) && s.topology() != "ring" && s.topology() != "link-aware-ring")
+    return Bad("topology",
+               "must be ring (the node ids in order) or link-aware-ring (the ring of least cost "
+               "in the simulator's link model): " +
+                   a + " runs a ring all-reduce (got '" + s.topology() + "')");
   if (a == "diloco" || a == "diloco-allreduce") {
     MURMUR_RETURN_IF_ERROR(ParseOuterOptimizer(s.outer_optimizer()).status());
     if (!(s.outer_lr() > 0 && s.outer_lr() <= 10))

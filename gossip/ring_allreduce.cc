@@ -1,5 +1,6 @@
 #include "gossip/ring_allreduce.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
@@ -27,6 +28,18 @@ RingAllReduceNode::RingAllReduceNode(Env& env, NodeId nodes, LocalLearner& learn
   MURMUR_CHECK_MSG(codec_->full_model_safe(),
                    "a ring all-reduce sends partial sums: use none, fp16, bf16 or int8");
   MURMUR_CHECK(n_ >= 1 && env_.self() < n_);
+  if (options_.ring.empty()) {
+    position_ = env_.self();
+    next_ = (env_.self() + 1) % n_;
+    prev_ = (env_.self() + n_ - 1) % n_;
+  } else {
+    MURMUR_CHECK_MSG(options_.ring.size() == n_, "the ring's order must list every node once");
+    const auto at = std::find(options_.ring.begin(), options_.ring.end(), env_.self());
+    MURMUR_CHECK_MSG(at != options_.ring.end(), "the ring's order must list every node once");
+    position_ = static_cast<NodeId>(at - options_.ring.begin());
+    next_ = options_.ring[(position_ + 1) % n_];
+    prev_ = options_.ring[(position_ + n_ - 1) % n_];
+  }
   round_ = ahead_ = options_.first_round;
 }
 
@@ -47,13 +60,13 @@ Status RingAllReduceNode::ImportState(const NodeState& state) {
 }
 
 std::size_t RingAllReduceNode::SentSegment(std::uint64_t step) const {
-  const std::uint64_t n = n_, i = env_.self();
+  const std::uint64_t n = n_, i = position_;
   if (step < n - 1) return static_cast<std::size_t>((i + n - step % n) % n);  // reduce-scatter: i - s
   return static_cast<std::size_t>((i + 1 + n - (step - (n - 1)) % n) % n);    // all-gather: i + 1 - s'
 }
 
 std::size_t RingAllReduceNode::ReceivedSegment(std::uint64_t step) const {
-  const std::uint64_t n = n_, i = env_.self();
+  const std::uint64_t n = n_, i = position_;
   if (step < n - 1) return static_cast<std::size_t>((i + 2 * n - 1 - step % n) % n);  // i - s - 1
   return static_cast<std::size_t>((i + n - (step - (n - 1)) % n) % n);                // i - s'
 }

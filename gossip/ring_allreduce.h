@@ -4,8 +4,10 @@
 // outer step (gossip/outer_optimizer.h): with it, this is DiLoCo as its
 // authors ran it, an all-reduce among a fixed group.
 //
-// The ring is the n nodes in id order: node i sends to i + 1 and receives
-// from i - 1 (mod n). The model's N values are cut into n segments, segment
+// The ring is the n nodes in id order, or in the order `ring` gives (a
+// link-aware ring, topology/link_aware.h); below, i is the node's position in
+// it: position i sends to position i + 1 and receives from i - 1 (mod n).
+// The model's N values are cut into n segments, segment
 // k = [floor(k N / n), floor((k + 1) N / n)), so sizes differ by at most one
 // when n does not divide N. A round, after the H local steps:
 //   reduce-scatter, steps s = 0 .. n-2: send segment (i - s) mod n of the
@@ -65,6 +67,9 @@ struct RingAllReduceOptions {
   // gives up its round and jumps to the predecessor's.
   bool catch_up = false;
   OuterOptions outer;  // kNone: plain averaging
+  // The ring's order, every node once (empty: 0, 1, .., n - 1). Every node
+  // of the job must be given the same.
+  std::vector<NodeId> ring;
   // Tensors this node keeps to itself (core/local_tensors.h): averaging and
   // the outer step leave them as the node's own training left them.
   LocalTensors local;
@@ -100,14 +105,16 @@ class RingAllReduceNode final : public Node {
   void SendStep();
   void TryAdvance();
   void FinishRound(bool averaged);
-  NodeId next() const { return (env_.self() + 1) % n_; }
-  NodeId prev() const { return (env_.self() + n_ - 1) % n_; }
+  NodeId next() const { return next_; }
+  NodeId prev() const { return prev_; }
   // The segment node self sends at `step`, and the one it receives.
   std::size_t SentSegment(std::uint64_t step) const;
   std::size_t ReceivedSegment(std::uint64_t step) const;
 
   Env& env_;
   NodeId n_;
+  NodeId position_ = 0;  // this node's place in the ring
+  NodeId next_ = 0, prev_ = 0;
   LocalLearner& learner_;
   std::unique_ptr<Codec> codec_;
   RingAllReduceOptions options_;

@@ -148,8 +148,9 @@ Status ScenarioRun::BuildByzantine() {
 // device and link model, so that only a lost message or an offline
 // neighbour makes a node wait it out: its local steps at its compute speed,
 // a whole fp32 model (the most it sends) to each out-neighbour over its
-// uplink and from each in-neighbour over its downlink, and both ends'
-// latency with the worst jitter; at least 50 ms.
+// uplink (at each path's rate in the link model) and from each in-neighbour
+// over its downlink, and both ends' latency plus the slowest path's with the
+// worst jitter; at least 50 ms.
 Nanos ScenarioRun::FittedRoundTimeout() const {
   const double bits = 8.0 * (4.0 * static_cast<double>(world_->initial.size()) + 64);
   double flops = 0;  // every node's model is the same: any of this rank's learners tells
@@ -160,13 +161,21 @@ Nanos ScenarioRun::FittedRoundTimeout() const {
     }
   }
   double slowest = 0.05;
+  const LinkModel* links = world_->links.get();
   for (NodeId i = 0; i < n_; ++i) {
     const DeviceProfile& d = world_->devices[i];
-    const double out = static_cast<double>(world_->topology->Out(0).Row(i).size());
     const double in = static_cast<double>(world_->topology->In(0).Row(i).size());
-    const double latency = 2 * std::chrono::duration<double>(d.latency).count() + s_.latency_ms() / 1000;
-    const double round =
-        flops / d.flops_per_s + out * bits / d.up_bps + in * bits / d.down_bps + latency * (1 + s_.jitter());
+    double up = 0, path_latency = 0;  // the uplink's time for one model to each out-neighbour
+    for (const topology::MixingEntry& e : world_->topology->Out(0).Row(i)) {
+      const double rate = links == nullptr ? d.up_bps : std::min(d.up_bps, links->Bps(i, e.col));
+      up += bits / rate;
+      if (links != nullptr)
+        path_latency =
+            std::max(path_latency, std::chrono::duration<double>(links->Latency(i, e.col)).count());
+    }
+    const double latency =
+        2 * std::chrono::duration<double>(d.latency).count() + s_.latency_ms() / 1000 + path_latency;
+    const double round = flops / d.flops_per_s + up + in * bits / d.down_bps + latency * (1 + s_.jitter());
     slowest = std::max(slowest, round);
   }
   return FromSeconds(4 * slowest);
@@ -180,6 +189,7 @@ Status ScenarioRun::Build() {
   so.network.loss = s_.loss();
   so.network.extra_latency = FromSeconds(s_.latency_ms() / 1000);
   so.network.jitter = s_.jitter();
+  so.network.links = world_->links;
   so.serial_work = options_.learning != nullptr && !options_.learning->concurrent;
   so.interrupt = options_.interrupt;
   MURMUR_ASSIGN_OR_RETURN(so.placement,

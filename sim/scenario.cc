@@ -8,6 +8,7 @@
 #include "sim/device.h"
 #include "sim/faults.h"
 #include "sim/gossip_attack.h"
+#include "sim/links.h"
 
 namespace murmur::sim {
 
@@ -37,6 +38,20 @@ Status ValidateScenario(const proto::Scenario& s) {
   if (s.threads() > 1024) return Bad("threads", "must be at most 1024");
   if (s.placement() != "auto" && s.placement() != "graph" && s.placement() != "blocks")
     return Bad("placement", "'" + s.placement() + "' is not one of auto, graph, blocks");
+  if (s.links() != "uniform") {
+    if (federated)
+      return Bad("links",
+                 "shapes the paths between gossip nodes; a federated run's messages all go to or from "
+                 "its server (give its clients' links through devices)");
+    if (s.links().rfind("trace:", 0) != 0) {  // a trace is read when the world is built
+      auto links = MakeLinkModel(s.links(), spec.nodes(), spec.seed());
+      if (!links.ok()) return links.status().WithContext("scenario field 'links'");
+    }
+  }
+  if (engine::IsLinkAware(spec.topology()) && s.links() == "uniform" && s.devices() == "uniform")
+    return Bad("links",
+               "is uniform and so are the devices: " + spec.topology() +
+                   " would choose among equal links; give links (sites:, plane: or trace:) or devices");
   MURMUR_RETURN_IF_ERROR(ValidateScenarioFaults(s));
   if (federated && HasScenarioFaults(s))
     return Bad("faults", "apply to gossip algorithms only; federated runs do not inject faults yet");

@@ -86,8 +86,9 @@ EventQueue::EventId Simulator::AtNodeTimeline(NodeId node, Nanos at, std::functi
 }
 
 // A message leaves through the sender's uplink (FIFO: it waits for earlier
-// messages, then takes bytes / up_bps), crosses the link (both ends' access
-// latency plus the extra latency, with jitter), then enters the receiver's
+// messages, then takes bytes / min(up_bps, the path's rate)), crosses the
+// link (both ends' access latency, the path's and the extra latency, with
+// jitter), then enters the receiver's
 // downlink (FIFO, bytes / down_bps). Loss is decided at sending time from the
 // sender's own stream, so it does not depend on event interleaving.
 void Simulator::Send(NodeId from, NodeId to, MessagePtr msg) {
@@ -106,15 +107,18 @@ void Simulator::Send(NodeId from, NodeId to, MessagePtr msg) {
                       : 1.0;
   const DeviceProfile& src = devices_[from];
   const DeviceProfile& dst = devices_[to];
-  Nanos depart = std::max(now_, uplink_free_[from]) + TransferTime(bytes, src.up_bps);
+  const LinkModel* links = options_.network.links.get();
+  const double rate = links == nullptr ? src.up_bps : std::min(src.up_bps, links->Bps(from, to));
+  Nanos depart = std::max(now_, uplink_free_[from]) + TransferTime(bytes, rate);
   uplink_free_[from] = depart;
   if (lost) {
     if (options_.placement.local(to)) ++traffic_[to].messages_lost;
     ++totals_.messages_lost;
     return;
   }
-  auto propagation =
-      static_cast<double>((src.latency + dst.latency + options_.network.extra_latency).count()) * jitter;
+  Nanos path = src.latency + dst.latency + options_.network.extra_latency;
+  if (links != nullptr) path += links->Latency(from, to);
+  auto propagation = static_cast<double>(path.count()) * jitter;
   Nanos arrive = depart + Nanos(static_cast<std::int64_t>(propagation));
   const EventKey key{arrive, from, queue_.NextSequence(from)};
   if (!options_.placement.local(to)) {
@@ -188,7 +192,8 @@ void Simulator::Inject(const Bytes& outbox) {
 
 Nanos Simulator::Lookahead() const {
   if (options_.placement.nodes() < 2) return Nanos::max();
-  // The two smallest access latencies: no two distinct nodes are closer.
+  // The two smallest access latencies: no two distinct nodes are closer (a
+  // link model's paths only add to them).
   std::int64_t a = std::numeric_limits<std::int64_t>::max(), b = a;
   for (const DeviceProfile& d : devices_) {
     const std::int64_t l = d.latency.count();

@@ -37,6 +37,7 @@
 #include "core/thread_pool.h"
 #include "sim/device.h"
 #include "sim/event_queue.h"
+#include "sim/links.h"
 #include "sim/placement.h"
 #include "sim/ranks.h"
 
@@ -51,6 +52,8 @@ struct NetworkOptions {
   Nanos extra_latency{0};
   // Uniform jitter: each message's latency is scaled by U(1 - jitter, 1 + jitter).
   double jitter = 0.0;
+  // What each pair's path adds (sim/links.h); null: the devices alone.
+  std::shared_ptr<const LinkModel> links;
 };
 
 struct SimulatorOptions {

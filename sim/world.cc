@@ -39,9 +39,18 @@ Result<std::vector<DeviceProfile>> MakeDevices(const proto::Scenario& s) {
   return devices;
 }
 
+// The link-aware kinds weigh each pair by the seconds one fp32 model takes
+// over the devices and the link model (sim/links.h).
 Status BuildGraphTopology(const proto::Scenario& s, World& w) {
+  topology::PairCost cost;
+  if (engine::IsLinkAware(s.spec().topology())) {
+    const double bits = 8.0 * 4.0 * static_cast<double>(w.initial.size());
+    cost = [links = w.links.get(), devices = &w.devices, bits](NodeId u, NodeId v) {
+      return PathSeconds(links, *devices, u, v, bits);
+    };
+  }
   MURMUR_ASSIGN_OR_RETURN(engine::GraphTopology t,
-                          engine::MakeGraphTopology(s.spec(), s.spec().nodes(), true));
+                          engine::MakeGraphTopology(s.spec(), s.spec().nodes(), true, cost));
   w.schedule = std::move(t.schedule);
   w.topology = std::move(t.rounds);
   w.topology_description = std::move(t.description);
@@ -129,6 +138,9 @@ Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s, RankGroup* r
   Rng init(s.spec().seed(), 0, RngPurpose::kInit);
   w->model->InitParams(w->initial, init);
   MURMUR_ASSIGN_OR_RETURN(w->devices, MakeDevices(s));
+  auto links = MakeLinkModel(s.links(), s.spec().nodes(), s.spec().seed());
+  if (!links.ok()) return links.status().WithContext("scenario field 'links'");
+  w->links = std::move(links).value();
   if (!s.churn_trace().empty()) {
     auto trace = ReadChurnTrace(s.churn_trace(), s.spec().nodes());
     if (!trace.ok()) return trace.status().WithContext("scenario field 'churn_trace'");

@@ -19,6 +19,7 @@
 #include "proto/scenario.pb.h"
 #include "sim/churn.h"
 #include "sim/device.h"
+#include "sim/links.h"
 #include "sim/mobility.h"
 #include "sim/ranks.h"
 #include "topology/schedule.h"
@@ -31,6 +32,7 @@ struct World {
   std::unique_ptr<ml::Model> model;
   ParamVector initial;  // every node starts from this model
   std::vector<DeviceProfile> devices;
+  std::shared_ptr<const LinkModel> links;           // scenario field links; null: uniform
   std::unique_ptr<topology::Schedule> schedule;     // graph kinds
   std::unique_ptr<ManhattanMobility> mobility;      // topology "vehicles"
   std::unique_ptr<gossip::RoundTopology> topology;  // what the nodes read

@@ -52,6 +52,17 @@ Result<Graph> MakeGraph(const TopologySpec& s) {
     auto positions = UniformPositions(n, s.seed);
     return RandomGeometric(positions, r);
   }
+  if (s.kind == "link-aware" || s.kind == "link-aware-ring") {
+    if (!s.link_cost)
+      return Status::InvalidArgument(s.kind +
+                                     " is chosen from link costs, and none were given (the simulator "
+                                     "takes them from its link model, scenario field 'links')");
+    if (s.kind == "link-aware") return LinkAwareGraph(n, s.degree, s.link_cost, s.seed);
+    if (n > kMaxLinkAwareNodes)
+      return Status::InvalidArgument("link-aware-ring is limited to " + std::to_string(kMaxLinkAwareNodes) +
+                                     " nodes, got " + std::to_string(n));
+    return TourGraph(LeastCostTour(n, s.link_cost));
+  }
   return Status::InvalidArgument("unknown topology '" + s.kind + "'");
 }
 

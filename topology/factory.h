@@ -14,6 +14,11 @@
 //   file            from an edge-list file (topology/edge_list.h); its node
 //                   count is 1 + its largest id, and `nodes` (0: the file's)
 //                   must agree with it
+//   link-aware      ~ degree: the cheapest graph of n degree / 2 edges under
+//                   `link_cost` (topology/link_aware.h)
+//   link-aware-ring 2: the ring of least total `link_cost`
+// The two link-aware kinds need `link_cost` (a link model's or measured
+// costs) and are not in TopologyKinds(): the simulator offers them.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -24,6 +29,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "topology/link_aware.h"
 #include "topology/schedule.h"
 #include "topology/weights.h"
 
@@ -35,12 +41,13 @@ struct TopologySpec {
   std::uint64_t seed = 1;
   WeightOptions weights;       // ignored by one-peer-exponential and random-matching
   bool weights_given = false;  // false: the kind's default (uniform on regular kinds, mh otherwise)
-  std::uint32_t degree = 4;    // regular, small-world
+  std::uint32_t degree = 4;    // regular, small-world, link-aware
   double prob = 0;             // erdos-renyi; 0 means 2 ln(n) / n
   double beta = 0.1;           // small-world rewiring probability
   double radius = 0;           // geometric; 0 means sqrt(2 ln(n) / (pi n))
   std::string file;            // file
   bool directed = false;       // file: arcs "u v" mean u -> v
+  PairCost link_cost;          // link-aware kinds: seconds to send one model u -> v
 };
 
 // The kind names MakeSchedule accepts, in the order the CLI lists them.

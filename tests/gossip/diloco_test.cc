@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -281,6 +282,41 @@ TEST_CASE(
         CHECK(run.received[i] == want);
         if (len % n == 0) CHECK(run.received[i] * n == 2 * (n - 1) * len);
       }
+    }
+  }
+}
+
+TEST_CASE("Ring all-reduce over a ring in any order (a link-aware ring): the exact sum, by position") {
+  for (NodeId n = 1; n <= 17; ++n) {
+    const std::size_t len = 37;
+    std::vector<NodeId> ring(n);
+    std::iota(ring.begin(), ring.end(), 0);
+    Rng rng(n, 0, RngPurpose::kGeneric);
+    rng.Shuffle(std::span<NodeId>(ring));
+    CAPTURE(n);
+    std::vector<std::vector<float>> x0s(n, std::vector<float>(len)), targets = x0s;
+    std::vector<double> sum(len, 0);
+    for (NodeId i = 0; i < n; ++i)
+      for (std::size_t k = 0; k < len; ++k) {
+        x0s[i][k] = static_cast<float>((i * 5 + k * 7) % 13) - 6.0f;
+        sum[k] += x0s[i][k];
+      }
+    RingAllReduceOptions o;
+    o.rounds = 1;
+    o.ring = ring;
+    const RingRun run = RunRing(n, o, 0.0, x0s, targets);  // every node finishes (checked in RunRing)
+    for (NodeId p = 0; p < n; ++p) {
+      const NodeId i = ring[p];
+      CAPTURE(i);
+      for (std::size_t k = 0; k < len; ++k)
+        CHECK(run.models[i][k] == static_cast<float>(sum[k]) / static_cast<float>(n));
+      // Position p receives from position p - 1 every segment but that one's + 1 and + 2.
+      const NodeId from = (p + n - 1) % n;
+      auto size = [&](NodeId k) {
+        const auto [b, e] = RingSegment(len, n, k % n);
+        return e - b;
+      };
+      CHECK(run.received[i] == (n == 1 ? 0 : 2 * len - size(from + 1) - size(from + 2)));
     }
   }
 }
