@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "engine/algorithms.h"
+#include "engine/topology.h"
 #include "gossip/decentralized_sgd.h"
 #include "gossip/gossip_learning.h"
 #include "gossip/gradient_tracking.h"
@@ -47,6 +48,54 @@ Result<gossip::OuterOptions> OuterOf(const proto::JobSpec& spec) {
   o.beta2 = spec.outer_beta2();
   return o;
 }
+
+namespace {
+
+// Hierarchical all-reduce: this node's group as its ring (members in id
+// order), and its counterparts (the same position in each neighbouring
+// group) with the groups' Metropolis-Hastings weights over group_topology.
+Status SetGroups(const proto::JobSpec& spec, const GossipHost& host, gossip::RingAllReduceOptions& o) {
+  const NodeId n = static_cast<NodeId>(spec.nodes());
+  const std::uint32_t g = spec.groups();
+  std::vector<std::uint32_t> group_of;
+  if (host.group_of != nullptr) {
+    group_of = *host.group_of;
+  } else {
+    for (NodeId i = 0; i < n; ++i) group_of.push_back(static_cast<std::uint32_t>(std::uint64_t{i} * g / n));
+  }
+  std::vector<std::vector<NodeId>> members(g);
+  for (NodeId i = 0; i < n && i < group_of.size(); ++i) {
+    if (group_of[i] >= g) return Status::InvalidArgument("node " + std::to_string(i) + " has no group");
+    members[group_of[i]].push_back(i);
+  }
+  for (const auto& m : members) {
+    if (m.size() != n / g)
+      return Status::InvalidArgument("spec field 'groups': " + std::to_string(g) + " groups of " +
+                                     std::to_string(n / g) + " nodes are needed, one has " +
+                                     std::to_string(m.size()));
+  }
+  proto::JobSpec between = spec;
+  between.set_topology(spec.group_topology());
+  between.set_weights("default");
+  auto made = MakeGraphTopology(between, g);
+  if (!made.ok()) return made.status().WithContext("spec field 'group_topology'");
+  const NodeId self = host.env->self();
+  const std::uint32_t mine = group_of[self];
+  o.ring = members[mine];
+  const auto position =
+      static_cast<std::size_t>(std::find(o.ring.begin(), o.ring.end(), self) - o.ring.begin());
+  o.cross_self = 0;
+  for (const topology::MixingEntry& e : made->schedule->At(0).Row(mine)) {
+    if (e.col == mine) {
+      o.cross_self = e.weight;
+    } else {
+      o.cross.emplace_back(members[e.col][position], e.weight);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec, ParamVector x0,
                                                      const GossipHost& host) {
@@ -98,6 +147,12 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
     o.local = local;
     if (a == "diloco-allreduce") {
       MURMUR_ASSIGN_OR_RETURN(o.outer, OuterOf(spec));
+    }
+    if (spec.groups() > 1) {
+      MURMUR_RETURN_IF_ERROR(SetGroups(spec, host, o));
+      return std::unique_ptr<gossip::Node>(std::make_unique<gossip::RingAllReduceNode>(
+          *host.env, static_cast<NodeId>(o.ring.size()), *host.learner, std::move(x0), std::move(codec), o,
+          host.observer));
     }
     if (spec.topology() != "ring" && host.topology != nullptr) {  // the ring the topology chose
       o.ring = topology::RingOrder(host.topology->In(0).SupportGraph());

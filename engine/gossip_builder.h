@@ -16,7 +16,9 @@
 //   diloco-allreduce   all-reduce among the n nodes in id order (topology
 //                      ring) or in the order of the ring the topology is
 //                      (link-aware-ring), without and with DiLoCo's outer
-//                      step; a round
+//                      step; with `groups` > 1, a ring in each group (its
+//                      members in id order) and one mix of group means over
+//                      `group_topology` between the halves; a round
 //                      timeout of 0 becomes 2 (n - 1) times the host's
 //   push-sum           gossip::PushSumNode (column-stochastic weights, from
 //                      engine/topology.h)
@@ -89,6 +91,10 @@ struct GossipHost {
   // finishes the last round, so that round sees the traffic a longer run
   // would give it). Off, the node stops after spec.rounds (a daemon).
   bool open_ended = false;
+  // Hierarchical all-reduce (spec groups > 1): each node's group, 0 ..
+  // groups - 1, groups of equal size, indexed by node id; not owned. Null:
+  // contiguous id blocks.
+  const std::vector<std::uint32_t>* group_of = nullptr;
 };
 
 // The spec's compressor spec with "default" resolved: topk:0.01 (CHOCO-SGD

@@ -113,6 +113,26 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
                "PowerSGD's low-rank state is not checkpointed by murmurd; use topk, randk or a value coding");
   if (!(s.gamma() >= 0 && s.gamma() <= 1))
     return Bad("gamma", "must be in [0, 1] (0 picks the default), got " + Num(s.gamma()));
+  if (s.groups() != 1) {
+    if (!IsRingAllReduce(a))
+      return Bad("groups", "applies to allreduce and diloco-allreduce (got " + a + ")");
+    if (host == Host::kDaemon)
+      return Bad("groups", "hierarchical all-reduce runs in the simulator only (murmurd: 1)");
+    if (s.groups() == 0 || s.nodes() % s.groups() != 0)
+      return Bad("groups", "must divide nodes into groups of equal size (" + std::to_string(s.groups()) +
+                               " groups of " + std::to_string(s.nodes()) + " nodes)");
+    if (s.topology() != "ring")
+      return Bad("topology",
+                 "must be ring with groups: each group is a ring of its members in id order (got '" +
+                     s.topology() + "')");
+    proto::JobSpec between = s;
+    between.set_topology(s.group_topology());
+    between.set_weights("default");
+    if (IsTimeVarying(s.group_topology()) || IsLinkAware(s.group_topology()))
+      return Bad("group_topology", "must be a static graph kind (got '" + s.group_topology() + "')");
+    auto made = MakeGraphTopology(between, s.groups());
+    if (!made.ok()) return made.status().WithContext("spec field 'group_topology'");
+  }
   if (IsRingAllReduce(a) && s.topology() != "ring" && s.topology() != "link-aware-ring")
     return Bad("topology",
                "must be ring (the node ids in order) or link-aware-ring (the ring of least cost "

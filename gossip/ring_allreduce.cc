@@ -27,8 +27,9 @@ RingAllReduceNode::RingAllReduceNode(Env& env, NodeId nodes, LocalLearner& learn
       outer_(options_.outer, x_.layout()) {
   MURMUR_CHECK_MSG(codec_->full_model_safe(),
                    "a ring all-reduce sends partial sums: use none, fp16, bf16 or int8");
-  MURMUR_CHECK(n_ >= 1 && env_.self() < n_);
+  MURMUR_CHECK(n_ >= 1);
   if (options_.ring.empty()) {
+    MURMUR_CHECK(env_.self() < n_);
     position_ = env_.self();
     next_ = (env_.self() + 1) % n_;
     prev_ = (env_.self() + n_ - 1) % n_;
@@ -83,7 +84,8 @@ void RingAllReduceNode::BeginRound() {
       },
       [this] {
         reducing_ = true;
-        if (n_ == 1) return FinishRound(true);
+        cross_sent_ = cross_done_ = false;
+        if (n_ == 1 && options_.cross.empty()) return FinishRound(true);
         if (options_.catch_up && ahead_ >= round_ + 2) return FinishRound(false);  // the ring moved on
         const std::uint64_t r = round_;
         timeout_ = env_.StartTimer(options_.round_timeout, [this, r] {
@@ -94,7 +96,7 @@ void RingAllReduceNode::BeginRound() {
             FinishRound(false);
           }
         });
-        SendStep();
+        if (n_ > 1) SendStep();
         TryAdvance();
       });
 }
@@ -109,9 +111,19 @@ void RingAllReduceNode::SendStep() {
 void RingAllReduceNode::OnMessage(NodeId from, MessagePtr msg) {
   if (msg->kind() != kGossipMessageKind) return;
   auto m = std::static_pointer_cast<const GossipMessage>(msg);
-  if (m->channel() != Channel::kRingSegment || from != prev() || finished()) return;
+  if (m->channel() != Channel::kRingSegment || finished()) return;
   const std::uint64_t steps = 2 * (static_cast<std::uint64_t>(n_) - 1);
   const double s = m->scalar();
+  if (s == static_cast<double>(steps) && !options_.cross.empty()) {  // a counterpart's mixed-in segment
+    std::size_t k = 0;
+    while (k < options_.cross.size() && options_.cross[k].first != from) ++k;
+    const auto [b, e] = RingSegment(sum_.size(), n_, SentSegment(n_ - 1));
+    if (k == options_.cross.size() || m->update().size() != e - b || m->round() < round_) return;
+    // This round's and the next two's, one segment per counterpart each.
+    if (m->round() <= round_ + 2) cross_early_.emplace(std::make_pair(m->round(), k), m);
+    return TryAdvance();
+  }
+  if (from != prev()) return;
   if (!(s >= 0 && s < static_cast<double>(steps)) || s != std::floor(s)) return;  // no step of this ring
   const auto step = static_cast<std::uint64_t>(s);
   const auto [b, e] = RingSegment(sum_.size(), n_, ReceivedSegment(step));
@@ -133,9 +145,48 @@ void RingAllReduceNode::OnMessage(NodeId from, MessagePtr msg) {
   TryAdvance();
 }
 
+bool RingAllReduceNode::CrossMixed() {
+  const auto [b, e] = RingSegment(sum_.size(), n_, SentSegment(n_ - 1));
+  std::span<float> seg = sum_.span().subspan(b, e - b);
+  if (!cross_sent_) {
+    cross_sent_ = true;
+    for (float& v : seg) v /= static_cast<float>(n_);  // the group's mean
+    for (const auto& [peer, weight] : options_.cross) {
+      env_.Send(peer, std::make_shared<const GossipMessage>(
+                          Channel::kRingSegment, round_, static_cast<double>(2 * (n_ - 1)),
+                          codec_->Compress(std::span<const float>(seg.data(), seg.size()), round_)));
+    }
+  }
+  for (std::size_t k = 0; k < options_.cross.size(); ++k) {
+    if (cross_early_.count({round_, k}) == 0) return false;
+  }
+  // Every counterpart's segment is here: mix them in the order of `cross`.
+  std::vector<float> mixed(seg.size(), 0.0f), theirs(seg.size());
+  for (std::size_t j = 0; j < seg.size(); ++j) mixed[j] = static_cast<float>(options_.cross_self) * seg[j];
+  for (std::size_t k = 0; k < options_.cross.size(); ++k) {
+    auto it = cross_early_.find({round_, k});
+    std::fill(theirs.begin(), theirs.end(), 0.0f);
+    Status st = it->second->update().AddTo(theirs);
+    MURMUR_CHECK_MSG(st.ok(), st.ToString());
+    const auto w = static_cast<float>(options_.cross[k].second);
+    for (std::size_t j = 0; j < seg.size(); ++j) mixed[j] += w * theirs[j];
+    cross_early_.erase(it);
+  }
+  std::copy(mixed.begin(), mixed.end(), seg.begin());
+  return true;
+}
+
 void RingAllReduceNode::TryAdvance() {
   const std::uint64_t steps = 2 * (static_cast<std::uint64_t>(n_) - 1);
   while (reducing_) {
+    const bool mix_now = !options_.cross.empty() && step_ == static_cast<std::uint64_t>(n_) - 1;
+    if (mix_now && !cross_done_) {
+      if (!CrossMixed()) return;
+      cross_done_ = true;
+      if (step_ == steps) return FinishRound(true);  // one-node groups: the mix was the whole round
+      SendStep();                                    // the all-gather starts from the mixed segment
+      continue;
+    }
     auto it = early_.find({round_, step_});
     if (it == early_.end()) return;
     const auto [b, e] = RingSegment(sum_.size(), n_, ReceivedSegment(step_));
@@ -146,6 +197,7 @@ void RingAllReduceNode::TryAdvance() {
     MURMUR_CHECK_MSG(st.ok(), st.ToString());
     early_.erase(it);
     if (++step_ == steps) return FinishRound(true);
+    if (!options_.cross.empty() && step_ == static_cast<std::uint64_t>(n_) - 1) continue;  // mix, then send
     SendStep();
   }
 }
@@ -158,7 +210,11 @@ void RingAllReduceNode::FinishRound(bool averaged) {
   reducing_ = false;
   if (averaged) {
     options_.local.Save(x_);
-    x_.vec() = sum_.vec() / static_cast<float>(n_);
+    if (options_.cross.empty()) {
+      x_.vec() = sum_.vec() / static_cast<float>(n_);
+    } else {
+      x_.CopyFrom(sum_);  // each segment is a mix of group means already
+    }
     outer_.Apply(x_);
     options_.local.Restore(x_);
   } else {
@@ -170,6 +226,7 @@ void RingAllReduceNode::FinishRound(bool averaged) {
     round_ = ahead_;
   }
   early_.erase(early_.begin(), early_.lower_bound({round_, 0}));  // rounds that are over
+  cross_early_.erase(cross_early_.begin(), cross_early_.lower_bound({round_, 0}));
   if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), done, loss_);
   BeginRound();
 }

@@ -28,6 +28,21 @@
 // as does one for the next two rounds (at most three models' worth); one
 // for a finished round, or further ahead, is dropped.
 //
+// Hierarchical schedule (`cross` not empty): the ring is one group of m
+// nodes, and groups mix with each other between the two halves. After the
+// reduce-scatter, position i holds its group's sum of segment (i + 1) mod m;
+// it divides it by m (its group's mean) and sends it to its counterparts,
+// the nodes at the same position of the neighbouring groups (channel
+// kRingSegment, the step 2 (m - 1) as the scalar), waits for theirs, and
+// keeps cross_self x its own + sum over the counterparts of their weight x
+// theirs (in the order of `cross`). The all-gather then spreads the mixed
+// segments, so every member ends with x_g = sum_h W_gh mean(group h) for the
+// groups' mixing matrix W, one D-PSGD step between groups at the cost of
+// 1 / m of a model to each neighbouring group. Every group must have m
+// members and give its members the same order of counterparts. With all
+// groups complete and W = 11^T / G this is the exact mean of every node
+// (hierarchical all-reduce); with m = 1 it is D-PSGD over the groups' graph.
+//
 // A member that stops (crash, partition) stalls the ring: each node gives the
 // round's all-reduce `round_timeout` from its start; past it the node keeps
 // its own model of the round (its local steps, no averaging), counts the
@@ -70,6 +85,11 @@ struct RingAllReduceOptions {
   // The ring's order, every node once (empty: 0, 1, .., n - 1). Every node
   // of the job must be given the same.
   std::vector<NodeId> ring;
+  // Hierarchical: `ring` is this node's group, and these are its
+  // counterparts in the neighbouring groups with their mixing weights W_gh;
+  // cross_self is W_gg. Empty: one ring, no mix between groups.
+  std::vector<std::pair<NodeId, double>> cross;
+  double cross_self = 1;
   // Tensors this node keeps to itself (core/local_tensors.h): averaging and
   // the outer step leave them as the node's own training left them.
   LocalTensors local;
@@ -105,6 +125,9 @@ class RingAllReduceNode final : public Node {
   void SendStep();
   void TryAdvance();
   void FinishRound(bool averaged);
+  // Hierarchical: after the reduce-scatter, sends the group's mean of the
+  // segment this node owns to its counterparts; true once theirs are mixed in.
+  bool CrossMixed();
   NodeId next() const { return next_; }
   NodeId prev() const { return prev_; }
   // The segment node self sends at `step`, and the one it receives.
@@ -124,6 +147,10 @@ class RingAllReduceNode final : public Node {
   OuterOptimizer outer_;
   // Messages from the predecessor that came early, by (round, step).
   std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const GossipMessage>> early_;
+  // Hierarchical: counterparts' segments by (round, index in `cross`).
+  std::map<std::pair<std::uint64_t, std::size_t>, std::shared_ptr<const GossipMessage>> cross_early_;
+  bool cross_sent_ = false;  // this round's owned segment went to the counterparts
+  bool cross_done_ = false;  // and theirs are mixed into it
   std::uint64_t round_ = 0;
   std::uint64_t step_ = 0;   // the next step whose message this node waits for
   std::uint64_t ahead_ = 0;  // catch_up: the highest round seen from the predecessor

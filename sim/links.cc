@@ -60,6 +60,8 @@ class SiteLinks final : public LinkModel {
   Nanos Latency(NodeId a, NodeId b) const override {
     return !Placed(a, b) || site_[a] == site_[b] ? Nanos(0) : wan_latency_;
   }
+  std::vector<std::uint32_t> Sites() const override { return site_; }
+  std::uint32_t num_sites() const override { return sites_; }
   std::string Describe() const override {
     std::ostringstream o;
     o << sites_ << " sites, " << Mbps(lan_bps_) << " inside, " << Mbps(wan_bps_) << " and "

@@ -50,6 +50,9 @@ class LinkModel {
   virtual Nanos Latency(NodeId a, NodeId b) const = 0;
   // "4 sites, 100 Mbit/s inside, 1 Mbit/s and 20 ms between"
   virtual std::string Describe() const = 0;
+  // sites: each node's site, and how many there are; others: empty and 0.
+  virtual std::vector<std::uint32_t> Sites() const { return {}; }
+  virtual std::uint32_t num_sites() const { return 0; }
 };
 
 // The model the `links` text names, over n nodes; null for "uniform".

@@ -88,8 +88,9 @@ class ScenarioRun final : public RoundObserver {
   std::vector<std::unique_ptr<gossip::Node>> nodes_;  // null for a Byzantine node
   std::unique_ptr<ByzantineCoalition> coalition_;
   std::vector<std::unique_ptr<TapEnv>> taps_;
-  NodeId honest_ = 0;        // nodes that learn (all but the Byzantine ones)
-  NodeId local_honest_ = 0;  // of them, those this rank runs
+  NodeId honest_ = 0;            // nodes that learn (all but the Byzantine ones)
+  NodeId local_honest_ = 0;      // of them, those this rank runs
+  bool group_of_sites_ = false;  // hierarchical groups are the link model's sites
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<MetricsWriter> writer_;
   std::vector<double> last_loss_;
@@ -215,6 +216,13 @@ Status ScenarioRun::Build() {
                                                           world_->data.train, world_->partition->node(i)));
   }
   const Nanos fitted_timeout = FittedRoundTimeout();
+  // Hierarchical all-reduce groups: the link model's sites when there are
+  // as many as groups (the groups follow the fast links), else id blocks.
+  std::vector<std::uint32_t> group_of;
+  if (spec_.groups() > 1 && world_->links != nullptr && world_->links->num_sites() == spec_.groups()) {
+    group_of = world_->links->Sites();
+    group_of_sites_ = true;
+  }
   for (NodeId i = 0; i < n; ++i) {
     if (!place.local(i)) {  // another rank's
       nodes_.push_back(nullptr);
@@ -238,6 +246,7 @@ Status ScenarioRun::Build() {
     }
     engine::GossipHost host;
     host.env = env;
+    host.group_of = group_of.empty() ? nullptr : &group_of;
     host.topology = world_->topology.get();
     host.learner = learners_[i].get();
     host.observer = this;
@@ -274,6 +283,11 @@ Status ScenarioRun::Build() {
     << " (" << world_->initial.size() << " parameters), " << spec_.dataset() << " " << spec_.partition()
     << ", compression " << engine::CompressionOf(spec_);
   if (spec_.gossip_aggregation() != "mean") d << ", gossip aggregation " << spec_.gossip_aggregation();
+  if (spec_.groups() > 1) {
+    d << ", " << spec_.groups() << " groups of " << n / spec_.groups() << " ("
+      << (group_of_sites_ ? "the link model's sites" : "id blocks") << ") mixing over "
+      << spec_.group_topology();
+  }
   if (honest_ < n) {
     d << ", " << n - honest_ << " Byzantine nodes (" << spec_.attack();
     if (n - honest_ <= 8) {

@@ -217,9 +217,23 @@ struct RingRun {
 // n RingAllReduceNodes; node i starts from x0s[i] and minimizes
 // 0.5 ||x - targets[i]||^2 with `lr`. Nodes in `silent` are never started
 // and drop what they receive.
+RingRun RunRingNodes(const std::vector<RingAllReduceOptions>& per_node, double lr,
+                     const std::vector<std::vector<float>>& x0s,
+                     const std::vector<std::vector<float>>& targets, std::vector<NodeId> silent = {},
+                     const Layout* layout = nullptr);
+
 RingRun RunRing(NodeId n, const RingAllReduceOptions& o, double lr,
                 const std::vector<std::vector<float>>& x0s, const std::vector<std::vector<float>>& targets,
                 std::vector<NodeId> silent = {}, const Layout* layout = nullptr) {
+  return RunRingNodes(std::vector<RingAllReduceOptions>(n, o), lr, x0s, targets, std::move(silent), layout);
+}
+
+// As RunRing, each node with its own options (its ring may be a group).
+RingRun RunRingNodes(const std::vector<RingAllReduceOptions>& per_node, double lr,
+                     const std::vector<std::vector<float>>& x0s,
+                     const std::vector<std::vector<float>>& targets, std::vector<NodeId> silent,
+                     const Layout* layout) {
+  const auto n = static_cast<NodeId>(per_node.size());
   sim::Simulator sim(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(n));
   std::vector<std::unique_ptr<QuadraticLearner>> learners;
   std::vector<std::unique_ptr<RingAllReduceNode>> nodes;
@@ -229,8 +243,10 @@ RingRun RunRing(NodeId n, const RingAllReduceOptions& o, double lr,
     learners.push_back(std::make_unique<QuadraticLearner>(targets[i], lr));
     ParamVector x0 = layout ? ParamVector(*layout) : ParamVector(x0s[i].size());
     for (std::size_t k = 0; k < x0.size(); ++k) x0[k] = x0s[i][k];
+    const RingAllReduceOptions& o = per_node[i];
+    const auto ring = o.ring.empty() ? n : static_cast<NodeId>(o.ring.size());
     nodes.push_back(std::make_unique<RingAllReduceNode>(
-        sim.env(i), n, *learners.back(), std::move(x0),
+        sim.env(i), ring, *learners.back(), std::move(x0),
         std::make_unique<Codec>(none, i, Layout(), Rng(7, i, RngPurpose::kCompression)), o, nullptr));
     sinks.push_back(std::make_unique<CountingSink>(nodes.back().get()));
     const bool mute = std::find(silent.begin(), silent.end(), i) != silent.end();
@@ -318,6 +334,101 @@ TEST_CASE("Ring all-reduce over a ring in any order (a link-aware ring): the exa
       };
       CHECK(run.received[i] == (n == 1 ? 0 : 2 * len - size(from + 1) - size(from + 2)));
     }
+  }
+}
+
+// Hierarchical: G groups of m (group g = ids g m .. g m + m - 1), mixing over `w`.
+std::vector<RingAllReduceOptions> Groups(NodeId g, NodeId m, const topology::MixingMatrix& w) {
+  std::vector<RingAllReduceOptions> out(g * m);
+  for (NodeId i = 0; i < g * m; ++i) {
+    const NodeId mine = i / m, position = i % m;
+    RingAllReduceOptions& o = out[i];
+    o.rounds = 1;
+    for (NodeId k = 0; k < m; ++k) o.ring.push_back(mine * m + k);
+    o.cross_self = 0;
+    for (const topology::MixingEntry& e : w.Row(mine)) {
+      if (e.col == mine) {
+        o.cross_self = e.weight;
+      } else {
+        o.cross.emplace_back(e.col * m + position, e.weight);
+      }
+    }
+  }
+  return out;
+}
+
+TEST_CASE("Hierarchical all-reduce: group means mixed by W between the halves, checked in double") {
+  const std::size_t len = 29;
+  struct Case {
+    NodeId g, m;
+    topology::Graph graph;
+    topology::WeightRule rule;
+  };
+  const Case cases[] = {
+      {4, 3, topology::Complete(4), topology::WeightRule::kUniform},             // the exact mean
+      {4, 4, topology::Ring(4), topology::WeightRule::kMetropolisHastings},      // 1/3 each
+      {5, 2, topology::Ring(5), topology::WeightRule::kMetropolisHastings},      //
+      {6, 1, topology::Ring(6), topology::WeightRule::kMetropolisHastings},      // m = 1: one D-PSGD mix
+      {3, 5, topology::Complete(3), topology::WeightRule::kMetropolisHastings},  // segments of 5 and 6
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.g);
+    CAPTURE(c.m);
+    const NodeId n = c.g * c.m;
+    const topology::MixingMatrix w = topology::MakeWeights(c.graph, {c.rule, false}).value();
+    std::vector<std::vector<float>> x0s(n, std::vector<float>(len)), targets = x0s;
+    for (NodeId i = 0; i < n; ++i) {
+      Rng rng(5, i, RngPurpose::kGeneric);
+      for (std::size_t k = 0; k < len; ++k) x0s[i][k] = static_cast<float>(rng.Normal());
+    }
+    const RingRun run = RunRingNodes(Groups(c.g, c.m, w), 0.0, x0s, targets);
+    // Expected: x_g = sum_h W_gh mean(group h), in double.
+    std::vector<std::vector<double>> mean(c.g, std::vector<double>(len, 0));
+    for (NodeId i = 0; i < n; ++i)
+      for (std::size_t k = 0; k < len; ++k) mean[i / c.m][k] += x0s[i][k] / c.m;
+    for (NodeId i = 0; i < n; ++i) {
+      CAPTURE(i);
+      const NodeId g = i / c.m;
+      for (std::size_t k = 0; k < len; ++k) {
+        double want = 0;
+        for (const topology::MixingEntry& e : w.Row(g)) want += e.weight * mean[e.col][k];
+        CHECK(run.models[i][k] == doctest::Approx(want).epsilon(1e-5));
+      }
+      CHECK(run.models[i] == run.models[g * c.m]);  // one group, one model, bit for bit
+      CHECK(run.failed[i] == 0);
+      // Received: the in-group ring's segments, then one owned segment from each neighbouring group.
+      const NodeId p = i % c.m, from = (p + c.m - 1) % c.m;
+      auto size = [&](NodeId k) {
+        const auto [b, e] = RingSegment(len, c.m, k % c.m);
+        return e - b;
+      };
+      const std::size_t ring = c.m == 1 ? 0 : 2 * len - size(from + 1) - size(from + 2);
+      const std::size_t cross = (w.Row(g).size() - 1) * size(p + 1);
+      CHECK(run.received[i] == ring + cross);
+    }
+  }
+}
+
+TEST_CASE("Hierarchical all-reduce with a silent member: the others time out, keep their models and finish") {
+  const NodeId g = 3, m = 2, n = g * m;
+  const topology::MixingMatrix w =
+      topology::MakeWeights(topology::Complete(g), {topology::WeightRule::kUniform, false}).value();
+  std::vector<std::vector<float>> x0s(n, std::vector<float>(kDim, 1.0f)),
+      targets(n, std::vector<float>(kDim));
+  for (NodeId i = 0; i < n; ++i) x0s[i][0] = static_cast<float>(i);
+  auto options = Groups(g, m, w);
+  for (auto& o : options) {
+    o.rounds = 3;
+    o.round_timeout = std::chrono::seconds(5);
+  }
+  const RingRun run = RunRingNodes(options, 0.0, x0s, targets, {5});  // node 5 (group 2) never starts
+  // Group 2's ring stalls, so node 4 never sends its segment across, and
+  // node 5 never sends its: every other node waits on one of them, times
+  // out each round and keeps its own model. No node hangs.
+  for (NodeId i = 0; i < 5; ++i) {
+    CAPTURE(i);
+    CHECK(run.failed[i] == 3);
+    CHECK(run.models[i][0] == static_cast<float>(i));
   }
 }
 

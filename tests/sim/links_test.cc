@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <tuple>
 
 #include "sim/runner.h"
 #include "sim/simulator.h"
@@ -192,6 +193,27 @@ TEST_CASE(
   CHECK(by_id.points.back().virtual_s / by_cost.points.back().virtual_s > 1.5);
   CHECK(by_cost.points.back().avg_acc == doctest::Approx(by_id.points.back().avg_acc).epsilon(0.01));
   CHECK(by_cost.points.back().consensus == doctest::Approx(0).epsilon(1e-6));
+
+  // Hierarchical: a ring inside each site, the group means mixed across the
+  // WAN once a round (complete: every node gets the exact mean).
+  ring.mutable_spec()->set_topology("ring");
+  ring.mutable_spec()->set_groups(4);
+  auto hierarchical = RunScenario(ring).value();
+  CHECK(hierarchical.description.find("4 groups of 8 (the link model's sites) mixing over complete") !=
+        std::string::npos);
+  CHECK(by_id.points.back().virtual_s / hierarchical.points.back().virtual_s > 2);
+  CHECK(hierarchical.points.back().avg_acc == doctest::Approx(by_id.points.back().avg_acc).epsilon(0.01));
+  CHECK(hierarchical.points.back().consensus == doctest::Approx(0).epsilon(1e-6));
+  for (auto [groups, topology, why] : {std::tuple{5u, "ring", "must divide nodes"},
+                                       std::tuple{4u, "regular:4", "must be ring with groups"}}) {
+    ring.mutable_spec()->set_groups(groups);
+    ring.mutable_spec()->set_topology(topology);
+    CHECK(RunScenario(ring).status().message().find(why) != std::string::npos);
+  }
+  auto dpsgd = LinkRun("ring");
+  dpsgd.mutable_spec()->set_groups(4);
+  CHECK(RunScenario(dpsgd).status().message().find("spec field 'groups' applies to allreduce") !=
+        std::string::npos);
 
   // Refused where it cannot mean anything.
   auto uniform = LinkRun("link-aware:4");
