@@ -105,16 +105,10 @@ Result<GraphTopology> MakeGraphTopology(const proto::JobSpec& s, NodeId nodes, b
   std::ostringstream desc;
   desc << s.topology();
   if (IsLinkAware(s.topology()) && t.schedule->period() == 1) {
-    const topology::Graph g = t.schedule->GraphAt(0);
-    double worst = 0, total = 0;
-    for (NodeId u = 0; u < nodes; ++u) {
-      for (NodeId v : g.Neighbors(u)) {
-        const double c = std::max(link_cost(u, v), link_cost(v, u));
-        worst = std::max(worst, c);
-        if (u < v) total += c;
-      }
-    }
-    desc << " (" << g.num_edges() << " edges, slowest " << worst << " s a model, " << total << " s in all)";
+    const topology::Graph& g = t.schedule->GraphAt(0);
+    const topology::EdgeCosts c = topology::CostOf(g, link_cost);
+    desc << " (" << g.num_edges() << " edges, slowest " << c.slowest << " s a model, " << c.total
+         << " s in all)";
   }
   if (t.schedule->period() == 1) {
     const topology::MixingMatrix& m = t.schedule->At(0);

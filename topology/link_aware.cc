@@ -166,6 +166,18 @@ std::vector<NodeId> LeastCostTour(NodeId n, const PairCost& cost, int max_passes
   return tour;
 }
 
+EdgeCosts CostOf(const Graph& g, const PairCost& cost) {
+  EdgeCosts c;
+  for (NodeId u = 0; u < g.num_nodes(); ++u) {
+    for (NodeId v : g.Neighbors(u)) {
+      const double e = Symmetric(cost, u, v);
+      c.slowest = std::max(c.slowest, e);
+      if (u < v || g.directed()) c.total += e;
+    }
+  }
+  return c;
+}
+
 Graph TourGraph(const std::vector<NodeId>& tour) {
   const auto n = static_cast<NodeId>(tour.size());
   std::vector<Edge> edges;

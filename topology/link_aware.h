@@ -54,6 +54,14 @@ Result<Graph> LinkAwareGraph(NodeId n, std::uint32_t degree, const PairCost& cos
 // The tour: a permutation of 0..n-1 starting at 0. REQUIRES: n <= kMaxLinkAwareNodes.
 std::vector<NodeId> LeastCostTour(NodeId n, const PairCost& cost, int max_passes = 50);
 
+// A graph's edges under `cost` (symmetric, as above): the slowest edge, what
+// a synchronous round waits for at least, and the sum over the edges.
+struct EdgeCosts {
+  double slowest = 0;
+  double total = 0;
+};
+EdgeCosts CostOf(const Graph& g, const PairCost& cost);
+
 // The cycle through `tour` (n >= 3; 2 nodes: one edge; 1: none).
 Graph TourGraph(const std::vector<NodeId>& tour);
 

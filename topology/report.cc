@@ -25,7 +25,13 @@ std::string KindList() {
 
 Status CheckTopologySpec(const TopologySpec& spec) {
   const auto& kinds = TopologyKinds();
-  if (std::find(kinds.begin(), kinds.end(), spec.kind) == kinds.end())
+  const bool link_kind = spec.kind == "link-aware" || spec.kind == "link-aware-ring";
+  if (link_kind && !spec.link_cost)
+    return Status::InvalidArgument(
+        spec.kind +
+        " is chosen from link costs, and none were given (murmur topology: --links "
+        "or --devices; the simulator: its scenario field links)");
+  if (!link_kind && std::find(kinds.begin(), kinds.end(), spec.kind) == kinds.end())
     return Status::InvalidArgument("unknown topology '" + spec.kind + "' (one of: " + KindList() + ")");
   if (spec.kind == "file" && spec.file.empty()) return Status::InvalidArgument("kind 'file' needs a file");
   if (spec.kind != "file" && spec.nodes == 0) return Status::InvalidArgument("nodes must be at least 1");

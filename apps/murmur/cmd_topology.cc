@@ -1,8 +1,11 @@
 // murmur topology: build a topology, print its degree, diameter and spectral
 // gap, and optionally export the graph.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -10,6 +13,8 @@
 #include <cxxopts.hpp>
 
 #include "apps/murmur/command.h"
+#include "sim/device.h"
+#include "sim/links.h"
 #include "topology/topology.h"
 
 namespace murmur::cli {
@@ -73,6 +78,12 @@ int RunTopology(int argc, char** argv) {
     ("directed", "file: read \"u v\" as the arc u -> v")
     ("rounds", "rounds in the product of a time-varying kind (default: its period, or ceil(log2 n))",
      cxxopts::value<std::uint64_t>())
+    ("links", "link-aware kinds: the paths between pairs, as the simulator's links: sites:S:LAN:WAN[:MS], "
+              "plane:FAST:SLOW[:MS] or trace:FILE.csv (a,b,mbps,latency_ms)", cxxopts::value<std::string>())
+    ("devices", "link-aware kinds: the nodes' own links, as the simulator's devices (uniform, a class, a mix "
+                "or trace:FILE.csv)", cxxopts::value<std::string>()->default_value("uniform"))
+    ("model-bytes", "link-aware kinds: the bytes of the model each edge carries a round (the cost of an edge "
+                    "is the seconds they take over it)", cxxopts::value<double>()->default_value("407080"))
     ("export", "write the (round 0) graph as dot, json or edges", cxxopts::value<std::string>())
     ("out", "file for --export (default: stdout)", cxxopts::value<std::string>()->default_value(""))
     ("h,help", "show this help");
@@ -98,6 +109,26 @@ int RunTopology(int argc, char** argv) {
     if (!w.ok()) return UsageError(kName, w.status().message());
     spec.weights = *w;
     spec.weights_given = true;
+  }
+  // Link-aware kinds: costs from the same device and link models as the simulator's.
+  std::vector<sim::DeviceProfile> devices;
+  std::unique_ptr<sim::LinkModel> links;
+  if (args.count("links") || args["devices"].as<std::string>() != "uniform") {
+    const std::string d = args["devices"].as<std::string>();
+    auto made_devices = d.rfind("trace:", 0) == 0 ? sim::ReadDeviceTrace(d.substr(6), spec.nodes)
+                                                  : sim::MakeDeviceProfiles(d, spec.nodes, spec.seed);
+    if (!made_devices.ok()) return UsageError(kName, "--devices: " + made_devices.status().message());
+    devices = std::move(made_devices).value();
+    if (args.count("links")) {
+      auto made_links = sim::MakeLinkModel(args["links"].as<std::string>(), spec.nodes, spec.seed);
+      if (!made_links.ok()) return UsageError(kName, "--links: " + made_links.status().message());
+      links = std::move(made_links).value();
+    }
+    const double bits = 8 * args["model-bytes"].as<double>();
+    if (!(bits > 0) || !std::isfinite(bits)) return UsageError(kName, "--model-bytes must be positive");
+    spec.link_cost = [&devices, l = links.get(), bits](NodeId u, NodeId v) {
+      return sim::PathSeconds(l, devices, u, v, bits);
+    };
   }
   if (Status st = topology::CheckTopologySpec(spec); !st.ok()) return UsageError(kName, st.message());
   std::uint64_t rounds = 0;  // the schedule's default
@@ -142,6 +173,11 @@ int RunTopology(int argc, char** argv) {
                 r.diameter.exact ? "" : "  (estimate: lower bound from 4 BFS sweeps)");
   }
   std::printf("build time      %.3f s\n", build_seconds);
+  if (spec.link_cost) {  // what a round's slowest edge and all edges cost in the link model
+    const topology::EdgeCosts c = topology::CostOf(schedule.GraphAt(0), spec.link_cost);
+    std::printf("links           %s\n", links ? links->Describe().c_str() : "the devices' own");
+    std::printf("slowest edge    %.6f s a model  (all edges %.6f s)\n", c.slowest, c.total);
+  }
   std::printf("rho             %.9f%s  (%s, %.3f s)\n", r.spectral.rho,
               r.spectral.converged ? "" : " not converged", r.spectral.method.c_str(), r.spectral_seconds);
   std::printf("spectral gap    %.9f\n", r.spectral.gap());
