@@ -143,7 +143,8 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
     // 2 (n - 1) of them one after the other.
     const auto hops = std::max<std::int64_t>(1, 2 * (static_cast<std::int64_t>(spec.nodes()) - 1));
     o.round_timeout = spec.round_timeout() > 0 ? timeout : host.auto_round_timeout * hops;
-    o.catch_up = host.catch_up;
+    o.catch_up = host.catch_up && !spec.overlap();
+    o.overlap = spec.overlap();
     o.local = local;
     if (a == "diloco-allreduce") {
       MURMUR_ASSIGN_OR_RETURN(o.outer, OuterOf(spec));

@@ -113,6 +113,12 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
                "PowerSGD's low-rank state is not checkpointed by murmurd; use topk, randk or a value coding");
   if (!(s.gamma() >= 0 && s.gamma() <= 1))
     return Bad("gamma", "must be in [0, 1] (0 picks the default), got " + Num(s.gamma()));
+  if (s.overlap()) {
+    if (!IsRingAllReduce(a))
+      return Bad("overlap", "applies to allreduce and diloco-allreduce (got " + a + ")");
+    if (host == Host::kDaemon) return Bad("overlap", "runs in the simulator only (murmurd: false)");
+    if (s.groups() != 1) return Bad("overlap", "runs one ring: groups must be 1");
+  }
   if (s.groups() != 1) {
     if (!IsRingAllReduce(a))
       return Bad("groups", "applies to allreduce and diloco-allreduce (got " + a + ")");

@@ -25,6 +25,13 @@ RingAllReduceNode::RingAllReduceNode(Env& env, NodeId nodes, LocalLearner& learn
       x_(std::move(x0)),
       sum_(x_.layout()),
       outer_(options_.outer, x_.layout()) {
+  if (options_.overlap) {
+    MURMUR_CHECK_MSG(options_.cross.empty() && !options_.catch_up,
+                     "overlap runs one ring (no groups) without catch-up");
+    theta_ = ParamVector(x_.layout());
+    start_ = ParamVector(x_.layout());
+    mean_ = ParamVector(x_.layout());
+  }
   MURMUR_CHECK_MSG(codec_->full_model_safe(),
                    "a ring all-reduce sends partial sums: use none, fp16, bf16 or int8");
   MURMUR_CHECK(n_ >= 1);
@@ -44,7 +51,32 @@ RingAllReduceNode::RingAllReduceNode(Env& env, NodeId nodes, LocalLearner& learn
   round_ = ahead_ = options_.first_round;
 }
 
-void RingAllReduceNode::Start() { BeginRound(); }
+void RingAllReduceNode::Start() {
+  if (!options_.overlap) return BeginRound();
+  theta_.CopyFrom(x_);
+  phase_ = round_;
+  BeginPhase();
+}
+
+void RingAllReduceNode::FinishOverlapRound(bool averaged) {
+  if (averaged) {
+    mean_.vec() = sum_.vec() / static_cast<float>(n_);
+  } else {
+    ++failed_;  // the node's own progress stands in for the mean
+    mean_.CopyFrom(sum_);
+  }
+  mean_ready_ = true;
+  ++round_;
+  early_.erase(early_.begin(), early_.lower_bound({round_, 0}));
+  if (round_ < options_.rounds) return TryRebase();
+  // The last round: its outer step ends the run on the anchor itself.
+  mean_ready_ = false;
+  options_.local.Save(x_);
+  StepAnchor();
+  x_.CopyFrom(theta_);
+  options_.local.Restore(x_);
+  if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), round_ - 1, loss_);
+}
 
 Result<NodeState> RingAllReduceNode::ExportState() const {
   NodeState s;
@@ -74,7 +106,6 @@ std::size_t RingAllReduceNode::ReceivedSegment(std::uint64_t step) const {
 
 void RingAllReduceNode::BeginRound() {
   if (finished()) return;
-  step_ = 0;
   env_.Offload(
       options_.local_steps * learner_.FlopsPerStep(),
       [this] {
@@ -82,23 +113,68 @@ void RingAllReduceNode::BeginRound() {
         loss_ = learner_.Train(x_, options_.local_steps);
         sum_.CopyFrom(x_);
       },
+      [this] { StartReduce(); });
+}
+
+void RingAllReduceNode::StartReduce() {
+  reducing_ = true;
+  step_ = 0;
+  cross_sent_ = cross_done_ = false;
+  if (n_ == 1 && options_.cross.empty()) return FinishRound(true);
+  if (options_.catch_up && ahead_ >= round_ + 2) return FinishRound(false);  // the ring moved on
+  const std::uint64_t r = round_;
+  timeout_ = env_.StartTimer(options_.round_timeout, [this, r] {
+    timeout_ = 0;
+    if (round_ == r && reducing_) {
+      MURMUR_LOG(kInfo) << "node " << env_.self() << ": the all-reduce of round " << r
+                        << " timed out at step " << step_ << "; keeping this node's own "
+                        << (options_.overlap ? "progress" : "model");
+      FinishRound(false);
+    }
+  });
+  if (n_ > 1) SendStep();
+  TryAdvance();
+}
+
+// Overlap: phase p trains from x_ while round p - 1's all-reduce runs.
+void RingAllReduceNode::BeginPhase() {
+  if (phase_ >= options_.rounds) return;
+  env_.Offload(
+      options_.local_steps * learner_.FlopsPerStep(),
       [this] {
-        reducing_ = true;
-        cross_sent_ = cross_done_ = false;
-        if (n_ == 1 && options_.cross.empty()) return FinishRound(true);
-        if (options_.catch_up && ahead_ >= round_ + 2) return FinishRound(false);  // the ring moved on
-        const std::uint64_t r = round_;
-        timeout_ = env_.StartTimer(options_.round_timeout, [this, r] {
-          timeout_ = 0;
-          if (round_ == r && reducing_) {
-            MURMUR_LOG(kInfo) << "node " << env_.self() << ": the all-reduce of round " << r
-                              << " timed out at step " << step_ << "; keeping this node's own model";
-            FinishRound(false);
-          }
-        });
-        if (n_ > 1) SendStep();
-        TryAdvance();
+        start_.CopyFrom(x_);
+        loss_ = learner_.Train(x_, options_.local_steps);
+      },
+      [this] {
+        phase_done_ = true;
+        TryRebase();
       });
+}
+
+// Overlap: once phase p is trained and round p - 1's mean progress is in,
+// the anchor takes its outer step, x_ moves onto it with phase p's own
+// progress, and round p's all-reduce (of that progress) and phase p + 1 begin.
+void RingAllReduceNode::TryRebase() {
+  if (!phase_done_ || (phase_ > 0 && !mean_ready_)) return;
+  phase_done_ = false;
+  sum_.vec() = start_.vec() - x_.vec();  // this phase's progress, to be averaged
+  if (phase_ > 0) {
+    mean_ready_ = false;
+    options_.local.Save(x_);
+    StepAnchor();
+    x_.vec() = theta_.vec() - sum_.vec();
+    options_.local.Restore(x_);
+    if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), phase_ - 1, loss_);
+  }
+  ++phase_;
+  StartReduce();
+  BeginPhase();
+}
+
+void RingAllReduceNode::StepAnchor() {
+  outer_.Begin(theta_);
+  theta_.vec() -= mean_.vec();
+  outer_.Apply(theta_);  // no outer optimizer: theta - mean, local SGD's step
 }
 
 void RingAllReduceNode::SendStep() {
@@ -208,6 +284,7 @@ void RingAllReduceNode::FinishRound(bool averaged) {
     timeout_ = 0;
   }
   reducing_ = false;
+  if (options_.overlap) return FinishOverlapRound(averaged);
   if (averaged) {
     options_.local.Save(x_);
     if (options_.cross.empty()) {

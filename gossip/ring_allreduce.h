@@ -28,6 +28,21 @@
 // as does one for the next two rounds (at most three models' worth); one
 // for a finished round, or further ahead, is dropped.
 //
+// Overlap (`overlap`, the one-step-delayed outer update of streaming DiLoCo,
+// Douillard et al. 2025, with a delay of one whole inner phase): the ring
+// averages each phase's progress while the next phase trains. Every node
+// keeps the agreed anchor theta (x0 at first). Phase p trains H steps from
+// x, and its progress d_p = x_before - x_after is all-reduced (round p)
+// while phase p + 1 trains on from x_after. When phase p + 1 is done and
+// round p's mean progress m_p is in, theta takes the outer step on it
+// (theta <- theta - lr step(m_p); without an outer optimizer theta - m_p),
+// x is rebased onto it with phase p + 1's own progress, x = theta - d_{p+1},
+// and round p + 1's all-reduce and phase p + 2 begin. Round p's outer step
+// thus lands one phase late: phase p + 1's gradients are taken at points
+// that do not include it (staleness of one round, H inner steps). After the
+// last round x = theta, the same on every node. A round whose all-reduce
+// times out uses the node's own progress in place of the mean.
+//
 // Hierarchical schedule (`cross` not empty): the ring is one group of m
 // nodes, and groups mix with each other between the two halves. After the
 // reduce-scatter, position i holds its group's sum of segment (i + 1) mod m;
@@ -90,6 +105,9 @@ struct RingAllReduceOptions {
   // cross_self is W_gg. Empty: one ring, no mix between groups.
   std::vector<std::pair<NodeId, double>> cross;
   double cross_self = 1;
+  // Overlap each round's all-reduce with the next round's inner steps (the
+  // one-step-delayed outer update, above). One ring only, no catch-up.
+  bool overlap = false;
   // Tensors this node keeps to itself (core/local_tensors.h): averaging and
   // the outer step leave them as the node's own training left them.
   LocalTensors local;
@@ -113,7 +131,9 @@ class RingAllReduceNode final : public Node {
 
   const ParamVector& params() const override { return x_; }
   std::uint64_t round() const override { return round_; }
-  std::size_t state_floats() const override { return (2 + outer_.state_vectors()) * x_.size(); }
+  std::size_t state_floats() const override {
+    return (2 + (options_.overlap ? 3 : 0) + outer_.state_vectors()) * x_.size();
+  }
   bool finished() const { return round_ >= options_.rounds; }
   // Rounds whose all-reduce timed out (the node kept its own model).
   std::uint64_t failed_rounds() const { return failed_; }
@@ -125,6 +145,12 @@ class RingAllReduceNode final : public Node {
   void SendStep();
   void TryAdvance();
   void FinishRound(bool averaged);
+  void StartReduce();  // the all-reduce of sum_ for round_
+  // Overlap: training phases, the anchor's outer step and the rebase onto it.
+  void BeginPhase();
+  void TryRebase();
+  void StepAnchor();
+  void FinishOverlapRound(bool averaged);
   // Hierarchical: after the reduce-scatter, sends the group's mean of the
   // segment this node owns to its counterparts; true once theirs are mixed in.
   bool CrossMixed();
@@ -151,6 +177,12 @@ class RingAllReduceNode final : public Node {
   std::map<std::pair<std::uint64_t, std::size_t>, std::shared_ptr<const GossipMessage>> cross_early_;
   bool cross_sent_ = false;  // this round's owned segment went to the counterparts
   bool cross_done_ = false;  // and theirs are mixed into it
+  // Overlap: the agreed anchor theta, the phase's start, the last round's
+  // mean progress (ready or not), and the phase being trained.
+  ParamVector theta_, start_, mean_;
+  bool mean_ready_ = false;
+  bool phase_done_ = false;
+  std::uint64_t phase_ = 0;
   std::uint64_t round_ = 0;
   std::uint64_t step_ = 0;   // the next step whose message this node waits for
   std::uint64_t ahead_ = 0;  // catch_up: the highest round seen from the predecessor

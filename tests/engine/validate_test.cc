@@ -206,6 +206,11 @@ TEST_CASE(
        }},
       {"compression", "not checkpointed", [](proto::JobSpec& s) { s.set_compression("powersgd:2"); }},
       {"topology", "exists in the simulator only", [](proto::JobSpec& s) { s.set_topology("link-aware:4"); }},
+      {"overlap", "simulator only",
+       [](proto::JobSpec& s) {
+         s.set_algorithm("diloco-allreduce");
+         s.set_overlap(true);
+       }},
       {"groups", "simulator only",
        [](proto::JobSpec& s) {
          s.set_algorithm("allreduce");

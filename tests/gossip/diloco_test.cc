@@ -432,6 +432,74 @@ TEST_CASE("Hierarchical all-reduce with a silent member: the others time out, ke
   }
 }
 
+TEST_CASE("Overlapped all-reduce: the one-step-delayed outer update against its recursion in double") {
+  const NodeId n = 5;
+  const double lr = 0.05;
+  const int h = 4;
+  std::vector<std::vector<float>> x0s(n, std::vector<float>(kDim)), targets(n, std::vector<float>(kDim));
+  for (NodeId i = 0; i < n; ++i) {
+    Rng rng(9, i, RngPurpose::kGeneric);
+    for (std::size_t k = 0; k < kDim; ++k) {
+      x0s[i][k] = static_cast<float>(k) - 2.5f;  // one anchor for all
+      targets[i][k] = static_cast<float>(rng.Normal() * 2);
+    }
+  }
+  for (OuterKind kind : {OuterKind::kNone, OuterKind::kSgd, OuterKind::kNesterov}) {
+    CAPTURE(static_cast<int>(kind));
+    RingAllReduceOptions o;
+    o.rounds = 12;
+    o.local_steps = h;
+    o.overlap = true;
+    o.outer.kind = kind;
+    o.outer.lr = kind == OuterKind::kSgd ? 0.8 : 0.7;
+    const RingRun run = RunRing(n, o, lr, x0s, targets);
+    // theta <- theta - lr step(mean progress of the phase before), one phase late;
+    // x_i <- theta - (phase progress of i); after the last round x_i = theta.
+    std::vector<double> theta(x0s[0].begin(), x0s[0].end()), m(kDim, 0.0);
+    std::vector<std::vector<double>> x(n, theta), d(n, std::vector<double>(kDim));
+    auto phase = [&] {
+      for (NodeId i = 0; i < n; ++i) {
+        const std::vector<double> start = x[i];
+        for (int s = 0; s < h; ++s)
+          for (std::size_t k = 0; k < kDim; ++k) x[i][k] -= lr * (x[i][k] - targets[i][k]);
+        for (std::size_t k = 0; k < kDim; ++k) d[i][k] = start[k] - x[i][k];
+      }
+    };
+    auto outer = [&](const std::vector<std::vector<double>>& progress) {
+      for (std::size_t k = 0; k < kDim; ++k) {
+        double g = 0;
+        for (NodeId i = 0; i < n; ++i) g += progress[i][k] / n;
+        double step = g;
+        if (kind == OuterKind::kNesterov) {
+          m[k] = o.outer.momentum * m[k] + g;
+          step = g + o.outer.momentum * m[k];
+        }
+        theta[k] -= kind == OuterKind::kNone ? g : o.outer.lr * step;
+      }
+    };
+    phase();
+    for (std::uint64_t p = 1; p < o.rounds; ++p) {
+      const auto before = d;
+      phase();
+      outer(before);
+      for (NodeId i = 0; i < n; ++i)
+        for (std::size_t k = 0; k < kDim; ++k) x[i][k] = theta[k] - d[i][k];
+    }
+    outer(d);
+    double worst = 0;
+    for (NodeId i = 0; i < n; ++i) {
+      CHECK(run.failed[i] == 0);
+      CHECK(run.models[i] == run.models[0]);  // every node ends on the anchor
+      for (std::size_t k = 0; k < kDim; ++k) worst = std::max(worst, std::abs(run.models[i][k] - theta[k]));
+    }
+    CHECK(worst < 1e-4);
+    // Not the same as waiting for each round's mean.
+    o.overlap = false;
+    const RingRun waited = RunRing(n, o, lr, x0s, targets);
+    CHECK(waited.models[0] != run.models[0]);
+  }
+}
+
 TEST_CASE("allreduce and diloco-allreduce follow local SGD with exact averaging, and DiLoCo's outer steps") {
   const NodeId n = 5;
   const topology::Graph complete = topology::Complete(n);
