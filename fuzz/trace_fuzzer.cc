@@ -1,0 +1,57 @@
+// Fuzzes the simulator's trace readers and its link-model specs (files and
+// flags users bring): the input is read as a link trace
+// (sim/links.h, rows a,b,mbps,latency_ms) and as a device trace
+// (sim/device.h), over 8 nodes, and its first line as a `links` spec. Any
+// input must yield a model or a Status, never a crash or undefined
+// behaviour; a model that loads must give every pair a positive rate and a
+// non-negative latency, and a device trace positive speeds.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "sim/device.h"
+#include "sim/links.h"
+
+namespace {
+
+constexpr murmur::NodeId kNodes = 8;
+
+void Check(const murmur::sim::LinkModel& m) {
+  for (murmur::NodeId a = 0; a < kNodes + 1; ++a) {
+    for (murmur::NodeId b = 0; b < kNodes + 1; ++b) {
+      if (!(m.Bps(a, b) > 0) || m.Latency(a, b).count() < 0) std::abort();
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace murmur::sim;
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  // The first line as a `links` spec (traces name a file: not from here).
+  const std::string spec = text.substr(0, text.find('\n'));
+  if (spec.rfind("trace:", 0) != 0 && spec.size() < 256) {
+    if (auto m = MakeLinkModel(spec, kNodes, 1); m.ok() && *m != nullptr) Check(**m);
+  }
+  const int fd = memfd_create("trace", 0);
+  if (fd < 0) return 0;
+  if (write(fd, data, size) != static_cast<ssize_t>(size)) {
+    close(fd);
+    return 0;
+  }
+  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  if (auto m = MakeLinkModel("trace:" + path, kNodes, 1); m.ok()) Check(**m);
+  if (auto d = ReadDeviceTrace(path, kNodes); d.ok()) {
+    for (const DeviceProfile& p : *d) {
+      if (!(p.flops_per_s > 0 && p.up_bps > 0 && p.down_bps > 0 && p.availability > 0)) std::abort();
+    }
+  }
+  close(fd);
+  return 0;
+}
