@@ -49,17 +49,13 @@ Result<gossip::OuterOptions> OuterOf(const proto::JobSpec& spec) {
   return o;
 }
 
-namespace {
-
-// Hierarchical all-reduce: this node's group as its ring (members in id
-// order), and its counterparts (the same position in each neighbouring
-// group) with the groups' Metropolis-Hastings weights over group_topology.
-Status SetGroups(const proto::JobSpec& spec, const GossipHost& host, gossip::RingAllReduceOptions& o) {
+Result<AllReduceGroup> AllReduceGroupOf(const proto::JobSpec& spec, NodeId self,
+                                        const std::vector<std::uint32_t>* group_of_given) {
   const NodeId n = static_cast<NodeId>(spec.nodes());
   const std::uint32_t g = spec.groups();
   std::vector<std::uint32_t> group_of;
-  if (host.group_of != nullptr) {
-    group_of = *host.group_of;
+  if (group_of_given != nullptr) {
+    group_of = *group_of_given;
   } else {
     for (NodeId i = 0; i < n; ++i) group_of.push_back(static_cast<std::uint32_t>(std::uint64_t{i} * g / n));
   }
@@ -79,23 +75,35 @@ Status SetGroups(const proto::JobSpec& spec, const GossipHost& host, gossip::Rin
   between.set_weights("default");
   auto made = MakeGraphTopology(between, g);
   if (!made.ok()) return made.status().WithContext("spec field 'group_topology'");
-  const NodeId self = host.env->self();
-  const std::uint32_t mine = group_of[self];
-  o.ring = members[mine];
+  AllReduceGroup out;
+  const std::uint32_t mine = group_of.at(self);
+  out.ring = members[mine];
   const auto position =
-      static_cast<std::size_t>(std::find(o.ring.begin(), o.ring.end(), self) - o.ring.begin());
-  o.cross_self = 0;
+      static_cast<std::size_t>(std::find(out.ring.begin(), out.ring.end(), self) - out.ring.begin());
   for (const topology::MixingEntry& e : made->schedule->At(0).Row(mine)) {
     if (e.col == mine) {
-      o.cross_self = e.weight;
+      out.cross_self = e.weight;
     } else {
-      o.cross.emplace_back(members[e.col][position], e.weight);
+      out.cross.emplace_back(members[e.col][position], e.weight);
     }
   }
-  return Status::Ok();
+  return out;
 }
 
-}  // namespace
+std::vector<NodeId> AllReducePeers(const AllReduceGroup& group, NodeId self) {
+  std::vector<NodeId> peers;
+  const auto m = group.ring.size();
+  const auto at =
+      static_cast<std::size_t>(std::find(group.ring.begin(), group.ring.end(), self) - group.ring.begin());
+  if (m > 1) {
+    peers.push_back(group.ring[(at + 1) % m]);
+    peers.push_back(group.ring[(at + m - 1) % m]);
+  }
+  for (const auto& [peer, weight] : group.cross) peers.push_back(peer);
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  return peers;
+}
 
 Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec, ParamVector x0,
                                                      const GossipHost& host) {
@@ -150,7 +158,10 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
       MURMUR_ASSIGN_OR_RETURN(o.outer, OuterOf(spec));
     }
     if (spec.groups() > 1) {
-      MURMUR_RETURN_IF_ERROR(SetGroups(spec, host, o));
+      MURMUR_ASSIGN_OR_RETURN(AllReduceGroup group, AllReduceGroupOf(spec, host.env->self(), host.group_of));
+      o.ring = std::move(group.ring);
+      o.cross = std::move(group.cross);
+      o.cross_self = group.cross_self;
       return std::unique_ptr<gossip::Node>(std::make_unique<gossip::RingAllReduceNode>(
           *host.env, static_cast<NodeId>(o.ring.size()), *host.learner, std::move(x0), std::move(codec), o,
           host.observer));

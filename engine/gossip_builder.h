@@ -18,7 +18,9 @@
 //                      (link-aware-ring), without and with DiLoCo's outer
 //                      step; with `groups` > 1, a ring in each group (its
 //                      members in id order) and one mix of group means over
-//                      `group_topology` between the halves; a round
+//                      `group_topology` between the halves (AllReduceGroupOf
+//                      below); `overlap` overlaps it with the next round's
+//                      local steps; a round
 //                      timeout of 0 becomes 2 (n - 1) times the host's
 //   push-sum           gossip::PushSumNode (column-stochastic weights, from
 //                      engine/topology.h)
@@ -41,6 +43,8 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "core/env.h"
 #include "core/learner.h"
@@ -116,6 +120,21 @@ Result<gossip::OuterKind> ParseOuterOptimizer(const std::string& name);
 Result<gossip::OuterOptions> OuterOf(const proto::JobSpec& spec);
 
 // REQUIRES: ValidateJobSpec(spec, host).ok() for the host, and a gossip algorithm.
+// Hierarchical all-reduce (spec groups > 1): node `self`'s group in id order
+// (its ring), and its counterparts in the neighbouring groups of
+// group_topology with their Metropolis-Hastings weights. `group_of` as in
+// GossipHost (null: contiguous id blocks). InvalidArgument names the field.
+struct AllReduceGroup {
+  std::vector<NodeId> ring;
+  std::vector<std::pair<NodeId, double>> cross;
+  double cross_self = 0;
+};
+Result<AllReduceGroup> AllReduceGroupOf(const proto::JobSpec& spec, NodeId self,
+                                        const std::vector<std::uint32_t>* group_of = nullptr);
+// Every node `self` exchanges with in that schedule: its ring's neighbours
+// and its counterparts (a daemon keeps sessions to these).
+std::vector<NodeId> AllReducePeers(const AllReduceGroup& group, NodeId self);
+
 Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec, ParamVector x0,
                                                      const GossipHost& host);
 

@@ -122,8 +122,6 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
   if (s.groups() != 1) {
     if (!IsRingAllReduce(a))
       return Bad("groups", "applies to allreduce and diloco-allreduce (got " + a + ")");
-    if (host == Host::kDaemon)
-      return Bad("groups", "hierarchical all-reduce runs in the simulator only (murmurd: 1)");
     if (s.groups() == 0 || s.nodes() % s.groups() != 0)
       return Bad("groups", "must divide nodes into groups of equal size (" + std::to_string(s.groups()) +
                                " groups of " + std::to_string(s.nodes()) + " nodes)");

@@ -104,6 +104,10 @@ Status GossipJobImpl::InitAlgorithm() {
     MURMUR_ASSIGN_OR_RETURN(topology_, engine::MakeGraphTopology(spec_, spec_.nodes()));
     neighbours_ = engine::NeighboursOf(*topology_.schedule, self);
   }
+  if (spec_.groups() > 1) {  // hierarchical all-reduce: the group's ring and the counterparts
+    MURMUR_ASSIGN_OR_RETURN(engine::AllReduceGroup group, engine::AllReduceGroupOf(spec_, self));
+    neighbours_ = engine::AllReducePeers(group, self);
+  }
   if (spec_.algorithm() == "gossip-learning") {
     // The peers the simulator's node draws from: everyone on complete, else
     // this node's out-neighbours (W_ji != 0); membership's view filters them.

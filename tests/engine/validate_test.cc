@@ -211,11 +211,6 @@ TEST_CASE(
          s.set_algorithm("diloco-allreduce");
          s.set_overlap(true);
        }},
-      {"groups", "simulator only",
-       [](proto::JobSpec& s) {
-         s.set_algorithm("allreduce");
-         s.set_groups(2);
-       }},
       {"topology", "exists in the simulator only",
        [](proto::JobSpec& s) {
          s.set_algorithm("allreduce");

@@ -137,14 +137,22 @@ TEST_CASE("One spec: every synchronous gossip algorithm ends with the simulator'
   }
 }
 
-TEST_CASE("One spec: a ring all-reduce job and a DiLoCo job on 8 daemons end with the simulator's models") {
-  for (const char* algorithm : {"allreduce", "diloco"}) {
+TEST_CASE(
+    "One spec: a ring all-reduce job, a hierarchical one and a DiLoCo job on 8 daemons end with the "
+    "simulator's "
+    "models") {
+  for (const char* algorithm : {"allreduce", "hierarchical", "diloco"}) {
     CAPTURE(std::string(algorithm));
-    proto::JobSpec spec = BaseSpec(algorithm);
+    const bool hierarchical = std::string(algorithm) == "hierarchical";
+    proto::JobSpec spec = BaseSpec(hierarchical ? "diloco-allreduce" : algorithm);
     spec.set_nodes(8);
     spec.set_rounds(12);
     spec.set_local_steps(5);
     spec.set_compression(std::string(algorithm) == "diloco" ? "int8" : "none");
+    if (hierarchical) {  // 4 groups of 2 (id blocks) mixing over a ring of groups
+      spec.set_groups(4);
+      spec.set_group_topology("ring");
+    }
     const Models sim = InSimulator(spec);
     const Models daemons = OnDaemons(spec, std::string("one-spec-8-") + algorithm);
     REQUIRE(daemons.models.size() == 8);
