@@ -283,6 +283,7 @@ Status ScenarioRun::Build() {
     << " (" << world_->initial.size() << " parameters), " << spec_.dataset() << " " << spec_.partition()
     << ", compression " << engine::CompressionOf(spec_);
   if (spec_.gossip_aggregation() != "mean") d << ", gossip aggregation " << spec_.gossip_aggregation();
+  if (world_->links != nullptr) d << ", links: " << world_->links->Describe();
   if (spec_.groups() > 1) {
     d << ", " << spec_.groups() << " groups of " << n / spec_.groups() << " ("
       << (group_of_sites_ ? "the link model's sites" : "id blocks") << ") mixing over "
