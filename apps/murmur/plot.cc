@@ -22,7 +22,7 @@ std::string Quoted(const std::string& s) {
 }
 
 // Canvas and legend geometry, in pixels of the 11-point pngcairo font.
-constexpr int kWidth = 1400;
+constexpr int kWidth = 1800;       // three panels
 constexpr int kPanelHeight = 500;  // the panels, their titles, ticks and axis labels
 constexpr int kKeyLine = 20;       // one legend row
 constexpr int kMaxKeyColumns = 4;
@@ -47,29 +47,34 @@ std::string PlotScript(const std::vector<std::vector<sim::EvalPoint>>& runs,
   for (std::size_t r = 0; r < runs.size(); ++r) {
     script << "$run" << r << " << EOD\n";
     for (const auto& p : runs[r])
-      script << p.round << ' ' << p.avg_acc << ' ' << p.acc_mean << ' ' << p.bytes_sent / 1e6 << '\n';
+      script << p.round << ' ' << p.avg_acc << ' ' << p.acc_mean << ' ' << p.bytes_sent / 1e6 << ' '
+             << p.virtual_s << '\n';
     script << "EOD\n";
   }
-  script << "set multiplot layout 1,2\n"
+  script << "set multiplot layout 1,3\n"
          << "set grid\nset yrange [0:1]\nset bmargin at screen " << panel_bottom << "\n"
          << "set key at screen 0.5, screen " << key_top << " center top vertical maxrows " << rows
          << " box\n";
-  std::string rounds_plot = "plot ", bytes_plot = "plot ";
+  std::string rounds_plot = "plot ", bytes_plot = "plot ", time_plot = "plot ";
   for (std::size_t r = 0; r < runs.size(); ++r) {
     const std::string data = "$run" + std::to_string(r);
     const std::string colour = " linecolor " + std::to_string(r + 1) + " pointtype " + std::to_string(r + 1);
     const std::string label = r < labels.size() ? labels[r] : "run " + std::to_string(r);
     rounds_plot += data + " using 1:2 with linespoints" + colour + " title " + Quoted(label) + ", " + data +
                    " using 1:3 with lines dashtype 2 linecolor " + std::to_string(r + 1) + " notitle, ";
-    bytes_plot +=
-        data + " using 4:2 with linespoints" + colour + " notitle" + (r + 1 < runs.size() ? ", " : "\n");
+    const std::string more = r + 1 < runs.size() ? ", " : "\n";
+    bytes_plot += data + " using 4:2 with linespoints" + colour + " notitle" + more;
+    time_plot += data + " using 5:2 with linespoints" + colour + " notitle" + more;
   }
   rounds_plot +=
       "NaN with lines dashtype 2 linecolor 'black' title 'dashed: node mean (solid: averaged model)'\n";
   script << "set title 'test accuracy vs rounds'\nset xlabel 'round'\nset ylabel 'accuracy'\n" << rounds_plot;
   script << "unset key\nset title 'test accuracy vs data sent'\nset xlabel 'MB sent (all nodes)'\nset "
             "logscale x\n"
-         << bytes_plot << "unset multiplot\n";
+         << bytes_plot;
+  // Simulated time: what communication-efficient training is for (time to accuracy on slow links).
+  script << "set title 'test accuracy vs virtual time'\nset xlabel 'virtual seconds'\nunset logscale x\n"
+         << time_plot << "unset multiplot\n";
   return script.str();
 }
 
@@ -105,7 +110,7 @@ int RunPlot(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::printf(
           "usage: murmur plot [--out FILE.png] [--script FILE.gp] METRICS.csv [MORE.csv ...]\n\n"
-          "Draws test accuracy versus rounds and versus megabytes sent, one curve per metrics file\n"
+          "Draws test accuracy versus rounds, megabytes sent and virtual time, one curve per metrics file\n"
           "(written by murmur sim --metrics-csv), named by its file name, with the legend below\n"
           "the panels. --script also writes the gnuplot script (data inline) to edit and rerun.\n"
           "Needs gnuplot (Debian: gnuplot-nox).\n");
@@ -145,6 +150,7 @@ int RunPlot(int argc, char** argv) {
 
 }  // namespace
 
-MURMUR_COMMAND("plot", "plot metrics CSV files (accuracy vs rounds and vs bytes) with gnuplot", RunPlot);
+MURMUR_COMMAND("plot", "plot metrics CSV files (accuracy vs rounds, bytes and virtual time) with gnuplot",
+               RunPlot);
 
 }  // namespace murmur::cli

@@ -1,7 +1,8 @@
 // Plots of simulation metrics, drawn by gnuplot (Debian: gnuplot-nox) run as
-// a separate program: accuracy versus rounds and versus megabytes sent.
+// a separate program: accuracy versus rounds, versus megabytes sent and
+// versus virtual seconds (time to accuracy, what slow links change).
 //
-// Layout: the two panels side by side; one colour per run in both; the
+// Layout: the three panels side by side; one colour per run in all; the
 // legend below the panels, in up to four columns, so that it never covers a
 // curve however many runs there are (the canvas grows by its rows). The
 // script is self-contained (the data as inline datablocks), so a user can

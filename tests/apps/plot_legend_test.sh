@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # murmur plot with 8 runs: every run has its curve and its legend entry, and
-# the legend lies below both panels, so it covers no curve. The panels'
+# the legend lies below the three panels, so it covers no curve. The panels'
 # bottom edge is gnuplot's own layout (GPVAL_TERM_YMIN, in pixels, after
 # drawing, scaled to the canvas by GPVAL_TERM_SCALE / GPVAL_TERM_YSIZE), the
 # legend's top the script's `set key at screen 0.5, screen TOP`.
@@ -19,6 +19,7 @@ for s in 1 2 3 4 5 6 7 8; do
   grep -q "title 'run-seed$s'" "$DIR/p.gp" || { echo "FAIL: run $s has no legend entry"; exit 1; }
 done
 [ "$(grep -o ' using 4:2 ' "$DIR/p.gp" | wc -l)" -eq 8 ] || { echo "FAIL: not 8 curves of accuracy vs bytes"; exit 1; }
+[ "$(grep -o ' using 5:2 ' "$DIR/p.gp" | wc -l)" -eq 8 ] || { echo "FAIL: not 8 curves of accuracy vs virtual time"; exit 1; }
 key_top=$(sed -n 's/^set key at screen 0.5, screen \([0-9.e-]*\) .*/\1/p' "$DIR/p.gp")
 [ -n "$key_top" ] || { echo "FAIL: the legend is not placed below the panels"; exit 1; }
 sed -e "s|^set output .*|set output '$DIR/q.png'|" "$DIR/p.gp" >"$DIR/q.gp"
