@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "core/log.h"
+#include "core/rng.h"
 
 namespace murmur::gossip {
 
@@ -37,17 +38,18 @@ RingAllReduceNode::RingAllReduceNode(Env& env, NodeId nodes, LocalLearner& learn
   MURMUR_CHECK(n_ >= 1);
   if (options_.ring.empty()) {
     MURMUR_CHECK(env_.self() < n_);
-    position_ = env_.self();
-    next_ = (env_.self() + 1) % n_;
-    prev_ = (env_.self() + n_ - 1) % n_;
+    for (NodeId i = 0; i < n_; ++i) members_.push_back(i);
   } else {
     MURMUR_CHECK_MSG(options_.ring.size() == n_, "the ring's order must list every node once");
-    const auto at = std::find(options_.ring.begin(), options_.ring.end(), env_.self());
-    MURMUR_CHECK_MSG(at != options_.ring.end(), "the ring's order must list every node once");
-    position_ = static_cast<NodeId>(at - options_.ring.begin());
-    next_ = options_.ring[(position_ + 1) % n_];
-    prev_ = options_.ring[(position_ + n_ - 1) % n_];
+    members_ = options_.ring;
   }
+  MURMUR_CHECK_MSG(std::find(members_.begin(), members_.end(), env_.self()) != members_.end(),
+                   "the ring's order must list every node once");
+  ring_ = LiveRing(/*use_view=*/false);  // the whole ring until a round forms its own
+  n_ = ring_.n;
+  position_ = ring_.position;
+  next_ = ring_.next;
+  prev_ = ring_.prev;
   round_ = ahead_ = options_.first_round;
 }
 
@@ -92,16 +94,49 @@ Status RingAllReduceNode::ImportState(const NodeState& state) {
   return outer_.ImportState(state);
 }
 
-std::size_t RingAllReduceNode::SentSegment(std::uint64_t step) const {
-  const std::uint64_t n = n_, i = position_;
+namespace {
+
+std::size_t SentSegmentOf(std::uint64_t n, std::uint64_t i, std::uint64_t step) {
   if (step < n - 1) return static_cast<std::size_t>((i + n - step % n) % n);  // reduce-scatter: i - s
   return static_cast<std::size_t>((i + 1 + n - (step - (n - 1)) % n) % n);    // all-gather: i + 1 - s'
 }
 
-std::size_t RingAllReduceNode::ReceivedSegment(std::uint64_t step) const {
-  const std::uint64_t n = n_, i = position_;
+std::size_t ReceivedSegmentOf(std::uint64_t n, std::uint64_t i, std::uint64_t step) {
   if (step < n - 1) return static_cast<std::size_t>((i + 2 * n - 1 - step % n) % n);  // i - s - 1
   return static_cast<std::size_t>((i + n - (step - (n - 1)) % n) % n);                // i - s'
+}
+
+// A segment message's scalar: the step plus kStepBase times the ring's
+// fingerprint (0 for the whole ring), an exact integer in a double.
+constexpr double kStepBase = 4096;
+constexpr std::uint64_t kFingerprintMask = (std::uint64_t{1} << 40) - 1;
+
+}  // namespace
+
+std::size_t RingAllReduceNode::SentSegment(std::uint64_t step) const {
+  return SentSegmentOf(n_, position_, step);
+}
+
+std::size_t RingAllReduceNode::ReceivedSegment(std::uint64_t step) const {
+  return ReceivedSegmentOf(n_, position_, step);
+}
+
+RingAllReduceNode::Ring RingAllReduceNode::LiveRing(bool use_view) const {
+  Ring r;
+  const bool reform = use_view && options_.peer_alive && options_.cross.empty() && !options_.overlap &&
+                      members_.size() <= kMaxReformedRing;
+  std::uint64_t h = 0;
+  for (NodeId id : members_) {
+    if (reform && id != env_.self() && !options_.peer_alive(id)) continue;
+    if (id == env_.self()) r.position = static_cast<NodeId>(r.members.size());
+    r.members.push_back(id);
+    h = Mix64(h ^ Mix64(id + 1));
+  }
+  r.n = static_cast<NodeId>(r.members.size());
+  r.next = r.members[(r.position + 1) % r.n];
+  r.prev = r.members[(r.position + r.n - 1) % r.n];
+  r.fingerprint = r.members.size() == members_.size() ? 0 : ((h & kFingerprintMask) | 1);
+  return r;
 }
 
 void RingAllReduceNode::BeginRound() {
@@ -119,6 +154,18 @@ void RingAllReduceNode::BeginRound() {
 void RingAllReduceNode::StartReduce() {
   reducing_ = true;
   step_ = 0;
+  if (options_.peer_alive && options_.cross.empty() &&
+      !options_.overlap) {  // this round's ring: the live members
+    const std::uint64_t before = ring_.fingerprint;
+    ring_ = LiveRing();
+    n_ = ring_.n;
+    position_ = ring_.position;
+    next_ = ring_.next;
+    prev_ = ring_.prev;
+    if (ring_.fingerprint != before)
+      MURMUR_LOG(kInfo) << "node " << env_.self() << ": round " << round_ << "'s ring is " << ring_.n
+                        << " of " << members_.size() << " members";
+  }
   cross_sent_ = cross_done_ = false;
   if (n_ == 1 && options_.cross.empty()) return FinishRound(true);
   if (options_.catch_up && ahead_ >= round_ + 2) return FinishRound(false);  // the ring moved on
@@ -180,8 +227,9 @@ void RingAllReduceNode::StepAnchor() {
 void RingAllReduceNode::SendStep() {
   const auto [b, e] = RingSegment(sum_.size(), n_, SentSegment(step_));
   UpdatePtr q = codec_->Compress(sum_.span().subspan(b, e - b), round_);
-  env_.Send(next(), std::make_shared<const GossipMessage>(Channel::kRingSegment, round_,
-                                                          static_cast<double>(step_), std::move(q)));
+  const double scalar = static_cast<double>(step_) + kStepBase * static_cast<double>(ring_.fingerprint);
+  env_.Send(next(),
+            std::make_shared<const GossipMessage>(Channel::kRingSegment, round_, scalar, std::move(q)));
 }
 
 void RingAllReduceNode::OnMessage(NodeId from, MessagePtr msg) {
@@ -199,10 +247,16 @@ void RingAllReduceNode::OnMessage(NodeId from, MessagePtr msg) {
     if (m->round() <= round_ + 2) cross_early_.emplace(std::make_pair(m->round(), k), m);
     return TryAdvance();
   }
-  if (from != prev()) return;
-  if (!(s >= 0 && s < static_cast<double>(steps)) || s != std::floor(s)) return;  // no step of this ring
-  const auto step = static_cast<std::uint64_t>(s);
-  const auto [b, e] = RingSegment(sum_.size(), n_, ReceivedSegment(step));
+  if (!(s >= 0 && s < 0x1p52) || s != std::floor(s)) return;  // no step of any ring
+  const auto fingerprint = static_cast<std::uint64_t>(std::floor(s / kStepBase));
+  const auto step = static_cast<std::uint64_t>(s - kStepBase * static_cast<double>(fingerprint));
+  // The ring it was sent in must be this node's for that round: the one
+  // formed for the round under way, or the live members as this node sees
+  // them now for a round to come. Rings that differ time out and retry.
+  const Ring ring = m->round() == round_ && reducing_ ? ring_ : LiveRing();
+  if (fingerprint != ring.fingerprint || from != ring.prev) return;
+  if (step >= 2 * (static_cast<std::uint64_t>(ring.n) - 1)) return;  // no step of this ring
+  const auto [b, e] = RingSegment(sum_.size(), ring.n, ReceivedSegmentOf(ring.n, ring.position, step));
   if (m->update().size() != e - b) {
     MURMUR_LOG(kWarning) << "node " << env_.self() << ": ring segment from " << from << " has "
                          << m->update().size() << " elements, step " << step << " needs " << e - b;
@@ -212,7 +266,7 @@ void RingAllReduceNode::OnMessage(NodeId from, MessagePtr msg) {
   // Held: this round's and the next two's, at most 2 (n - 1) segments each
   // (duplicates are dropped), so a predecessor running ahead, or a hostile
   // one, costs at most three models of memory. Later ones only move ahead_.
-  if (m->round() <= round_ + 2) early_.emplace(std::make_pair(m->round(), step), m);
+  if (m->round() <= round_ + 2) early_.emplace(std::make_pair(m->round(), step), Held{fingerprint, m});
   if (options_.catch_up && m->round() > ahead_) {
     ahead_ = m->round();
     // The predecessor is two rounds ahead: this round's ring has moved on without this node.
@@ -265,11 +319,15 @@ void RingAllReduceNode::TryAdvance() {
     }
     auto it = early_.find({round_, step_});
     if (it == early_.end()) return;
+    if (it->second.fingerprint != ring_.fingerprint) {  // sent in another ring than this round's
+      early_.erase(it);
+      return;
+    }
     const auto [b, e] = RingSegment(sum_.size(), n_, ReceivedSegment(step_));
     std::span<float> seg = sum_.span().subspan(b, e - b);
     if (step_ >= static_cast<std::uint64_t>(n_) - 1)
       std::fill(seg.begin(), seg.end(), 0.0f);  // all-gather: replace
-    Status st = it->second->update().AddTo(seg);
+    Status st = it->second.message->update().AddTo(seg);
     MURMUR_CHECK_MSG(st.ok(), st.ToString());
     early_.erase(it);
     if (++step_ == steps) return FinishRound(true);

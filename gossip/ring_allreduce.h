@@ -22,11 +22,10 @@
 // reduce-scatter and all-gather: 2 N - |seg(i+1)| - |seg(i+2)| values,
 // 2 (n - 1) / n of the model when n divides N.
 //
-// Messages: channel kRingSegment, the round, the step (0 .. 2 n - 3) as the
-// scalar, the segment under the codec (a value coding: none, fp16, bf16 or
-// int8; each hop codes its partial sum). A message for a later step waits,
-// as does one for the next two rounds (at most three models' worth); one
-// for a finished round, or further ahead, is dropped.
+// Messages: channel kRingSegment, the round, the step (0 .. 2 n - 3) plus
+// 4096 x the ring's fingerprint (below) as the scalar, the segment under the codec (a value coding: none,
+// fp16, bf16 or int8; each hop codes its partial sum). A message for a later step waits, as does one for the
+// next two rounds (at most three models' worth); one for a finished round, or further ahead, is dropped.
 //
 // Overlap (`overlap`, the one-step-delayed outer update of streaming DiLoCo,
 // Douillard et al. 2025, with a delay of one whole inner phase): the ring
@@ -58,6 +57,15 @@
 // groups complete and W = 11^T / G this is the exact mean of every node
 // (hierarchical all-reduce); with m = 1 it is D-PSGD over the groups' graph.
 //
+// Re-formed rings (`peer_alive`, a daemon's membership view): each round's
+// ring is the members the view holds alive, in the ring's order, so a member
+// that membership declares dead is left out and the others average among
+// themselves; it is back in once the view holds it alive. A ring that is not
+// the whole one carries a 40-bit fingerprint of its members (never 0) in its
+// messages' scalar, and a node takes a segment only when the sender's ring
+// is its own for that round: while views disagree, rounds time out and are
+// retried (below), never summed over two different rings.
+//
 // A member that stops (crash, partition) stalls the ring: each node gives the
 // round's all-reduce `round_timeout` from its start; past it the node keeps
 // its own model of the round (its local steps, no averaging), counts the
@@ -71,6 +79,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <utility>
@@ -87,6 +96,10 @@
 #include "gossip/outer_optimizer.h"
 
 namespace murmur::gossip {
+
+// Largest ring that re-forms around dead members (its steps and fingerprint
+// share a message's scalar).
+inline constexpr std::size_t kMaxReformedRing = 2048;
 
 struct RingAllReduceOptions {
   std::uint64_t rounds = 100;
@@ -105,6 +118,10 @@ struct RingAllReduceOptions {
   // cross_self is W_gg. Empty: one ring, no mix between groups.
   std::vector<std::pair<NodeId, double>> cross;
   double cross_self = 1;
+  // A daemon's membership view: each round's ring is the members it says
+  // are alive, in the ring's order (empty: every member, always). One ring of
+  // at most kMaxReformedRing nodes, without groups or overlap.
+  std::function<bool(NodeId)> peer_alive;
   // Overlap each round's all-reduce with the next round's inner steps (the
   // one-step-delayed outer update, above). One ring only, no catch-up.
   bool overlap = false;
@@ -171,8 +188,25 @@ class RingAllReduceNode final : public Node {
   ParamVector x_;
   ParamVector sum_;  // the round's running sum
   OuterOptimizer outer_;
-  // Messages from the predecessor that came early, by (round, step).
-  std::map<std::pair<std::uint64_t, std::uint64_t>, std::shared_ptr<const GossipMessage>> early_;
+  // A round's ring: its live members in order, this node's place in it, and
+  // its fingerprint (0: every member).
+  struct Ring {
+    std::vector<NodeId> members;
+    NodeId n = 0, position = 0, next = 0, prev = 0;
+    std::uint64_t fingerprint = 0;
+  };
+  // The members `peer_alive` holds alive now (all of them without use_view).
+  Ring LiveRing(bool use_view = true) const;
+
+  std::vector<NodeId> members_;  // the whole ring, in order
+  Ring ring_;                    // this round's
+  // Messages from the predecessor that came early, by (round, step), with
+  // the fingerprint of the ring they were sent in.
+  struct Held {
+    std::uint64_t fingerprint;
+    std::shared_ptr<const GossipMessage> message;
+  };
+  std::map<std::pair<std::uint64_t, std::uint64_t>, Held> early_;
   // Hierarchical: counterparts' segments by (round, index in `cross`).
   std::map<std::pair<std::uint64_t, std::size_t>, std::shared_ptr<const GossipMessage>> cross_early_;
   bool cross_sent_ = false;  // this round's owned segment went to the counterparts

@@ -432,6 +432,55 @@ TEST_CASE("Hierarchical all-reduce with a silent member: the others time out, ke
   }
 }
 
+TEST_CASE(
+    "Ring all-reduce re-formed from a membership view: a dead member is left out and the rest average") {
+  const NodeId n = 6, dead = 3;
+  for (bool with_view : {true, false}) {
+    CAPTURE(with_view);
+    sim::Simulator sim(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(n));
+    // Node 3 goes offline at 0.5 s; membership declares it dead 0.3 s later.
+    bool declared = false;
+    sim.At(Nanos(500'000'000), [&] { sim.SetOnline(dead, false); });
+    sim.At(Nanos(800'000'000), [&] { declared = true; });
+    std::vector<std::unique_ptr<QuadraticLearner>> learners;
+    std::vector<std::unique_ptr<RingAllReduceNode>> nodes;
+    auto none = CodecSpec::Parse("none").value();
+    double mean = 0;
+    for (NodeId i = 0; i < n; ++i) {
+      std::vector<float> x0(kDim, static_cast<float>(i * 3 % 7));
+      mean += x0[0] / n;
+      learners.push_back(std::make_unique<QuadraticLearner>(x0, 0.0));
+      ParamVector x(kDim);
+      for (std::size_t k = 0; k < kDim; ++k) x[k] = x0[k];
+      RingAllReduceOptions o;
+      o.rounds = 20;
+      o.round_timeout = std::chrono::seconds(1);
+      if (with_view) o.peer_alive = [&declared](NodeId id) { return id != dead || !declared; };
+      nodes.push_back(std::make_unique<RingAllReduceNode>(
+          sim.env(i), n, *learners.back(), std::move(x),
+          std::make_unique<Codec>(none, i, Layout(), Rng(7, i, RngPurpose::kCompression)), o, nullptr));
+      sim.SetSink(i, nodes.back().get());
+    }
+    for (auto& node : nodes) node->Start();
+    sim.RunUntil(Nanos::max());
+    const std::vector<float> first(nodes[0]->params().span().begin(), nodes[0]->params().span().end());
+    for (NodeId i = 0; i < n; ++i) {
+      if (i == dead) continue;
+      CAPTURE(i);
+      CHECK(nodes[i]->finished());
+      if (with_view) {
+        // Only the rounds between the crash and the view's change time out.
+        CHECK(nodes[i]->failed_rounds() <= 4);
+        CHECK(std::vector<float>(nodes[i]->params().span().begin(), nodes[i]->params().span().end()) ==
+              first);
+        CHECK(nodes[i]->params()[0] == doctest::Approx(mean).epsilon(1e-6));  // the 6 averaged before it
+      } else {
+        CHECK(nodes[i]->failed_rounds() >= 15);  // without a view every later round stalls
+      }
+    }
+  }
+}
+
 TEST_CASE("Overlapped all-reduce: the one-step-delayed outer update against its recursion in double") {
   const NodeId n = 5;
   const double lr = 0.05;
