@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <bit>
 #include <cctype>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <memory>
+#include <sstream>
 
 #include "core/float16.h"
 
@@ -372,6 +374,19 @@ Result<NpyArray> LoadNpzArray(const std::string& path, const std::string& name) 
   return a;
 }
 
+namespace {
+
+// A label for an error message: whole numbers as such, any value (a uint64
+// past int64's range too) without undefined behaviour.
+std::string LabelText(double v) {
+  if (std::abs(v) < 9e18) return std::to_string(static_cast<std::int64_t>(v));
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+
+}  // namespace
+
 Result<Dataset> DatasetFromArrays(const NpyArray& x, const NpyArray& y, std::string name,
                                   const std::string& what) {
   if (x.shape.empty()) return Status::InvalidArgument(what + ": x is a scalar, not samples");
@@ -395,8 +410,8 @@ Result<Dataset> DatasetFromArrays(const NpyArray& x, const NpyArray& y, std::str
   for (std::int64_t i = 0; i < n; ++i) {
     const double v = y.At(i);
     if (v < 0 || v > 1e6)
-      return Status::InvalidArgument(what + ": label " + std::to_string(static_cast<std::int64_t>(v)) +
-                                     " of sample " + std::to_string(i) + " is not in [0, 1000000]");
+      return Status::InvalidArgument(what + ": label " + LabelText(v) + " of sample " + std::to_string(i) +
+                                     " is not in [0, 1000000]");
     d.labels[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(v);
     max_label = std::max<std::int64_t>(max_label, static_cast<std::int64_t>(v));
   }

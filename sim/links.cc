@@ -23,15 +23,23 @@ std::vector<std::string> Split(const std::string& s, char sep) {
   return parts;
 }
 
-Result<double> PositiveNumber(const std::string& text, const std::string& what, bool zero_ok = false) {
+// Rates up to 1e9 Mbit/s and latencies up to an hour: beyond them a value is
+// a typo, and nanoseconds would overflow.
+constexpr double kMaxMbps = 1e9;
+constexpr double kMaxMs = 3.6e6;
+
+Result<double> PositiveNumber(const std::string& text, const std::string& what, bool zero_ok = false,
+                              double max = kMaxMbps) {
   try {
     std::size_t used = 0;
     const double v = std::stod(text, &used);
-    if (used == text.size() && std::isfinite(v) && (v > 0 || (zero_ok && v == 0))) return v;
+    if (used == text.size() && std::isfinite(v) && (v > 0 || (zero_ok && v == 0)) && v <= max) return v;
   } catch (const std::exception&) {
   }
-  return Status::InvalidArgument(what + " '" + text + "' must be a " +
-                                 (zero_ok ? "non-negative" : "positive") + " number");
+  std::ostringstream o;
+  o << what << " '" << text << "' must be a " << (zero_ok ? "non-negative" : "positive") << " number up to "
+    << max;
+  return Status::InvalidArgument(o.str());
 }
 
 Nanos Milliseconds(double ms) { return Nanos(static_cast<std::int64_t>(std::llround(ms * 1e6))); }
@@ -174,7 +182,7 @@ Result<std::unique_ptr<LinkModel>> ReadLinkTrace(const std::string& file, NodeId
     if (ends[0] == ends[1]) return Status::InvalidArgument(where() + "a path needs two distinct nodes");
     auto mbps = PositiveNumber(f[2], "mbps");
     if (!mbps.ok()) return Status::InvalidArgument(where() + mbps.status().message());
-    auto ms = PositiveNumber(f[3], "latency_ms", /*zero_ok=*/true);
+    auto ms = PositiveNumber(f[3], "latency_ms", /*zero_ok=*/true, kMaxMs);
     if (!ms.ok()) return Status::InvalidArgument(where() + ms.status().message());
     if (!paths.emplace(TraceLinks::Key(ends[0], ends[1]), TraceLinks::Path{*mbps * 1e6, Milliseconds(*ms)})
              .second)
@@ -202,7 +210,7 @@ Result<std::unique_ptr<LinkModel>> MakeLinkModel(const std::string& spec, NodeId
     MURMUR_ASSIGN_OR_RETURN(double wan, PositiveNumber(p[3], "links: WAN Mbit/s"));
     double ms = 0;
     if (p.size() == 5) {
-      MURMUR_ASSIGN_OR_RETURN(ms, PositiveNumber(p[4], "links: WAN ms", true));
+      MURMUR_ASSIGN_OR_RETURN(ms, PositiveNumber(p[4], "links: WAN ms", true, kMaxMs));
     }
     return std::unique_ptr<LinkModel>(std::make_unique<SiteLinks>(
         n, static_cast<std::uint32_t>(sites), lan * 1e6, wan * 1e6, Milliseconds(ms), seed));
@@ -212,7 +220,7 @@ Result<std::unique_ptr<LinkModel>> MakeLinkModel(const std::string& spec, NodeId
     MURMUR_ASSIGN_OR_RETURN(double slow, PositiveNumber(p[2], "links: far Mbit/s"));
     double ms = 0;
     if (p.size() == 4) {
-      MURMUR_ASSIGN_OR_RETURN(ms, PositiveNumber(p[3], "links: ms across", true));
+      MURMUR_ASSIGN_OR_RETURN(ms, PositiveNumber(p[3], "links: ms across", true, kMaxMs));
     }
     return std::unique_ptr<LinkModel>(std::make_unique<PlaneLinks>(n, fast * 1e6, slow * 1e6, ms, seed));
   }

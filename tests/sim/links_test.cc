@@ -101,6 +101,8 @@ TEST_CASE("links: bad specs and trace files are named") {
       {"0,1,0,1\n", ":1: mbps '0' must be a positive number"},
       {"0,1,1,-2\n", ":1: latency_ms '-2' must be a non-negative number"},
       {"0,1,1,nan\n", ":1: latency_ms 'nan'"},
+      {"0,1,1,1e95\n", ":1: latency_ms '1e95' must be a non-negative number up to 3.6e+06"},
+      {"0,1,1e12,1\n", ":1: mbps '1e12' must be a positive number up to 1e+09"},
   };
   for (const auto& [text, why] : bad) {
     const auto f = WriteFile("murmur_links_bad.csv", text);
