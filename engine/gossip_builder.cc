@@ -153,7 +153,6 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
     o.round_timeout = spec.round_timeout() > 0 ? timeout : host.auto_round_timeout * hops;
     o.catch_up = host.catch_up && !spec.overlap();
     o.overlap = spec.overlap();
-    if (spec.groups() <= 1 && !spec.overlap()) o.peer_alive = host.peer_alive;  // re-form around the dead
     o.local = local;
     if (a == "diloco-allreduce") {
       MURMUR_ASSIGN_OR_RETURN(o.outer, OuterOf(spec));
