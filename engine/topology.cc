@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "topology/analysis.h"
+#include "topology/link_aware.h"
 #include "topology/spectral.h"
 
 namespace murmur::engine {
@@ -82,10 +83,7 @@ Result<topology::TopologySpec> GraphSpecOf(const proto::JobSpec& s, NodeId nodes
   return spec;
 }
 
-bool IsLinkAware(const std::string& topology) {
-  const std::string kind = TopologyKind(topology);
-  return kind == "link-aware" || kind == "link-aware-ring";
-}
+bool IsLinkAware(const std::string& topology) { return topology::IsLinkAwareKind(TopologyKind(topology)); }
 
 Result<GraphTopology> MakeGraphTopology(const proto::JobSpec& s, NodeId nodes, bool describe,
                                         const topology::PairCost& link_cost) {

@@ -18,7 +18,6 @@ RingAllReduceNode::RingAllReduceNode(Env& env, NodeId nodes, LocalLearner& learn
                                      std::unique_ptr<Codec> codec, RingAllReduceOptions options,
                                      RoundObserver* observer)
     : env_(env),
-      n_(nodes),
       learner_(learner),
       codec_(std::move(codec)),
       options_(options),
@@ -35,21 +34,19 @@ RingAllReduceNode::RingAllReduceNode(Env& env, NodeId nodes, LocalLearner& learn
   }
   MURMUR_CHECK_MSG(codec_->full_model_safe(),
                    "a ring all-reduce sends partial sums: use none, fp16, bf16 or int8");
-  MURMUR_CHECK(n_ >= 1);
+  MURMUR_CHECK(nodes >= 1);
   if (options_.ring.empty()) {
-    MURMUR_CHECK(env_.self() < n_);
-    for (NodeId i = 0; i < n_; ++i) members_.push_back(i);
+    MURMUR_CHECK(env_.self() < nodes);
+    for (NodeId i = 0; i < nodes; ++i) members_.push_back(i);
   } else {
-    MURMUR_CHECK_MSG(options_.ring.size() == n_, "the ring's order must list every node once");
+    MURMUR_CHECK_MSG(options_.ring.size() == nodes, "the ring's order must list every node once");
     members_ = options_.ring;
   }
   MURMUR_CHECK_MSG(std::find(members_.begin(), members_.end(), env_.self()) != members_.end(),
                    "the ring's order must list every node once");
-  ring_ = LiveRing(/*use_view=*/false);  // the whole ring until a round forms its own
-  n_ = ring_.n;
-  position_ = ring_.position;
-  next_ = ring_.next;
-  prev_ = ring_.prev;
+  ring_ = LiveRing();  // the whole ring until a round forms its own
+  reform_ = options_.peer_alive && options_.cross.empty() && !options_.overlap &&
+            members_.size() <= kMaxReformedRing;
   round_ = ahead_ = options_.first_round;
 }
 
@@ -62,7 +59,7 @@ void RingAllReduceNode::Start() {
 
 void RingAllReduceNode::FinishOverlapRound(bool averaged) {
   if (averaged) {
-    mean_.vec() = sum_.vec() / static_cast<float>(n_);
+    mean_.vec() = sum_.vec() / static_cast<float>(ring_.n);
   } else {
     ++failed_;  // the node's own progress stands in for the mean
     mean_.CopyFrom(sum_);
@@ -114,20 +111,18 @@ constexpr std::uint64_t kFingerprintMask = (std::uint64_t{1} << 40) - 1;
 }  // namespace
 
 std::size_t RingAllReduceNode::SentSegment(std::uint64_t step) const {
-  return SentSegmentOf(n_, position_, step);
+  return SentSegmentOf(ring_.n, ring_.position, step);
 }
 
 std::size_t RingAllReduceNode::ReceivedSegment(std::uint64_t step) const {
-  return ReceivedSegmentOf(n_, position_, step);
+  return ReceivedSegmentOf(ring_.n, ring_.position, step);
 }
 
-RingAllReduceNode::Ring RingAllReduceNode::LiveRing(bool use_view) const {
+RingAllReduceNode::Ring RingAllReduceNode::LiveRing() const {
   Ring r;
-  const bool reform = use_view && options_.peer_alive && options_.cross.empty() && !options_.overlap &&
-                      members_.size() <= kMaxReformedRing;
   std::uint64_t h = 0;
   for (NodeId id : members_) {
-    if (reform && id != env_.self() && !options_.peer_alive(id)) continue;
+    if (reform_ && id != env_.self() && !options_.peer_alive(id)) continue;
     if (id == env_.self()) r.position = static_cast<NodeId>(r.members.size());
     r.members.push_back(id);
     h = Mix64(h ^ Mix64(id + 1));
@@ -154,20 +149,15 @@ void RingAllReduceNode::BeginRound() {
 void RingAllReduceNode::StartReduce() {
   reducing_ = true;
   step_ = 0;
-  if (options_.peer_alive && options_.cross.empty() &&
-      !options_.overlap) {  // this round's ring: the live members
+  if (reform_) {  // this round's ring: the live members
     const std::uint64_t before = ring_.fingerprint;
     ring_ = LiveRing();
-    n_ = ring_.n;
-    position_ = ring_.position;
-    next_ = ring_.next;
-    prev_ = ring_.prev;
     if (ring_.fingerprint != before)
       MURMUR_LOG(kInfo) << "node " << env_.self() << ": round " << round_ << "'s ring is " << ring_.n
                         << " of " << members_.size() << " members";
   }
-  cross_sent_ = cross_done_ = false;
-  if (n_ == 1 && options_.cross.empty()) return FinishRound(true);
+  cross_ = CrossMix::kPending;
+  if (ring_.n == 1 && options_.cross.empty()) return FinishRound(true);
   if (options_.catch_up && ahead_ >= round_ + 2) return FinishRound(false);  // the ring moved on
   const std::uint64_t r = round_;
   timeout_ = env_.StartTimer(options_.round_timeout, [this, r] {
@@ -179,7 +169,7 @@ void RingAllReduceNode::StartReduce() {
       FinishRound(false);
     }
   });
-  if (n_ > 1) SendStep();
+  if (ring_.n > 1) SendStep();
   TryAdvance();
 }
 
@@ -225,10 +215,10 @@ void RingAllReduceNode::StepAnchor() {
 }
 
 void RingAllReduceNode::SendStep() {
-  const auto [b, e] = RingSegment(sum_.size(), n_, SentSegment(step_));
+  const auto [b, e] = RingSegment(sum_.size(), ring_.n, SentSegment(step_));
   UpdatePtr q = codec_->Compress(sum_.span().subspan(b, e - b), round_);
   const double scalar = static_cast<double>(step_) + kStepBase * static_cast<double>(ring_.fingerprint);
-  env_.Send(next(),
+  env_.Send(ring_.next,
             std::make_shared<const GossipMessage>(Channel::kRingSegment, round_, scalar, std::move(q)));
 }
 
@@ -236,12 +226,12 @@ void RingAllReduceNode::OnMessage(NodeId from, MessagePtr msg) {
   if (msg->kind() != kGossipMessageKind) return;
   auto m = std::static_pointer_cast<const GossipMessage>(msg);
   if (m->channel() != Channel::kRingSegment || finished()) return;
-  const std::uint64_t steps = 2 * (static_cast<std::uint64_t>(n_) - 1);
+  const std::uint64_t steps = 2 * (static_cast<std::uint64_t>(ring_.n) - 1);
   const double s = m->scalar();
   if (s == static_cast<double>(steps) && !options_.cross.empty()) {  // a counterpart's mixed-in segment
     std::size_t k = 0;
     while (k < options_.cross.size() && options_.cross[k].first != from) ++k;
-    const auto [b, e] = RingSegment(sum_.size(), n_, SentSegment(n_ - 1));
+    const auto [b, e] = RingSegment(sum_.size(), ring_.n, SentSegment(ring_.n - 1));
     if (k == options_.cross.size() || m->update().size() != e - b || m->round() < round_) return;
     // This round's and the next two's, one segment per counterpart each.
     if (m->round() <= round_ + 2) cross_early_.emplace(std::make_pair(m->round(), k), m);
@@ -253,7 +243,7 @@ void RingAllReduceNode::OnMessage(NodeId from, MessagePtr msg) {
   // The ring it was sent in must be this node's for that round: the one
   // formed for the round under way, or the live members as this node sees
   // them now for a round to come. Rings that differ time out and retry.
-  const Ring ring = m->round() == round_ && reducing_ ? ring_ : LiveRing();
+  const Ring ring = !reform_ || (m->round() == round_ && reducing_) ? ring_ : LiveRing();
   if (fingerprint != ring.fingerprint || from != ring.prev) return;
   if (step >= 2 * (static_cast<std::uint64_t>(ring.n) - 1)) return;  // no step of this ring
   const auto [b, e] = RingSegment(sum_.size(), ring.n, ReceivedSegmentOf(ring.n, ring.position, step));
@@ -276,14 +266,15 @@ void RingAllReduceNode::OnMessage(NodeId from, MessagePtr msg) {
 }
 
 bool RingAllReduceNode::CrossMixed() {
-  const auto [b, e] = RingSegment(sum_.size(), n_, SentSegment(n_ - 1));
+  const NodeId m = ring_.n;
+  const auto [b, e] = RingSegment(sum_.size(), m, SentSegment(m - 1));
   std::span<float> seg = sum_.span().subspan(b, e - b);
-  if (!cross_sent_) {
-    cross_sent_ = true;
-    for (float& v : seg) v /= static_cast<float>(n_);  // the group's mean
+  if (cross_ == CrossMix::kPending) {
+    cross_ = CrossMix::kSent;
+    for (float& v : seg) v /= static_cast<float>(m);  // the group's mean
     for (const auto& [peer, weight] : options_.cross) {
       env_.Send(peer, std::make_shared<const GossipMessage>(
-                          Channel::kRingSegment, round_, static_cast<double>(2 * (n_ - 1)),
+                          Channel::kRingSegment, round_, static_cast<double>(2 * (m - 1)),
                           codec_->Compress(std::span<const float>(seg.data(), seg.size()), round_)));
     }
   }
@@ -307,12 +298,13 @@ bool RingAllReduceNode::CrossMixed() {
 }
 
 void RingAllReduceNode::TryAdvance() {
-  const std::uint64_t steps = 2 * (static_cast<std::uint64_t>(n_) - 1);
+  const auto n = static_cast<std::uint64_t>(ring_.n);
+  const std::uint64_t steps = 2 * (n - 1);
   while (reducing_) {
-    const bool mix_now = !options_.cross.empty() && step_ == static_cast<std::uint64_t>(n_) - 1;
-    if (mix_now && !cross_done_) {
+    const bool mix_now = !options_.cross.empty() && step_ == n - 1;
+    if (mix_now && cross_ != CrossMix::kMixed) {
       if (!CrossMixed()) return;
-      cross_done_ = true;
+      cross_ = CrossMix::kMixed;
       if (step_ == steps) return FinishRound(true);  // one-node groups: the mix was the whole round
       SendStep();                                    // the all-gather starts from the mixed segment
       continue;
@@ -323,15 +315,14 @@ void RingAllReduceNode::TryAdvance() {
       early_.erase(it);
       return;
     }
-    const auto [b, e] = RingSegment(sum_.size(), n_, ReceivedSegment(step_));
+    const auto [b, e] = RingSegment(sum_.size(), ring_.n, ReceivedSegment(step_));
     std::span<float> seg = sum_.span().subspan(b, e - b);
-    if (step_ >= static_cast<std::uint64_t>(n_) - 1)
-      std::fill(seg.begin(), seg.end(), 0.0f);  // all-gather: replace
+    if (step_ >= n - 1) std::fill(seg.begin(), seg.end(), 0.0f);  // all-gather: replace
     Status st = it->second.message->update().AddTo(seg);
     MURMUR_CHECK_MSG(st.ok(), st.ToString());
     early_.erase(it);
     if (++step_ == steps) return FinishRound(true);
-    if (!options_.cross.empty() && step_ == static_cast<std::uint64_t>(n_) - 1) continue;  // mix, then send
+    if (!options_.cross.empty() && step_ == n - 1) continue;  // mix, then send
     SendStep();
   }
 }
@@ -346,7 +337,7 @@ void RingAllReduceNode::FinishRound(bool averaged) {
   if (averaged) {
     options_.local.Save(x_);
     if (options_.cross.empty()) {
-      x_.vec() = sum_.vec() / static_cast<float>(n_);
+      x_.vec() = sum_.vec() / static_cast<float>(ring_.n);
     } else {
       x_.CopyFrom(sum_);  // each segment is a mix of group means already
     }

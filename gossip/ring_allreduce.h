@@ -171,16 +171,11 @@ class RingAllReduceNode final : public Node {
   // Hierarchical: after the reduce-scatter, sends the group's mean of the
   // segment this node owns to its counterparts; true once theirs are mixed in.
   bool CrossMixed();
-  NodeId next() const { return next_; }
-  NodeId prev() const { return prev_; }
-  // The segment node self sends at `step`, and the one it receives.
+  // The segment node self sends at `step` of this round's ring, and the one it receives.
   std::size_t SentSegment(std::uint64_t step) const;
   std::size_t ReceivedSegment(std::uint64_t step) const;
 
   Env& env_;
-  NodeId n_;
-  NodeId position_ = 0;  // this node's place in the ring
-  NodeId next_ = 0, prev_ = 0;
   LocalLearner& learner_;
   std::unique_ptr<Codec> codec_;
   RingAllReduceOptions options_;
@@ -195,11 +190,15 @@ class RingAllReduceNode final : public Node {
     NodeId n = 0, position = 0, next = 0, prev = 0;
     std::uint64_t fingerprint = 0;
   };
-  // The members `peer_alive` holds alive now (all of them without use_view).
-  Ring LiveRing(bool use_view = true) const;
+  // The members `peer_alive` holds alive now (all of them without reform_).
+  Ring LiveRing() const;
 
   std::vector<NodeId> members_;  // the whole ring, in order
-  Ring ring_;                    // this round's
+  // Whether rounds re-form their ring from `peer_alive` (one ring of at most
+  // kMaxReformedRing, no groups, no overlap); otherwise ring_ is the whole
+  // ring throughout.
+  bool reform_ = false;
+  Ring ring_;  // this round's
   // Messages from the predecessor that came early, by (round, step), with
   // the fingerprint of the ring they were sent in.
   struct Held {
@@ -209,8 +208,9 @@ class RingAllReduceNode final : public Node {
   std::map<std::pair<std::uint64_t, std::uint64_t>, Held> early_;
   // Hierarchical: counterparts' segments by (round, index in `cross`).
   std::map<std::pair<std::uint64_t, std::size_t>, std::shared_ptr<const GossipMessage>> cross_early_;
-  bool cross_sent_ = false;  // this round's owned segment went to the counterparts
-  bool cross_done_ = false;  // and theirs are mixed into it
+  // Hierarchical: where this round's owned segment is in its mix between groups.
+  enum class CrossMix { kPending, kSent, kMixed };
+  CrossMix cross_ = CrossMix::kPending;
   // Overlap: the agreed anchor theta, the phase's start, the last round's
   // mean progress (ready or not), and the phase being trained.
   ParamVector theta_, start_, mean_;

@@ -58,6 +58,8 @@ double TourCost(const std::vector<NodeId>& t, std::size_t i, const PairCost& cos
 
 }  // namespace
 
+bool IsLinkAwareKind(std::string_view kind) { return kind == "link-aware" || kind == "link-aware-ring"; }
+
 Result<Graph> LinkAwareGraph(NodeId n, std::uint32_t degree, const PairCost& cost, std::uint64_t seed) {
   if (n > kMaxLinkAwareNodes)
     return Status::InvalidArgument("link-aware topologies are limited to " +

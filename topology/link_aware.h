@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -44,6 +45,10 @@ namespace murmur::topology {
 
 // Seconds (or any additive cost) to send one model from u to v.
 using PairCost = std::function<double(NodeId u, NodeId v)>;
+
+// Whether a topology kind (the part before the first ':') is one of the
+// kinds built from link costs: "link-aware" and "link-aware-ring".
+bool IsLinkAwareKind(std::string_view kind);
 
 // Largest n these build (their O(n^2) cost calls).
 inline constexpr NodeId kMaxLinkAwareNodes = 20000;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "topology/generators.h"
+#include "topology/link_aware.h"
 
 namespace murmur::topology {
 
@@ -25,7 +26,7 @@ std::string KindList() {
 
 Status CheckTopologySpec(const TopologySpec& spec) {
   const auto& kinds = TopologyKinds();
-  const bool link_kind = spec.kind == "link-aware" || spec.kind == "link-aware-ring";
+  const bool link_kind = IsLinkAwareKind(spec.kind);
   if (link_kind && !spec.link_cost)
     return Status::InvalidArgument(
         spec.kind +
