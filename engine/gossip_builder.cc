@@ -5,6 +5,7 @@
 
 #include "engine/algorithms.h"
 #include "engine/topology.h"
+#include "gossip/collective_schedule.h"
 #include "gossip/decentralized_sgd.h"
 #include "gossip/gossip_learning.h"
 #include "gossip/gradient_tracking.h"
@@ -90,19 +91,40 @@ Result<AllReduceGroup> AllReduceGroupOf(const proto::JobSpec& spec, NodeId self,
   return out;
 }
 
-std::vector<NodeId> AllReducePeers(const AllReduceGroup& group, NodeId self) {
+std::vector<NodeId> AllReducePeers(const AllReduceGroup& group, NodeId self, gossip::Collective collective) {
   std::vector<NodeId> peers;
-  const auto m = group.ring.size();
   const auto at =
-      static_cast<std::size_t>(std::find(group.ring.begin(), group.ring.end(), self) - group.ring.begin());
-  if (m > 1) {
-    peers.push_back(group.ring[(at + 1) % m]);
-    peers.push_back(group.ring[(at + m - 1) % m]);
+      static_cast<NodeId>(std::find(group.ring.begin(), group.ring.end(), self) - group.ring.begin());
+  const gossip::CollectiveSchedule schedule(collective, static_cast<NodeId>(group.ring.size()), at, 1);
+  for (std::size_t s = 0; s < schedule.steps(); ++s) {
+    const gossip::CollectiveStep step = schedule.At(s);
+    if (step.send_to != gossip::CollectiveStep::kNobody) peers.push_back(group.ring[step.send_to]);
+    if (step.recv_from != gossip::CollectiveStep::kNobody) peers.push_back(group.ring[step.recv_from]);
   }
   for (const auto& [peer, weight] : group.cross) peers.push_back(peer);
   std::sort(peers.begin(), peers.end());
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
   return peers;
+}
+
+double AllReduceMessageFraction(const proto::JobSpec& spec) {
+  const auto m = static_cast<NodeId>(spec.nodes() / std::max<std::uint32_t>(1, spec.groups()));
+  auto collective = gossip::ParseCollective(spec.collective());
+  if (m <= 1 || !collective.ok() || *collective == gossip::Collective::kRing)
+    return 1.0 / std::max<NodeId>(1, m);
+  // Exact for the schedule's segments: a model of 1024 values per segment.
+  const std::size_t size = std::size_t{1024} * m;
+  double values = 0, messages = 0;
+  for (NodeId i = 0; i < m; ++i) {
+    const gossip::CollectiveSchedule schedule(*collective, m, i, size);
+    for (std::size_t s = 0; s < schedule.steps(); ++s) {
+      const gossip::CollectiveStep step = schedule.At(s);
+      if (step.send_to == gossip::CollectiveStep::kNobody) continue;
+      values += static_cast<double>(step.send.size());
+      messages += 1;
+    }
+  }
+  return values / messages / static_cast<double>(size);
 }
 
 Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec, ParamVector x0,
@@ -147,10 +169,15 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
     o.rounds = rounds;
     o.first_round = host.first_round;
     o.local_steps = static_cast<int>(spec.local_steps());
-    // The host's automatic timeout covers one exchange; a ring's round is
-    // 2 (n - 1) of them one after the other.
-    const auto hops = std::max<std::int64_t>(1, 2 * (static_cast<std::int64_t>(spec.nodes()) - 1));
-    o.round_timeout = spec.round_timeout() > 0 ? timeout : host.auto_round_timeout * hops;
+    MURMUR_ASSIGN_OR_RETURN(o.collective, gossip::ParseCollective(spec.collective()));
+    // The host's automatic timeout covers one exchange of a whole model; an
+    // all-reduce's round is its schedule's steps one after the other (the
+    // ring's 2 (n - 1)), each at most a model. Counted over every node, it
+    // also covers a hierarchical round's mix between groups.
+    const auto nodes = static_cast<NodeId>(spec.nodes());
+    const auto hops = std::max<std::size_t>(1, gossip::CollectiveSchedule(o.collective, nodes, 0, 1).steps());
+    o.round_timeout =
+        spec.round_timeout() > 0 ? timeout : host.auto_round_timeout * static_cast<std::int64_t>(hops);
     o.catch_up = host.catch_up && !spec.overlap();
     o.overlap = spec.overlap();
     o.local = local;

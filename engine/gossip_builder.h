@@ -52,6 +52,7 @@
 #include "core/round_observer.h"
 #include "core/status.h"
 #include "gossip/codec.h"
+#include "gossip/collective_schedule.h"
 #include "gossip/node.h"
 #include "gossip/outer_optimizer.h"
 #include "gossip/peer_sampler.h"
@@ -131,9 +132,16 @@ struct AllReduceGroup {
 };
 Result<AllReduceGroup> AllReduceGroupOf(const proto::JobSpec& spec, NodeId self,
                                         const std::vector<std::uint32_t>* group_of = nullptr);
-// Every node `self` exchanges with in that schedule: its ring's neighbours
-// and its counterparts (a daemon keeps sessions to these).
-std::vector<NodeId> AllReducePeers(const AllReduceGroup& group, NodeId self);
+// Every node `self` exchanges with in that schedule: the positions of its
+// ring the collective's steps name (the ring: its two neighbours) and its
+// counterparts (a daemon keeps sessions to these).
+std::vector<NodeId> AllReducePeers(const AllReduceGroup& group, NodeId self, gossip::Collective collective);
+
+// The mean length of an all-reduce's messages over one round of every
+// position, as a fraction of the model: what a dense fp32 run of the same
+// schedule sends per message (the ring: 1 / m of a model for rings of m).
+// Messages between groups are counted as the ring's. REQUIRES: a valid spec.
+double AllReduceMessageFraction(const proto::JobSpec& spec);
 
 Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec, ParamVector x0,
                                                      const GossipHost& host);

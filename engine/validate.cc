@@ -14,6 +14,7 @@
 #include "federated/secagg_quantizer.h"
 #include "federated/selection.h"
 #include "gossip/codec.h"
+#include "gossip/collective_schedule.h"
 #include "gossip/robust_mixing.h"
 #include "ml/dataset_spec.h"
 #include "ml/schedule.h"
@@ -118,6 +119,12 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
       return Bad("overlap", "applies to allreduce and diloco-allreduce (got " + a + ")");
     if (host == Host::kDaemon) return Bad("overlap", "runs in the simulator only (murmurd: false)");
     if (s.groups() != 1) return Bad("overlap", "runs one ring: groups must be 1");
+  }
+  if (s.collective() != "ring") {
+    if (!IsRingAllReduce(a))
+      return Bad("collective", "applies to allreduce and diloco-allreduce (got " + a + ")");
+    auto collective = gossip::ParseCollective(s.collective());
+    if (!collective.ok()) return collective.status().WithContext("spec field 'collective'");
   }
   if (s.groups() != 1) {
     if (!IsRingAllReduce(a))

@@ -9,11 +9,6 @@
 
 namespace murmur::gossip {
 
-std::pair<std::size_t, std::size_t> RingSegment(std::size_t size, std::size_t n, std::size_t k) {
-  MURMUR_CHECK(n >= 1 && k < n);
-  return {k * size / n, (k + 1) * size / n};
-}
-
 RingAllReduceNode::RingAllReduceNode(Env& env, NodeId nodes, LocalLearner& learner, ParamVector x0,
                                      std::unique_ptr<Codec> codec, RingAllReduceOptions options,
                                      RoundObserver* observer)
@@ -93,30 +88,12 @@ Status RingAllReduceNode::ImportState(const NodeState& state) {
 
 namespace {
 
-std::size_t SentSegmentOf(std::uint64_t n, std::uint64_t i, std::uint64_t step) {
-  if (step < n - 1) return static_cast<std::size_t>((i + n - step % n) % n);  // reduce-scatter: i - s
-  return static_cast<std::size_t>((i + 1 + n - (step - (n - 1)) % n) % n);    // all-gather: i + 1 - s'
-}
-
-std::size_t ReceivedSegmentOf(std::uint64_t n, std::uint64_t i, std::uint64_t step) {
-  if (step < n - 1) return static_cast<std::size_t>((i + 2 * n - 1 - step % n) % n);  // i - s - 1
-  return static_cast<std::size_t>((i + n - (step - (n - 1)) % n) % n);                // i - s'
-}
-
 // A segment message's scalar: the step plus kStepBase times the ring's
 // fingerprint (0 for the whole ring), an exact integer in a double.
 constexpr double kStepBase = 4096;
 constexpr std::uint64_t kFingerprintMask = (std::uint64_t{1} << 40) - 1;
 
 }  // namespace
-
-std::size_t RingAllReduceNode::SentSegment(std::uint64_t step) const {
-  return SentSegmentOf(ring_.n, ring_.position, step);
-}
-
-std::size_t RingAllReduceNode::ReceivedSegment(std::uint64_t step) const {
-  return ReceivedSegmentOf(ring_.n, ring_.position, step);
-}
 
 RingAllReduceNode::Ring RingAllReduceNode::LiveRing() const {
   Ring r;
@@ -128,8 +105,7 @@ RingAllReduceNode::Ring RingAllReduceNode::LiveRing() const {
     h = Mix64(h ^ Mix64(id + 1));
   }
   r.n = static_cast<NodeId>(r.members.size());
-  r.next = r.members[(r.position + 1) % r.n];
-  r.prev = r.members[(r.position + r.n - 1) % r.n];
+  r.schedule = CollectiveSchedule(options_.collective, r.n, r.position, sum_.size());
   r.fingerprint = r.members.size() == members_.size() ? 0 : ((h & kFingerprintMask) | 1);
   return r;
 }
@@ -169,7 +145,7 @@ void RingAllReduceNode::StartReduce() {
       FinishRound(false);
     }
   });
-  if (ring_.n > 1) SendStep();
+  step_sent_ = false;
   TryAdvance();
 }
 
@@ -214,11 +190,10 @@ void RingAllReduceNode::StepAnchor() {
   outer_.Apply(theta_);  // no outer optimizer: theta - mean, local SGD's step
 }
 
-void RingAllReduceNode::SendStep() {
-  const auto [b, e] = RingSegment(sum_.size(), ring_.n, SentSegment(step_));
-  UpdatePtr q = codec_->Compress(sum_.span().subspan(b, e - b), round_);
+void RingAllReduceNode::SendStep(const CollectiveStep& step) {
+  UpdatePtr q = codec_->Compress(sum_.span().subspan(step.send.begin, step.send.size()), round_);
   const double scalar = static_cast<double>(step_) + kStepBase * static_cast<double>(ring_.fingerprint);
-  env_.Send(ring_.next,
+  env_.Send(ring_.members[step.send_to],
             std::make_shared<const GossipMessage>(Channel::kRingSegment, round_, scalar, std::move(q)));
 }
 
@@ -226,13 +201,13 @@ void RingAllReduceNode::OnMessage(NodeId from, MessagePtr msg) {
   if (msg->kind() != kGossipMessageKind) return;
   auto m = std::static_pointer_cast<const GossipMessage>(msg);
   if (m->channel() != Channel::kRingSegment || finished()) return;
-  const std::uint64_t steps = 2 * (static_cast<std::uint64_t>(ring_.n) - 1);
   const double s = m->scalar();
-  if (s == static_cast<double>(steps) && !options_.cross.empty()) {  // a counterpart's mixed-in segment
+  if (s == static_cast<double>(ring_.schedule.steps()) && !options_.cross.empty()) {  // a counterpart's mix
     std::size_t k = 0;
     while (k < options_.cross.size() && options_.cross[k].first != from) ++k;
-    const auto [b, e] = RingSegment(sum_.size(), ring_.n, SentSegment(ring_.n - 1));
-    if (k == options_.cross.size() || m->update().size() != e - b || m->round() < round_) return;
+    if (k == options_.cross.size() || m->update().size() != ring_.schedule.owned().size() ||
+        m->round() < round_ || ring_.schedule.owned().size() == 0)
+      return;
     // This round's and the next two's, one segment per counterpart each.
     if (m->round() <= round_ + 2) cross_early_.emplace(std::make_pair(m->round(), k), m);
     return TryAdvance();
@@ -243,17 +218,23 @@ void RingAllReduceNode::OnMessage(NodeId from, MessagePtr msg) {
   // The ring it was sent in must be this node's for that round: the one
   // formed for the round under way, or the live members as this node sees
   // them now for a round to come. Rings that differ time out and retry.
-  const Ring ring = !reform_ || (m->round() == round_ && reducing_) ? ring_ : LiveRing();
-  if (fingerprint != ring.fingerprint || from != ring.prev) return;
-  if (step >= 2 * (static_cast<std::uint64_t>(ring.n) - 1)) return;  // no step of this ring
-  const auto [b, e] = RingSegment(sum_.size(), ring.n, ReceivedSegmentOf(ring.n, ring.position, step));
-  if (m->update().size() != e - b) {
-    MURMUR_LOG(kWarning) << "node " << env_.self() << ": ring segment from " << from << " has "
-                         << m->update().size() << " elements, step " << step << " needs " << e - b;
+  Ring live;
+  const Ring* ring = &ring_;
+  if (reform_ && !(m->round() == round_ && reducing_)) {
+    live = LiveRing();
+    ring = &live;
+  }
+  if (fingerprint != ring->fingerprint || step >= ring->schedule.steps()) return;  // no step of this ring
+  const CollectiveStep expected = ring->schedule.At(step);
+  if (expected.recv_from == CollectiveStep::kNobody || from != ring->members[expected.recv_from]) return;
+  if (m->update().size() != expected.recv.size()) {
+    MURMUR_LOG(kWarning) << "node " << env_.self() << ": all-reduce message from " << from << " has "
+                         << m->update().size() << " elements, step " << step << " needs "
+                         << expected.recv.size();
     return;
   }
   if (m->round() < round_) return;  // a finished round (this node timed out of it)
-  // Held: this round's and the next two's, at most 2 (n - 1) segments each
+  // Held: this round's and the next two's, at most one message a step each
   // (duplicates are dropped), so a predecessor running ahead, or a hostile
   // one, costs at most three models of memory. Later ones only move ahead_.
   if (m->round() <= round_ + 2) early_.emplace(std::make_pair(m->round(), step), Held{fingerprint, m});
@@ -267,14 +248,15 @@ void RingAllReduceNode::OnMessage(NodeId from, MessagePtr msg) {
 
 bool RingAllReduceNode::CrossMixed() {
   const NodeId m = ring_.n;
-  const auto [b, e] = RingSegment(sum_.size(), m, SentSegment(m - 1));
-  std::span<float> seg = sum_.span().subspan(b, e - b);
+  const ValueRange owned = ring_.schedule.owned();
+  if (owned.size() == 0) return true;  // a position that folded holds no range: it sits the mix out
+  std::span<float> seg = sum_.span().subspan(owned.begin, owned.size());
   if (cross_ == CrossMix::kPending) {
     cross_ = CrossMix::kSent;
     for (float& v : seg) v /= static_cast<float>(m);  // the group's mean
     for (const auto& [peer, weight] : options_.cross) {
       env_.Send(peer, std::make_shared<const GossipMessage>(
-                          Channel::kRingSegment, round_, static_cast<double>(2 * (m - 1)),
+                          Channel::kRingSegment, round_, static_cast<double>(ring_.schedule.steps()),
                           codec_->Compress(std::span<const float>(seg.data(), seg.size()), round_)));
     }
   }
@@ -298,32 +280,33 @@ bool RingAllReduceNode::CrossMixed() {
 }
 
 void RingAllReduceNode::TryAdvance() {
-  const auto n = static_cast<std::uint64_t>(ring_.n);
-  const std::uint64_t steps = 2 * (n - 1);
+  const CollectiveSchedule& schedule = ring_.schedule;
   while (reducing_) {
-    const bool mix_now = !options_.cross.empty() && step_ == n - 1;
-    if (mix_now && cross_ != CrossMix::kMixed) {
+    if (step_ == schedule.gather_step() && !options_.cross.empty() && cross_ != CrossMix::kMixed) {
       if (!CrossMixed()) return;
-      cross_ = CrossMix::kMixed;
-      if (step_ == steps) return FinishRound(true);  // one-node groups: the mix was the whole round
-      SendStep();                                    // the all-gather starts from the mixed segment
-      continue;
+      cross_ = CrossMix::kMixed;  // the all-gather spreads the mixed range
     }
-    auto it = early_.find({round_, step_});
-    if (it == early_.end()) return;
-    if (it->second.fingerprint != ring_.fingerprint) {  // sent in another ring than this round's
+    if (step_ == schedule.steps()) return FinishRound(true);
+    const CollectiveStep step = schedule.At(step_);
+    if (!step_sent_) {
+      step_sent_ = true;
+      if (step.send_to != CollectiveStep::kNobody) SendStep(step);
+    }
+    if (step.recv_from != CollectiveStep::kNobody) {
+      auto it = early_.find({round_, step_});
+      if (it == early_.end()) return;
+      if (it->second.fingerprint != ring_.fingerprint) {  // sent in another ring than this round's
+        early_.erase(it);
+        return;
+      }
+      std::span<float> range = sum_.span().subspan(step.recv.begin, step.recv.size());
+      if (step.overwrite) std::fill(range.begin(), range.end(), 0.0f);
+      Status st = it->second.message->update().AddTo(range);
+      MURMUR_CHECK_MSG(st.ok(), st.ToString());
       early_.erase(it);
-      return;
     }
-    const auto [b, e] = RingSegment(sum_.size(), ring_.n, ReceivedSegment(step_));
-    std::span<float> seg = sum_.span().subspan(b, e - b);
-    if (step_ >= n - 1) std::fill(seg.begin(), seg.end(), 0.0f);  // all-gather: replace
-    Status st = it->second.message->update().AddTo(seg);
-    MURMUR_CHECK_MSG(st.ok(), st.ToString());
-    early_.erase(it);
-    if (++step_ == steps) return FinishRound(true);
-    if (!options_.cross.empty() && step_ == n - 1) continue;  // mix, then send
-    SendStep();
+    ++step_;
+    step_sent_ = false;
   }
 }
 

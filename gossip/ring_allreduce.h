@@ -6,26 +6,19 @@
 //
 // The ring is the n nodes in id order, or in the order `ring` gives (a
 // link-aware ring, topology/link_aware.h); below, i is the node's position in
-// it: position i sends to position i + 1 and receives from i - 1 (mod n).
-// The model's N values are cut into n segments, segment
-// k = [floor(k N / n), floor((k + 1) N / n)), so sizes differ by at most one
-// when n does not divide N. A round, after the H local steps:
-//   reduce-scatter, steps s = 0 .. n-2: send segment (i - s) mod n of the
-//     running sum to i + 1; add the segment (i - s - 1) mod n received from
-//     i - 1 into it. Afterwards node i holds the whole sum of segment
-//     (i + 1) mod n.
-//   all-gather, steps s = 0 .. n-2: send segment (i + 1 - s) mod n to i + 1;
-//     overwrite segment (i - s) mod n with the one received from i - 1.
-// Every node then holds the same sum, bit for bit (each segment was summed
-// once, in ring order from its owner, and copied), and x = sum / n. Each
-// node sends 2 (n - 1) segments, all but segments i + 1 and i + 2 in
-// reduce-scatter and all-gather: 2 N - |seg(i+1)| - |seg(i+2)| values,
-// 2 (n - 1) / n of the model when n divides N.
+// it. A round, after the H local steps, all-reduces the node's model by the
+// schedule of `collective` (gossip/collective_schedule.h): the ring's
+// reduce-scatter and all-gather in 2 (n - 1) steps (the default), or
+// recursive halving and doubling in about 2 log2 n. Every node then holds
+// the same sum, bit for bit, and x = sum / n.
 //
-// Messages: channel kRingSegment, the round, the step (0 .. 2 n - 3) plus
-// 4096 x the ring's fingerprint (below) as the scalar, the segment under the codec (a value coding: none,
-// fp16, bf16 or int8; each hop codes its partial sum). A message for a later step waits, as does one for the
-// next two rounds (at most three models' worth); one for a finished round, or further ahead, is dropped.
+// Messages: channel kRingSegment, the round, the step (0 .. steps - 1 of the
+// schedule) plus 4096 x the ring's fingerprint (below) as the scalar, the
+// step's range under the codec (a value coding: none, fp16, bf16 or int8;
+// each hop codes its partial sum). A message is taken only from the position
+// the schedule names for its step, with the step's length. A message for a
+// later step waits, as does one for the next two rounds (at most three
+// models' worth); one for a finished round, or further ahead, is dropped.
 //
 // Overlap (`overlap`, the one-step-delayed outer update of streaming DiLoCo,
 // Douillard et al. 2025, with a delay of one whole inner phase): the ring
@@ -44,10 +37,12 @@
 //
 // Hierarchical schedule (`cross` not empty): the ring is one group of m
 // nodes, and groups mix with each other between the two halves. After the
-// reduce-scatter, position i holds its group's sum of segment (i + 1) mod m;
-// it divides it by m (its group's mean) and sends it to its counterparts,
-// the nodes at the same position of the neighbouring groups (channel
-// kRingSegment, the step 2 (m - 1) as the scalar), waits for theirs, and
+// reduce-scatter, position i holds its group's sum of one range (the ring:
+// segment (i + 1) mod m; halving-doubling: its rank's segment, none for a
+// position that folded); it divides it by m (its group's mean) and sends it
+// to its counterparts, the nodes at the same position of the neighbouring
+// groups (channel kRingSegment, the schedule's step count, 2 (m - 1) for the
+// ring, as the scalar), waits for theirs, and
 // keeps cross_self x its own + sum over the counterparts of their weight x
 // theirs (in the order of `cross`). The all-gather then spreads the mixed
 // segments, so every member ends with x_g = sum_h W_gh mean(group h) for the
@@ -91,6 +86,7 @@
 #include "core/param_vector.h"
 #include "core/round_observer.h"
 #include "gossip/codec.h"
+#include "gossip/collective_schedule.h"
 #include "gossip/messages.h"
 #include "gossip/node.h"
 #include "gossip/outer_optimizer.h"
@@ -105,7 +101,8 @@ struct RingAllReduceOptions {
   std::uint64_t rounds = 100;
   int local_steps = 1;  // H
   Nanos round_timeout = std::chrono::seconds(60);
-  std::uint64_t first_round = 0;  // a daemon resuming from a checkpoint after round r starts at r
+  Collective collective = Collective::kRing;  // the all-reduce's schedule
+  std::uint64_t first_round = 0;              // a daemon resuming from a checkpoint after round r starts at r
   // A node that finds its predecessor two or more rounds ahead (it was down)
   // gives up its round and jumps to the predecessor's.
   bool catch_up = false;
@@ -129,9 +126,6 @@ struct RingAllReduceOptions {
   // the outer step leave them as the node's own training left them.
   LocalTensors local;
 };
-
-// The segment [begin, end) of segment k of n over `size` values.
-std::pair<std::size_t, std::size_t> RingSegment(std::size_t size, std::size_t n, std::size_t k);
 
 class RingAllReduceNode final : public Node {
  public:
@@ -159,7 +153,7 @@ class RingAllReduceNode final : public Node {
 
  private:
   void BeginRound();
-  void SendStep();
+  void SendStep(const CollectiveStep& step);
   void TryAdvance();
   void FinishRound(bool averaged);
   void StartReduce();  // the all-reduce of sum_ for round_
@@ -171,10 +165,6 @@ class RingAllReduceNode final : public Node {
   // Hierarchical: after the reduce-scatter, sends the group's mean of the
   // segment this node owns to its counterparts; true once theirs are mixed in.
   bool CrossMixed();
-  // The segment node self sends at `step` of this round's ring, and the one it receives.
-  std::size_t SentSegment(std::uint64_t step) const;
-  std::size_t ReceivedSegment(std::uint64_t step) const;
-
   Env& env_;
   LocalLearner& learner_;
   std::unique_ptr<Codec> codec_;
@@ -183,11 +173,12 @@ class RingAllReduceNode final : public Node {
   ParamVector x_;
   ParamVector sum_;  // the round's running sum
   OuterOptimizer outer_;
-  // A round's ring: its live members in order, this node's place in it, and
-  // its fingerprint (0: every member).
+  // A round's ring: its live members in order, this node's place in it, its
+  // schedule and its fingerprint (0: every member).
   struct Ring {
     std::vector<NodeId> members;
-    NodeId n = 0, position = 0, next = 0, prev = 0;
+    NodeId n = 0, position = 0;
+    CollectiveSchedule schedule;
     std::uint64_t fingerprint = 0;
   };
   // The members `peer_alive` holds alive now (all of them without reform_).
@@ -218,7 +209,8 @@ class RingAllReduceNode final : public Node {
   bool phase_done_ = false;
   std::uint64_t phase_ = 0;
   std::uint64_t round_ = 0;
-  std::uint64_t step_ = 0;   // the next step whose message this node waits for
+  std::uint64_t step_ = 0;   // the step under way
+  bool step_sent_ = false;   // and whether its message went out
   std::uint64_t ahead_ = 0;  // catch_up: the highest round seen from the predecessor
   bool reducing_ = false;    // between the end of training and the end of the round's all-reduce
   std::uint64_t failed_ = 0;

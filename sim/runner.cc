@@ -284,6 +284,7 @@ Status ScenarioRun::Build() {
     << ", compression " << engine::CompressionOf(spec_);
   if (spec_.gossip_aggregation() != "mean") d << ", gossip aggregation " << spec_.gossip_aggregation();
   if (world_->links != nullptr) d << ", links: " << world_->links->Describe();
+  if (spec_.collective() != "ring") d << ", collective " << spec_.collective();
   if (spec_.groups() > 1) {
     d << ", " << spec_.groups() << " groups of " << n / spec_.groups() << " ("
       << (group_of_sites_ ? "the link model's sites" : "id blocks") << ") mixing over "

@@ -43,6 +43,8 @@ void PrintTable(const sim::RunSummary& r) {
 // algorithm and what it sends, and the rule and attackers where they matter.
 std::string RunLabel(const proto::JobSpec& spec) {
   std::string label = spec.algorithm();
+  if (spec.collective() != "ring") label += " (" + spec.collective() + ")";
+  if (spec.groups() > 1) label += " " + std::to_string(spec.groups()) + " groups";
   const bool attacked = spec.attack() != "none" && (spec.attack_fraction() > 0 || spec.attackers_size() > 0);
   if (!engine::IsFederatedAlgorithm(spec.algorithm())) {
     label += " " + engine::CompressionOf(spec);
@@ -95,8 +97,9 @@ void PrintSummary(const sim::RunSummary& r, const proto::Scenario& s) {
     std::printf("stopped: %s\n", r.stop_reason.c_str());
   }
   double dense = static_cast<double>(r.messages_sent) * 4.0 * static_cast<double>(r.params_per_node);
-  // A ring all-reduce sends segments: 1 / n of a model each, on average.
-  if (engine::IsRingAllReduce(spec.algorithm()) && spec.nodes() > 0) dense /= spec.nodes();
+  // An all-reduce sends parts of a model (the ring: 1 / n of one each).
+  if (engine::IsRingAllReduce(spec.algorithm()) && spec.nodes() > 0)
+    dense *= engine::AllReduceMessageFraction(spec);
   std::printf("traffic: %s MB sent", Megabytes(last.bytes_sent).c_str());
   if (last.bytes_sent > 0)
     std::printf(" (%s)", DenseRatio(dense, static_cast<double>(last.bytes_sent)).c_str());

@@ -104,9 +104,12 @@ Status GossipJobImpl::InitAlgorithm() {
     MURMUR_ASSIGN_OR_RETURN(topology_, engine::MakeGraphTopology(spec_, spec_.nodes()));
     neighbours_ = engine::NeighboursOf(*topology_.schedule, self);
   }
-  if (spec_.groups() > 1) {  // hierarchical all-reduce: the group's ring and the counterparts
+  if (spec_.groups() > 1 || spec_.collective() != "ring") {
+    // Hierarchical all-reduce or halving-doubling: the partners of the
+    // group's schedule and the counterparts.
     MURMUR_ASSIGN_OR_RETURN(engine::AllReduceGroup group, engine::AllReduceGroupOf(spec_, self));
-    neighbours_ = engine::AllReducePeers(group, self);
+    MURMUR_ASSIGN_OR_RETURN(gossip::Collective collective, gossip::ParseCollective(spec_.collective()));
+    neighbours_ = engine::AllReducePeers(group, self, collective);
   }
   if (spec_.algorithm() == "gossip-learning") {
     // The peers the simulator's node draws from: everyone on complete, else

@@ -65,6 +65,13 @@ TEST_CASE("What an algorithm cannot run is refused in both hosts alike") {
                       }},
                      // CHOCO's differences need one graph for the whole run.
                      {"compression", [](proto::JobSpec& s) { s.set_topology("one-peer-exponential"); }},
+                     // All-reduce schedules: known names, all-reduce algorithms only.
+                     {"collective",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("allreduce");
+                        s.set_collective("tree");
+                      }},
+                     {"collective", [](proto::JobSpec& s) { s.set_collective("halving-doubling"); }},
                      // DiLoCo's outer optimizer and its constants.
                      {"outer_optimizer",
                       [](proto::JobSpec& s) {

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <utility>
@@ -144,6 +145,7 @@ RingRun RunRingNodes(const std::vector<RingAllReduceOptions>& per_node, double l
     if (std::find(silent.begin(), silent.end(), i) == silent.end()) nodes[i]->Start();
   sim.RunUntil(Nanos::max());
   RingRun run;
+  run.seconds = std::chrono::duration<double>(sim.now()).count();
   for (NodeId i = 0; i < n; ++i) {
     run.models.emplace_back(nodes[i]->params().span().begin(), nodes[i]->params().span().end());
     run.received.push_back(sinks[i]->values);
@@ -151,6 +153,22 @@ RingRun RunRingNodes(const std::vector<RingAllReduceOptions>& per_node, double l
     if (std::find(silent.begin(), silent.end(), i) == silent.end()) CHECK(nodes[i]->finished());
   }
   return run;
+}
+
+ExactSumRun RunExactSum(NodeId n, std::size_t len, Collective collective) {
+  std::vector<std::vector<float>> x0s(n, std::vector<float>(len)), targets = x0s;
+  ExactSumRun out;
+  out.sum.assign(len, 0);
+  for (NodeId i = 0; i < n; ++i)
+    for (std::size_t k = 0; k < len; ++k) {
+      x0s[i][k] = static_cast<float>((i * 7 + k * 3) % 11) - 5.0f;
+      out.sum[k] += x0s[i][k];
+    }
+  RingAllReduceOptions o;
+  o.rounds = 1;
+  o.collective = collective;
+  out.run = RunRing(n, o, 0.0, x0s, targets);
+  return out;
 }
 
 }  // namespace murmur::gossip::testing

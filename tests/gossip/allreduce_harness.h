@@ -40,6 +40,7 @@ struct RingRun {
   std::vector<std::vector<float>> models;
   std::vector<std::size_t> received;  // values each node received
   std::vector<std::uint64_t> failed;  // rounds whose all-reduce timed out, per node
+  double seconds = 0;                 // the simulator's clock when the last event ran
 };
 
 // n RingAllReduceNodes; node i starts from x0s[i] and minimizes
@@ -54,5 +55,14 @@ RingRun RunRingNodes(const std::vector<RingAllReduceOptions>& per_node, double l
                      const std::vector<std::vector<float>>& x0s,
                      const std::vector<std::vector<float>>& targets, std::vector<NodeId> silent = {},
                      const Layout* layout = nullptr);
+
+// One round (lr 0: the local steps change nothing) of n nodes whose models
+// are small integers, so that every partial sum is exact in float and the
+// mean is the correctly rounded sum / n whatever the order of the additions.
+struct ExactSumRun {
+  RingRun run;
+  std::vector<double> sum;  // each value's sum over the nodes
+};
+ExactSumRun RunExactSum(NodeId n, std::size_t len, Collective collective);
 
 }  // namespace murmur::gossip::testing

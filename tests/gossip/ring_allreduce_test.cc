@@ -9,6 +9,7 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "core/manual_env.h"
@@ -25,6 +26,7 @@ using testing::Expected;
 using testing::kDim;
 using testing::QuadraticLearner;
 using testing::RingRun;
+using testing::RunExactSum;
 using testing::RunRing;
 using testing::RunRingNodes;
 
@@ -35,18 +37,7 @@ TEST_CASE(
     for (std::size_t len : {std::size_t{37}, std::size_t{3} * n, std::size_t{1}}) {
       CAPTURE(n);
       CAPTURE(len);
-      // Small integers: every partial sum is exact in float, so the mean is
-      // the correctly rounded sum / n, whatever the order of the additions.
-      std::vector<std::vector<float>> x0s(n, std::vector<float>(len)), targets = x0s;
-      std::vector<double> sum(len, 0);
-      for (NodeId i = 0; i < n; ++i)
-        for (std::size_t k = 0; k < len; ++k) {
-          x0s[i][k] = static_cast<float>((i * 7 + k * 3) % 11) - 5.0f;
-          sum[k] += x0s[i][k];
-        }
-      RingAllReduceOptions o;
-      o.rounds = 1;
-      const RingRun run = RunRing(n, o, 0.0, x0s, targets);  // lr 0: the local steps change nothing
+      const auto [run, sum] = RunExactSum(n, len, Collective::kRing);
       for (NodeId i = 0; i < n; ++i) {
         CAPTURE(i);
         for (std::size_t k = 0; k < len; ++k)
@@ -122,52 +113,59 @@ std::vector<RingAllReduceOptions> Groups(NodeId g, NodeId m, const topology::Mix
 
 TEST_CASE("Hierarchical all-reduce: group means mixed by W between the halves, checked in double") {
   const std::size_t len = 29;
-  struct Case {
-    NodeId g, m;
-    topology::Graph graph;
-    topology::WeightRule rule;
-  };
-  const Case cases[] = {
-      {4, 3, topology::Complete(4), topology::WeightRule::kUniform},             // the exact mean
-      {4, 4, topology::Ring(4), topology::WeightRule::kMetropolisHastings},      // 1/3 each
-      {5, 2, topology::Ring(5), topology::WeightRule::kMetropolisHastings},      //
-      {6, 1, topology::Ring(6), topology::WeightRule::kMetropolisHastings},      // m = 1: one D-PSGD mix
-      {3, 5, topology::Complete(3), topology::WeightRule::kMetropolisHastings},  // segments of 5 and 6
-  };
-  for (const Case& c : cases) {
-    CAPTURE(c.g);
-    CAPTURE(c.m);
-    const NodeId n = c.g * c.m;
-    const topology::MixingMatrix w = topology::MakeWeights(c.graph, {c.rule, false}).value();
-    std::vector<std::vector<float>> x0s(n, std::vector<float>(len)), targets = x0s;
-    for (NodeId i = 0; i < n; ++i) {
-      Rng rng(5, i, RngPurpose::kGeneric);
-      for (std::size_t k = 0; k < len; ++k) x0s[i][k] = static_cast<float>(rng.Normal());
-    }
-    const RingRun run = RunRingNodes(Groups(c.g, c.m, w), 0.0, x0s, targets);
-    // Expected: x_g = sum_h W_gh mean(group h), in double.
-    std::vector<std::vector<double>> mean(c.g, std::vector<double>(len, 0));
-    for (NodeId i = 0; i < n; ++i)
-      for (std::size_t k = 0; k < len; ++k) mean[i / c.m][k] += x0s[i][k] / c.m;
-    for (NodeId i = 0; i < n; ++i) {
-      CAPTURE(i);
-      const NodeId g = i / c.m;
-      for (std::size_t k = 0; k < len; ++k) {
-        double want = 0;
-        for (const topology::MixingEntry& e : w.Row(g)) want += e.weight * mean[e.col][k];
-        CHECK(run.models[i][k] == doctest::Approx(want).epsilon(1e-5));
+  for (Collective collective : {Collective::kRing, Collective::kHalvingDoubling}) {
+    const std::string name = CollectiveName(collective);
+    CAPTURE(name);
+    struct Case {
+      NodeId g, m;
+      topology::Graph graph;
+      topology::WeightRule rule;
+    };
+    const Case cases[] = {
+        {4, 3, topology::Complete(4), topology::WeightRule::kUniform},             // the exact mean
+        {4, 4, topology::Ring(4), topology::WeightRule::kMetropolisHastings},      // 1/3 each
+        {5, 2, topology::Ring(5), topology::WeightRule::kMetropolisHastings},      //
+        {6, 1, topology::Ring(6), topology::WeightRule::kMetropolisHastings},      // m = 1: one D-PSGD mix
+        {3, 5, topology::Complete(3), topology::WeightRule::kMetropolisHastings},  // segments of 5 and 6
+    };
+    for (const Case& c : cases) {
+      CAPTURE(c.g);
+      CAPTURE(c.m);
+      const NodeId n = c.g * c.m;
+      const topology::MixingMatrix w = topology::MakeWeights(c.graph, {c.rule, false}).value();
+      std::vector<std::vector<float>> x0s(n, std::vector<float>(len)), targets = x0s;
+      for (NodeId i = 0; i < n; ++i) {
+        Rng rng(5, i, RngPurpose::kGeneric);
+        for (std::size_t k = 0; k < len; ++k) x0s[i][k] = static_cast<float>(rng.Normal());
       }
-      CHECK(run.models[i] == run.models[g * c.m]);  // one group, one model, bit for bit
-      CHECK(run.failed[i] == 0);
-      // Received: the in-group ring's segments, then one owned segment from each neighbouring group.
-      const NodeId p = i % c.m, from = (p + c.m - 1) % c.m;
-      auto size = [&](NodeId k) {
-        const auto [b, e] = RingSegment(len, c.m, k % c.m);
-        return e - b;
-      };
-      const std::size_t ring = c.m == 1 ? 0 : 2 * len - size(from + 1) - size(from + 2);
-      const std::size_t cross = (w.Row(g).size() - 1) * size(p + 1);
-      CHECK(run.received[i] == ring + cross);
+      auto options = Groups(c.g, c.m, w);
+      for (auto& o : options) o.collective = collective;
+      const RingRun run = RunRingNodes(options, 0.0, x0s, targets);
+      // Expected: x_g = sum_h W_gh mean(group h), in double.
+      std::vector<std::vector<double>> mean(c.g, std::vector<double>(len, 0));
+      for (NodeId i = 0; i < n; ++i)
+        for (std::size_t k = 0; k < len; ++k) mean[i / c.m][k] += x0s[i][k] / c.m;
+      for (NodeId i = 0; i < n; ++i) {
+        CAPTURE(i);
+        const NodeId g = i / c.m;
+        for (std::size_t k = 0; k < len; ++k) {
+          double want = 0;
+          for (const topology::MixingEntry& e : w.Row(g)) want += e.weight * mean[e.col][k];
+          CHECK(run.models[i][k] == doctest::Approx(want).epsilon(1e-5));
+        }
+        CHECK(run.models[i] == run.models[g * c.m]);  // one group, one model, bit for bit
+        CHECK(run.failed[i] == 0);
+        if (collective != Collective::kRing) continue;  // halving-doubling's counts: collective_test.cc
+        // Received: the in-group ring's segments, then one owned segment from each neighbouring group.
+        const NodeId p = i % c.m, from = (p + c.m - 1) % c.m;
+        auto size = [&](NodeId k) {
+          const auto [b, e] = RingSegment(len, c.m, k % c.m);
+          return e - b;
+        };
+        const std::size_t ring = c.m == 1 ? 0 : 2 * len - size(from + 1) - size(from + 2);
+        const std::size_t cross = (w.Row(g).size() - 1) * size(p + 1);
+        CHECK(run.received[i] == ring + cross);
+      }
     }
   }
 }
@@ -198,50 +196,57 @@ TEST_CASE("Hierarchical all-reduce with a silent member: the others time out, ke
 TEST_CASE(
     "Ring all-reduce re-formed from a membership view: a dead member is left out and the rest average") {
   const NodeId n = 6, dead = 3;
-  for (bool with_view : {true, false}) {
-    CAPTURE(with_view);
-    sim::Simulator sim(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(n));
-    // Node 3 goes offline at 0.5 s; membership declares it dead 0.3 s later.
-    bool declared = false;
-    sim.At(Nanos(500'000'000), [&] { sim.SetOnline(dead, false); });
-    sim.At(Nanos(800'000'000), [&] { declared = true; });
-    std::vector<std::unique_ptr<QuadraticLearner>> learners;
-    std::vector<std::unique_ptr<RingAllReduceNode>> nodes;
-    auto none = CodecSpec::Parse("none").value();
-    double mean = 0;
-    for (NodeId i = 0; i < n; ++i) {
-      std::vector<float> x0(kDim, static_cast<float>(i * 3 % 7));
-      mean += x0[0] / n;
-      learners.push_back(std::make_unique<QuadraticLearner>(x0, 0.0));
-      ParamVector x(kDim);
-      for (std::size_t k = 0; k < kDim; ++k) x[k] = x0[k];
-      RingAllReduceOptions o;
-      o.rounds = 20;
-      o.round_timeout = std::chrono::seconds(1);
-      if (with_view) o.peer_alive = [&declared](NodeId id) { return id != dead || !declared; };
-      nodes.push_back(std::make_unique<RingAllReduceNode>(
-          sim.env(i), n, *learners.back(), std::move(x),
-          std::make_unique<Codec>(none, i, Layout(), Rng(7, i, RngPurpose::kCompression)), o, nullptr));
-      sim.SetSink(i, nodes.back().get());
-    }
-    for (auto& node : nodes) node->Start();
-    sim.RunUntil(Nanos::max());
-    const std::vector<float> first(nodes[0]->params().span().begin(), nodes[0]->params().span().end());
-    for (NodeId i = 0; i < n; ++i) {
-      if (i == dead) continue;
-      CAPTURE(i);
-      CHECK(nodes[i]->finished());
-      if (with_view) {
-        // Only the rounds between the crash and the view's change time out.
-        CHECK(nodes[i]->failed_rounds() <= 4);
-        CHECK(std::vector<float>(nodes[i]->params().span().begin(), nodes[i]->params().span().end()) ==
-              first);
-        CHECK(nodes[i]->params()[0] == doctest::Approx(mean).epsilon(1e-6));  // the 6 averaged before it
-      } else {
-        CHECK(nodes[i]->failed_rounds() >= 15);  // without a view every later round stalls
+  for (Collective collective : {Collective::kRing, Collective::kHalvingDoubling})
+    for (bool with_view : {true, false}) {
+      const std::string name = CollectiveName(collective);
+      CAPTURE(name);
+      CAPTURE(with_view);
+      sim::Simulator sim(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(n));
+      // Node 3 goes offline at 0.5 s; membership declares it dead 0.3 s later.
+      bool declared = false;
+      sim.At(Nanos(500'000'000), [&] { sim.SetOnline(dead, false); });
+      sim.At(Nanos(800'000'000), [&] { declared = true; });
+      std::vector<std::unique_ptr<QuadraticLearner>> learners;
+      std::vector<std::unique_ptr<RingAllReduceNode>> nodes;
+      auto none = CodecSpec::Parse("none").value();
+      double mean = 0;
+      for (NodeId i = 0; i < n; ++i) {
+        std::vector<float> x0(kDim, static_cast<float>(i * 3 % 7));
+        mean += x0[0] / n;
+        learners.push_back(std::make_unique<QuadraticLearner>(x0, 0.0));
+        ParamVector x(kDim);
+        for (std::size_t k = 0; k < kDim; ++k) x[k] = x0[k];
+        RingAllReduceOptions o;
+        o.rounds = 20;
+        o.round_timeout = std::chrono::seconds(1);
+        o.collective = collective;
+        if (with_view) o.peer_alive = [&declared](NodeId id) { return id != dead || !declared; };
+        nodes.push_back(std::make_unique<RingAllReduceNode>(
+            sim.env(i), n, *learners.back(), std::move(x),
+            std::make_unique<Codec>(none, i, Layout(), Rng(7, i, RngPurpose::kCompression)), o, nullptr));
+        sim.SetSink(i, nodes.back().get());
+      }
+      for (auto& node : nodes) node->Start();
+      sim.RunUntil(Nanos::max());
+      const std::vector<float> first(nodes[0]->params().span().begin(), nodes[0]->params().span().end());
+      for (NodeId i = 0; i < n; ++i) {
+        if (i == dead) continue;
+        CAPTURE(i);
+        CHECK(nodes[i]->finished());
+        if (with_view) {
+          // Only the rounds between the crash and the view's change time out.
+          CHECK(nodes[i]->failed_rounds() <= 4);
+          CHECK(std::vector<float>(nodes[i]->params().span().begin(), nodes[i]->params().span().end()) ==
+                first);
+          CHECK(nodes[i]->params()[0] == doctest::Approx(mean).epsilon(1e-6));  // the 6 averaged before it
+        } else {
+          // Without a view every round after the crash stalls: at most 0.5 s of
+          // rounds of `steps` 10 ms latencies each came before it.
+          const double steps = CollectiveSchedule(collective, n, 0, kDim).steps();
+          CHECK(nodes[i]->failed_rounds() >= 20 - std::ceil(0.5 / (steps * 0.010)));
+        }
       }
     }
-  }
 }
 
 TEST_CASE("Overlapped all-reduce: the one-step-delayed outer update against its recursion in double") {

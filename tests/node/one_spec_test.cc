@@ -138,14 +138,15 @@ TEST_CASE("One spec: every synchronous gossip algorithm ends with the simulator'
 }
 
 TEST_CASE(
-    "One spec: a ring all-reduce job, a hierarchical one and a DiLoCo job on 8 daemons end with the "
-    "simulator's "
-    "models") {
-  for (const char* algorithm : {"allreduce", "hierarchical", "diloco"}) {
+    "One spec: a ring all-reduce job, a hierarchical one, a halving-doubling one and a DiLoCo job on 8 "
+    "daemons (6 for halving-doubling, whose 6 fold into 4) end with the simulator's models") {
+  for (const char* algorithm : {"allreduce", "hierarchical", "halving-doubling", "diloco"}) {
     CAPTURE(std::string(algorithm));
     const bool hierarchical = std::string(algorithm) == "hierarchical";
-    proto::JobSpec spec = BaseSpec(hierarchical ? "diloco-allreduce" : algorithm);
-    spec.set_nodes(8);
+    const bool rhd = std::string(algorithm) == "halving-doubling";
+    proto::JobSpec spec = BaseSpec(hierarchical || rhd ? "diloco-allreduce" : algorithm);
+    spec.set_nodes(rhd ? 6 : 8);
+    if (rhd) spec.set_collective("halving-doubling");
     spec.set_rounds(12);
     spec.set_local_steps(5);
     spec.set_compression(std::string(algorithm) == "diloco" ? "int8" : "none");
@@ -155,8 +156,8 @@ TEST_CASE(
     }
     const Models sim = InSimulator(spec);
     const Models daemons = OnDaemons(spec, std::string("one-spec-8-") + algorithm);
-    REQUIRE(daemons.models.size() == 8);
-    for (std::size_t i = 0; i < 8; ++i) {
+    REQUIRE(daemons.models.size() == spec.nodes());
+    for (std::size_t i = 0; i < spec.nodes(); ++i) {
       CAPTURE(i);
       CHECK(daemons.models[i] == sim.models[i]);
     }
