@@ -4,10 +4,7 @@
 
 namespace murmur::compression {
 
-namespace {
-// Orthonormalizes the columns of p in place (modified Gram-Schmidt; Vogels et
-// al. 2019, Alg. 1 line 4). A column that vanishes stays zero.
-void Orthogonalize(RowMatrixXf& p) {
+void OrthonormalizeColumns(RowMatrixXf& p) {
   for (Eigen::Index c = 0; c < p.cols(); ++c) {
     for (Eigen::Index prev = 0; prev < c; ++prev) p.col(c) -= p.col(prev).dot(p.col(c)) * p.col(prev);
     float norm = p.col(c).norm();
@@ -17,7 +14,6 @@ void Orthogonalize(RowMatrixXf& p) {
       p.col(c).setZero();
   }
 }
-}  // namespace
 
 std::shared_ptr<const Update> PowerSgdCompressor::Compress(std::span<const float> delta, const Layout& layout,
                                                            CompressorState& state, Rng& rng) const {
@@ -66,7 +62,7 @@ std::shared_ptr<const Update> PowerSgdCompressor::Compress(std::span<const float
     }
     Eigen::Map<RowMatrixXf> q(q_store.data(), static_cast<Eigen::Index>(cols), static_cast<Eigen::Index>(r));
     RowMatrixXf p = m * q;
-    Orthogonalize(p);
+    OrthonormalizeColumns(p);
     q.noalias() = m.transpose() * p;
     seg.rows = static_cast<std::uint32_t>(rows);
     seg.cols = static_cast<std::uint32_t>(cols);

@@ -11,6 +11,11 @@
 
 namespace murmur::compression {
 
+// Orthonormalizes the columns of p in place (modified Gram-Schmidt, in
+// column order; Vogels et al. 2019, Alg. 1 line 4). A column that vanishes
+// (norm <= 1e-12) stays zero.
+void OrthonormalizeColumns(RowMatrixXf& p);
+
 // PowerSGD (Vogels et al. 2019, Alg. 1): per matrix-shaped tensor M
 // (rows = shape[0], cols = the rest), P = M Q, orthogonalize P, Q = M^T P,
 // send P and Q; Q is kept as the next round's warm start. Tensors where

@@ -107,11 +107,21 @@ std::vector<NodeId> AllReducePeers(const AllReduceGroup& group, NodeId self, gos
   return peers;
 }
 
+std::uint32_t LowRankOf(const std::string& compression) {
+  if (compression.rfind("powersgd:", 0) != 0) return 0;
+  std::uint32_t rank = 0;
+  for (std::size_t k = 9; k < compression.size() && compression[k] >= '0' && compression[k] <= '9'; ++k)
+    rank = std::min<std::uint32_t>(rank * 10 + static_cast<std::uint32_t>(compression[k] - '0'), 1u << 20);
+  return rank;
+}
+
 double AllReduceMessageFraction(const proto::JobSpec& spec) {
+  // A low-rank round sends the schedule's messages twice (P, then Q).
+  const double parts = LowRankOf(CompressionOf(spec)) > 0 ? 2 : 1;
   const auto m = static_cast<NodeId>(spec.nodes() / std::max<std::uint32_t>(1, spec.groups()));
   auto collective = gossip::ParseCollective(spec.collective());
   if (m <= 1 || !collective.ok() || *collective == gossip::Collective::kRing)
-    return 1.0 / std::max<NodeId>(1, m);
+    return 1.0 / std::max<NodeId>(1, m) / parts;
   // Exact for the schedule's segments: a model of 1024 values per segment.
   const std::size_t size = std::size_t{1024} * m;
   double values = 0, messages = 0;
@@ -124,7 +134,7 @@ double AllReduceMessageFraction(const proto::JobSpec& spec) {
       messages += 1;
     }
   }
-  return values / messages / static_cast<double>(size);
+  return values / messages / static_cast<double>(size) / parts;
 }
 
 Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec, ParamVector x0,
@@ -132,7 +142,11 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
   const std::string& a = spec.algorithm();
   MURMUR_ASSIGN_OR_RETURN(gossip::CodecSpec codec_spec, GossipCodecOf(spec));
   const NodeId self = host.env->self();
-  // A ring all-reduce codes segments, not the model's tensors: its codec sees plain vectors.
+  // A ring all-reduce codes segments, not the model's tensors: its codec sees
+  // plain vectors; with PowerSGD inside it, the factors travel as they are.
+  const std::uint32_t lowrank = IsRingAllReduce(a) ? LowRankOf(CompressionOf(spec)) : 0;
+  const bool lowrank_error_feedback = codec_spec.error_feedback;
+  if (lowrank > 0) codec_spec = gossip::CodecSpec::Parse("none").value();
   auto codec = MakeCodec(spec, codec_spec, self, IsRingAllReduce(a) ? Layout() : x0.layout());
   const LocalTensors local =
       spec.model_buffers() == "local" ? LocalTensors(x0.layout(), kBufferTensorPrefix) : LocalTensors();
@@ -180,6 +194,12 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
         spec.round_timeout() > 0 ? timeout : host.auto_round_timeout * static_cast<std::int64_t>(hops);
     o.catch_up = host.catch_up && !spec.overlap();
     o.overlap = spec.overlap();
+    if (lowrank > 0) {
+      o.lowrank = lowrank;
+      o.lowrank_error_feedback = lowrank_error_feedback;
+      o.lowrank_seed = spec.seed();
+      o.lowrank_layout = x0.layout();
+    }
     o.local = local;
     if (a == "diloco-allreduce") {
       MURMUR_ASSIGN_OR_RETURN(o.outer, OuterOf(spec));

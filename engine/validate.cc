@@ -100,9 +100,15 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
   const std::string compression = CompressionOf(s);
   auto codec = GossipCodecOf(s);
   if (!codec.ok()) return codec.status();
-  if (!codec->full_model_safe && !dpsgd)
+  const bool lowrank_allreduce = IsRingAllReduce(a) && LowRankOf(compression) > 0;
+  if (!codec->full_model_safe && !dpsgd && !lowrank_allreduce)
     return Bad("compression",
-               a + " sends whole vectors; use none, fp16, bf16 or int8 (got '" + compression + "')");
+               a + " sends whole vectors; use none, fp16, bf16 or int8" +
+                   (IsRingAllReduce(a) ? std::string(", or powersgd:R inside the all-reduce") : "") +
+                   " (got '" + compression + "')");
+  if (lowrank_allreduce && (s.groups() != 1 || s.overlap()))
+    return Bad("compression", "'" + compression +
+                                  "' inside an all-reduce runs one ring: groups must be 1 and overlap false");
   if (!codec->full_model_safe && IsTimeVarying(s.topology()))
     return Bad("compression",
                "'" + compression +

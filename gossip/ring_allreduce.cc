@@ -39,6 +39,15 @@ RingAllReduceNode::RingAllReduceNode(Env& env, NodeId nodes, LocalLearner& learn
   }
   MURMUR_CHECK_MSG(std::find(members_.begin(), members_.end(), env_.self()) != members_.end(),
                    "the ring's order must list every node once");
+  if (options_.lowrank > 0) {
+    MURMUR_CHECK_MSG(options_.cross.empty() && !options_.overlap,
+                     "a low-rank all-reduce runs one ring (no groups) without overlap");
+    lowrank_ = std::make_unique<LowRankReduce>(options_.lowrank_layout, x_.size(), options_.lowrank,
+                                               options_.lowrank_error_feedback, options_.lowrank_seed);
+    first_.assign(lowrank_->first_size(), 0.0f);
+    second_.assign(lowrank_->second_size(), 0.0f);
+    start_ = ParamVector(x_.layout());
+  }
   ring_ = LiveRing();  // the whole ring until a round forms its own
   reform_ = options_.peer_alive && options_.cross.empty() && !options_.overlap &&
             members_.size() <= kMaxReformedRing;
@@ -89,9 +98,10 @@ Status RingAllReduceNode::ImportState(const NodeState& state) {
 namespace {
 
 // A segment message's scalar: the step plus kStepBase times the ring's
-// fingerprint (0 for the whole ring), an exact integer in a double.
-constexpr double kStepBase = 4096;
-constexpr std::uint64_t kFingerprintMask = (std::uint64_t{1} << 40) - 1;
+// fingerprint (0 for the whole ring), an exact integer in a double: steps
+// below 2^24, fingerprints of 28 bits.
+constexpr double kStepBase = 0x1p24;
+constexpr std::uint64_t kFingerprintMask = (std::uint64_t{1} << 28) - 1;
 
 }  // namespace
 
@@ -105,7 +115,9 @@ RingAllReduceNode::Ring RingAllReduceNode::LiveRing() const {
     h = Mix64(h ^ Mix64(id + 1));
   }
   r.n = static_cast<NodeId>(r.members.size());
-  r.schedule = CollectiveSchedule(options_.collective, r.n, r.position, sum_.size());
+  r.schedule = CollectiveSchedule(options_.collective, r.n, r.position,
+                                  lowrank_ ? lowrank_->first_size() : sum_.size());
+  if (lowrank_) r.second = CollectiveSchedule(options_.collective, r.n, r.position, lowrank_->second_size());
   r.fingerprint = r.members.size() == members_.size() ? 0 : ((h & kFingerprintMask) | 1);
   return r;
 }
@@ -116,8 +128,11 @@ void RingAllReduceNode::BeginRound() {
       options_.local_steps * learner_.FlopsPerStep(),
       [this] {
         outer_.Begin(x_);
+        if (lowrank_) start_.CopyFrom(x_);
         loss_ = learner_.Train(x_, options_.local_steps);
-        sum_.CopyFrom(x_);
+        if (!lowrank_) return sum_.CopyFrom(x_);
+        sum_.vec() = start_.vec() - x_.vec();  // this round's progress
+        lowrank_->First(sum_.span(), first_);
       },
       [this] { StartReduce(); });
 }
@@ -133,7 +148,8 @@ void RingAllReduceNode::StartReduce() {
                         << " of " << members_.size() << " members";
   }
   cross_ = CrossMix::kPending;
-  if (ring_.n == 1 && options_.cross.empty()) return FinishRound(true);
+  part_ = 0;
+  if (ring_.n == 1 && options_.cross.empty() && !lowrank_) return FinishRound(true);
   if (options_.catch_up && ahead_ >= round_ + 2) return FinishRound(false);  // the ring moved on
   const std::uint64_t r = round_;
   timeout_ = env_.StartTimer(options_.round_timeout, [this, r] {
@@ -190,8 +206,20 @@ void RingAllReduceNode::StepAnchor() {
   outer_.Apply(theta_);  // no outer optimizer: theta - mean, local SGD's step
 }
 
-void RingAllReduceNode::SendStep(const CollectiveStep& step) {
-  UpdatePtr q = codec_->Compress(sum_.span().subspan(step.send.begin, step.send.size()), round_);
+std::span<float> RingAllReduceNode::PartVector() {
+  if (part_ == 1) return second_;
+  return lowrank_ ? std::span<float>(first_) : sum_.span();
+}
+
+void RingAllReduceNode::BeginSecondPart() {
+  for (float& v : first_) v /= static_cast<float>(ring_.n);  // the mean of the P factors and whole tensors
+  lowrank_->Second(first_, second_);
+  part_ = 1;
+  step_sent_ = false;
+}
+
+void RingAllReduceNode::SendStep(const CollectiveStep& step, std::span<const float> vector) {
+  UpdatePtr q = codec_->Compress(vector.subspan(step.send.begin, step.send.size()), round_);
   const double scalar = static_cast<double>(step_) + kStepBase * static_cast<double>(ring_.fingerprint);
   env_.Send(ring_.members[step.send_to],
             std::make_shared<const GossipMessage>(Channel::kRingSegment, round_, scalar, std::move(q)));
@@ -224,8 +252,10 @@ void RingAllReduceNode::OnMessage(NodeId from, MessagePtr msg) {
     live = LiveRing();
     ring = &live;
   }
-  if (fingerprint != ring->fingerprint || step >= ring->schedule.steps()) return;  // no step of this ring
-  const CollectiveStep expected = ring->schedule.At(step);
+  const std::uint64_t first_steps = ring->schedule.steps();
+  if (fingerprint != ring->fingerprint || step >= first_steps + ring->second.steps()) return;  // no step here
+  const CollectiveStep expected =
+      step < first_steps ? ring->schedule.At(step) : ring->second.At(step - first_steps);
   if (expected.recv_from == CollectiveStep::kNobody || from != ring->members[expected.recv_from]) return;
   if (m->update().size() != expected.recv.size()) {
     MURMUR_LOG(kWarning) << "node " << env_.self() << ": all-reduce message from " << from << " has "
@@ -280,17 +310,25 @@ bool RingAllReduceNode::CrossMixed() {
 }
 
 void RingAllReduceNode::TryAdvance() {
-  const CollectiveSchedule& schedule = ring_.schedule;
   while (reducing_) {
-    if (step_ == schedule.gather_step() && !options_.cross.empty() && cross_ != CrossMix::kMixed) {
+    const CollectiveSchedule& schedule = PartSchedule();
+    const std::uint64_t local = step_ - PartBase();
+    if (local == schedule.gather_step() && !options_.cross.empty() && cross_ != CrossMix::kMixed) {
       if (!CrossMixed()) return;
       cross_ = CrossMix::kMixed;  // the all-gather spreads the mixed range
     }
-    if (step_ == schedule.steps()) return FinishRound(true);
-    const CollectiveStep step = schedule.At(step_);
+    if (local == schedule.steps()) {
+      if (lowrank_ && part_ == 0) {
+        BeginSecondPart();
+        continue;
+      }
+      return FinishRound(true);
+    }
+    const CollectiveStep step = schedule.At(local);
+    const std::span<float> vector = PartVector();
     if (!step_sent_) {
       step_sent_ = true;
-      if (step.send_to != CollectiveStep::kNobody) SendStep(step);
+      if (step.send_to != CollectiveStep::kNobody) SendStep(step, vector);
     }
     if (step.recv_from != CollectiveStep::kNobody) {
       auto it = early_.find({round_, step_});
@@ -299,7 +337,7 @@ void RingAllReduceNode::TryAdvance() {
         early_.erase(it);
         return;
       }
-      std::span<float> range = sum_.span().subspan(step.recv.begin, step.recv.size());
+      std::span<float> range = vector.subspan(step.recv.begin, step.recv.size());
       if (step.overwrite) std::fill(range.begin(), range.end(), 0.0f);
       Status st = it->second.message->update().AddTo(range);
       MURMUR_CHECK_MSG(st.ok(), st.ToString());
@@ -319,7 +357,11 @@ void RingAllReduceNode::FinishRound(bool averaged) {
   if (options_.overlap) return FinishOverlapRound(averaged);
   if (averaged) {
     options_.local.Save(x_);
-    if (options_.cross.empty()) {
+    if (lowrank_) {
+      for (float& v : second_) v /= static_cast<float>(ring_.n);  // the mean of the Q factors
+      lowrank_->Finish(second_, sum_.span());                     // the agreed progress
+      x_.vec() = start_.vec() - sum_.vec();
+    } else if (options_.cross.empty()) {
       x_.vec() = sum_.vec() / static_cast<float>(ring_.n);
     } else {
       x_.CopyFrom(sum_);  // each segment is a mix of group means already

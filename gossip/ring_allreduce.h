@@ -13,12 +13,20 @@
 // the same sum, bit for bit, and x = sum / n.
 //
 // Messages: channel kRingSegment, the round, the step (0 .. steps - 1 of the
-// schedule) plus 4096 x the ring's fingerprint (below) as the scalar, the
+// schedule) plus 2^24 x the ring's fingerprint (below) as the scalar, the
 // step's range under the codec (a value coding: none, fp16, bf16 or int8;
 // each hop codes its partial sum). A message is taken only from the position
 // the schedule names for its step, with the step's length. A message for a
 // later step waits, as does one for the next two rounds (at most three
 // models' worth); one for a finished round, or further ahead, is dropped.
+//
+// Low-rank (`lowrank`, PowerSGD inside the all-reduce,
+// gossip/lowrank_reduce.h): a round all-reduces the node's progress
+// d = x_start - x as two vectors one after the other, the P factors (with
+// the tensors sent whole) and then the Q factors, the second's steps
+// numbered after the first's (steps S1 + s), and every node sets
+// x = x_start - agreed progress (then DiLoCo's outer step, if any). One ring
+// without groups or overlap; the codec must be "none".
 //
 // Overlap (`overlap`, the one-step-delayed outer update of streaming DiLoCo,
 // Douillard et al. 2025, with a delay of one whole inner phase): the ring
@@ -56,7 +64,7 @@
 // ring is the members the view holds alive, in the ring's order, so a member
 // that membership declares dead is left out and the others average among
 // themselves; it is back in once the view holds it alive. A ring that is not
-// the whole one carries a 40-bit fingerprint of its members (never 0) in its
+// the whole one carries a 28-bit fingerprint of its members (never 0) in its
 // messages' scalar, and a node takes a segment only when the sender's ring
 // is its own for that round: while views disagree, rounds time out and are
 // retried (below), never summed over two different rings.
@@ -87,14 +95,15 @@
 #include "core/round_observer.h"
 #include "gossip/codec.h"
 #include "gossip/collective_schedule.h"
+#include "gossip/lowrank_reduce.h"
 #include "gossip/messages.h"
 #include "gossip/node.h"
 #include "gossip/outer_optimizer.h"
 
 namespace murmur::gossip {
 
-// Largest ring that re-forms around dead members (its steps and fingerprint
-// share a message's scalar).
+// Largest ring that re-forms around dead members (each message for a round
+// to come is checked against the live ring, O(n) to form).
 inline constexpr std::size_t kMaxReformedRing = 2048;
 
 struct RingAllReduceOptions {
@@ -122,6 +131,13 @@ struct RingAllReduceOptions {
   // Overlap each round's all-reduce with the next round's inner steps (the
   // one-step-delayed outer update, above). One ring only, no catch-up.
   bool overlap = false;
+  // PowerSGD inside the all-reduce: its rank (0: the model itself is
+  // all-reduced), error feedback, the seed of the shared first Q, and the
+  // model's layout (its tensors' shapes). One ring, no overlap.
+  std::uint32_t lowrank = 0;
+  bool lowrank_error_feedback = true;
+  std::uint64_t lowrank_seed = 0;
+  Layout lowrank_layout;
   // Tensors this node keeps to itself (core/local_tensors.h): averaging and
   // the outer step leave them as the node's own training left them.
   LocalTensors local;
@@ -143,7 +159,8 @@ class RingAllReduceNode final : public Node {
   const ParamVector& params() const override { return x_; }
   std::uint64_t round() const override { return round_; }
   std::size_t state_floats() const override {
-    return (2 + (options_.overlap ? 3 : 0) + outer_.state_vectors()) * x_.size();
+    return (2 + (options_.overlap || lowrank_ ? 3 : 0) + outer_.state_vectors()) * x_.size() +
+           (lowrank_ ? lowrank_->state_floats() : 0);
   }
   bool finished() const { return round_ >= options_.rounds; }
   // Rounds whose all-reduce timed out (the node kept its own model).
@@ -153,7 +170,14 @@ class RingAllReduceNode final : public Node {
 
  private:
   void BeginRound();
-  void SendStep(const CollectiveStep& step);
+  void SendStep(const CollectiveStep& step, std::span<const float> vector);
+  // The vector the all-reduce's current part reduces, its schedule and its
+  // first step (low-rank rounds have two parts; other rounds one, sum_).
+  std::span<float> PartVector();
+  const CollectiveSchedule& PartSchedule() const { return part_ == 0 ? ring_.schedule : ring_.second; }
+  std::uint64_t PartBase() const { return part_ == 0 ? 0 : ring_.schedule.steps(); }
+  // Low-rank: the first part is in; the second begins.
+  void BeginSecondPart();
   void TryAdvance();
   void FinishRound(bool averaged);
   void StartReduce();  // the all-reduce of sum_ for round_
@@ -179,6 +203,7 @@ class RingAllReduceNode final : public Node {
     std::vector<NodeId> members;
     NodeId n = 0, position = 0;
     CollectiveSchedule schedule;
+    CollectiveSchedule second;  // low-rank rounds: the Q factors' all-reduce
     std::uint64_t fingerprint = 0;
   };
   // The members `peer_alive` holds alive now (all of them without reform_).
@@ -209,10 +234,13 @@ class RingAllReduceNode final : public Node {
   bool phase_done_ = false;
   std::uint64_t phase_ = 0;
   std::uint64_t round_ = 0;
-  std::uint64_t step_ = 0;   // the step under way
-  bool step_sent_ = false;   // and whether its message went out
-  std::uint64_t ahead_ = 0;  // catch_up: the highest round seen from the predecessor
-  bool reducing_ = false;    // between the end of training and the end of the round's all-reduce
+  std::unique_ptr<LowRankReduce> lowrank_;
+  std::vector<float> first_, second_;  // low-rank: the two vectors a round all-reduces
+  int part_ = 0;                       // which of them is being reduced
+  std::uint64_t step_ = 0;             // the step under way (numbered across the parts)
+  bool step_sent_ = false;             // and whether its message went out
+  std::uint64_t ahead_ = 0;            // catch_up: the highest round seen from the predecessor
+  bool reducing_ = false;              // between the end of training and the end of the round's all-reduce
   std::uint64_t failed_ = 0;
   TimerId timeout_ = 0;
   double loss_ = 0;

@@ -72,6 +72,19 @@ TEST_CASE("What an algorithm cannot run is refused in both hosts alike") {
                         s.set_collective("tree");
                       }},
                      {"collective", [](proto::JobSpec& s) { s.set_collective("halving-doubling"); }},
+                     // PowerSGD inside an all-reduce: one ring only.
+                     {"compression",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("allreduce");
+                        s.set_nodes(8);
+                        s.set_groups(2);
+                        s.set_compression("powersgd:2");
+                      }},
+                     {"compression",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("push-sum");
+                        s.set_compression("powersgd:2");
+                      }},
                      // DiLoCo's outer optimizer and its constants.
                      {"outer_optimizer",
                       [](proto::JobSpec& s) {
@@ -234,6 +247,15 @@ TEST_CASE(
     CHECK(st.message().find(std::string("spec field '") + c.field + "'") != std::string::npos);
     CHECK(st.message().find(c.reason) != std::string::npos);
   }
+}
+
+TEST_CASE("PowerSGD inside an all-reduce runs in the simulator, and murmurd refuses it for its state") {
+  proto::JobSpec s;
+  s.set_algorithm("diloco-allreduce");
+  s.set_compression("powersgd:4");
+  CHECK(ValidateJobSpec(s, Host::kSimulator).ok());
+  const Status st = ValidateJobSpec(s, Host::kDaemon);
+  CHECK(st.message().find("not checkpointed") != std::string::npos);
 }
 
 TEST_CASE("clients_per_round 0 takes every client, and the default compression fits every gossip algorithm") {
