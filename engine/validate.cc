@@ -115,7 +115,7 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
                    "' is sent as CHOCO differences, which need a static topology; use fp16, bf16 "
                    "or int8 with '" +
                    s.topology() + "'");
-  if (host == Host::kDaemon && compression.rfind("powersgd", 0) == 0)
+  if (host == Host::kDaemon && compression.rfind("powersgd", 0) == 0 && !lowrank_allreduce)
     return Bad("compression",
                "PowerSGD's low-rank state is not checkpointed by murmurd; use topk, randk or a value coding");
   if (!(s.gamma() >= 0 && s.gamma() <= 1))

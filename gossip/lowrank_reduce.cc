@@ -1,6 +1,8 @@
 #include "gossip/lowrank_reduce.h"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "compression/powersgd.h"
 #include "core/check.h"
@@ -93,6 +95,32 @@ void LowRankReduce::Finish(std::span<const float> second_mean, std::span<float> 
   }
   if (error_feedback_)
     for (std::size_t k = 0; k < m_.size(); ++k) residual_[k] = m_[k] - agreed[k];
+}
+
+void LowRankReduce::ExportState(NodeState& out) const {
+  if (error_feedback_) out.vectors["lowrank/residual"] = residual_;
+  out.wide["lowrank/q"].assign(q_.begin(), q_.end());
+}
+
+Status LowRankReduce::ImportState(const NodeState& state) {
+  if (error_feedback_) {
+    auto e = state.vectors.find("lowrank/residual");
+    if (e == state.vectors.end() || e->second.size() != residual_.size())
+      return Status::InvalidArgument("node state vector 'lowrank/residual' is missing or not of " +
+                                     std::to_string(residual_.size()) + " elements");
+    residual_ = e->second;
+  }
+  auto q = state.wide.find("lowrank/q");
+  if (q == state.wide.end() || q->second.size() != q_.size())
+    return Status::InvalidArgument("node state vector 'lowrank/q' is missing or not of " +
+                                   std::to_string(q_.size()) + " elements (PowerSGD rank " +
+                                   "and model must be the checkpoint's)");
+  for (std::size_t k = 0; k < q_.size(); ++k) {
+    const double v = q->second[k];
+    if (!std::isfinite(v)) return Status::InvalidArgument("node state vector 'lowrank/q' is not finite");
+    q_[k] = static_cast<float>(v);
+  }
+  return Status::Ok();
 }
 
 }  // namespace murmur::gossip

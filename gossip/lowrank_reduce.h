@@ -35,6 +35,8 @@
 #include <vector>
 
 #include "core/param_vector.h"
+#include "core/status.h"
+#include "gossip/node_state.h"
 
 namespace murmur::gossip {
 
@@ -62,6 +64,11 @@ class LowRankReduce {
   // The shared Q of the round to come, each compressed tensor's cols x r
   // block (row-major) in layout order.
   const std::vector<float>& q() const { return q_; }
+  // What a checkpoint keeps: the residual ("lowrank/residual", the model's
+  // size, absent without error feedback) and the Q's ("lowrank/q", wide).
+  void ExportState(NodeState& out) const;
+  // InvalidArgument naming the entry when one is missing or of another size.
+  Status ImportState(const NodeState& state);
   std::size_t state_floats() const { return residual_.size() + q_.size() + m_.size() + p_hat_.size(); }
 
  private:

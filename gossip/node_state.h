@@ -14,10 +14,14 @@
 //                          the running sums "sent/j", "sent_w/j" (sigma_ij)
 //                          and "received/j", "received_w/j" (rho_ji)
 //   DSGT:                  "x", "y" (tracker), "g" (previous gradient)
+//   all-reduce:            "x", the outer optimizer's vectors, and with
+//                          PowerSGD inside it "lowrank/residual" and the
+//                          wide vector "lowrank/q" (the warm-start Q's)
 // and every node adds its codec's (gossip/codec.h): the position of its
 // random stream, scalars "codec/rng_*", and compressor memory if any.
-// Every vector has the model's size. Names are short ASCII, so that a
-// checkpoint file can list them.
+// Every vector has the model's size; `wide` holds the few of other sizes
+// (at most node/job/checkpoint.h's kMaxCheckpointWide values each). Names
+// are short ASCII, so that a checkpoint file can list them.
 //
 // Thread-safety: a value type.
 #pragma once
@@ -34,6 +38,7 @@ namespace murmur::gossip {
 struct NodeState {
   std::map<std::string, std::vector<float>> vectors;
   std::map<std::string, double> scalars;
+  std::map<std::string, std::vector<double>> wide;
 
   void Put(const std::string& name, const ParamVector& v) {
     vectors[name].assign(v.span().begin(), v.span().end());

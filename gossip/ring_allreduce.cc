@@ -86,12 +86,14 @@ Result<NodeState> RingAllReduceNode::ExportState() const {
   MURMUR_RETURN_IF_ERROR(codec_->ExportState(s));
   s.Put("x", x_);
   outer_.ExportState(s);
+  if (lowrank_) lowrank_->ExportState(s);
   return s;
 }
 
 Status RingAllReduceNode::ImportState(const NodeState& state) {
   MURMUR_RETURN_IF_ERROR(state.Get("x", x_));
   MURMUR_RETURN_IF_ERROR(codec_->ImportState(state));
+  if (lowrank_) MURMUR_RETURN_IF_ERROR(lowrank_->ImportState(state));
   return outer_.ImportState(state);
 }
 

@@ -165,6 +165,7 @@ Status GossipJobImpl::InitAlgorithm() {
     gossip::NodeState state;
     state.vectors = std::move(ckpt->vectors);
     state.scalars = std::move(ckpt->scalars);
+    state.wide = std::move(ckpt->wide);
     Status st = node_->ImportState(state);
     if (!st.ok()) return st.WithContext("checkpoint '" + checkpoint_path_ + "'");
     if (start_round_ < spec_.rounds()) {
@@ -195,6 +196,7 @@ void GossipJobImpl::Snapshot(std::uint64_t done) {
   gossip::NodeState state = std::move(exported).value();
   c.vectors = std::move(state.vectors);
   c.scalars = std::move(state.scalars);
+  c.wide = std::move(state.wide);
   ml::MlLearnerState ls = learner_->ExportState();
   c.scalars["learner/batches"] = static_cast<double>(ls.batches);
   c.scalars["learner/steps"] = static_cast<double>(ls.steps);

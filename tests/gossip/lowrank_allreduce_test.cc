@@ -8,15 +8,20 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "core/rng.h"
 #include "gossip/lowrank_reduce.h"
+#include "gossip/ring_allreduce.h"
+#include "sim/simulator.h"
 #include "tests/gossip/allreduce_harness.h"
+#include "tests/gossip/quadratic.h"
 
 namespace murmur::gossip {
 namespace {
 
+using testing::QuadraticLearner;
 using testing::RingRun;
 using testing::RunRingNodes;
 
@@ -158,6 +163,72 @@ TEST_CASE(
     CHECK(run.received[i] * 5 <
           2 * size);  // against the ring's ~2 (n - 1) / n of the model: 5x fewer and more
   }
+}
+
+// Rounds [first, last) of n low-rank all-reduce nodes on w: 6 x 8, b: 3,
+// each from `states` when given (else x0); their states at the end.
+std::vector<NodeState> RunLowRank(std::uint64_t first, std::uint64_t last,
+                                  const std::vector<NodeState>* states) {
+  Layout layout;
+  layout.Add("w", {6, 8});
+  layout.Add("b", {3});
+  const NodeId n = 4;
+  sim::Simulator sim(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(n));
+  std::vector<std::unique_ptr<QuadraticLearner>> learners;
+  std::vector<std::unique_ptr<RingAllReduceNode>> nodes;
+  auto none = CodecSpec::Parse("none").value();
+  for (NodeId i = 0; i < n; ++i) {
+    std::vector<float> b(layout.total_size());
+    Rng rng(4, i, RngPurpose::kGeneric);
+    for (float& v : b) v = static_cast<float>(rng.Normal());
+    learners.push_back(std::make_unique<QuadraticLearner>(b, 0.1));
+    RingAllReduceOptions o;
+    o.rounds = last;
+    o.first_round = first;
+    o.local_steps = 3;
+    o.lowrank = 2;
+    o.lowrank_layout = layout;
+    o.outer.kind = OuterKind::kNesterov;
+    nodes.push_back(std::make_unique<RingAllReduceNode>(
+        sim.env(i), n, *learners.back(), ParamVector(layout),
+        std::make_unique<Codec>(none, i, Layout(), Rng(7, i, RngPurpose::kCompression)), o, nullptr));
+    if (states != nullptr) REQUIRE(nodes.back()->ImportState((*states)[i]).ok());
+    sim.SetSink(i, nodes.back().get());
+  }
+  for (auto& node : nodes) node->Start();
+  sim.RunUntil(Nanos::max());
+  std::vector<NodeState> out;
+  for (auto& node : nodes) {
+    CHECK(node->finished());
+    out.push_back(node->ExportState().value());
+  }
+  return out;
+}
+
+TEST_CASE(
+    "A low-rank all-reduce stopped after round 3 and resumed from its exported state (residual, warm-start "
+    "Q, "
+    "outer momentum) ends as a run never stopped") {
+  const std::vector<NodeState> whole = RunLowRank(0, 6, nullptr);
+  const std::vector<NodeState> half = RunLowRank(0, 3, nullptr);
+  REQUIRE(half[0].wide.count("lowrank/q") == 1);
+  CHECK(half[0].wide.at("lowrank/q").size() == 8 * 2);
+  CHECK(half[0].vectors.count("lowrank/residual") == 1);
+  const std::vector<NodeState> resumed = RunLowRank(3, 6, &half);
+  for (std::size_t i = 0; i < whole.size(); ++i) {
+    CAPTURE(i);
+    CHECK(half[i].vectors.at("x") != whole[i].vectors.at("x"));
+    CHECK(resumed[i].vectors.at("x") == whole[i].vectors.at("x"));
+    CHECK(resumed[i].wide.at("lowrank/q") == whole[i].wide.at("lowrank/q"));
+  }
+  // A state of another rank is refused by name.
+  NodeState wrong = half[0];
+  wrong.wide["lowrank/q"].push_back(0.0);
+  Layout layout;
+  layout.Add("w", {6, 8});
+  layout.Add("b", {3});
+  LowRankReduce reduce(layout, layout.total_size(), 2, true, 0);
+  CHECK(reduce.ImportState(wrong).message().find("'lowrank/q'") != std::string::npos);
 }
 
 }  // namespace

@@ -208,7 +208,7 @@ Run SimulatedJob(const proto::JobConfig& job, double lr, const std::vector<Check
     nodes.push_back(MakeQuadraticNode(job, simulator.env(i), *topos[i].rounds, *learners[i],
                                       from != nullptr ? (*from)[i].round : 0));
     if (from != nullptr) {
-      gossip::NodeState state{(*from)[i].vectors, (*from)[i].scalars};
+      gossip::NodeState state{(*from)[i].vectors, (*from)[i].scalars, (*from)[i].wide};
       REQUIRE(nodes.back()->ImportState(state).ok());
     }
     simulator.SetSink(i, nodes.back().get());
@@ -228,6 +228,7 @@ Run SimulatedJob(const proto::JobConfig& job, double lr, const std::vector<Check
       gossip::NodeState state = std::move(exported).value();
       c.vectors = std::move(state.vectors);
       c.scalars = std::move(state.scalars);
+      c.wide = std::move(state.wide);
       auto back = DecodeCheckpoint(EncodeCheckpoint(c), kDim);
       REQUIRE(back.ok());
       to->push_back(std::move(back).value());
@@ -313,11 +314,17 @@ TEST_CASE(
   const NodeId n = 6;
   const double lr = 0.2;
   const AlgorithmCase cases[] = {
-      {"dpsgd", "none", 0},        {"dpsgd-cta", "fp16", 0},
-      {"push-sum", "none", 0},     {"dsgt", "none", 0},
-      {"dpsgd", "topk:0.25", 0.2}, {"dpsgd", "topk:0.25,no-ef", 0.2},
-      {"diloco", "none", 0},       {"diloco", "topk:0.25", 0.2, "adam"},
-      {"allreduce", "none", 0},    {"diloco-allreduce", "fp16", 0},
+      {"dpsgd", "none", 0},
+      {"dpsgd-cta", "fp16", 0},
+      {"push-sum", "none", 0},
+      {"dsgt", "none", 0},
+      {"dpsgd", "topk:0.25", 0.2},
+      {"dpsgd", "topk:0.25,no-ef", 0.2},
+      {"diloco", "none", 0},
+      {"diloco", "topk:0.25", 0.2, "adam"},
+      {"allreduce", "none", 0},
+      {"diloco-allreduce", "fp16", 0},
+      {"diloco-allreduce", "powersgd:1", 0},
   };
   for (const AlgorithmCase& c : cases) {
     CAPTURE(c.algorithm);

@@ -138,18 +138,20 @@ TEST_CASE("One spec: every synchronous gossip algorithm ends with the simulator'
 }
 
 TEST_CASE(
-    "One spec: a ring all-reduce job, a hierarchical one, a halving-doubling one and a DiLoCo job on 8 "
-    "daemons (6 for halving-doubling, whose 6 fold into 4) end with the simulator's models") {
-  for (const char* algorithm : {"allreduce", "hierarchical", "halving-doubling", "diloco"}) {
+    "One spec: a ring all-reduce job, a hierarchical one, a halving-doubling one, one with PowerSGD inside "
+    "and a DiLoCo job on 8 daemons (6 for halving-doubling, whose 6 fold into 4) end with the simulator's "
+    "models") {
+  for (const char* algorithm : {"allreduce", "hierarchical", "halving-doubling", "powersgd", "diloco"}) {
     CAPTURE(std::string(algorithm));
     const bool hierarchical = std::string(algorithm) == "hierarchical";
     const bool rhd = std::string(algorithm) == "halving-doubling";
-    proto::JobSpec spec = BaseSpec(hierarchical || rhd ? "diloco-allreduce" : algorithm);
+    const bool lowrank = std::string(algorithm) == "powersgd";
+    proto::JobSpec spec = BaseSpec(hierarchical || rhd || lowrank ? "diloco-allreduce" : algorithm);
     spec.set_nodes(rhd ? 6 : 8);
     if (rhd) spec.set_collective("halving-doubling");
     spec.set_rounds(12);
     spec.set_local_steps(5);
-    spec.set_compression(std::string(algorithm) == "diloco" ? "int8" : "none");
+    spec.set_compression(std::string(algorithm) == "diloco" ? "int8" : lowrank ? "powersgd:1" : "none");
     if (hierarchical) {  // 4 groups of 2 (id blocks) mixing over a ring of groups
       spec.set_groups(4);
       spec.set_group_topology("ring");
