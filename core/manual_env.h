@@ -20,6 +20,7 @@ class ManualEnv final : public Env {
   struct Sent {
     NodeId to;
     MessagePtr msg;
+    Nanos at;  // the clock when it was sent
   };
 
   explicit ManualEnv(NodeId self = 0, std::uint64_t seed = 1) : self_(self), seed_(seed) {}
@@ -28,7 +29,7 @@ class ManualEnv final : public Env {
   Nanos Now() const override { return now_; }
   TimerId StartTimer(Nanos delay, std::function<void()> fn) override;
   void CancelTimer(TimerId id) override;
-  void Send(NodeId to, MessagePtr msg) override { outbox_.push_back({to, std::move(msg)}); }
+  void Send(NodeId to, MessagePtr msg) override { outbox_.push_back({to, std::move(msg), now_}); }
   Rng MakeRng(RngPurpose purpose) const override { return Rng(seed_, self_, purpose); }
 
   // Moves the clock forward, firing every timer due on the way (including

@@ -609,7 +609,7 @@ NodeId Membership::NextProbeTarget() {
 void Membership::StartProbe() {
   const NodeId target = NextProbeTarget();
   if (target == kNoNode) return;
-  probe_ = Probe{++seq_, target};
+  probe_ = Probe{++seq_, target, env_.Now()};
   ++stats_.probes;
   Send(MembershipType::kPing, target, probe_->seq, target);
   probe_timer_ = After(health_.Scale(options_.probe_timeout), [this] { OnProbeTimeout(); });
@@ -686,6 +686,12 @@ void Membership::HandleAck(NodeId from, const MembershipHeader& h) {
       probe_->acked = true;
       probe_->direct = from == probe_->target;
       Cancel(probe_timer_);
+      auto member = members_.find(probe_->target);
+      if (probe_->direct && member != members_.end()) {
+        const Nanos sample = env_.Now() - probe_->sent;
+        Nanos& srtt = member->second.member.rtt;
+        srtt = srtt == Nanos(0) ? sample : (7 * srtt + sample) / 8;
+      }
     }
     return;
   }

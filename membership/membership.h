@@ -88,6 +88,10 @@ struct Member {
   std::uint64_t incarnation = 0;
   std::string address;
   Nanos since{0};  // when this node last changed the member's state
+  // The smoothed round trip of this node's direct probes to the member, PING
+  // to ACK, as TCP's SRTT (RFC 6298: srtt = 7/8 srtt + 1/8 sample, the first
+  // sample taken whole); 0 until one is answered.
+  Nanos rtt{0};
   // The key its last statement verified with (an address to dial is then the member's own word).
   std::optional<crypto::SignPublicKey> key;
 };
@@ -190,6 +194,7 @@ class Membership final : public MessageSink {
   struct Probe {
     std::uint32_t seq = 0;
     NodeId target = kNoNode;
+    Nanos sent{0};
     bool acked = false;
     bool direct = false;
     int expected_nacks = 0;

@@ -79,6 +79,7 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
             if (!m.address.empty()) s.set_address(m.address);
             s.set_state(StateName(m.state));
             s.set_incarnation(m.incarnation);
+            s.set_rtt_ms(std::chrono::duration<double, std::milli>(m.rtt).count());
           }
         }
         for (auto& [id, s] : peers) {

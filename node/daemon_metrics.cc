@@ -88,6 +88,15 @@ std::string DaemonImpl::RenderMetrics() const {
                           static_cast<double>(members.suspect));
   out += PrometheusMetric("murmur_peers_dead", "gauge", "Members declared dead or left, not yet forgotten.",
                           static_cast<double>(members.dead));
+  std::vector<std::pair<std::string, double>> rtt;
+  if (membership_) {
+    for (const membership::Member& m : membership_->Members())
+      if (m.rtt > Nanos(0))
+        rtt.emplace_back(std::to_string(m.id), std::chrono::duration<double>(m.rtt).count());
+  }
+  out += PrometheusLabeled("murmur_peer_rtt_seconds", "gauge",
+                           "Smoothed round trip of direct SWIM probes to each member (RFC 6298 SRTT).",
+                           "peer", rtt);
   out += PrometheusMetric("murmur_membership_rejected_total", "counter",
                           "Membership messages dropped: bad signature or header.",
                           membership_ ? static_cast<double>(membership_->stats().rejected_signature +

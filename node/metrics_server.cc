@@ -101,4 +101,15 @@ std::string PrometheusMetric(const std::string& name, const std::string& type, c
   return out.str();
 }
 
+std::string PrometheusLabeled(const std::string& name, const std::string& type, const std::string& help,
+                              const std::string& label,
+                              const std::vector<std::pair<std::string, double>>& samples) {
+  std::ostringstream out;
+  out.precision(17);
+  out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
+  for (const auto& [key, value] : samples)
+    out << name << '{' << label << "=\"" << key << "\"} " << value << '\n';
+  return out.str();
+}
+
 }  // namespace murmur::node

@@ -13,6 +13,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/status.h"
 #include "node/transport/asio.h"
@@ -43,5 +45,11 @@ class MetricsServer {
 // One metric in the text format: "# HELP", "# TYPE" and the sample line.
 std::string PrometheusMetric(const std::string& name, const std::string& type, const std::string& help,
                              double value);
+// One metric with a sample per label value: name{label="key"} value, in the
+// order given (no lines but HELP and TYPE when `samples` is empty). Label
+// values are ids and other plain text, not escaped.
+std::string PrometheusLabeled(const std::string& name, const std::string& type, const std::string& help,
+                              const std::string& label,
+                              const std::vector<std::pair<std::string, double>>& samples);
 
 }  // namespace murmur::node

@@ -27,11 +27,14 @@ int RunPeers(int argc, char** argv) {
     }
     std::printf("node %u (%s): %d peers\n", r.response->node_id(), r.address.c_str(),
                 r.response->peers_size());
-    std::printf("  %-5s %-22s %-10s %-11s %s\n", "id", "address", "session", "membership", "incarnation");
+    std::printf("  %-5s %-22s %-10s %-11s %-11s %s\n", "id", "address", "session", "membership",
+                "incarnation", "rtt ms");
     for (const auto& p : r.response->peers()) {
-      std::printf("  %-5u %-22s %-10s %-11s %llu\n", p.id(), p.address().empty() ? "-" : p.address().c_str(),
-                  p.connected() ? "up" : "down", p.state().c_str(),
-                  static_cast<unsigned long long>(p.incarnation()));
+      char rtt[32] = "-";
+      if (p.rtt_ms() > 0) std::snprintf(rtt, sizeof(rtt), "%.3f", p.rtt_ms());
+      std::printf("  %-5u %-22s %-10s %-11s %-11llu %s\n", p.id(),
+                  p.address().empty() ? "-" : p.address().c_str(), p.connected() ? "up" : "down",
+                  p.state().c_str(), static_cast<unsigned long long>(p.incarnation()), rtt);
     }
   }
   return bad > 0 ? kExitFailure : kExitOk;

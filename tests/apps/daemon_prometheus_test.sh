@@ -111,14 +111,17 @@ for i in 0 1; do
   p_received=$(query "murmur_bytes_received_total{instance=\"$inst\"}" | awk '{ print $2 }')
   p_rounds=$(query "murmur_rounds_completed_total{instance=\"$inst\"}" | awk '{ print $2 }')
   p_alive=$(query "murmur_peers_alive{instance=\"$inst\"}" | awk '{ print $2 }')
+  p_rtt=$(query "murmur_peer_rtt_seconds{instance=\"$inst\"}" | awk '{ print $2 }')
   after_sent=$(fleet_metric "$i" murmur_bytes_sent_total) after_received=$(fleet_metric "$i" murmur_bytes_received_total)
   [ "$rounds" = 20 ] && [ "$p_rounds" = "$rounds" ] || fail "daemon $i: rounds $p_rounds in Prometheus, $rounds from murmur metrics"
   [ "$alive" = 1 ] && [ "$p_alive" = "$alive" ] || fail "daemon $i: peers alive $p_alive in Prometheus, $alive from murmur metrics"
+  # The other daemon's round trip over loopback: measured, and well under the 0.5 s probe timeout.
+  awk -v r="$p_rtt" 'BEGIN { exit !(r > 0 && r < 0.5) }' || fail "daemon $i: round trip to its peer '$p_rtt' s"
   awk -v a="$before_sent" -v p="$p_sent" -v b="$after_sent" 'BEGIN { exit !(a <= p && p <= b) }' ||
     fail "daemon $i: bytes sent $p_sent in Prometheus, not within murmur metrics' $before_sent..$after_sent"
   awk -v a="$before_received" -v p="$p_received" -v b="$after_received" 'BEGIN { exit !(a <= p && p <= b) }' ||
     fail "daemon $i: bytes received $p_received in Prometheus, not within murmur metrics' $before_received..$after_received"
-  echo "3. daemon $i ($inst): rounds $p_rounds, peers alive $p_alive, bytes sent $before_sent <= $p_sent <= $after_sent, received $before_received <= $p_received <= $after_received"
+  echo "3. daemon $i ($inst): rounds $p_rounds, peers alive $p_alive, round trip $p_rtt s, bytes sent $before_sent <= $p_sent <= $after_sent, received $before_received <= $p_received <= $after_received"
 done
 
 # 4. The dashboard's queries.

@@ -167,6 +167,39 @@ TEST_CASE("Probes go round-robin over a fresh random permutation in every traver
   CHECK(traversals.size() > 1);  // reshuffled, not one fixed order
 }
 
+TEST_CASE("A member's round trip is the smoothed RTT of RFC 6298 over its direct probes' PING-to-ACK times") {
+  Harness w(2);  // one member, probed every period; the test answers after chosen delays
+  w.answering.clear();
+  const int delays_ms[] = {40, 8, 8, 120, 8};
+  double srtt = 0;  // the RFC's recurrence, in milliseconds
+  // Within the nanoseconds the node's integer arithmetic truncates.
+  auto near = [&w](double ms) { return std::abs(w.m->Find(1)->rtt.count() - ms * 1e6) <= 8; };
+  for (std::size_t k = 0; k < std::size(delays_ms); ++k) {
+    CAPTURE(k);
+    CHECK(near(srtt));
+    std::shared_ptr<const MembershipMessage> ping;
+    Nanos sent{0};
+    while (ping == nullptr) {  // 1 ms at a time to the next PING
+      w.env.AdvanceTo(w.env.Now() + milliseconds(1));
+      for (const auto& s : w.env.outbox()) {
+        auto msg = std::dynamic_pointer_cast<const MembershipMessage>(s.msg);
+        if (msg != nullptr && msg->header().type == MembershipType::kPing) {
+          ping = msg;
+          sent = s.at;
+        }
+      }
+      w.env.outbox().clear();
+    }
+    w.env.AdvanceTo(sent + milliseconds(delays_ms[k]));
+    w.Deliver(1, MembershipType::kAck, {}, ping->header().seq, 1);
+    srtt = k == 0 ? delays_ms[k] : 7.0 / 8 * srtt + 1.0 / 8 * delays_ms[k];
+  }
+  CHECK(near(srtt));
+  // An ACK relayed by another member (PING-REQ) is no direct round trip, nor is one for an old probe.
+  w.Deliver(1, MembershipType::kAck, {}, 12345, 1);
+  CHECK(near(srtt));
+}
+
 TEST_CASE("A suspected node refutes with a higher incarnation, and its local health rises") {
   Harness w(4);
   w.RunUntil(seconds(2));
