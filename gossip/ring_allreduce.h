@@ -159,8 +159,10 @@ class RingAllReduceNode final : public Node {
   const ParamVector& params() const override { return x_; }
   std::uint64_t round() const override { return round_; }
   std::size_t state_floats() const override {
-    return (2 + (options_.overlap || lowrank_ ? 3 : 0) + outer_.state_vectors()) * x_.size() +
-           (lowrank_ ? lowrank_->state_floats() : 0);
+    // x, sum; overlap: theta, start, mean; low-rank: start, the two vectors and its own state.
+    const std::size_t extra = options_.overlap ? 3 : lowrank_ ? 1 : 0;
+    return (2 + extra + outer_.state_vectors()) * x_.size() +
+           (lowrank_ ? first_.size() + second_.size() + lowrank_->state_floats() : 0);
   }
   bool finished() const { return round_ >= options_.rounds; }
   // Rounds whose all-reduce timed out (the node kept its own model).
