@@ -26,6 +26,7 @@ class PowerSgdCompressor final : public FixedSpecCompressor {
       : FixedSpecCompressor(std::move(spec), error_feedback), rank_(rank) {}
   std::shared_ptr<const Update> Compress(std::span<const float> delta, const Layout& layout,
                                          CompressorState& state, Rng& rng) const override;
+  std::uint32_t rank() const { return rank_; }
 
  private:
   std::uint32_t rank_;

@@ -1,6 +1,7 @@
 #include "engine/gossip_builder.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 
 #include "engine/algorithms.h"
@@ -107,34 +108,21 @@ std::vector<NodeId> AllReducePeers(const AllReduceGroup& group, NodeId self, gos
   return peers;
 }
 
-std::uint32_t LowRankOf(const std::string& compression) {
-  if (compression.rfind("powersgd:", 0) != 0) return 0;
-  std::uint32_t rank = 0;
-  for (std::size_t k = 9; k < compression.size() && compression[k] >= '0' && compression[k] <= '9'; ++k)
-    rank = std::min<std::uint32_t>(rank * 10 + static_cast<std::uint32_t>(compression[k] - '0'), 1u << 20);
-  return rank;
-}
-
 double AllReduceMessageFraction(const proto::JobSpec& spec) {
   // A low-rank round sends the schedule's messages twice (P, then Q).
-  const double parts = LowRankOf(CompressionOf(spec)) > 0 ? 2 : 1;
+  auto codec = GossipCodecOf(spec);
+  const double parts = codec.ok() && codec->lowrank > 0 ? 2 : 1;
   const auto m = static_cast<NodeId>(spec.nodes() / std::max<std::uint32_t>(1, spec.groups()));
   auto collective = gossip::ParseCollective(spec.collective());
   if (m <= 1 || !collective.ok() || *collective == gossip::Collective::kRing)
     return 1.0 / std::max<NodeId>(1, m) / parts;
-  // Exact for the schedule's segments: a model of 1024 values per segment.
-  const std::size_t size = std::size_t{1024} * m;
-  double values = 0, messages = 0;
-  for (NodeId i = 0; i < m; ++i) {
-    const gossip::CollectiveSchedule schedule(*collective, m, i, size);
-    for (std::size_t s = 0; s < schedule.steps(); ++s) {
-      const gossip::CollectiveStep step = schedule.At(s);
-      if (step.send_to == gossip::CollectiveStep::kNobody) continue;
-      values += static_cast<double>(step.send.size());
-      messages += 1;
-    }
-  }
-  return values / messages / static_cast<double>(size) / parts;
+  // Halving-doubling over m = p + r (p the largest power of two <= m): both
+  // schedules move 2 (m - 1) models a round in all (docs/algorithms.md), in
+  // 2 log2 p messages from each of the p ranked positions plus the 2 r of
+  // the folded pairs.
+  const NodeId p = std::bit_floor(m);
+  const double messages = 2.0 * p * static_cast<double>(std::countr_zero(p)) + 2.0 * (m - p);
+  return 2.0 * (m - 1) / messages / parts;
 }
 
 Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec, ParamVector x0,
@@ -144,7 +132,7 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
   const NodeId self = host.env->self();
   // A ring all-reduce codes segments, not the model's tensors: its codec sees
   // plain vectors; with PowerSGD inside it, the factors travel as they are.
-  const std::uint32_t lowrank = IsRingAllReduce(a) ? LowRankOf(CompressionOf(spec)) : 0;
+  const std::uint32_t lowrank = IsRingAllReduce(a) ? codec_spec.lowrank : 0;
   const bool lowrank_error_feedback = codec_spec.error_feedback;
   if (lowrank > 0) codec_spec = gossip::CodecSpec::Parse("none").value();
   auto codec = MakeCodec(spec, codec_spec, self, IsRingAllReduce(a) ? Layout() : x0.layout());

@@ -143,10 +143,6 @@ std::vector<NodeId> AllReducePeers(const AllReduceGroup& group, NodeId self, gos
 // Messages between groups are counted as the ring's. REQUIRES: a valid spec.
 double AllReduceMessageFraction(const proto::JobSpec& spec);
 
-// The rank of "powersgd:R[,...]" (PowerSGD inside the all-reduce of
-// allreduce and diloco-allreduce); 0 for any other compression.
-std::uint32_t LowRankOf(const std::string& compression);
-
 Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec, ParamVector x0,
                                                      const GossipHost& host);
 

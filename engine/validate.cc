@@ -100,7 +100,7 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
   const std::string compression = CompressionOf(s);
   auto codec = GossipCodecOf(s);
   if (!codec.ok()) return codec.status();
-  const bool lowrank_allreduce = IsRingAllReduce(a) && LowRankOf(compression) > 0;
+  const bool lowrank_allreduce = IsRingAllReduce(a) && codec->lowrank > 0;
   if (!codec->full_model_safe && !dpsgd && !lowrank_allreduce)
     return Bad("compression",
                a + " sends whole vectors; use none, fp16, bf16 or int8" +

@@ -1,5 +1,6 @@
 #include "gossip/codec.h"
 
+#include "compression/powersgd.h"
 #include "core/check.h"
 
 namespace murmur::gossip {
@@ -29,6 +30,8 @@ Result<CodecSpec> CodecSpec::Parse(const std::string& spec) {
   auto made = compression::MakeCompressor(base + ",no-ef");
   if (!made.ok()) return made.status().WithContext("compression '" + spec + "'");
   out.compressor = std::move(made).value();
+  if (const auto* powersgd = dynamic_cast<const compression::PowerSgdCompressor*>(out.compressor.get()))
+    out.lowrank = powersgd->rank();
   out.lossless_fp32 = base == "none";
   out.full_model_safe = base == "none" || base == "fp16" || base == "bf16" || StartsWith(base, "int8");
   if (StartsWith(base, "topk") || StartsWith(base, "threshold")) {

@@ -34,6 +34,8 @@ struct CodecSpec {
   // "none": the update is the fp32 vector itself, so a node may share its
   // model with the outgoing message instead of copying it (Update::SharedDenseF32).
   bool lossless_fp32 = false;
+  // PowerSGD's rank r for "powersgd:r"; 0 for every other compressor.
+  std::uint32_t lowrank = 0;
   // Rough cost, for the simulator's compute time.
   double flops_per_element = 1;
 

@@ -7,11 +7,13 @@
 #include "engine/federated_builder.h"
 #include "engine/gossip_builder.h"
 #include "engine/topology.h"
+#include "gossip/collective_schedule.h"
 
 namespace murmur::engine {
 namespace {
 
-TEST_CASE("The default compression is top-1% for D-PSGD and none for the algorithms that send whole vectors") {
+TEST_CASE(
+    "The default compression is top-1% for D-PSGD and none for the algorithms that send whole vectors") {
   proto::JobSpec s;
   CHECK(CompressionOf(s) == "topk:0.01");
   for (const char* a : {"push-sum", "dsgt", "gossip-learning"}) {
@@ -22,7 +24,8 @@ TEST_CASE("The default compression is top-1% for D-PSGD and none for the algorit
   CHECK(CompressionOf(s) == "fp16");
 }
 
-TEST_CASE("Server options: every client for K = 0, Krum's f from the attackers, models requested when lossless") {
+TEST_CASE(
+    "Server options: every client for K = 0, Krum's f from the attackers, models requested when lossless") {
   proto::JobSpec s;
   s.set_algorithm("fedadam");
   s.set_nodes(20);
@@ -64,6 +67,42 @@ TEST_CASE("Server options: every client for K = 0, Krum's f from the attackers, 
   o = MakeServerOptions(s, {});
   REQUIRE(o.ok());
   CHECK_FALSE(o->request_model);
+}
+
+TEST_CASE("The all-reduce's mean message, as a fraction of the model, is what the schedules send, counted") {
+  // Counted over one round of every position of a ring of m, on a model of
+  // 1024 values per position (the schedules' ranges then divide it).
+  auto counted = [](gossip::Collective collective, NodeId m) {
+    const std::size_t size = std::size_t{1024} * m;
+    double values = 0, messages = 0;
+    for (NodeId i = 0; i < m; ++i) {
+      const gossip::CollectiveSchedule schedule(collective, m, i, size);
+      for (std::size_t k = 0; k < schedule.steps(); ++k) {
+        const gossip::CollectiveStep step = schedule.At(k);
+        if (step.send_to == gossip::CollectiveStep::kNobody) continue;
+        values += static_cast<double>(step.send.size());
+        messages += 1;
+      }
+    }
+    return values / messages / static_cast<double>(size);
+  };
+  proto::JobSpec s;
+  s.set_algorithm("allreduce");
+  for (NodeId m = 2; m <= 33; ++m) {
+    CAPTURE(m);
+    s.set_nodes(m);
+    s.set_collective("ring");
+    CHECK(AllReduceMessageFraction(s) == doctest::Approx(counted(gossip::Collective::kRing, m)));
+    s.set_collective("halving-doubling");
+    CHECK(AllReduceMessageFraction(s) == doctest::Approx(counted(gossip::Collective::kHalvingDoubling, m)));
+    s.set_compression("powersgd:2");  // P, then Q: twice the messages
+    CHECK(AllReduceMessageFraction(s) ==
+          doctest::Approx(counted(gossip::Collective::kHalvingDoubling, m) / 2));
+    s.set_compression("none");
+  }
+  s.set_nodes(32);  // 4 groups of 8
+  s.set_groups(4);
+  CHECK(AllReduceMessageFraction(s) == doctest::Approx(counted(gossip::Collective::kHalvingDoubling, 8)));
 }
 
 TEST_CASE("Topologies parse their parameters and give each node its neighbours in every round") {
