@@ -75,6 +75,14 @@ Status ValidateCommon(const proto::JobSpec& s) {
     return Bad("momentum", "must be in [0, 1), got " + Num(s.momentum()));
   if (!(s.weight_decay() >= 0) || !Finite(s.weight_decay()))
     return Bad("weight_decay", "must be >= 0, got " + Num(s.weight_decay()));
+  if (s.optimizer() != "sgd" && s.optimizer() != "adamw")
+    return Bad("optimizer", "must be sgd or adamw, got '" + s.optimizer() + "'");
+  if (s.optimizer() == "adamw" && s.momentum() != 0)
+    return Bad("momentum", "is SGD's; adamw has adam_beta1 (got momentum " + Num(s.momentum()) + ")");
+  if (!(s.adam_beta1() >= 0 && s.adam_beta1() < 1))
+    return Bad("adam_beta1", "must be in [0, 1), got " + Num(s.adam_beta1()));
+  if (!(s.adam_beta2() >= 0 && s.adam_beta2() < 1))
+    return Bad("adam_beta2", "must be in [0, 1), got " + Num(s.adam_beta2()));
   if (s.lr_schedule() != "constant" && federated)
     return Bad("lr_schedule", "applies to gossip algorithms only (got '" + s.lr_schedule() + "' with " +
                                   s.algorithm() + ")");
@@ -173,6 +181,8 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
     if (s.momentum() != 0)
       return Bad("momentum",
                  "dsgt applies its gradients itself and takes no momentum (got " + Num(s.momentum()) + ")");
+    if (s.optimizer() != "sgd")
+      return Bad("optimizer", "dsgt applies its gradients itself: sgd only (got " + s.optimizer() + ")");
   }
   if (a == "gossip-learning") {
     if (host == Host::kDaemon && IsTimeVarying(s.topology()))

@@ -3,7 +3,9 @@
 // anything else as a .npy image. Any input must yield an array or a Status,
 // never a crash, a leak, undefined behaviour or an allocation beyond what
 // the input's own bytes justify; what parses must hold exactly its shape's
-// bytes.
+// bytes. Every input is also cut into byte-level text windows (ml/text.h),
+// with a context length taken from its first byte: what comes back must
+// hold its windows exactly.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include <string>
 
 #include "ml/npy.h"
+#include "ml/text.h"
 
 namespace {
 
@@ -26,6 +29,15 @@ void Check(const murmur::ml::NpyArray& a) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace murmur::ml;
+  if (size > 0) {
+    const std::int64_t context = data[0] % 64;  // 0 is refused
+    if (auto t = TextWindows({data, size}, context, "input"); t.ok()) {
+      if (!t->Validate().ok() || t->num_samples != (static_cast<std::int64_t>(size) - 1) / context)
+        std::abort();
+      for (std::int64_t k = 0; k < t->num_samples; ++k)
+        if (t->labels[static_cast<std::size_t>(k)] != data[k * context + context]) std::abort();
+    }
+  }
   if (size >= 4 && std::memcmp(data, "PK\x03\x04", 4) == 0) {
     // libzip reads files: give it the input as an in-memory one.
     const int fd = memfd_create("npz", 0);

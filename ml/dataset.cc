@@ -15,6 +15,9 @@ void Dataset::CopySample(std::int64_t i, float* out) const {
     constexpr float kScale = 1.0f / 255.0f;
     const std::uint8_t* src = pixels.data() + at;
     for (std::size_t j = 0; j < d; ++j) out[j] = static_cast<float>(src[j]) * kScale;
+  } else if (type == SampleType::kTokens) {
+    const std::uint8_t* src = pixels.data() + at;
+    for (std::size_t j = 0; j < d; ++j) out[j] = static_cast<float>(src[j]);
   } else {
     std::memcpy(out, features.data() + at, d * sizeof(float));
   }
@@ -28,7 +31,7 @@ void Dataset::AppendSample(const Dataset& from, std::int64_t i) {
   MURMUR_CHECK(from.type == type && from.dim == dim);
   const auto d = static_cast<std::size_t>(dim);
   const auto at = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(i) * d);
-  if (type == SampleType::kUint8)
+  if (byte_samples())
     pixels.insert(pixels.end(), from.pixels.begin() + at,
                   from.pixels.begin() + at + static_cast<std::ptrdiff_t>(d));
   else
@@ -71,8 +74,8 @@ Status Dataset::Validate() const {
       return Status::InvalidArgument(name + ": sample shape holds " + std::to_string(product) +
                                      " values, not " + std::to_string(dim));
   }
-  const std::size_t values = type == SampleType::kUint8 ? pixels.size() : features.size();
-  const std::size_t other = type == SampleType::kUint8 ? features.size() : pixels.size();
+  const std::size_t values = byte_samples() ? pixels.size() : features.size();
+  const std::size_t other = byte_samples() ? features.size() : pixels.size();
   if (values != static_cast<std::size_t>(num_samples * dim) || other != 0)
     return Status::InvalidArgument(name + ": " + std::to_string(values) + " sample values for " +
                                    std::to_string(num_samples) + " x " + std::to_string(dim));

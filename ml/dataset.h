@@ -5,8 +5,9 @@
 // height, width for an image; {d} for a feature vector) whose product is d,
 // which convolutional models read. Samples are kept in the type of their
 // file: 8-bit images stay 8-bit (a quarter of the memory of floats) and are
-// converted, pixel / 255, when a batch is gathered (Gather); other values are
-// kept as floats. Nodes, batches and partitions refer to samples by index
+// converted, pixel / 255, when a batch is gathered (Gather); byte-level text
+// (ml/text.h) is kept as bytes too and gathered as token ids 0..255; other
+// values are kept as floats. Nodes, batches and partitions refer to samples by index
 // (std::uint32_t) and never copy them: a simulation of 100,000 nodes shares
 // one Dataset. Readers live in ml/idx.h, ml/npy.h, ml/csv.h and
 // ml/synthetic.h.
@@ -34,6 +35,7 @@ inline constexpr std::int64_t kMaxSamples = 0xFFFFFFFFll;
 enum class SampleType {
   kFloat32,  // in `features`, as they are
   kUint8,    // in `pixels`, read as pixel / 255 (images)
+  kTokens,   // in `pixels`, read as the byte's value 0..255 (byte-level text)
 };
 
 struct Dataset {
@@ -48,6 +50,9 @@ struct Dataset {
   SampleValues<float> features;       // kFloat32: num_samples * dim, row-major
   SampleValues<std::uint8_t> pixels;  // kUint8: num_samples * dim, row-major
   std::vector<std::int32_t> labels;
+
+  // Whether the sample values are bytes (`pixels`) rather than floats.
+  bool byte_samples() const { return type != SampleType::kFloat32; }
 
   std::vector<std::int64_t> sample_shape() const {
     return shape.empty() ? std::vector<std::int64_t>{dim} : shape;

@@ -10,6 +10,7 @@
 #include "ml/idx.h"
 #include "ml/npy.h"
 #include "ml/synthetic.h"
+#include "ml/text.h"
 
 namespace murmur::ml {
 
@@ -183,6 +184,7 @@ Result<TrainTest> LoadDatasetSpec(const std::string& spec, const std::string& da
                                      "': npy: needs four files, X_TRAIN:Y_TRAIN:X_TEST:Y_TEST");
     return LoadNpyDataset(paths[0], paths[1], paths[2], paths[3]);
   }
+  if (spec.rfind("text:", 0) == 0) return LoadTextDataset(spec.substr(5));
   if (spec.rfind("csv:", 0) == 0) {
     std::string rest = spec.substr(4);
     std::string test_path;
@@ -216,7 +218,7 @@ Result<TrainTest> LoadDatasetSpec(const std::string& spec, const std::string& da
   }
   return Status::InvalidArgument("dataset '" + spec +
                                  "' unknown (expected fashion-mnist, csv:TRAIN[:TEST], npz:FILE[:TEST], "
-                                 "npy:X:Y:X_TEST:Y_TEST, synthetic:blobs[:N] or "
+                                 "npy:X:Y:X_TEST:Y_TEST, text:T:FILE[:TEST], synthetic:blobs[:N] or "
                                  "synthetic:teacher[:N])");
 }
 

@@ -7,6 +7,9 @@
 //   "npz:FILE.npz"           NumPy arrays x_train, y_train, x_test, y_test (ml/npy.h)
 //   "npz:TRAIN.npz:TEST.npz" arrays x and y in each
 //   "npy:X:Y:X_TEST:Y_TEST"  four .npy files: training samples and labels, test samples and labels
+//   "text:T:FILE"            byte-level text in next-token windows of context T; the
+//                            last tenth held out for testing (ml/text.h)
+//   "text:T:TRAIN:TEST"      explicit test file
 //   "synthetic:blobs"        Gaussian blobs, 20,000 train / 5,000 test (dim 20, 10 classes)
 //   "synthetic:teacher"      labels of a random linear teacher, same sizes
 //   "synthetic:blobs:N"      the same with N training samples (1 <= N <= 10^8), e.g. for a

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/check.h"
+#include "ml/optimizer.h"
 
 namespace murmur::ml {
 
@@ -74,12 +75,20 @@ std::span<const SampleIndex> MlLearner::NextBatch() {
 Status MlLearner::RestoreState(const MlLearnerState& state) {
   if (batches_ != 0) return Status::InvalidArgument("learner state: this learner has drawn batches already");
   const std::size_t n = model_.layout().total_size();
-  if (!state.velocity.empty() && state.velocity.size() != n)
-    return Status::InvalidArgument("learner state: velocity has " + std::to_string(state.velocity.size()) +
-                                   " elements, the model has " + std::to_string(n));
+  for (const auto& [name, v] : {std::pair{"velocity", &state.velocity}, std::pair{"adam_m", &state.adam_m},
+                                std::pair{"adam_v", &state.adam_v}}) {
+    if (!v->empty() && v->size() != n)
+      return Status::InvalidArgument(std::string("learner state: ") + name + " has " +
+                                     std::to_string(v->size()) + " elements, the model has " +
+                                     std::to_string(n));
+  }
+  if (state.adam_m.size() != state.adam_v.size())
+    return Status::InvalidArgument("learner state: adam_m and adam_v differ in size");
   for (std::uint64_t i = 0; i < state.batches; ++i) NextBatch();
   steps_ = state.steps;
   velocity_ = state.velocity;
+  adam_m_ = state.adam_m;
+  adam_v_ = state.adam_v;
   return Status::Ok();
 }
 
@@ -93,7 +102,9 @@ double MlLearner::Gradient(const ParamVector& params, ParamVector& grad) {
   // the batch number, so a restored learner draws the same masks.
   const std::uint64_t noise = noise_.Fork(batches_).NextU64();
   double loss = model_.LossAndGradient(params, train_, NextBatch(), grad, *s.workspace, nullptr, noise);
-  if (options_.weight_decay > 0) grad.vec() += static_cast<float>(options_.weight_decay) * params.vec();
+  // AdamW decays the weights in its step instead.
+  if (options_.weight_decay > 0 && !options_.adamw)
+    grad.vec() += static_cast<float>(options_.weight_decay) * params.vec();
   return loss;
 }
 
@@ -104,7 +115,20 @@ double MlLearner::Train(ParamVector& params, int steps) {
   for (int k = 0; k < steps; ++k) {
     const auto lr = static_cast<float>(LearningRate(steps_));
     total += Gradient(params, s.grad);
-    if (options_.momentum > 0) {
+    if (options_.adamw) {
+      if (adam_m_.empty()) {
+        adam_m_.assign(params.size(), 0.0f);
+        adam_v_.assign(params.size(), 0.0f);
+      }
+      AdamOptions o;
+      o.beta1 = options_.beta1;
+      o.beta2 = options_.beta2;
+      o.epsilon = options_.epsilon;
+      o.weight_decay = options_.weight_decay;
+      o.decoupled = true;
+      AdamUpdate(params.span(), s.grad.span(), adam_m_, adam_v_, static_cast<std::int64_t>(steps_) + 1, lr,
+                 o);
+    } else if (options_.momentum > 0) {
       if (velocity_.empty()) velocity_.assign(params.size(), 0.0f);
       Eigen::Map<Eigen::VectorXf> v(velocity_.data(), static_cast<Eigen::Index>(velocity_.size()));
       v = static_cast<float>(options_.momentum) * v + s.grad.vec();

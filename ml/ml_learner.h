@@ -1,13 +1,15 @@
 // MlLearner: a LocalLearner (core/learner.h) backed by a Model and one node's data.
 //
 // Each node walks its own partition in epochs, reshuffled from its own stream
-// (seed, node, kBatch), and takes plain or heavy-ball SGD steps. The step size
+// (seed, node, kBatch), and takes plain or heavy-ball SGD steps, or AdamW
+// steps whose moments stay with the node from round to round (DiLoCo's inner
+// optimizer). The step size
 // of the node's t-th local step is schedule(t) (ml/schedule.h: constant, step
 // or cosine), counted over the node's own steps, so that every node of a
 // synchronous run decays at the same pace. Scratch
 // memory (the model workspace and the gradient buffer) belongs to the worker
 // thread, not the node, so 100,000 nodes cost only their index lists, their
-// models and (with momentum) their velocity.
+// models and (with momentum) their velocity or (with AdamW) their moments.
 //
 // Thread-safety: one learner is used by one task at a time; different learners
 // run concurrently (the model and dataset are shared read-only).
@@ -26,9 +28,15 @@ namespace murmur::ml {
 
 struct MlLearnerOptions {
   int batch = 32;
-  double lr = 0.1;  // the base rate: schedule.lr is ignored and this used instead
-  double momentum = 0;
-  double weight_decay = 0;
+  double lr = 0.1;          // the base rate: schedule.lr is ignored and this used instead
+  double momentum = 0;      // SGD's heavy-ball momentum
+  double weight_decay = 0;  // SGD: L2 added to the gradient; AdamW: decoupled, x -= lr wd x
+  // AdamW (ml/optimizer.h, Loshchilov and Hutter 2019) instead of SGD, with
+  // these decays and epsilon; its step number is the learner's step count.
+  bool adamw = false;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
   // Kind, horizon (total_steps, in local steps) and decay of the step size;
   // the default is a constant rate.
   ScheduleOptions schedule;
@@ -41,6 +49,8 @@ struct MlLearnerState {
   std::uint64_t batches = 0;
   std::uint64_t steps = 0;
   std::vector<float> velocity;  // empty when momentum is off or no step was taken
+  std::vector<float> adam_m;    // AdamW's moments; empty without AdamW or before its first step
+  std::vector<float> adam_v;
 };
 
 class MlLearner final : public LocalLearner {
@@ -58,11 +68,11 @@ class MlLearner final : public LocalLearner {
   double FlopsPerStep() const override;
   std::uint64_t steps() const { return steps_; }
 
-  MlLearnerState ExportState() const { return {batches_, steps_, velocity_}; }
+  MlLearnerState ExportState() const { return {batches_, steps_, velocity_, adam_m_, adam_v_}; }
   // Brings a fresh learner (same model, data, samples, options and seed, no
   // batch drawn yet) to `state` by drawing its batches again, so that it goes
   // on exactly as the exported one would. InvalidArgument when the velocity
-  // does not fit the model or this learner has drawn batches already.
+  // or the moments do not fit the model or this learner has drawn batches already.
   Status RestoreState(const MlLearnerState& state);
 
  private:
@@ -77,6 +87,7 @@ class MlLearner final : public LocalLearner {
   Rng rng_;
   Rng noise_;                    // keys each batch's training noise (Model::LossAndGradient's noise_seed)
   std::vector<float> velocity_;  // heavy-ball momentum, sized on first use
+  std::vector<float> adam_m_, adam_v_;  // AdamW's moments, sized on first use
   std::uint64_t steps_ = 0;
   std::uint64_t batches_ = 0;  // mini-batches drawn
 };

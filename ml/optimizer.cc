@@ -36,30 +36,40 @@ Adam::Adam(std::size_t size, AdamOptions options)
       m_(Eigen::VectorXf::Zero(static_cast<Eigen::Index>(size))),
       v_(Eigen::VectorXf::Zero(static_cast<Eigen::Index>(size))) {}
 
+void AdamUpdate(std::span<float> x_span, std::span<const float> g_span, std::span<float> m_span,
+                std::span<float> v_span, std::int64_t steps, double lr, const AdamOptions& options) {
+  MURMUR_CHECK(g_span.size() == x_span.size() && m_span.size() == x_span.size() &&
+               v_span.size() == x_span.size());
+  using Map = Eigen::Map<Eigen::VectorXf>;
+  const auto n = static_cast<Eigen::Index>(x_span.size());
+  Map x(x_span.data(), n), m(m_span.data(), n), v(v_span.data(), n);
+  Eigen::Map<const Eigen::VectorXf> g(g_span.data(), n);
+  // 1 - beta in double: in float, 1 - 0.999f is off by 1.3e-5 relative.
+  const float b1 = static_cast<float>(options.beta1), b2 = static_cast<float>(options.beta2);
+  const float a1 = static_cast<float>(1 - options.beta1), a2 = static_cast<float>(1 - options.beta2);
+  const float wd = static_cast<float>(options.weight_decay);
+  const double t = static_cast<double>(steps);
+  // Bias corrections: m_hat = m / c1 and sqrt(v_hat) = sqrt(v) / c2, exactly as in Algorithm 1.
+  const float c1 = static_cast<float>(1 - std::pow(options.beta1, t));
+  const float c2 = static_cast<float>(std::sqrt(1 - std::pow(options.beta2, t)));
+  const float eps = static_cast<float>(options.epsilon);
+  if (options.decoupled) {
+    x *= 1.0f - static_cast<float>(lr) * wd;
+    m = b1 * m + a1 * g;
+    v = b2 * v + a2 * g.cwiseAbs2();
+  } else {
+    m = b1 * m + a1 * (g + wd * x);
+    v = b2 * v + a2 * (g + wd * x).cwiseAbs2();
+  }
+  const float step = static_cast<float>(lr) / c1;
+  x.array() -= step * m.array() / (v.array().sqrt() / c2 + eps);
+}
+
 void Adam::Step(ParamVector& params, const ParamVector& grad, double lr) {
   MURMUR_CHECK(params.size() == grad.size() && static_cast<Eigen::Index>(params.size()) == m_.size());
   ++steps_;
-  VectorMap x = params.vec();
-  ConstVectorMap g = grad.vec();
-  // 1 - beta in double: in float, 1 - 0.999f is off by 1.3e-5 relative.
-  const float b1 = static_cast<float>(options_.beta1), b2 = static_cast<float>(options_.beta2);
-  const float a1 = static_cast<float>(1 - options_.beta1), a2 = static_cast<float>(1 - options_.beta2);
-  const float wd = static_cast<float>(options_.weight_decay);
-  const double t = static_cast<double>(steps_);
-  // Bias corrections: m_hat = m / c1 and sqrt(v_hat) = sqrt(v) / c2, exactly as in Algorithm 1.
-  const float c1 = static_cast<float>(1 - std::pow(options_.beta1, t));
-  const float c2 = static_cast<float>(std::sqrt(1 - std::pow(options_.beta2, t)));
-  const float eps = static_cast<float>(options_.epsilon);
-  if (options_.decoupled) {
-    x *= 1.0f - static_cast<float>(lr) * wd;
-    m_ = b1 * m_ + a1 * g;
-    v_ = b2 * v_ + a2 * g.cwiseAbs2();
-  } else {
-    m_ = b1 * m_ + a1 * (g + wd * x);
-    v_ = b2 * v_ + a2 * (g + wd * x).cwiseAbs2();
-  }
-  const float step = static_cast<float>(lr) / c1;
-  x.array() -= step * m_.array() / (v_.array().sqrt() / c2 + eps);
+  AdamUpdate(params.span(), grad.span(), {m_.data(), static_cast<std::size_t>(m_.size())},
+             {v_.data(), static_cast<std::size_t>(v_.size())}, steps_, lr, options_);
 }
 
 void Adam::Reset() {

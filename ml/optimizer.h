@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,6 +81,12 @@ class Adam final : public Optimizer {
   Eigen::VectorXf m_, v_;
   std::int64_t steps_ = 0;
 };
+
+// One Adam step on x with moments m and v at step number t (1 for the
+// first), as Adam::Step takes it: what MlLearner's inner AdamW uses too.
+// REQUIRES: x, g, m, v of one size; t >= 1.
+void AdamUpdate(std::span<float> x, std::span<const float> g, std::span<float> m, std::span<float> v,
+                std::int64_t t, double lr, const AdamOptions& options);
 
 // "sgd" (no momentum), "momentum" (heavy ball), "nesterov" or "adam", with
 // `momentum` for the two momentum kinds and `weight_decay` for all.

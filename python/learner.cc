@@ -55,8 +55,9 @@ FeatureCache NewFeatureCache() {
 }
 
 // The samples of `d` as a read-only (n, dim) float32 array: a view of a float
-// dataset; for an 8-bit one, a converted copy (pixel / 255, as the native
-// models read it) made once and kept in `cache`.
+// dataset; for a byte one, a converted copy (pixel / 255 for images, the
+// token id for text, as the native models read them) made once and kept in
+// `cache`.
 py::array_t<float> Features(const ml::Dataset& d, py::dict& cache) {
   const std::vector<py::ssize_t> shape = {static_cast<py::ssize_t>(d.num_samples),
                                           static_cast<py::ssize_t>(d.dim)};

@@ -66,11 +66,11 @@ struct Mapping {
 std::size_t Align(std::size_t n) { return (n + 63) / 64 * 64; }
 
 std::size_t ValueBytes(const ml::Dataset& d) {
-  return d.type == ml::SampleType::kUint8 ? d.pixels.size() : d.features.size() * sizeof(float);
+  return d.byte_samples() ? d.pixels.size() : d.features.size() * sizeof(float);
 }
 
 const void* ValueData(const ml::Dataset& d) {
-  return d.type == ml::SampleType::kUint8 ? static_cast<const void*>(d.pixels.data()) : d.features.data();
+  return d.byte_samples() ? static_cast<const void*>(d.pixels.data()) : d.features.data();
 }
 
 void PutString(Bytes& out, const std::string& text) {
@@ -103,7 +103,7 @@ void PutHeader(Bytes& out, const ml::Dataset& d, std::uint64_t at) {
 void ViewSamples(ml::Dataset& d, const std::shared_ptr<const Mapping>& map, std::uint64_t at,
                  std::uint64_t bytes) {
   const auto* base = static_cast<const std::uint8_t*>(map->at) + at;
-  if (d.type == ml::SampleType::kUint8) {
+  if (d.byte_samples()) {
     d.pixels = ml::SampleValues<std::uint8_t>::View(base, bytes, map);
   } else {
     d.features =

@@ -1,4 +1,5 @@
 // murmur sim: run a scenario in the in-process simulator.
+#include <cmath>
 #include <cxxopts.hpp>
 
 #include <unistd.h>
@@ -29,7 +30,21 @@ std::string Megabytes(std::uint64_t bytes) {
   return buf;
 }
 
-void PrintTable(const sim::RunSummary& r) {
+// A language model (dataset text:T:FILE) is read by its loss in nats per
+// byte and its perplexity exp(loss), not by an accuracy.
+bool IsTextDataset(const proto::JobSpec& spec) { return spec.dataset().rfind("text:", 0) == 0; }
+
+void PrintTable(const sim::RunSummary& r, bool text) {
+  if (text) {
+    std::printf("\n%7s %12s %10s %10s %10s %10s %11s %11s\n", "round", "virtual s", "wall s", "node loss",
+                "avg loss", "avg ppl", "consensus", "MB sent");
+    for (const auto& p : r.points) {
+      std::printf("%7llu %12.1f %10.1f %10.4f %10.4f %10.3f %11.4g %11s\n",
+                  static_cast<unsigned long long>(p.round), p.virtual_s, p.wall_s, p.loss_mean, p.avg_loss,
+                  std::exp(p.avg_loss), p.consensus, Megabytes(p.bytes_sent).c_str());
+    }
+    return;
+  }
   std::printf("\n%7s %12s %10s %26s %10s %11s %11s\n", "round", "virtual s", "wall s",
               "node acc mean/min/max", "avg-model", "consensus", "MB sent");
   for (const auto& p : r.points) {
@@ -77,7 +92,15 @@ void PrintSummary(const sim::RunSummary& r, const proto::Scenario& s) {
   if (r.points.empty()) return;
   const sim::EvalPoint& last = r.points.back();
   const proto::JobSpec& spec = s.spec();
-  if (engine::IsFederatedAlgorithm(spec.algorithm())) {
+  if (IsTextDataset(spec)) {
+    const bool federated = engine::IsFederatedAlgorithm(spec.algorithm());
+    std::printf("\nfinal (round %llu): %s test loss %.4f nats per byte, perplexity %.3f",
+                static_cast<unsigned long long>(last.round), federated ? "global model" : "averaged-model",
+                last.avg_loss, std::exp(last.avg_loss));
+    if (!federated)
+      std::printf("; node loss mean %.4f, perplexity %.3f", last.loss_mean, std::exp(last.loss_mean));
+    std::printf("\nstopped: %s\n", r.stop_reason.c_str());
+  } else if (engine::IsFederatedAlgorithm(spec.algorithm())) {
     std::printf("\nfinal (round %llu): global model test accuracy %.4f, test loss %.4f\n",
                 static_cast<unsigned long long>(last.round), last.avg_acc, last.avg_loss);
     std::printf("stopped: %s; %zu of %zu clients contributed", r.stop_reason.c_str(), r.contributors,
@@ -229,7 +252,10 @@ int RunSim(int argc, char** argv) {
   auto progress = [&](std::uint64_t done, std::uint64_t, const sim::EvalPoint* p) {
     if (p != nullptr) {
       char buf[96];
-      std::snprintf(buf, sizeof(buf), "avg-model acc %.4f  node acc %.4f", p->avg_acc, p->acc_mean);
+      if (IsTextDataset(scenario.spec()))
+        std::snprintf(buf, sizeof(buf), "avg-model perplexity %.3f", std::exp(p->avg_loss));
+      else
+        std::snprintf(buf, sizeof(buf), "avg-model acc %.4f  node acc %.4f", p->avg_acc, p->acc_mean);
       status = buf;
     }
     if (!quiet) bar.Update(done, status);
@@ -256,7 +282,7 @@ int RunSim(int argc, char** argv) {
                               run.status().ToString());
   }
   std::printf("%s\n", run->description.c_str());
-  PrintTable(*run);
+  PrintTable(*run, IsTextDataset(scenario.spec()));
   PrintSummary(*run, scenario);
   if (!scenario.plot().empty() && rank == 0) {
     Status st = PlotMetrics({run->points}, {RunLabel(scenario.spec())}, scenario.plot());

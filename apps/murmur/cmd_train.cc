@@ -3,6 +3,7 @@
 #include <cxxopts.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -51,7 +52,7 @@ int RunTrain(int argc, char** argv) {
   // clang-format off
   options.add_options()
     ("model", "softmax, mlp:<width>,..., cnn:<layers>, cnn-fedavg or lenet5", cxxopts::value<std::string>()->default_value("mlp:256,128"))
-    ("dataset", "fashion-mnist, csv:PATH, npz:FILE.npz[:TEST.npz], npy:X:Y:X_TEST:Y_TEST, synthetic:blobs or synthetic:teacher",
+    ("dataset", "fashion-mnist, csv:PATH, npz:FILE.npz[:TEST.npz], npy:X:Y:X_TEST:Y_TEST, text:T:FILE[:TEST], synthetic:blobs or synthetic:teacher",
      cxxopts::value<std::string>()->default_value("fashion-mnist"))
     ("data-dir", "directory of the Fashion-MNIST files", cxxopts::value<std::string>()->default_value(ml::kFashionMnistDir))
     ("test-csv", "test set for --dataset csv:PATH (default: hold out 20%)", cxxopts::value<std::string>()->default_value(""))
@@ -147,6 +148,7 @@ int RunTrain(int argc, char** argv) {
   ProgressBar bar("train", static_cast<std::uint64_t>(per_epoch * epochs), 5);
   double train_seconds = 0;
   std::int64_t samples = 0;
+  const bool text = args["dataset"].as<std::string>().rfind("text:", 0) == 0;
   ml::Evaluation ev;
   for (int e = 0; e < epochs; ++e) {
     auto start = std::chrono::steady_clock::now();
@@ -159,12 +161,19 @@ int RunTrain(int argc, char** argv) {
     train_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     samples += st.samples;
     ev = (*model)->Evaluate(params, data.tt.test, data.test_idx, trainer.workspace(), &pool);
-    std::printf("epoch %d/%d  train loss %.4f  test accuracy %.4f  test loss %.4f  lr %.3g\n", e + 1, epochs,
-                st.mean_loss, ev.accuracy, ev.loss, trainer.last_lr());
+    if (text)
+      std::printf("epoch %d/%d  train loss %.4f  test loss %.4f  test perplexity %.3f  lr %.3g\n", e + 1,
+                  epochs, st.mean_loss, ev.loss, std::exp(ev.loss), trainer.last_lr());
+    else
+      std::printf("epoch %d/%d  train loss %.4f  test accuracy %.4f  test loss %.4f  lr %.3g\n", e + 1,
+                  epochs, st.mean_loss, ev.accuracy, ev.loss, trainer.last_lr());
     std::fflush(stdout);
   }
   bar.Finish();
-  std::printf("test accuracy %.4f  test loss %.4f\n", ev.accuracy, ev.loss);
+  if (text)  // a language model: nats per byte and perplexity, exp(loss)
+    std::printf("test loss %.4f  test perplexity %.3f\n", ev.loss, std::exp(ev.loss));
+  else
+    std::printf("test accuracy %.4f  test loss %.4f\n", ev.accuracy, ev.loss);
   std::printf("%.0f samples/s (%lld samples in %.1fs of training, %.1f GFLOP/s)\n",
               static_cast<double>(samples) / train_seconds, static_cast<long long>(samples), train_seconds,
               static_cast<double>(samples) * (*model)->FlopsPerSample() / train_seconds / 1e9);

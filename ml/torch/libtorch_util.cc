@@ -33,7 +33,15 @@ void SetUpLibTorchThread() {
 std::string FirstLine(const char* what) {
   std::string s(what);
   std::size_t nl = s.find('\n');
-  return nl == std::string::npos ? s : s.substr(0, nl);
+  std::string first = nl == std::string::npos ? s : s.substr(0, nl);
+  // The TorchScript interpreter's errors open with a banner and a traceback;
+  // what went wrong is on their last line ("RuntimeError: ...").
+  if (first.rfind("The following operation failed in the TorchScript interpreter", 0) == 0) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+    const std::size_t last = s.rfind('\n');
+    if (last != std::string::npos) return s.substr(last + 1);
+  }
+  return first;
 }
 
 Result<std::string> ReadArchive(const std::string& path) {

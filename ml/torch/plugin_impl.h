@@ -35,7 +35,9 @@ Result<double> LoopRate(std::string_view spec, const Dataset& data, int batch, d
 // Once per process: one inter-op thread; once per calling thread: one
 // intra-op thread (with OpenMP the setting is per thread).
 void SetUpLibTorchThread();
-// The first line of an exception's text (LibTorch's carry stack traces).
+// What an exception says in one line: its first (LibTorch's carry stack
+// traces), or the last of a TorchScript interpreter error, which names the
+// failure after a traceback.
 std::string FirstLine(const char* what);
 // The bytes of the model file at `path`, at most kMaxTorchScriptFileBytes:
 // NotFound when it cannot be read, InvalidArgument when it is too large.

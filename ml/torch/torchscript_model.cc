@@ -282,7 +282,9 @@ Status TorchScriptModel::Init(const std::string& path) {
     // samples under two seeds differ only when it draws random numbers.
     if (!random_) {
       c10::NoGradGuard no_grad;
-      std::vector<c10::IValue> varied{at::linspace(-1, 1, x.numel()).reshape(x.sizes())};
+      // Values in [0, 1]: the range of every dataset's pixels, and valid
+      // token ids (0 and 1) for a byte-level model that reads x.long().
+      std::vector<c10::IValue> varied{at::linspace(0, 1, x.numel()).reshape(x.sizes())};
       if (loss_forward_) varied.emplace_back(y);
       std::lock_guard<std::mutex> lock(RandomMutex());
       at::manual_seed(1);

@@ -145,7 +145,10 @@ Status GossipJobImpl::InitAlgorithm() {
       return Status::DataLoss("checkpoint '" + checkpoint_path_ + "' has no learner state");
     ls.batches = static_cast<std::uint64_t>(batches->second);
     ls.steps = static_cast<std::uint64_t>(steps->second);
-    if (auto v = ckpt->vectors.find("learner/velocity"); v != ckpt->vectors.end()) ls.velocity = v->second;
+    for (auto [name, into] :
+         {std::pair{"learner/velocity", &ls.velocity}, std::pair{"learner/adam_m", &ls.adam_m},
+          std::pair{"learner/adam_v", &ls.adam_v}})
+      if (auto v = ckpt->vectors.find(name); v != ckpt->vectors.end()) *into = v->second;
     MURMUR_RETURN_IF_ERROR(learner_->RestoreState(ls));
   }
   engine::GossipHost host;
@@ -201,6 +204,10 @@ void GossipJobImpl::Snapshot(std::uint64_t done) {
   c.scalars["learner/batches"] = static_cast<double>(ls.batches);
   c.scalars["learner/steps"] = static_cast<double>(ls.steps);
   if (!ls.velocity.empty()) c.vectors["learner/velocity"] = std::move(ls.velocity);
+  if (!ls.adam_m.empty()) {
+    c.vectors["learner/adam_m"] = std::move(ls.adam_m);
+    c.vectors["learner/adam_v"] = std::move(ls.adam_v);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   last_ = std::move(c);
 }

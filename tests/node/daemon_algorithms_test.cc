@@ -71,18 +71,22 @@ TEST_CASE("Gossip jobs with a learning-rate schedule train the models murmur sim
   CHECK(ValidateJobConfig(bad, 1).message().find("spec field 'lr_schedule'") != std::string::npos);
 }
 
-// A gossip job of four daemons on loopback with local momentum 0.9 (so the
-// learners' state matters too): the job run to 20 rounds at once, and the
+// A gossip job of four daemons on loopback with local momentum 0.9, or AdamW
+// (so the learners' state matters too): the job run to 20 rounds at once, and the
 // same job run to 10, the daemons stopped, then restarted with rounds = 20
 // from their checkpoints, must give the same models bit for bit.
 void CheckResumeIsExact(const std::string& algorithm, const std::string& compression,
-                        const std::string& topology) {
+                        const std::string& topology, const std::string& optimizer = "sgd") {
   Cluster cluster;
+  const bool adamw = optimizer == "adamw";
   cluster.job_tweak = [&](proto::JobConfig& job) {
     job.mutable_spec()->set_algorithm(algorithm);
     job.mutable_spec()->set_compression(compression);
     job.mutable_spec()->set_topology(topology);
-    job.mutable_spec()->set_momentum(algorithm == "dsgt" ? 0 : 0.9);  // DSGT applies gradients itself
+    job.mutable_spec()->set_optimizer(optimizer);
+    if (adamw) job.mutable_spec()->set_lr(0.01);
+    job.mutable_spec()->set_momentum(algorithm == "dsgt" || adamw ? 0
+                                                                  : 0.9);  // DSGT applies gradients itself
   };
   auto fresh = [&] {
     for (NodeId i = 0; i < Cluster::kNodes; ++i) testing::ForgetJobs((cluster.root / NodeDir(i)).string());
@@ -97,7 +101,9 @@ void CheckResumeIsExact(const std::string& algorithm, const std::string& compres
     REQUIRE(ckpt.ok());
     CHECK(ckpt->round == 10);
     CHECK(ckpt->algorithm == algorithm + " " + compression);
-    CHECK(ckpt->vectors.count("learner/velocity") == (algorithm == "dsgt" ? 0u : 1u));
+    CHECK(ckpt->vectors.count("learner/velocity") == (algorithm == "dsgt" || adamw ? 0u : 1u));
+    CHECK(ckpt->vectors.count("learner/adam_m") == (adamw ? 1u : 0u));
+    CHECK(ckpt->vectors.count("learner/adam_v") == (adamw ? 1u : 0u));
   }
   done.clear();
   auto resumed = cluster.RunAll(20, &done);
@@ -122,6 +128,9 @@ void CheckResumeIsExact(const std::string& algorithm, const std::string& compres
 
 TEST_CASE("murmurd D-PSGD stopped after round 10 and restarted ends as a job never stopped") {
   CheckResumeIsExact("dpsgd", "none", "ring");
+}
+TEST_CASE("murmurd DiLoCo with inner AdamW stopped and restarted ends as a job never stopped") {
+  CheckResumeIsExact("diloco", "none", "ring", "adamw");
 }
 TEST_CASE("murmurd CHOCO-SGD top-k with error feedback stopped and restarted ends as a job never stopped") {
   CheckResumeIsExact("dpsgd-cta", "topk:0.1", "ring");
