@@ -111,6 +111,12 @@ double MlLearner::Gradient(const ParamVector& params, ParamVector& grad) {
 double MlLearner::Train(ParamVector& params, int steps) {
   if (order_.empty() || steps <= 0) return 0;
   ThreadScratch& s = ScratchFor(model_);
+  AdamOptions adamw;
+  adamw.beta1 = options_.beta1;
+  adamw.beta2 = options_.beta2;
+  adamw.epsilon = options_.epsilon;
+  adamw.weight_decay = options_.weight_decay;
+  adamw.decoupled = true;
   double total = 0;
   for (int k = 0; k < steps; ++k) {
     const auto lr = static_cast<float>(LearningRate(steps_));
@@ -120,14 +126,8 @@ double MlLearner::Train(ParamVector& params, int steps) {
         adam_m_.assign(params.size(), 0.0f);
         adam_v_.assign(params.size(), 0.0f);
       }
-      AdamOptions o;
-      o.beta1 = options_.beta1;
-      o.beta2 = options_.beta2;
-      o.epsilon = options_.epsilon;
-      o.weight_decay = options_.weight_decay;
-      o.decoupled = true;
       AdamUpdate(params.span(), s.grad.span(), adam_m_, adam_v_, static_cast<std::int64_t>(steps_) + 1, lr,
-                 o);
+                 adamw);
     } else if (options_.momentum > 0) {
       if (velocity_.empty()) velocity_.assign(params.size(), 0.0f);
       Eigen::Map<Eigen::VectorXf> v(velocity_.data(), static_cast<Eigen::Index>(velocity_.size()));

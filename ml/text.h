@@ -29,6 +29,10 @@ namespace murmur::ml {
 inline constexpr std::int64_t kMaxTextContext = 4096;
 inline constexpr std::int64_t kMaxTextBytes = std::int64_t{1} << 30;
 
+// Whether a dataset spec names byte-level text ("text:..."): a language
+// model's data, read by its loss and perplexity rather than an accuracy.
+inline bool IsTextDatasetSpec(const std::string& spec) { return spec.rfind("text:", 0) == 0; }
+
 // The windows of `bytes` with context `context`, as a Dataset named `name`.
 Result<Dataset> TextWindows(std::span<const std::uint8_t> bytes, std::int64_t context,
                             const std::string& name);

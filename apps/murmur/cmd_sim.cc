@@ -16,6 +16,7 @@
 #include "engine/federated_builder.h"
 #include "engine/files.h"
 #include "engine/gossip_builder.h"
+#include "ml/text.h"
 #include "sim/mpi/mpi.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
@@ -32,7 +33,7 @@ std::string Megabytes(std::uint64_t bytes) {
 
 // A language model (dataset text:T:FILE) is read by its loss in nats per
 // byte and its perplexity exp(loss), not by an accuracy.
-bool IsTextDataset(const proto::JobSpec& spec) { return spec.dataset().rfind("text:", 0) == 0; }
+bool IsTextDataset(const proto::JobSpec& spec) { return ml::IsTextDatasetSpec(spec.dataset()); }
 
 void PrintTable(const sim::RunSummary& r, bool text) {
   if (text) {

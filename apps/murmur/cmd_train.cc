@@ -17,6 +17,7 @@
 #include "ml/idx.h"
 #include "ml/optimizer.h"
 #include "ml/schedule.h"
+#include "ml/text.h"
 #include "ml/trainer.h"
 
 namespace murmur::cli {
@@ -148,7 +149,7 @@ int RunTrain(int argc, char** argv) {
   ProgressBar bar("train", static_cast<std::uint64_t>(per_epoch * epochs), 5);
   double train_seconds = 0;
   std::int64_t samples = 0;
-  const bool text = args["dataset"].as<std::string>().rfind("text:", 0) == 0;
+  const bool text = ml::IsTextDatasetSpec(args["dataset"].as<std::string>());
   ml::Evaluation ev;
   for (int e = 0; e < epochs; ++e) {
     auto start = std::chrono::steady_clock::now();
