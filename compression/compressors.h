@@ -20,6 +20,7 @@ class DenseCompressor final : public FixedSpecCompressor {
       : FixedSpecCompressor(std::move(spec), error_feedback), coding_(coding) {}
   std::shared_ptr<const Update> Compress(std::span<const float> delta, const Layout& layout,
                                          CompressorState& state, Rng& rng) const override;
+  const ValueCoding& coding() const { return coding_; }
 
  private:
   ValueCoding coding_;
@@ -48,6 +49,7 @@ class SparseCompressor final : public FixedSpecCompressor {
   std::shared_ptr<const Update> Compress(std::span<const float> delta, const Layout& layout,
                                          CompressorState& state, Rng& rng) const override;
   std::size_t KFor(std::size_t n) const;
+  const SparseOptions& options() const { return options_; }
 
  private:
   SparseOptions options_;

@@ -30,33 +30,59 @@ inline void OrField(std::uint8_t* p, std::size_t i, int b, std::uint32_t v) {
   for (std::size_t k = 0; k < nbytes; ++k) p[byte + k] |= static_cast<std::uint8_t>(w >> (8 * k));
 }
 
-// Sum of |a| in double, with float partial sums over short blocks (vectorizable).
-double AbsSum(const float* a, std::size_t n) {
-  double total = 0;
-  std::size_t i = 0;
-  constexpr std::size_t kBlock = 1024;
-  for (; i + kBlock <= n; i += kBlock) {
-    float part[16] = {};
-    for (std::size_t j = 0; j < kBlock; j += 16)
-      for (int l = 0; l < 16; ++l) part[l] += std::fabs(a[i + j + l]);
-    for (float v : part) total += v;
-  }
-  for (; i < n; ++i) total += std::fabs(a[i]);
-  return total;
-}
-
-double SquareSum(const float* a, std::size_t n) {
-  double total = 0;
-  for (std::size_t i = 0; i < n; ++i) total += static_cast<double>(a[i]) * a[i];
-  return total;
-}
-
 float AbsMax(const float* a, std::size_t n) {
   float m = 0;
   for (std::size_t i = 0; i < n; ++i) m = std::max(m, std::fabs(a[i]));
   return m;
 }
 }  // namespace
+
+double PairwiseSum(std::span<double> s) {
+  std::size_t count = s.size();
+  if (count == 0) return 0;
+  while (count > 1) {
+    for (std::size_t i = 0; i < count / 2; ++i) s[i] = s[2 * i] + s[2 * i + 1];
+    if (count % 2 == 1) s[count / 2] = s[count - 1];
+    count = (count + 1) / 2;
+  }
+  return s[0];
+}
+
+double AbsSum(std::span<const float> a) {
+  const std::size_t n = a.size();
+  std::vector<double> blocks((n + kReduceBlock - 1) / kReduceBlock);
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    const float* p = a.data() + b * kReduceBlock;
+    const std::size_t m = std::min(kReduceBlock, n - b * kReduceBlock);
+    float lane[kReduceLanes] = {};
+    std::size_t j = 0;
+    for (; j + kReduceLanes <= m; j += kReduceLanes)
+      for (std::size_t l = 0; l < kReduceLanes; ++l) lane[l] += std::fabs(p[j + l]);
+    for (std::size_t l = 0; j + l < m; ++l) lane[l] += std::fabs(p[j + l]);
+    double total = 0;
+    for (float v : lane) total += v;
+    blocks[b] = total;
+  }
+  return PairwiseSum(blocks);
+}
+
+double SquareSum(std::span<const float> a) {
+  const std::size_t n = a.size();
+  std::vector<double> blocks((n + kReduceBlock - 1) / kReduceBlock);
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    const float* p = a.data() + b * kReduceBlock;
+    const std::size_t m = std::min(kReduceBlock, n - b * kReduceBlock);
+    double lane[kReduceLanes] = {};
+    std::size_t j = 0;
+    for (; j + kReduceLanes <= m; j += kReduceLanes)
+      for (std::size_t l = 0; l < kReduceLanes; ++l) lane[l] += static_cast<double>(p[j + l]) * p[j + l];
+    for (std::size_t l = 0; j + l < m; ++l) lane[l] += static_cast<double>(p[j + l]) * p[j + l];
+    double total = 0;
+    for (double v : lane) total += v;
+    blocks[b] = total;
+  }
+  return PairwiseSum(blocks);
+}
 
 std::string ValueTypeName(ValueType t) {
   switch (t) {
@@ -226,7 +252,9 @@ MURMUR_TARGET_AVX512 inline __m512 UniformAt16(std::uint64_t key, std::uint32_t 
 MURMUR_TARGET_AVX512 std::size_t AbsMaxAvx512(const float* a, std::size_t m, float* amax) {
   std::size_t j = 0;
   __m512 vmax = _mm512_setzero_ps();
-  for (; j + 16 <= m; j += 16) vmax = _mm512_max_ps(vmax, _mm512_abs_ps(_mm512_loadu_ps(a + j)));
+  // max_ps returns its second operand when either is NaN: a NaN is ignored,
+  // as std::max(m, NaN) in the scalar loop ignores it.
+  for (; j + 16 <= m; j += 16) vmax = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(a + j)), vmax);
   *amax = _mm512_reduce_max_ps(vmax);
   return j;
 }
@@ -280,7 +308,10 @@ void PackInt8(const float* x, float* r, std::size_t n, std::uint32_t block, std:
     for (; j < m; ++j) {
       float u = UniformAt(key, static_cast<std::uint32_t>(lo + j));
       float q = std::floor(acc[j] * inv + u);
-      q = std::clamp(q, -127.0f, 127.0f);
+      // max then min in the order of the AVX-512 path (and the GPU kernel):
+      // a NaN becomes -127, as _mm512_max_ps(q, -127) makes it.
+      q = q > -127.0f ? q : -127.0f;
+      q = q < 127.0f ? q : 127.0f;
       out[lo + j] = static_cast<std::uint8_t>(static_cast<std::int8_t>(q));
       if constexpr (kEF) r[lo + j] = acc[j] - q * scale;
     }
@@ -384,7 +415,7 @@ PackedValues PackValues(std::span<const float> xs, std::span<float> residual, co
     acc = r;
   }
   if (coding.type == ValueType::kSign) {
-    float scale = n ? static_cast<float>(AbsSum(acc, n) / static_cast<double>(n)) : 0.0f;
+    float scale = n ? static_cast<float>(AbsSum({acc, n}) / static_cast<double>(n)) : 0.0f;
     pv.scales[0] = scale;
     if (ef)
       PackSign<true>(acc, r, n, scale, out);
@@ -409,7 +440,7 @@ PackedValues PackValues(std::span<const float> xs, std::span<float> residual, co
   // QSGD (Alistarh et al. 2017, Sec. 3.1): level l = floor(|a| / ||a||_2 * s + u),
   // value ||a||_2 * sign(a) * l / s; E = a.
   MURMUR_CHECK(coding.type == ValueType::kQsgd && coding.levels >= 1);
-  float norm = static_cast<float>(std::sqrt(SquareSum(acc, n)));
+  float norm = static_cast<float>(std::sqrt(SquareSum({acc, n})));
   pv.scales[0] = norm;
   const int bits = coding.BitsPerValue();
   const float s = static_cast<float>(coding.levels);

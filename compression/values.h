@@ -77,6 +77,22 @@ struct PackedValues {
 PackedValues PackValues(std::span<const float> x, std::span<float> residual, const ValueCoding& coding,
                         std::uint64_t key);
 
+// The reductions behind the codings with one scale (sign's ||a||_1 / d and
+// QSGD's ||a||_2), in a fixed order that a GPU computes in parallel with the
+// same bits (compression/cuda/): blocks of kReduceBlock elements (the last
+// one shorter), each summed in kReduceLanes interleaved lanes (lane l takes
+// elements l, l + 16, ... of the block, in that order), the lanes added in
+// lane order into the block's total in double, and the block totals added by
+// PairwiseSum. AbsSum keeps its lanes in float, SquareSum in double (of the
+// exact double squares).
+inline constexpr std::size_t kReduceBlock = 1024;
+inline constexpr std::size_t kReduceLanes = 16;
+double AbsSum(std::span<const float> a);
+double SquareSum(std::span<const float> a);
+// Pairwise tree over s, level by level: s[i] = s[2i] + s[2i+1], an odd last
+// value carried up unchanged; 0 for an empty s. Overwrites s.
+double PairwiseSum(std::span<double> s);
+
 // The 16-bit float conversions (core/float16.h), under their earlier names here.
 using murmur::Bf16ToFloat;
 using murmur::FloatToBf16;

@@ -1,4 +1,5 @@
 #include "compression/values.h"
+#include "compression/simd.h"
 
 #include <doctest/doctest.h>
 
@@ -33,6 +34,68 @@ TEST_CASE("fp16 and bf16 conversions match known encodings") {
     if ((h & 0x7C00) == 0x7C00) continue;
     CAPTURE(h);
     REQUIRE(FloatToHalf(HalfToFloat(static_cast<std::uint16_t>(h))) == h);
+  }
+}
+
+// The fixed-order reductions (compression/values.h) that the GPU kernels
+// reproduce: each case is decided by where a rounding happens, worked out by
+// hand, so a different order gives a different answer.
+TEST_CASE("The one-scale reductions add in their documented order") {
+  const double two53 = 0x1p53, two54 = 0x1p54;
+  SUBCASE("pairwise over the block totals") {
+    std::vector<double> s = {1, 2, 3};
+    CHECK(PairwiseSum(s) == 6);  // [3, 3] -> 6, the odd 3 carried up
+    s = {two53, 1, 1, 1};
+    CHECK(PairwiseSum(s) == two53 + 2);  // [2^53 + 1 -> 2^53, 2] -> 2^53 + 2; left to right gives 2^53
+    s = {};
+    CHECK(PairwiseSum(s) == 0);
+  }
+  SUBCASE("AbsSum keeps each lane in float and adds the lanes in double") {
+    std::vector<float> a(1024, 0.0f);
+    a[0] = 0x1p24f;
+    a[16] = 1.0f;  // lane 0 again: 2^24 + 1 rounds to 2^24 in float
+    CHECK(AbsSum(a) == 0x1p24);
+    a[16] = 0.0f;
+    a[1] = -1.0f;  // lane 1: the lanes meet in double, 2^24 + 1 exactly
+    CHECK(AbsSum(a) == 0x1p24 + 1);
+    // Small integers: every order is exact, the total is the plain sum.
+    std::vector<float> b(5000);
+    double want = 0;
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      b[i] = static_cast<float>(static_cast<int>(i % 7) - 3);
+      want += std::fabs(b[i]);
+    }
+    CHECK(AbsSum(b) == want);
+    CHECK(AbsSum(std::vector<float>{}) == 0);
+  }
+  SUBCASE("SquareSum adds exact squares in double lanes, blocks pairwise") {
+    std::vector<float> a(1024, 0.0f);
+    a[0] = 0x1p27f;  // square 2^54
+    a[16] = 1.0f;
+    a[32] = 1.0f;  // lane 0: 2^54 + 1 -> 2^54, twice
+    CHECK(SquareSum(a) == two54);
+    std::vector<float> b(4096, 0.0f);
+    b[0] = 0x1p27f;
+    b[1024] = b[2048] = b[3072] = 1.0f;  // blocks [2^54, 1, 1, 1] -> [2^54, 2] -> 2^54 + 2
+    CHECK(SquareSum(b) == two54 + 2);
+    CHECK(SquareSum(std::vector<float>{3.0f, -4.0f}) == 25);
+  }
+}
+
+TEST_CASE("int8 codes a NaN as -127 at every SIMD level, as the GPU kernel does") {
+  std::vector<float> x(40, 0.5f);
+  x[3] = std::nanf("");
+  x[20] = std::nanf("");  // in the last full 16-wide step
+  x[37] = std::nanf("");  // in the scalar tail of a 16-wide loop
+  const ValueCoding int8{ValueType::kInt8, 40, 0};
+  for (SimdLevel level : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
+    const SimdLevel before = CapSimd(level);
+    PackedValues pv = PackValues(x, {}, int8, 1);
+    CapSimd(before);
+    CHECK(static_cast<std::int8_t>(pv.payload[3]) == -127);
+    CHECK(static_cast<std::int8_t>(pv.payload[20]) == -127);
+    CHECK(static_cast<std::int8_t>(pv.payload[37]) == -127);
+    CHECK(pv.scales[0] == 0.5f / 127.0f);  // the maximum ignores the NaN
   }
 }
 
