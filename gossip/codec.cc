@@ -16,11 +16,22 @@ Result<CodecSpec> CodecSpec::Parse(const std::string& spec) {
   CodecSpec out;
   out.spec = spec;
   std::string base = spec;
-  if (EndsWith(base, ",no-ef")) {
-    out.error_feedback = false;
-    base.resize(base.size() - 6);
-  } else if (EndsWith(base, ",ef")) {
-    base.resize(base.size() - 3);
+  // Gossip's own modifiers, last in the spec, in either order.
+  bool choco = false;
+  for (bool more = true; more;) {
+    more = false;
+    if (EndsWith(base, ",no-ef")) {
+      out.error_feedback = false;
+      base.resize(base.size() - 6);
+      more = true;
+    } else if (EndsWith(base, ",ef")) {
+      base.resize(base.size() - 3);
+      more = true;
+    } else if (EndsWith(base, ",choco")) {
+      choco = true;
+      base.resize(base.size() - 6);
+      more = true;
+    }
   }
   if (base.empty()) base = "none";
   // The compressor itself keeps no residual: gossip does error feedback.
@@ -32,8 +43,11 @@ Result<CodecSpec> CodecSpec::Parse(const std::string& spec) {
   out.compressor = std::move(made).value();
   if (const auto* powersgd = dynamic_cast<const compression::PowerSgdCompressor*>(out.compressor.get()))
     out.lowrank = powersgd->rank();
-  out.lossless_fp32 = base == "none";
-  out.full_model_safe = base == "none" || base == "fp16" || base == "bf16" || StartsWith(base, "int8");
+  out.value_coding = base == "none" || base == "fp16" || base == "bf16" || StartsWith(base, "int8");
+  // ",choco": CHOCO's coded differences x - x^ even with a value coding; for
+  // DiLoCo those differences are the pseudo-gradients, coded with error feedback.
+  out.full_model_safe = out.value_coding && !choco;
+  out.lossless_fp32 = base == "none" && !choco;
   if (StartsWith(base, "topk") || StartsWith(base, "threshold")) {
     out.flops_per_element = 8;
   } else if (StartsWith(base, "powersgd")) {

@@ -1,7 +1,8 @@
 // Codec: a gossip node's compressor together with its per-node state.
 //
 // CodecSpec parses a compression spec once ("none", "fp16", "topk:0.01",
-// "topk:0.01:fp16,no-ef", ...; grammar in docs/compression.md) and is shared
+// "topk:0.01:fp16,no-ef", "int8,choco", ...; grammar in docs/compression.md,
+// ",choco" in docs/algorithms.md) and is shared
 // by all nodes; each node then gets its own Codec (state, random stream,
 // scratch). Gossip decides how error feedback is done, not the compressor:
 // in CHOCO form the difference x - x^ is itself the residual memory, so the
@@ -31,6 +32,10 @@ struct CodecSpec {
   // Lossless or a fine value coding (fp16, bf16, int8): applying it to whole
   // models keeps them usable, so nodes can exchange full models with it.
   bool full_model_safe = true;
+  // The base is none, fp16, bf16 or int8 (with or without ",choco", which
+  // makes D-PSGD and DiLoCo send CHOCO's coded differences instead of models:
+  // full_model_safe is then false).
+  bool value_coding = true;
   // "none": the update is the fp32 vector itself, so a node may share its
   // model with the outgoing message instead of copying it (Update::SharedDenseF32).
   bool lossless_fp32 = false;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gossip/codec.h"
 #include "tests/gossip/allreduce_harness.h"
 #include "tests/gossip/quadratic.h"
 #include "topology/generators.h"
@@ -68,6 +69,23 @@ TEST_CASE("DiLoCo's outer SGD, Nesterov and Adam steps follow their sequences co
   }
 }
 
+TEST_CASE("A value coding with ',choco' is sent as CHOCO's coded differences") {
+  const CodecSpec int8 = CodecSpec::Parse("int8").value();
+  CHECK(int8.full_model_safe);
+  const CodecSpec differences = CodecSpec::Parse("int8,choco").value();
+  CHECK_FALSE(differences.full_model_safe);
+  CHECK(differences.value_coding);
+  CHECK(differences.error_feedback);
+  const CodecSpec both = CodecSpec::Parse("fp16,no-ef,choco").value();
+  CHECK_FALSE(both.full_model_safe);
+  CHECK_FALSE(both.error_feedback);
+  CHECK_FALSE(CodecSpec::Parse("none,choco").value().lossless_fp32);
+  CHECK_FALSE(CodecSpec::Parse("topk:0.01,choco").value().value_coding);
+  const auto bad = CodecSpec::Parse("int8,chocolate");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("int8,chocolate") != std::string::npos);
+}
+
 TEST_CASE("DiLoCo with exact averaging reaches the optimum of the average objective, compressed too") {
   // Quadratics with one curvature: the fixed point of local steps plus exact
   // averaging is the mean of the b_i, whatever H, and Nesterov's outer
@@ -78,7 +96,10 @@ TEST_CASE("DiLoCo with exact averaging reaches the optimum of the average object
   // is exact (the CHOCO terms s_i - x^_i sum to zero under a doubly
   // stochastic W, and the outer step is linear in g), so it alone must land
   // on the optimum.
-  for (const std::string codec : {"none", "int8", "topk:0.5"}) {
+  // int8 CHOCO differences (",choco": for DiLoCo, the coded pseudo-gradients)
+  // carry what int8 rounds off into the next round, so the mean lands on the
+  // optimum as exactly as fp32's.
+  for (const std::string codec : {"none", "int8", "topk:0.5", "int8,choco"}) {
     CAPTURE(codec);
     const bool choco = codec == "topk:0.5";
     DecentralizedSgdOptions o;
