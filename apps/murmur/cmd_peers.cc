@@ -10,7 +10,10 @@ namespace {
 int RunPeers(int argc, char** argv) {
   cxxopts::Options options("murmur peers", "each daemon's peers: address, secure session, membership state");
   AddOperatorOptions(options);
-  options.add_options()("h,help", "show this help");
+  options.add_options()("rtt-csv",
+                        "also write every measured round trip as from,to,rtt_ms rows to FILE (for murmur "
+                        "topology --measured)",
+                        cxxopts::value<std::string>())("h,help", "show this help");
   cxxopts::ParseResult args;
   if (auto rc = ParseFlags(options, argc, argv, "peers", &args)) return *rc;
   auto ctx = LoadOperatorContext(args);
@@ -18,6 +21,7 @@ int RunPeers(int argc, char** argv) {
   proto::ControlRequest request;
   request.mutable_peers();
   int bad = 0;
+  std::string csv = "from,to,rtt_ms\n";
   for (const DaemonReply& r : CallAll(*ctx, request)) {
     if (!r.response.ok() || !r.response->ok()) {
       std::printf("%s: %s\n", r.address.c_str(),
@@ -31,11 +35,20 @@ int RunPeers(int argc, char** argv) {
                 "incarnation", "rtt ms");
     for (const auto& p : r.response->peers()) {
       char rtt[32] = "-";
-      if (p.rtt_ms() > 0) std::snprintf(rtt, sizeof(rtt), "%.3f", p.rtt_ms());
+      if (p.rtt_ms() > 0) {
+        std::snprintf(rtt, sizeof(rtt), "%.3f", p.rtt_ms());
+        csv += std::to_string(r.response->node_id()) + "," + std::to_string(p.id()) + "," + rtt + "\n";
+      }
       std::printf("  %-5u %-22s %-10s %-11s %-11llu %s\n", p.id(),
                   p.address().empty() ? "-" : p.address().c_str(), p.connected() ? "up" : "down",
                   p.state().c_str(), static_cast<unsigned long long>(p.incarnation()), rtt);
     }
+  }
+  if (args.count("rtt-csv")) {
+    const std::string path = args["rtt-csv"].as<std::string>();
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    if (f == nullptr || std::fputs(csv.c_str(), f) < 0 || std::fclose(f) != 0)
+      return Failure("peers", "cannot write --rtt-csv '" + path + "'");
   }
   return bad > 0 ? kExitFailure : kExitOk;
 }

@@ -15,6 +15,7 @@
 #include "apps/murmur/command.h"
 #include "sim/device.h"
 #include "sim/links.h"
+#include "topology/measured.h"
 #include "topology/topology.h"
 
 namespace murmur::cli {
@@ -82,6 +83,9 @@ int RunTopology(int argc, char** argv) {
               "plane:FAST:SLOW[:MS] or trace:FILE.csv (a,b,mbps,latency_ms)", cxxopts::value<std::string>())
     ("devices", "link-aware kinds: the nodes' own links, as the simulator's devices (uniform, a class, a mix "
                 "or trace:FILE.csv)", cxxopts::value<std::string>()->default_value("uniform"))
+    ("measured", "link-aware kinds: pair costs measured on a fleet, FILE.csv of from,to,rtt_ms[,mbps] rows "
+                 "(murmur peers --rtt-csv), instead of --links and --devices",
+     cxxopts::value<std::string>())
     ("model-bytes", "link-aware kinds: the bytes of the model each edge carries a round (the cost of an edge "
                     "is the seconds they take over it)", cxxopts::value<double>()->default_value("407080"))
     ("export", "write the (round 0) graph as dot, json or edges", cxxopts::value<std::string>())
@@ -110,10 +114,26 @@ int RunTopology(int argc, char** argv) {
     spec.weights = *w;
     spec.weights_given = true;
   }
-  // Link-aware kinds: costs from the same device and link models as the simulator's.
+  // Link-aware kinds: costs from the same device and link models as the
+  // simulator's, or measured on a fleet.
   std::vector<sim::DeviceProfile> devices;
   std::unique_ptr<sim::LinkModel> links;
-  if (args.count("links") || args["devices"].as<std::string>() != "uniform") {
+  topology::MeasuredLinks measured;
+  if (args.count("measured")) {
+    if (args.count("links") || args["devices"].as<std::string>() != "uniform")
+      return UsageError(kName, "--measured replaces --links and --devices; give one or the other");
+    auto read =
+        topology::ReadMeasuredLinks(args["measured"].as<std::string>(), args.count("nodes") ? spec.nodes : 0);
+    if (!read.ok()) return UsageError(kName, "--measured: " + read.status().message());
+    measured = std::move(read).value();
+    if (args.count("nodes") && measured.nodes > spec.nodes)
+      return UsageError(kName, "--measured names node " + std::to_string(measured.nodes - 1) +
+                                   " but --nodes is " + std::to_string(spec.nodes));
+    spec.nodes = measured.nodes;
+    const double bits = 8 * args["model-bytes"].as<double>();
+    if (!(bits > 0) || !std::isfinite(bits)) return UsageError(kName, "--model-bytes must be positive");
+    spec.link_cost = topology::MeasuredCost(measured, bits);
+  } else if (args.count("links") || args["devices"].as<std::string>() != "uniform") {
     const std::string d = args["devices"].as<std::string>();
     auto made_devices = d.rfind("trace:", 0) == 0 ? sim::ReadDeviceTrace(d.substr(6), spec.nodes)
                                                   : sim::MakeDeviceProfiles(d, spec.nodes, spec.seed);

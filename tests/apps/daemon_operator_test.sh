@@ -10,7 +10,9 @@
 #     with more rounds goes on from its checkpoint;
 #  5. `murmur job status --wait` on a federated job reports the aggregator's
 #     global model, and the clients (their last global model and their own
-#     training loss) apart from it.
+#     training loss) apart from it;
+#  6. the daemons' measured round trips (`murmur peers --rtt-csv`) choose a
+#     ring (`murmur topology --measured`), and a job runs on it.
 # usage: daemon_operator_test.sh MURMUR MURMURD SOURCE_DIR
 set -euo pipefail
 MURMUR=$1 MURMURD=$2 SRC=$3
@@ -115,4 +117,21 @@ grep -q "^clients: .* over 2 clients" "$FLEET/status" || fail "the clients are n
   fail "a client's training loss is not reported"
 ! grep -q "over 3 daemons" "$FLEET/status" || fail "the aggregator was averaged with its clients"
 echo "5. f1: global model $row reported from the aggregator, clients apart"
+
+# 6. Neighbours from measurements: each daemon has probed the other two by
+# now (membership probes one peer a protocol period).
+for _ in $(seq 50); do
+  "$MURMUR" peers --rtt-csv "$FLEET/rtt.csv" "${FLEET_OP[@]}" >"$FLEET/out" || { cat "$FLEET/out"; fail "peers --rtt-csv"; }
+  [ "$(grep -c '^[0-9]' "$FLEET/rtt.csv")" -eq 6 ] && break
+  sleep 0.2
+done
+[ "$(grep -c '^[0-9]' "$FLEET/rtt.csv")" -eq 6 ] || { cat "$FLEET/rtt.csv"; fail "not every pair's round trip was measured"; }
+"$MURMUR" topology link-aware-ring --measured "$FLEET/rtt.csv" --export edges --out "$FLEET/ring.txt" >"$FLEET/out" ||
+  { cat "$FLEET/out"; fail "topology --measured"; }
+[ "$(grep -c '^[0-9]' "$FLEET/ring.txt")" -eq 3 ] || { cat "$FLEET/ring.txt"; fail "the measured ring of 3 has not 3 edges"; }
+sed "s|topology: \"ring\"|topology: \"file:$FLEET/ring.txt\"|" "$(job m1 10)" >"$FLEET/m1ring.job"
+"$MURMUR" job submit "$FLEET/m1ring.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "submit m1"; }
+"$MURMUR" job status --wait --interval 0.2 "${FLEET_OP[@]}" >"$FLEET/status" || { cat "$FLEET/status"; fail "m1 did not complete"; }
+grep -q "over 3 daemons (3 done)" "$FLEET/status" || { cat "$FLEET/status"; fail "m1's summary"; }
+echo "6. m1 ran on the ring chosen from the measured round trips: $(tr '\n' ' ' <"$FLEET/ring.txt")"
 echo "daemon operator test passed"

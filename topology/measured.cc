@@ -1,0 +1,89 @@
+#include "topology/measured.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+namespace murmur::topology {
+
+namespace {
+
+struct Row {
+  std::uint64_t from = 0, to = 0;
+  double rtt_ms = 0, mbps = 0;
+};
+
+bool ParseNumber(const std::string& field, double* out) {
+  std::size_t used = 0;
+  try {
+    *out = std::stod(field, &used);
+  } catch (...) {
+    return false;
+  }
+  return used == field.size() && std::isfinite(*out) && *out >= 0;
+}
+
+bool ParseId(const std::string& field, std::uint64_t* out) {
+  if (field.empty() || field.find_first_not_of("0123456789") != std::string::npos || field.size() > 9)
+    return false;
+  *out = std::stoull(field);
+  return true;
+}
+
+}  // namespace
+
+Result<MeasuredLinks> ReadMeasuredLinks(const std::string& path, std::uint32_t nodes_hint) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("measured links '" + path + "': cannot be read");
+  std::vector<Row> rows;
+  std::uint64_t largest = 0;
+  std::string line;
+  for (std::size_t lineno = 1; std::getline(in, line); ++lineno) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line[0] == '#' || line.rfind("from,", 0) == 0) continue;
+    auto bad = [&](const std::string& why) {
+      return Status::InvalidArgument("measured links '" + path + "' line " + std::to_string(lineno) + ": " +
+                                     why);
+    };
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string field; std::getline(ss, field, ',');) f.push_back(field);
+    if (f.size() < 3 || f.size() > 4) return bad("expected from,to,rtt_ms[,mbps], got '" + line + "'");
+    Row r;
+    if (!ParseId(f[0], &r.from) || !ParseId(f[1], &r.to)) return bad("node ids must be integers");
+    if (r.from >= kMaxMeasuredNodes || r.to >= kMaxMeasuredNodes)
+      return bad("node id over the " + std::to_string(kMaxMeasuredNodes) + " accepted");
+    if (r.from == r.to) return bad("node " + f[0] + " paired with itself");
+    if (!ParseNumber(f[2], &r.rtt_ms)) return bad("round trip '" + f[2] + "' is not a finite number >= 0");
+    if (f.size() == 4 && !ParseNumber(f[3], &r.mbps))
+      return bad("throughput '" + f[3] + "' is not a finite number >= 0");
+    largest = std::max({largest, r.from, r.to});
+    rows.push_back(r);
+  }
+  MeasuredLinks m;
+  m.nodes = std::max<std::uint32_t>(nodes_hint, rows.empty() ? 0 : static_cast<std::uint32_t>(largest + 1));
+  const std::size_t cells = static_cast<std::size_t>(m.nodes) * m.nodes;
+  m.rtt_ms.assign(cells, 0.0);
+  m.mbps.assign(cells, 0.0);
+  for (const Row& r : rows) {
+    const std::size_t at = r.from * m.nodes + r.to;
+    m.rtt_ms[at] = r.rtt_ms;
+    m.mbps[at] = r.mbps;
+  }
+  return m;
+}
+
+PairCost MeasuredCost(const MeasuredLinks& links, double bits) {
+  return [&links, bits](NodeId u, NodeId v) {
+    const std::size_t n = links.nodes;
+    std::size_t at = static_cast<std::size_t>(u) * n + v;
+    if (links.rtt_ms[at] <= 0 && links.mbps[at] <= 0) at = static_cast<std::size_t>(v) * n + u;
+    if (links.rtt_ms[at] <= 0 && links.mbps[at] <= 0) return kUnmeasuredSeconds;
+    double seconds = links.rtt_ms[at] / 2000.0;
+    if (links.mbps[at] > 0) seconds += bits / (links.mbps[at] * 1e6);
+    return seconds;
+  };
+}
+
+}  // namespace murmur::topology
