@@ -1,7 +1,9 @@
 // Fuzzes the simulator's trace readers and its link-model specs (files and
 // flags users bring): the input is read as a link trace
-// (sim/links.h, rows a,b,mbps,latency_ms) and as a device trace
-// (sim/device.h), over 8 nodes, and its first line as a `links` spec. Any
+// (sim/links.h, rows a,b,mbps,latency_ms), as a device trace
+// (sim/device.h), over 8 nodes, as measured links (topology/measured.h,
+// whose costs must be finite and non-negative), and its first line as a
+// `links` spec. Any
 // input must yield a model or a Status, never a crash or undefined
 // behaviour; a model that loads must give every pair a positive rate and a
 // non-negative latency, and a device trace positive speeds.
@@ -16,6 +18,7 @@
 
 #include "sim/device.h"
 #include "sim/links.h"
+#include "topology/measured.h"
 
 namespace {
 
@@ -47,6 +50,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const std::string path = "/proc/self/fd/" + std::to_string(fd);
   if (auto m = MakeLinkModel("trace:" + path, kNodes, 1); m.ok()) Check(**m);
+  if (auto m = murmur::topology::ReadMeasuredLinks(path, kNodes); m.ok()) {
+    if (m->nodes < kNodes) std::abort();
+    const murmur::topology::PairCost cost = murmur::topology::MeasuredCost(*m, 8e6);
+    const murmur::NodeId upto = m->nodes < 64 ? m->nodes : 64;
+    for (murmur::NodeId u = 0; u < upto; ++u)
+      for (murmur::NodeId v = 0; v < upto; ++v) {
+        const double c = cost(u, v);
+        if (!(c >= 0) || !std::isfinite(c)) std::abort();
+      }
+  }
   if (auto d = ReadDeviceTrace(path, kNodes); d.ok()) {
     for (const DeviceProfile& p : *d) {
       if (!(p.flops_per_s > 0 && p.up_bps > 0 && p.down_bps > 0 && p.availability > 0)) std::abort();

@@ -9,6 +9,8 @@ namespace murmur::topology {
 
 namespace {
 
+constexpr double kMaxRttMs = 1e7;
+
 struct Row {
   std::uint64_t from = 0, to = 0;
   double rtt_ms = 0, mbps = 0;
@@ -55,33 +57,27 @@ Result<MeasuredLinks> ReadMeasuredLinks(const std::string& path, std::uint32_t n
     if (r.from >= kMaxMeasuredNodes || r.to >= kMaxMeasuredNodes)
       return bad("node id over the " + std::to_string(kMaxMeasuredNodes) + " accepted");
     if (r.from == r.to) return bad("node " + f[0] + " paired with itself");
-    if (!ParseNumber(f[2], &r.rtt_ms)) return bad("round trip '" + f[2] + "' is not a finite number >= 0");
-    if (f.size() == 4 && !ParseNumber(f[3], &r.mbps))
-      return bad("throughput '" + f[3] + "' is not a finite number >= 0");
+    if (!ParseNumber(f[2], &r.rtt_ms) || r.rtt_ms > kMaxRttMs)
+      return bad("round trip '" + f[2] + "' is not a number of ms in [0, 1e7]");
+    if (f.size() == 4 && (!ParseNumber(f[3], &r.mbps) || (r.mbps != 0 && (r.mbps < 1e-6 || r.mbps > 1e9))))
+      return bad("throughput '" + f[3] +
+                 "' is neither 0 (not measured) nor a number of Mbit/s in [1e-6, 1e9]");
     largest = std::max({largest, r.from, r.to});
     rows.push_back(r);
   }
   MeasuredLinks m;
   m.nodes = std::max<std::uint32_t>(nodes_hint, rows.empty() ? 0 : static_cast<std::uint32_t>(largest + 1));
-  const std::size_t cells = static_cast<std::size_t>(m.nodes) * m.nodes;
-  m.rtt_ms.assign(cells, 0.0);
-  m.mbps.assign(cells, 0.0);
-  for (const Row& r : rows) {
-    const std::size_t at = r.from * m.nodes + r.to;
-    m.rtt_ms[at] = r.rtt_ms;
-    m.mbps[at] = r.mbps;
-  }
+  for (const Row& r : rows) m.pairs[r.from << 32 | r.to] = MeasuredLink{r.rtt_ms, r.mbps};
   return m;
 }
 
 PairCost MeasuredCost(const MeasuredLinks& links, double bits) {
   return [&links, bits](NodeId u, NodeId v) {
-    const std::size_t n = links.nodes;
-    std::size_t at = static_cast<std::size_t>(u) * n + v;
-    if (links.rtt_ms[at] <= 0 && links.mbps[at] <= 0) at = static_cast<std::size_t>(v) * n + u;
-    if (links.rtt_ms[at] <= 0 && links.mbps[at] <= 0) return kUnmeasuredSeconds;
-    double seconds = links.rtt_ms[at] / 2000.0;
-    if (links.mbps[at] > 0) seconds += bits / (links.mbps[at] * 1e6);
+    const MeasuredLink* l = links.Find(u, v);
+    if (l == nullptr) l = links.Find(v, u);
+    if (l == nullptr) return kUnmeasuredSeconds;
+    double seconds = l->rtt_ms / 2000.0;
+    if (l->mbps > 0) seconds += bits / (l->mbps * 1e6);
     return seconds;
   };
 }

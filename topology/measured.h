@@ -13,7 +13,7 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
+#include <unordered_map>
 
 #include "core/status.h"
 #include "topology/link_aware.h"
@@ -25,20 +25,29 @@ inline constexpr std::uint32_t kMaxMeasuredNodes = 1u << 16;
 // measured pair, so that a graph takes it only when nothing else connects.
 inline constexpr double kUnmeasuredSeconds = 1e4;
 
+struct MeasuredLink {
+  double rtt_ms = 0;  // the smoothed round trip
+  double mbps = 0;    // the measured throughput; 0 when not measured
+};
+
 struct MeasuredLinks {
   std::uint32_t nodes = 0;
-  // Row-major nodes x nodes: u's smoothed round trip to v in ms and its
-  // measured throughput in Mbit/s; 0 where u has not measured v.
-  std::vector<double> rtt_ms;
-  std::vector<double> mbps;
+  // Keyed by u << 32 | v: what u measured to v (memory follows the rows, not
+  // nodes squared).
+  std::unordered_map<std::uint64_t, MeasuredLink> pairs;
+  const MeasuredLink* Find(NodeId u, NodeId v) const {
+    auto it = pairs.find(std::uint64_t{u} << 32 | v);
+    return it == pairs.end() ? nullptr : &it->second;
+  }
 };
 
 // Reads rows "from,to,rtt_ms[,mbps]" (blank lines, '#' comments and a header
 // line starting "from," skipped). nodes is the larger of nodes_hint and 1 +
 // the largest id. InvalidArgument naming the file and line for a malformed
-// row, an id of kMaxMeasuredNodes or more, a node paired with itself, or a
-// round trip or throughput that is negative or not finite; NotFound when
-// the file cannot be read.
+// row, an id of kMaxMeasuredNodes or more, a node paired with itself, a
+// round trip outside [0, 1e7] ms, or a throughput neither 0 (not measured)
+// nor in [1e-6, 1e9] Mbit/s; NotFound when the file cannot be read. Memory
+// follows the rows.
 Result<MeasuredLinks> ReadMeasuredLinks(const std::string& path, std::uint32_t nodes_hint = 0);
 
 // The seconds to send `bits` from u to v: half the round trip (one way), plus

@@ -52,7 +52,9 @@ TEST_CASE("A malformed measured-links file is refused naming the file and line")
       {"0,0,2\n", "paired with itself"},
       {"0,1,-2\n", "round trip '-2'"},
       {"0,1,nan\n", "round trip 'nan'"},
+      {"0,1,2e7\n", "round trip '2e7'"},
       {"0,1,2,inf\n", "throughput 'inf'"},
+      {"0,1,2,1e-300\n", "throughput '1e-300'"},
       {"0,70000,2\n", "node id over"},
       {"0,1,2,3,4\n", "expected from,to,rtt_ms"},
   };
