@@ -1,12 +1,24 @@
 // Device versions of the CPU's bit-exact helpers (compression/values.h,
 // compression/select.h, core/float16.cc): the same integer and IEEE
 // operations, each float operation rounded on its own (no contraction into
-// fused multiply-adds), so that every kernel computes the CPU's bits.
+// fused multiply-adds), so that every kernel computes the CPU's bits. Also
+// the grid size the module's element-wise kernels launch with.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 namespace murmur::compression::cuda::detail {
+
+// Threads per block of the element-wise kernels, and the blocks for n
+// elements at per_thread each (grid-stride loops cover the rest).
+constexpr int kThreads = 256;
+inline unsigned Blocks(std::size_t n, int per_thread = 1) {
+  std::size_t b = (n + static_cast<std::size_t>(kThreads) * per_thread - 1) /
+                  (static_cast<std::size_t>(kThreads) * per_thread);
+  return static_cast<unsigned>(std::clamp<std::size_t>(b, 1, 65535u * 16));
+}
 
 __device__ __forceinline__ std::uint32_t AbsKeyD(float f) { return __float_as_uint(f) & 0x7FFFFFFFu; }
 
