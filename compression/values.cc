@@ -48,40 +48,36 @@ double PairwiseSum(std::span<double> s) {
   return s[0];
 }
 
-double AbsSum(std::span<const float> a) {
+namespace {
+// The blocked order of values.h: per block, kReduceLanes lanes of type Lane
+// each adding term(x) of its elements in order, the lanes added in order in
+// double, the blocks added by PairwiseSum.
+template <typename Lane, typename Term>
+double BlockedSum(std::span<const float> a, Term term) {
   const std::size_t n = a.size();
   std::vector<double> blocks((n + kReduceBlock - 1) / kReduceBlock);
   for (std::size_t b = 0; b < blocks.size(); ++b) {
     const float* p = a.data() + b * kReduceBlock;
     const std::size_t m = std::min(kReduceBlock, n - b * kReduceBlock);
-    float lane[kReduceLanes] = {};
+    Lane lane[kReduceLanes] = {};
     std::size_t j = 0;
     for (; j + kReduceLanes <= m; j += kReduceLanes)
-      for (std::size_t l = 0; l < kReduceLanes; ++l) lane[l] += std::fabs(p[j + l]);
-    for (std::size_t l = 0; j + l < m; ++l) lane[l] += std::fabs(p[j + l]);
+      for (std::size_t l = 0; l < kReduceLanes; ++l) lane[l] += term(p[j + l]);
+    for (std::size_t l = 0; j + l < m; ++l) lane[l] += term(p[j + l]);
     double total = 0;
-    for (float v : lane) total += v;
+    for (Lane v : lane) total += v;
     blocks[b] = total;
   }
   return PairwiseSum(blocks);
 }
+}  // namespace
+
+double AbsSum(std::span<const float> a) {
+  return BlockedSum<float>(a, [](float v) { return std::fabs(v); });
+}
 
 double SquareSum(std::span<const float> a) {
-  const std::size_t n = a.size();
-  std::vector<double> blocks((n + kReduceBlock - 1) / kReduceBlock);
-  for (std::size_t b = 0; b < blocks.size(); ++b) {
-    const float* p = a.data() + b * kReduceBlock;
-    const std::size_t m = std::min(kReduceBlock, n - b * kReduceBlock);
-    double lane[kReduceLanes] = {};
-    std::size_t j = 0;
-    for (; j + kReduceLanes <= m; j += kReduceLanes)
-      for (std::size_t l = 0; l < kReduceLanes; ++l) lane[l] += static_cast<double>(p[j + l]) * p[j + l];
-    for (std::size_t l = 0; j + l < m; ++l) lane[l] += static_cast<double>(p[j + l]) * p[j + l];
-    double total = 0;
-    for (double v : lane) total += v;
-    blocks[b] = total;
-  }
-  return PairwiseSum(blocks);
+  return BlockedSum<double>(a, [](float v) { return static_cast<double>(v) * v; });
 }
 
 std::string ValueTypeName(ValueType t) {
