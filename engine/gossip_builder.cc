@@ -141,7 +141,10 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
   const Nanos timeout =
       spec.round_timeout() > 0 ? FromSeconds(spec.round_timeout()) : host.auto_round_timeout;
   const bool static_topology = host.topology != nullptr && host.topology->is_static();
-  const std::uint64_t rounds = host.open_ended ? std::numeric_limits<std::uint64_t>::max() : spec.rounds();
+  // An overlapped all-reduce's last round is not the start of a longer run's
+  // next one: it ends on the anchor (gossip/ring_allreduce.h), so it stops there.
+  const std::uint64_t rounds =
+      host.open_ended && !spec.overlap() ? std::numeric_limits<std::uint64_t>::max() : spec.rounds();
   if (IsDpsgd(a)) {
     gossip::DecentralizedSgdOptions o;
     o.order = a == "dpsgd-cta" ? gossip::MixOrder::kCombineThenAdapt : gossip::MixOrder::kAdaptThenCombine;
@@ -180,7 +183,7 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
     const auto hops = std::max<std::size_t>(1, gossip::CollectiveSchedule(o.collective, nodes, 0, 1).steps());
     o.round_timeout =
         spec.round_timeout() > 0 ? timeout : host.auto_round_timeout * static_cast<std::int64_t>(hops);
-    o.catch_up = host.catch_up && !spec.overlap();
+    o.catch_up = host.catch_up;
     o.overlap = spec.overlap();
     if (lowrank > 0) {
       o.lowrank = lowrank;

@@ -94,7 +94,9 @@ struct GossipHost {
   // Synchronous algorithms: the node is not told spec.rounds and runs on
   // until the host stops it (the simulator stops a run when the slowest node
   // finishes the last round, so that round sees the traffic a longer run
-  // would give it). Off, the node stops after spec.rounds (a daemon).
+  // would give it). Off, the node stops after spec.rounds (a daemon). An
+  // overlapped all-reduce (spec overlap) stops after spec.rounds either way:
+  // its last round ends on the anchor, unlike a longer run's.
   bool open_ended = false;
   // Hierarchical all-reduce (spec groups > 1): each node's group, 0 ..
   // groups - 1, groups of equal size, indexed by node id; not owned. Null:

@@ -131,7 +131,6 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
   if (s.overlap()) {
     if (!IsRingAllReduce(a))
       return Bad("overlap", "applies to allreduce and diloco-allreduce (got " + a + ")");
-    if (host == Host::kDaemon) return Bad("overlap", "runs in the simulator only (murmurd: false)");
     if (s.groups() != 1) return Bad("overlap", "runs one ring: groups must be 1");
   }
   if (s.collective() != "ring") {

@@ -21,9 +21,9 @@ RingAllReduceNode::RingAllReduceNode(Env& env, NodeId nodes, LocalLearner& learn
       sum_(x_.layout()),
       outer_(options_.outer, x_.layout()) {
   if (options_.overlap) {
-    MURMUR_CHECK_MSG(options_.cross.empty() && !options_.catch_up,
-                     "overlap runs one ring (no groups) without catch-up");
+    MURMUR_CHECK_MSG(options_.cross.empty(), "overlap runs one ring (no groups)");
     theta_ = ParamVector(x_.layout());
+    theta_.CopyFrom(x_);  // the anchor starts at x0 (a resumed node imports its own)
     start_ = ParamVector(x_.layout());
     mean_ = ParamVector(x_.layout());
   }
@@ -49,15 +49,22 @@ RingAllReduceNode::RingAllReduceNode(Env& env, NodeId nodes, LocalLearner& learn
     start_ = ParamVector(x_.layout());
   }
   ring_ = LiveRing();  // the whole ring until a round forms its own
-  reform_ = options_.peer_alive && options_.cross.empty() && !options_.overlap &&
-            members_.size() <= kMaxReformedRing;
+  reform_ = options_.peer_alive && options_.cross.empty() && members_.size() <= kMaxReformedRing;
   round_ = ahead_ = options_.first_round;
 }
 
 void RingAllReduceNode::Start() {
   if (!options_.overlap) return BeginRound();
-  theta_.CopyFrom(x_);
-  phase_ = round_;
+  if (finished()) return;
+  if (round_ == 0) {
+    phase_ = 0;
+    return BeginPhase();
+  }
+  // Resumed after round r - 1: the state is the one taken at that round's
+  // rebase, so x is round r's vector; its all-reduce and phase r + 1 begin.
+  phase_ = round_ + 1;
+  sum_.CopyFrom(x_);
+  StartReduce();
   BeginPhase();
 }
 
@@ -65,11 +72,15 @@ void RingAllReduceNode::FinishOverlapRound(bool averaged) {
   if (averaged) {
     mean_.vec() = sum_.vec() / static_cast<float>(ring_.n);
   } else {
-    ++failed_;  // the node's own progress stands in for the mean
-    mean_.CopyFrom(sum_);
+    ++failed_;  // mean_ holds the node's own vector (StartReduce): its own progress
   }
   mean_ready_ = true;
   ++round_;
+  if (options_.catch_up && ahead_ > round_ && ahead_ < options_.rounds) {
+    MURMUR_LOG(kInfo) << "node " << env_.self() << ": catching up from round " << round_ << " to " << ahead_;
+    round_ = ahead_;
+    phase_ = round_;  // the phase in training is averaged in the ring's round
+  }
   early_.erase(early_.begin(), early_.lower_bound({round_, 0}));
   if (round_ < options_.rounds) return TryRebase();
   // The last round: its outer step ends the run on the anchor itself.
@@ -85,6 +96,7 @@ Result<NodeState> RingAllReduceNode::ExportState() const {
   NodeState s;
   MURMUR_RETURN_IF_ERROR(codec_->ExportState(s));
   s.Put("x", x_);
+  if (options_.overlap) s.Put("theta", theta_);
   outer_.ExportState(s);
   if (lowrank_) lowrank_->ExportState(s);
   return s;
@@ -92,6 +104,7 @@ Result<NodeState> RingAllReduceNode::ExportState() const {
 
 Status RingAllReduceNode::ImportState(const NodeState& state) {
   MURMUR_RETURN_IF_ERROR(state.Get("x", x_));
+  if (options_.overlap) MURMUR_RETURN_IF_ERROR(state.Get("theta", theta_));
   MURMUR_RETURN_IF_ERROR(codec_->ImportState(state));
   if (lowrank_) MURMUR_RETURN_IF_ERROR(lowrank_->ImportState(state));
   return outer_.ImportState(state);
@@ -141,6 +154,7 @@ void RingAllReduceNode::BeginRound() {
 
 void RingAllReduceNode::StartReduce() {
   reducing_ = true;
+  if (options_.overlap) mean_.CopyFrom(sum_);  // the node's own vector, should the round fail
   step_ = 0;
   if (reform_) {  // this round's ring: the live members
     const std::uint64_t before = ring_.fingerprint;
@@ -182,30 +196,34 @@ void RingAllReduceNode::BeginPhase() {
       });
 }
 
-// Overlap: once phase p is trained and round p - 1's mean progress is in,
-// the anchor takes its outer step, x_ moves onto it with phase p's own
-// progress, and round p's all-reduce (of that progress) and phase p + 1 begin.
+// Overlap: once phase p is trained and round p - 1's mean is in, the anchor
+// takes its outer step, x_ moves onto it with phase p's own progress, and
+// round p's all-reduce (of x_ = theta - d_p) and phase p + 1 begin. Phase 0
+// trained from the anchor itself, so its x_ is theta - d_0 already.
 void RingAllReduceNode::TryRebase() {
   if (!phase_done_ || (phase_ > 0 && !mean_ready_)) return;
   phase_done_ = false;
-  sum_.vec() = start_.vec() - x_.vec();  // this phase's progress, to be averaged
   if (phase_ > 0) {
     mean_ready_ = false;
+    sum_.vec() = start_.vec() - x_.vec();  // this phase's progress d_p
     options_.local.Save(x_);
     StepAnchor();
     x_.vec() = theta_.vec() - sum_.vec();
     options_.local.Restore(x_);
     if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), phase_ - 1, loss_);
   }
+  sum_.CopyFrom(x_);  // round p's vector
   ++phase_;
   StartReduce();
   BeginPhase();
 }
 
+// The round's mean is the next anchor before the outer step: the agreed
+// pseudo-gradient is theta - mean, the mean progress when the anchors agree.
 void RingAllReduceNode::StepAnchor() {
   outer_.Begin(theta_);
-  theta_.vec() -= mean_.vec();
-  outer_.Apply(theta_);  // no outer optimizer: theta - mean, local SGD's step
+  theta_.CopyFrom(mean_);
+  outer_.Apply(theta_);  // no outer optimizer: theta = mean, local SGD's step
 }
 
 std::span<float> RingAllReduceNode::PartVector() {

@@ -30,18 +30,28 @@
 //
 // Overlap (`overlap`, the one-step-delayed outer update of streaming DiLoCo,
 // Douillard et al. 2025, with a delay of one whole inner phase): the ring
-// averages each phase's progress while the next phase trains. Every node
-// keeps the agreed anchor theta (x0 at first). Phase p trains H steps from
-// x, and its progress d_p = x_before - x_after is all-reduced (round p)
-// while phase p + 1 trains on from x_after. When phase p + 1 is done and
-// round p's mean progress m_p is in, theta takes the outer step on it
-// (theta <- theta - lr step(m_p); without an outer optimizer theta - m_p),
-// x is rebased onto it with phase p + 1's own progress, x = theta - d_{p+1},
-// and round p + 1's all-reduce and phase p + 2 begin. Round p's outer step
-// thus lands one phase late: phase p + 1's gradients are taken at points
-// that do not include it (staleness of one round, H inner steps). After the
-// last round x = theta, the same on every node. A round whose all-reduce
-// times out uses the node's own progress in place of the mean.
+// averages each phase's result while the next phase trains. Every node
+// keeps an anchor theta (x0 at first). Phase p trains H steps from x; its
+// progress is d_p = x_before - x_after, and round p all-reduces
+// y_p = theta - d_p (the anchor moved by the phase's own progress) while
+// phase p + 1 trains on from x_after. When phase p + 1 is done and round p's
+// mean ybar_p is in, the anchor takes the outer step with the pseudo-gradient
+// theta - ybar_p (theta <- theta - lr step(theta - ybar_p); without an outer
+// optimizer theta = ybar_p), x is rebased onto it with phase p + 1's own
+// progress, x = theta - d_{p+1}, and round p + 1's all-reduce (of that x)
+// and phase p + 2 begin. While the anchors agree, theta - ybar_p is the mean
+// progress; anchors that differ (a round one node timed out of, a node
+// resumed from an older checkpoint) are pulled together by every averaged
+// round, to one anchor at once without an outer optimizer. Round p's outer
+// step thus lands one phase late: phase p + 1's gradients are taken at
+// points that do not include it (staleness of one round, H inner steps).
+// After the last round x = theta. A round whose all-reduce times out uses
+// the node's own y_p in place of the mean (its own progress). State for a
+// checkpoint, taken at a rebase (the observer's OnRoundDone): x (= y of the
+// next round) and "theta"; a node resumed after round r - 1 all-reduces x in
+// round r while phase r + 1 trains. With catch_up, a node whose predecessor
+// is two rounds ahead gives up its round and averages its phase in the
+// predecessor's.
 //
 // Hierarchical schedule (`cross` not empty): the ring is one group of m
 // nodes, and groups mix with each other between the two halves. After the
@@ -126,10 +136,10 @@ struct RingAllReduceOptions {
   double cross_self = 1;
   // A daemon's membership view: each round's ring is the members it says
   // are alive, in the ring's order (empty: every member, always). One ring of
-  // at most kMaxReformedRing nodes, without groups or overlap.
+  // at most kMaxReformedRing nodes, without groups.
   std::function<bool(NodeId)> peer_alive;
   // Overlap each round's all-reduce with the next round's inner steps (the
-  // one-step-delayed outer update, above). One ring only, no catch-up.
+  // one-step-delayed outer update, above). One ring only.
   bool overlap = false;
   // PowerSGD inside the all-reduce: its rank (0: the model itself is
   // all-reduced), error feedback, the seed of the shared first Q, and the
@@ -213,7 +223,7 @@ class RingAllReduceNode final : public Node {
 
   std::vector<NodeId> members_;  // the whole ring, in order
   // Whether rounds re-form their ring from `peer_alive` (one ring of at most
-  // kMaxReformedRing, no groups, no overlap); otherwise ring_ is the whole
+  // kMaxReformedRing, no groups); otherwise ring_ is the whole
   // ring throughout.
   bool reform_ = false;
   Ring ring_;  // this round's
@@ -229,8 +239,8 @@ class RingAllReduceNode final : public Node {
   // Hierarchical: where this round's owned segment is in its mix between groups.
   enum class CrossMix { kPending, kSent, kMixed };
   CrossMix cross_ = CrossMix::kPending;
-  // Overlap: the agreed anchor theta, the phase's start, the last round's
-  // mean progress (ready or not), and the phase being trained.
+  // Overlap: the anchor theta, the phase's start, the round's mean (or, until
+  // it is in, the node's own vector; ready or not), and the phase being trained.
   ParamVector theta_, start_, mean_;
   bool mean_ready_ = false;
   bool phase_done_ = false;

@@ -18,10 +18,11 @@ namespace murmur::node {
 
 namespace {
 
-// "ALGORITHM COMPRESSION": what a checkpoint records, so that a job never
-// resumes from another algorithm's state.
+// "ALGORITHM COMPRESSION" (and " overlap" for an overlapped all-reduce,
+// whose state adds the anchor): what a checkpoint records, so that a job
+// never resumes from another algorithm's state.
 std::string GossipStateTag(const proto::JobSpec& spec) {
-  return spec.algorithm() + " " + engine::CompressionOf(spec);
+  return spec.algorithm() + " " + engine::CompressionOf(spec) + (spec.overlap() ? " overlap" : "");
 }
 
 }  // namespace

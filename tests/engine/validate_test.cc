@@ -226,11 +226,6 @@ TEST_CASE(
        }},
       {"compression", "not checkpointed", [](proto::JobSpec& s) { s.set_compression("powersgd:2"); }},
       {"topology", "exists in the simulator only", [](proto::JobSpec& s) { s.set_topology("link-aware:4"); }},
-      {"overlap", "simulator only",
-       [](proto::JobSpec& s) {
-         s.set_algorithm("diloco-allreduce");
-         s.set_overlap(true);
-       }},
       {"topology", "exists in the simulator only",
        [](proto::JobSpec& s) {
          s.set_algorithm("allreduce");

@@ -138,15 +138,19 @@ TEST_CASE("One spec: every synchronous gossip algorithm ends with the simulator'
 }
 
 TEST_CASE(
-    "One spec: a ring all-reduce job, a hierarchical one, a halving-doubling one, one with PowerSGD inside "
-    "and a DiLoCo job on 8 daemons (6 for halving-doubling, whose 6 fold into 4) end with the simulator's "
-    "models") {
-  for (const char* algorithm : {"allreduce", "hierarchical", "halving-doubling", "powersgd", "diloco"}) {
+    "One spec: a ring all-reduce job, a hierarchical one, a halving-doubling one, one with PowerSGD inside, "
+    "an overlapped DiLoCo one and a DiLoCo job on 8 daemons (6 for halving-doubling, whose 6 fold into 4) "
+    "end with the simulator's models") {
+  for (const char* algorithm :
+       {"allreduce", "hierarchical", "halving-doubling", "powersgd", "overlap", "diloco"}) {
     CAPTURE(std::string(algorithm));
     const bool hierarchical = std::string(algorithm) == "hierarchical";
     const bool rhd = std::string(algorithm) == "halving-doubling";
     const bool lowrank = std::string(algorithm) == "powersgd";
-    proto::JobSpec spec = BaseSpec(hierarchical || rhd || lowrank ? "diloco-allreduce" : algorithm);
+    const bool overlap = std::string(algorithm) == "overlap";
+    proto::JobSpec spec =
+        BaseSpec(hierarchical || rhd || lowrank || overlap ? "diloco-allreduce" : algorithm);
+    spec.set_overlap(overlap);
     spec.set_nodes(rhd ? 6 : 8);
     if (rhd) spec.set_collective("halving-doubling");
     spec.set_rounds(12);
@@ -163,6 +167,7 @@ TEST_CASE(
       CAPTURE(i);
       CHECK(daemons.models[i] == sim.models[i]);
     }
+    if (overlap) CHECK(sim.models[0] == sim.models[7]);  // every node ends on the one anchor
   }
 }
 
