@@ -7,10 +7,12 @@
 # and the ring averages again: every daemon ends the job at its last round,
 # and the eight show the same test accuracy (one averaged model) in murmur
 # job status. 3000 rounds of a few milliseconds, so that the job is still
-# running when daemon 2 comes back: about 10 s.
-# usage: daemon_allreduce_kill_test.sh MURMUR MURMURD SOURCE_DIR
+# running when daemon 2 comes back: about 10 s. With a fourth argument
+# "overlap" the job overlaps each all-reduce with the next inner phase
+# (docs/algorithms.md, "Overlapped rounds"), whose checkpoint adds the anchor.
+# usage: daemon_allreduce_kill_test.sh MURMUR MURMURD SOURCE_DIR [overlap]
 set -euo pipefail
-MURMUR=$1 MURMURD=$2 SRC=$3
+MURMUR=$1 MURMURD=$2 SRC=$3 OVERLAP=${4:+overlap: true}
 FLEET=$(mktemp -d /tmp/murmur-ring.XXXXXX)
 BASE_PORT=$((20000 + ($$ % 60) * 200 + 52))  # below the ephemeral range; offsets 52-59 are this test's
 source "$SRC/tools/fleet.sh"
@@ -28,7 +30,7 @@ cat >"$FLEET/job" <<JOB
 job_id: "ring" checkpoint_every: 5
 spec { algorithm: "diloco-allreduce" model: "softmax" dataset: "synthetic:blobs" nodes: $NODES
        topology: "ring" local_steps: 2 rounds: $ROUNDS lr: 0.05 round_timeout: 1 eval_every: 1000 seed: 3
-       compression: "none" }
+       compression: "none" $OVERLAP }
 JOB
 "$MURMUR" job submit "$FLEET/job" "${FLEET_OP[@]}" >/dev/null || fail "submit"
 for _ in $(seq 300); do [ "$(fleet_rounds 0)" -ge 20 ] && break; sleep 0.1; done
