@@ -288,6 +288,10 @@ void RingAllReduceNode::OnMessage(NodeId from, MessagePtr msg) {
   // (duplicates are dropped), so a predecessor running ahead, or a hostile
   // one, costs at most three models of memory. Later ones only move ahead_.
   if (m->round() <= round_ + 2) early_.emplace(std::make_pair(m->round(), step), Held{fingerprint, m});
+  if (options_.catch_up) {
+    std::uint64_t& latest = latest_[from];
+    latest = std::max(latest, m->round());
+  }
   if (options_.catch_up && m->round() > ahead_) {
     ahead_ = m->round();
     // The predecessor is two rounds ahead: this round's ring has moved on without this node.
@@ -352,7 +356,14 @@ void RingAllReduceNode::TryAdvance() {
     }
     if (step.recv_from != CollectiveStep::kNobody) {
       auto it = early_.find({round_, step_});
-      if (it == early_.end()) return;
+      if (it == early_.end()) {
+        const NodeId from = ring_.members[step.recv_from];
+        if (!Gone(from)) return;
+        MURMUR_LOG(kInfo) << "node " << env_.self() << ": node " << from << " has left round " << round_
+                          << " without its step " << step_ << "; keeping this node's own "
+                          << (options_.overlap ? "progress" : "model");
+        return FinishRound(false);
+      }
       if (it->second.fingerprint != ring_.fingerprint) {  // sent in another ring than this round's
         early_.erase(it);
         return;
@@ -366,6 +377,14 @@ void RingAllReduceNode::TryAdvance() {
     ++step_;
     step_sent_ = false;
   }
+}
+
+// catch_up: a sender already in a later round has sent all it will send
+// for this one (links deliver in order).
+bool RingAllReduceNode::Gone(NodeId from) const {
+  if (!options_.catch_up) return false;
+  auto it = latest_.find(from);
+  return it != latest_.end() && it->second > round_;
 }
 
 void RingAllReduceNode::FinishRound(bool averaged) {

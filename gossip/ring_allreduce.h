@@ -85,7 +85,13 @@
 // round as failed, and begins the next. No node hangs, and rounds resume
 // averaging once every member is back (a member that restarts from its
 // checkpoint rejoins at the round its neighbours are in when it is
-// `catch_up`).
+// `catch_up`). With `catch_up`, a node also gives up a round at once, rather
+// than at its timeout, when the sender of the message it waits for has sent
+// a message of a later round: links deliver in order (TCP), so that sender
+// has left the round and its message will not come. Without this, the nodes
+// after a restarted member and the ones before it could stay a round apart
+// for good, each half timing out of the round the other has left at the
+// same moment, every round.
 //
 // Thread-safety: one node per Env executor.
 #pragma once
@@ -123,7 +129,8 @@ struct RingAllReduceOptions {
   Collective collective = Collective::kRing;  // the all-reduce's schedule
   std::uint64_t first_round = 0;              // a daemon resuming from a checkpoint after round r starts at r
   // A node that finds its predecessor two or more rounds ahead (it was down)
-  // gives up its round and jumps to the predecessor's.
+  // gives up its round and jumps to the predecessor's; one whose awaited
+  // sender has sent a later round's message gives its round up at once.
   bool catch_up = false;
   OuterOptions outer;  // kNone: plain averaging
   // The ring's order, every node once (empty: 0, 1, .., n - 1). Every node
@@ -191,6 +198,7 @@ class RingAllReduceNode final : public Node {
   // Low-rank: the first part is in; the second begins.
   void BeginSecondPart();
   void TryAdvance();
+  bool Gone(NodeId from) const;
   void FinishRound(bool averaged);
   void StartReduce();  // the all-reduce of sum_ for round_
   // Overlap: training phases, the anchor's outer step and the rebase onto it.
@@ -252,7 +260,9 @@ class RingAllReduceNode final : public Node {
   std::uint64_t step_ = 0;             // the step under way (numbered across the parts)
   bool step_sent_ = false;             // and whether its message went out
   std::uint64_t ahead_ = 0;            // catch_up: the highest round seen from the predecessor
-  bool reducing_ = false;              // between the end of training and the end of the round's all-reduce
+  // catch_up: the highest round each sender (a member of the ring) was seen in.
+  std::map<NodeId, std::uint64_t> latest_;
+  bool reducing_ = false;  // between the end of training and the end of the round's all-reduce
   std::uint64_t failed_ = 0;
   TimerId timeout_ = 0;
   double loss_ = 0;

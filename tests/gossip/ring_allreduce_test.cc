@@ -249,6 +249,42 @@ TEST_CASE(
     }
 }
 
+TEST_CASE(
+    "Ring all-reduce, catch_up: half the ring a round behind the other half joins it at once, not a timeout "
+    "per round for good") {
+  // Nodes 2 to 5 are in round 3 and the others in round 4 (as after a
+  // member's restart): each half waits on a sender of the other. Timed out
+  // together, the halves would stay a round apart every round; a node whose
+  // sender is seen in a later round gives its round up at once instead.
+  const NodeId n = 8;
+  std::vector<std::vector<float>> x0s(n, std::vector<float>(kDim)), targets(n, std::vector<float>(kDim));
+  for (NodeId i = 0; i < n; ++i)
+    for (std::size_t k = 0; k < kDim; ++k) {
+      x0s[i][k] = static_cast<float>(i + k);
+      targets[i][k] = static_cast<float>(i % 3);
+    }
+  for (Collective collective : {Collective::kRing, Collective::kHalvingDoubling}) {
+    const std::string name = CollectiveName(collective);
+    CAPTURE(name);
+    std::vector<RingAllReduceOptions> options(n);
+    for (NodeId i = 0; i < n; ++i) {
+      options[i].rounds = 12;
+      options[i].local_steps = 2;
+      options[i].collective = collective;
+      options[i].catch_up = true;
+      options[i].round_timeout = std::chrono::seconds(10);
+      options[i].first_round = i >= 2 && i <= 5 ? 3 : 4;
+    }
+    const RingRun run = RunRingNodes(options, 0.25, x0s, targets);
+    CHECK(run.seconds < 10.0);  // no round waited for its timeout
+    for (NodeId i = 0; i < n; ++i) {
+      CAPTURE(i);
+      CHECK(run.failed[i] == (i >= 2 && i <= 5 ? 1u : 0u));  // round 3, given up
+      CHECK(run.models[i] == run.models[0]);                 // the last round averaged
+    }
+  }
+}
+
 TEST_CASE("allreduce and diloco-allreduce follow local SGD with exact averaging, and DiLoCo's outer steps") {
   const NodeId n = 5;
   const topology::Graph complete = topology::Complete(n);
