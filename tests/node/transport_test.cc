@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <functional>
+#include <memory>
 
 #include "crypto/frame_codec.h"
 #include "gossip/messages.h"
@@ -84,6 +86,63 @@ TEST_CASE("Two AsioEnvs exchange gossip messages through real handshakes, chunke
         Model(0, 1)->EncodedSize() + Model(1, 1000)->EncodedSize() + Model(2, 1'000'000)->EncodedSize();
     CHECK(a.transport().stats().bytes_sent >= payload);
     CHECK(a.transport().stats().bytes_sent < payload + payload / 100 + 4096);
+  }
+}
+
+TEST_CASE(
+    "With either cipher a message's records are acted on only once authentic: a tampered or overlong "
+    "CONTINUE frame delivers nothing and closes only its session") {
+  auto coordinator = Seeded(100);
+  std::vector<bool> ciphers{false};
+  if (crypto::AesGcmAvailable()) ciphers.push_back(true);
+  crypto::Bytes payload;
+  Model(1, 40000)->EncodeTo(payload);  // 160 KB: BEGIN and two CONTINUE records
+  for (bool aes : ciphers) {
+    CAPTURE(aes);
+    Endpoint hub(9, Creds(coordinator, 9), Policy(coordinator));
+    crypto::TrustPolicy policy = Policy(coordinator);
+    policy.allow_aes_gcm = aes;
+    const auto& stats = hub.transport().stats();
+    // Node `id` sends HELLO and the message, its last record changed by `spoil` once sealed.
+    auto send = [&](NodeId id, const std::function<void(crypto::Bytes&)>& spoil, bool overlong = false) {
+      auto p = std::make_unique<RawPeer>(hub.port());
+      REQUIRE(p->Handshake(Creds(coordinator, id), policy).ok());
+      p->WriteFrame(p->Seal(HelloRecord(id)));
+      const std::size_t max = crypto::ChannelOptions{}.max_plaintext;
+      const std::size_t count = RecordCount(payload.size(), max);
+      REQUIRE(count == 3);
+      for (std::size_t i = 0; i < count; ++i) {
+        crypto::Bytes record;
+        AppendRecord(gossip::kGossipMessageKind, payload, max, i, &record);
+        if (i + 1 == count && overlong) record.resize(record.size() + 100, 7);  // past BEGIN's total
+        crypto::Bytes sealed = p->Seal(record);
+        if (i + 1 == count) spoil(sealed);
+        p->WriteFrame(sealed);
+      }
+      return p;
+    };
+    auto intact = [](crypto::Bytes&) {};
+    auto honest = send(3, intact);
+    REQUIRE(WaitFor([&] { return hub.sink().Count() == 1; }));
+    crypto::Bytes got;
+    hub.sink().Got()[0].second->EncodeTo(got);
+    CHECK(got == payload);
+    CHECK(stats.sessions_aes_gcm == (aes ? 1u : 0u));
+
+    auto flipped = send(4, [](crypto::Bytes& b) { b[1000] ^= 0x01; });
+    CHECK(flipped->ClosedByPeer());
+    CHECK(stats.frames_rejected == 1);
+    auto bad_tag = send(5, [](crypto::Bytes& b) { b.back() ^= 0x80; });
+    CHECK(bad_tag->ClosedByPeer());
+    CHECK(stats.frames_rejected == 2);
+    auto overlong = send(6, intact, true);
+    CHECK(overlong->ClosedByPeer());
+    CHECK(stats.frames_rejected == 3);
+    CHECK(hub.sink().Count() == 1);  // none of the three messages was delivered, not even in part
+
+    auto again = send(7, intact);
+    CHECK(WaitFor([&] { return hub.sink().Count() == 2; }));
+    CHECK(hub.Connected(3));
   }
 }
 
