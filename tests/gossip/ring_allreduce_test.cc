@@ -263,26 +263,29 @@ TEST_CASE(
       x0s[i][k] = static_cast<float>(i + k);
       targets[i][k] = static_cast<float>(i % 3);
     }
-  for (Collective collective : {Collective::kRing, Collective::kHalvingDoubling}) {
-    const std::string name = CollectiveName(collective);
-    CAPTURE(name);
-    std::vector<RingAllReduceOptions> options(n);
-    for (NodeId i = 0; i < n; ++i) {
-      options[i].rounds = 12;
-      options[i].local_steps = 2;
-      options[i].collective = collective;
-      options[i].catch_up = true;
-      options[i].round_timeout = std::chrono::seconds(10);
-      options[i].first_round = i >= 2 && i <= 5 ? 3 : 4;
+  for (Collective collective : {Collective::kRing, Collective::kHalvingDoubling})
+    for (bool overlap : {false, true}) {
+      const std::string name = CollectiveName(collective);
+      CAPTURE(name);
+      CAPTURE(overlap);
+      std::vector<RingAllReduceOptions> options(n);
+      for (NodeId i = 0; i < n; ++i) {
+        options[i].overlap = overlap;
+        options[i].rounds = 12;
+        options[i].local_steps = 2;
+        options[i].collective = collective;
+        options[i].catch_up = true;
+        options[i].round_timeout = std::chrono::seconds(10);
+        options[i].first_round = i >= 2 && i <= 5 ? 3 : 4;
+      }
+      const RingRun run = RunRingNodes(options, 0.25, x0s, targets);
+      CHECK(run.seconds < 10.0);  // no round waited for its timeout
+      for (NodeId i = 0; i < n; ++i) {
+        CAPTURE(i);
+        CHECK(run.failed[i] == (i >= 2 && i <= 5 ? 1u : 0u));  // round 3, given up
+        CHECK(run.models[i] == run.models[0]);                 // the last round averaged
+      }
     }
-    const RingRun run = RunRingNodes(options, 0.25, x0s, targets);
-    CHECK(run.seconds < 10.0);  // no round waited for its timeout
-    for (NodeId i = 0; i < n; ++i) {
-      CAPTURE(i);
-      CHECK(run.failed[i] == (i >= 2 && i <= 5 ? 1u : 0u));  // round 3, given up
-      CHECK(run.models[i] == run.models[0]);                 // the last round averaged
-    }
-  }
 }
 
 TEST_CASE("allreduce and diloco-allreduce follow local SGD with exact averaging, and DiLoCo's outer steps") {
