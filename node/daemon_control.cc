@@ -84,6 +84,7 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
         }
         for (auto& [id, s] : peers) {
           s.set_connected(transport_->IsConnected(id));
+          if (auto t = transport_->Throughput(id)) s.set_mbps_in(t->bytes_per_second * 8 / 1e6);
           *r.add_peers() = s;
         }
         break;

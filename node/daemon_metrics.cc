@@ -97,6 +97,12 @@ std::string DaemonImpl::RenderMetrics() const {
   out += PrometheusLabeled("murmur_peer_rtt_seconds", "gauge",
                            "Smoothed round trip of direct SWIM probes to each member (RFC 6298 SRTT).",
                            "peer", rtt);
+  std::vector<std::pair<std::string, double>> throughput;
+  for (const auto& [id, t] : transport_->Throughputs())
+    throughput.emplace_back(std::to_string(id), t.bytes_per_second);
+  out += PrometheusLabeled("murmur_peer_throughput_bytes_per_second", "gauge",
+                           "Smoothed throughput of each peer's large messages to this node (docs/daemon.md).",
+                           "peer", throughput);
   out += PrometheusMetric("murmur_membership_rejected_total", "counter",
                           "Membership messages dropped: bad signature or header.",
                           membership_ ? static_cast<double>(membership_->stats().rejected_signature +

@@ -1,7 +1,9 @@
 // Pair costs measured on a running fleet, for the link-aware kinds
 // (topology/link_aware.h): what `murmur peers --rtt-csv` records, each
-// daemon's smoothed round trip to each peer from its membership probes, read
-// back as the cost of moving a model between two nodes. This is how murmurd
+// daemon's smoothed round trip to each peer from its membership probes and
+// the throughput of each link timed from the models it carried
+// (node/transport/transport.h), read back as the cost of moving a model
+// between two nodes. This is how murmurd
 // jobs get neighbours and ring orders chosen from measurements:
 //   murmur peers --rtt-csv rtt.csv
 //   murmur topology link-aware:4 --measured rtt.csv --export edges --out g.txt

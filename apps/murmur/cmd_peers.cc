@@ -1,5 +1,8 @@
 // murmur peers: each daemon's view of its peers (address, session, membership state).
 #include <cstdio>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "apps/murmur/command.h"
 #include "apps/murmur/operator.h"
@@ -10,10 +13,11 @@ namespace {
 int RunPeers(int argc, char** argv) {
   cxxopts::Options options("murmur peers", "each daemon's peers: address, secure session, membership state");
   AddOperatorOptions(options);
-  options.add_options()("rtt-csv",
-                        "also write every measured round trip as from,to,rtt_ms rows to FILE (for murmur "
-                        "topology --measured)",
-                        cxxopts::value<std::string>())("h,help", "show this help");
+  options.add_options()(
+      "rtt-csv",
+      "also write every measured round trip as from,to,rtt_ms,mbps rows to FILE, with the "
+      "throughput from -> to where `to` timed it (0: not yet), for murmur topology --measured",
+      cxxopts::value<std::string>())("h,help", "show this help");
   cxxopts::ParseResult args;
   if (auto rc = ParseFlags(options, argc, argv, "peers", &args)) return *rc;
   auto ctx = LoadOperatorContext(args);
@@ -21,8 +25,11 @@ int RunPeers(int argc, char** argv) {
   proto::ControlRequest request;
   request.mutable_peers();
   int bad = 0;
-  std::string csv = "from,to,rtt_ms\n";
-  for (const DaemonReply& r : CallAll(*ctx, request)) {
+  // What each daemon measured of each peer: the round trip, and the
+  // throughput of the peer's messages to it (the link peer -> daemon).
+  std::map<std::pair<std::uint32_t, std::uint32_t>, const proto::PeerStatus*> seen;
+  const std::vector<DaemonReply> replies = CallAll(*ctx, request);
+  for (const DaemonReply& r : replies) {
     if (!r.response.ok() || !r.response->ok()) {
       std::printf("%s: %s\n", r.address.c_str(),
                   r.response.ok() ? r.response->error().c_str() : r.response.status().ToString().c_str());
@@ -31,18 +38,28 @@ int RunPeers(int argc, char** argv) {
     }
     std::printf("node %u (%s): %d peers\n", r.response->node_id(), r.address.c_str(),
                 r.response->peers_size());
-    std::printf("  %-5s %-22s %-10s %-11s %-11s %s\n", "id", "address", "session", "membership",
-                "incarnation", "rtt ms");
+    std::printf("  %-5s %-22s %-10s %-11s %-11s %-9s %s\n", "id", "address", "session", "membership",
+                "incarnation", "rtt ms", "Mbit/s in");
     for (const auto& p : r.response->peers()) {
-      char rtt[32] = "-";
-      if (p.rtt_ms() > 0) {
-        std::snprintf(rtt, sizeof(rtt), "%.3f", p.rtt_ms());
-        csv += std::to_string(r.response->node_id()) + "," + std::to_string(p.id()) + "," + rtt + "\n";
-      }
-      std::printf("  %-5u %-22s %-10s %-11s %-11llu %s\n", p.id(),
+      seen[{r.response->node_id(), p.id()}] = &p;
+      char rtt[32] = "-", in[32] = "-";
+      if (p.rtt_ms() > 0) std::snprintf(rtt, sizeof(rtt), "%.3f", p.rtt_ms());
+      if (p.mbps_in() > 0) std::snprintf(in, sizeof(in), "%.1f", p.mbps_in());
+      std::printf("  %-5u %-22s %-10s %-11s %-11llu %-9s %s\n", p.id(),
                   p.address().empty() ? "-" : p.address().c_str(), p.connected() ? "up" : "down",
-                  p.state().c_str(), static_cast<unsigned long long>(p.incarnation()), rtt);
+                  p.state().c_str(), static_cast<unsigned long long>(p.incarnation()), rtt, in);
     }
+  }
+  // A row per measured round trip u -> v, with the throughput of u -> v
+  // where v timed u's messages.
+  std::string csv = "from,to,rtt_ms,mbps\n";
+  for (const auto& [pair, p] : seen) {
+    if (p->rtt_ms() <= 0) continue;
+    char row[96];
+    auto back = seen.find({pair.second, pair.first});
+    const double mbps = back == seen.end() ? 0.0 : back->second->mbps_in();
+    std::snprintf(row, sizeof(row), "%u,%u,%.3f,%.3f\n", pair.first, pair.second, p->rtt_ms(), mbps);
+    csv += row;
   }
   if (args.count("rtt-csv")) {
     const std::string path = args["rtt-csv"].as<std::string>();

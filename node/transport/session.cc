@@ -118,6 +118,7 @@ void Session::Read() {
                                               : Status::Unavailable("read: " + ec.message()));
         }
         last_receive_ = std::chrono::steady_clock::now();
+        ++reads_;
         if (transport_ != nullptr) transport_->stats_.bytes_received += n;
         frames_.Commit(n);
         // Frames completed before a bad length are processed, in order, before it closes the session.
@@ -327,10 +328,22 @@ Status Session::OnRecord(const RecordSource& record) {
     case RecordType::kBegin:
     case RecordType::kContinue:
       if (!ready_) return Status::DataLoss("message before HELLO");
+      TimeTransfer(event.type == RecordType::kBegin, record.size(), event.message.has_value());
       if (event.message.has_value()) transport_->Deliver(peer_, std::move(*event.message));
       return Status::Ok();
   }
   return Status::Ok();
+}
+
+void Session::TimeTransfer(bool begin, std::size_t record_bytes, bool complete) {
+  if (begin) inbound_ = Inbound{last_receive_, reads_, 0, 0, true};
+  if (!inbound_.active) return;  // a message skipped unread never completes
+  inbound_.bytes += record_bytes;
+  if (reads_ != inbound_.first_read_number) inbound_.after_first_read += record_bytes;
+  if (!complete) return;
+  inbound_.active = false;
+  transport_->OnTransfer(peer_, inbound_.bytes, inbound_.after_first_read,
+                         last_receive_ - inbound_.first_read);
 }
 
 void Session::Pump() {

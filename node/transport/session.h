@@ -78,6 +78,9 @@ class Session : public std::enable_shared_from_this<Session> {
   NodeId Accountable() const;
   void ArmTick();
   void OnTick();
+  // Times the peer's messages for Transport::Throughput: a BEGIN or CONTINUE
+  // record of `record_bytes`, which `complete`d its message or not.
+  void TimeTransfer(bool begin, std::size_t record_bytes, bool complete);
 
   Transport* transport_;
   asio::ip::tcp::socket socket_;
@@ -100,6 +103,16 @@ class Session : public std::enable_shared_from_this<Session> {
   asio::steady_timer::time_point started_;
   asio::steady_timer::time_point last_receive_;
   asio::steady_timer::time_point last_send_;
+  std::uint64_t reads_ = 0;  // socket reads completed, numbering them
+  // The message arriving now, timed from the read that brought its BEGIN.
+  struct Inbound {
+    asio::steady_timer::time_point first_read{};
+    std::uint64_t first_read_number = 0;
+    std::uint64_t bytes = 0;             // its records so far
+    std::uint64_t after_first_read = 0;  // of them, those that came in later reads
+    bool active = false;
+  };
+  Inbound inbound_;
   std::uint64_t pending_ticket_ = 0;
   std::string dial_key_;
   bool counted_ = false;

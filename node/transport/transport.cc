@@ -369,6 +369,22 @@ bool Transport::HasQueued(NodeId peer) const {
   return it != peers_.end() && !it->second.queue.empty();
 }
 
+std::optional<PeerThroughput> Transport::Throughput(NodeId peer) const {
+  auto it = throughput_.find(peer);
+  if (it == throughput_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Transport::OnTransfer(NodeId from, std::uint64_t bytes, std::uint64_t after_first_read, Nanos elapsed) {
+  if (bytes < kTimedMessageBytes || after_first_read < kTimedBytesAfterFirstRead || elapsed <= Nanos(0))
+    return;
+  const double sample =
+      static_cast<double>(after_first_read) / std::chrono::duration<double>(elapsed).count();
+  PeerThroughput& t = throughput_[from];
+  t.bytes_per_second = t.samples == 0 ? sample : (7 * t.bytes_per_second + sample) / 8;
+  ++t.samples;
+}
+
 void Transport::Deliver(NodeId from, ReceivedMessage message) {
   ++stats_.messages_received;
   if (handler_) handler_(from, std::move(message));

@@ -60,6 +60,17 @@
 // session then lasts until the newer not_after. A peer that does not know the
 // record closes the session, and the redial presents the new certificate.
 //
+// Transfer throughput (Throughput): each message of at least
+// kTimedMessageBytes that a peer sends is timed where it arrives, from the
+// socket read that brought its first record to the one that brought its
+// last; its records that came after that first read, over that time, are one
+// sample. The samples of a peer are smoothed as TCP smooths round trips
+// (RFC 6298: the first as is, then 7/8 of the old value plus 1/8 of the
+// new). This is what the link delivered while the peer had a model to send:
+// at most the slower of the path and either side's sealing and opening.
+// A message that arrives in one read, or with less than
+// kTimedBytesAfterFirstRead after it, gives no sample (too fast to time).
+//
 // Thread-safety: everything runs on the io_context's thread (one executor per
 // node); call Start, Send, AddPeer, SetCredentials and Stop there (or before it runs). stats()
 // may be read from any thread. Destroy the Transport after Stop() and after
@@ -169,6 +180,18 @@ struct TransportStats {
       0};  // dials put off: their address has one in flight or backs off
 };
 
+// Messages of at least this many bytes (their records) are timed for the
+// peer's transfer throughput, when at least kTimedBytesAfterFirstRead of
+// them arrive after the read that brought the first record.
+inline constexpr std::uint64_t kTimedMessageBytes = std::uint64_t{256} << 10;
+inline constexpr std::uint64_t kTimedBytesAfterFirstRead = std::uint64_t{64} << 10;
+
+// A peer's smoothed transfer throughput to this node (see Transport).
+struct PeerThroughput {
+  double bytes_per_second = 0;
+  std::uint64_t samples = 0;  // messages timed
+};
+
 // The default number of crypto workers on a machine with `hardware_threads`
 // (TransportOptions::crypto_threads = -1).
 int DefaultCryptoThreads(int hardware_threads);
@@ -226,6 +249,11 @@ class Transport {
   // the last renewed one it sent there. nullopt without a session.
   std::optional<crypto::Certificate> PeerCertificate(NodeId peer) const;
   std::vector<NodeId> ConnectedPeers() const;
+  // The smoothed throughput of `peer`'s messages to this node (class
+  // comment); nullopt until one of them was timed. Kept across sessions.
+  std::optional<PeerThroughput> Throughput(NodeId peer) const;
+  // Every peer's, by node id.
+  const std::map<NodeId, PeerThroughput>& Throughputs() const { return throughput_; }
   const TransportStats& stats() const { return stats_; }
   NodeId self() const { return options_.self; }
 
@@ -269,6 +297,9 @@ class Transport {
   Status FillBatch(NodeId peer, crypto::SecureChannel& channel, WriteBatch* out);
   bool HasQueued(NodeId peer) const;
   void Deliver(NodeId from, ReceivedMessage message);
+  // A message of `bytes` from `from` arrived, `after_first_read` of them
+  // `elapsed` after the read that brought its first record.
+  void OnTransfer(NodeId from, std::uint64_t bytes, std::uint64_t after_first_read, Nanos elapsed);
   // A session failed with `why`: books it against the peer (node id when
   // known, else the address).
   void OnSessionFailure(NodeId peer, const std::string& address, bool in_handshake, const Status& why);
@@ -286,6 +317,7 @@ class Transport {
   std::size_t sessions_open_ = 0;  // authenticated sessions and dials in progress, against max_sessions
   std::size_t pending_peak_ = 0;   // most pending handshakes at once since memory was last returned
   std::map<NodeId, Peer> peers_;
+  std::map<NodeId, PeerThroughput> throughput_;  // authenticated senders only
   // Dials by address ("host port"), whatever node id each is for: one at a
   // time, and after a failure there the next waits Backoff(failures), so
   // that members pointing many ids at one address cost it one dial's worth.

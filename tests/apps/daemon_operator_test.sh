@@ -12,7 +12,9 @@
 #     global model, and the clients (their last global model and their own
 #     training loss) apart from it;
 #  6. the daemons' measured round trips (`murmur peers --rtt-csv`) choose a
-#     ring (`murmur topology --measured`), and a job runs on it.
+#     ring (`murmur topology --measured`), and a job runs on it;
+#  7. a job with models large enough to time gives every link its measured
+#     throughput, in `murmur peers` and in the fourth column of --rtt-csv.
 # usage: daemon_operator_test.sh MURMUR MURMURD SOURCE_DIR
 set -euo pipefail
 MURMUR=$1 MURMURD=$2 SRC=$3
@@ -135,4 +137,21 @@ sed "s|topology: \"ring\"|topology: \"file:$FLEET/ring.txt\"|" "$(job m1 10)" >"
 "$MURMUR" job status --wait --interval 0.2 "${FLEET_OP[@]}" >"$FLEET/status" || { cat "$FLEET/status"; fail "m1 did not complete"; }
 grep -q "over 3 daemons (3 done)" "$FLEET/status" || { cat "$FLEET/status"; fail "m1's summary"; }
 echo "6. m1 ran on the ring chosen from the measured round trips: $(tr '\n' ' ' <"$FLEET/ring.txt")"
+
+# 7. Throughput from the transfers: a job whose models (mlp:4096 on blobs,
+# about 590 kB) are large enough to be timed; every daemon then has each
+# peer's throughput, and each row of --rtt-csv carries its link's.
+sed 's|model: "softmax"|model: "mlp:4096"|' "$(job t1 4)" >"$FLEET/t1big.job"
+"$MURMUR" job submit "$FLEET/t1big.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "submit t1"; }
+"$MURMUR" job status --wait --interval 0.2 "${FLEET_OP[@]}" >"$FLEET/status" || { cat "$FLEET/status"; fail "t1 did not complete"; }
+"$MURMUR" peers --rtt-csv "$FLEET/rtt.csv" "${FLEET_OP[@]}" >"$FLEET/out" || { cat "$FLEET/out"; fail "peers --rtt-csv after t1"; }
+cat "$FLEET/out"
+head -1 "$FLEET/rtt.csv" | grep -qx 'from,to,rtt_ms,mbps' || { cat "$FLEET/rtt.csv"; fail "the --rtt-csv header"; }
+[ "$(awk -F, 'NR > 1 && $4 > 0' "$FLEET/rtt.csv" | wc -l)" -eq 6 ] ||
+  { cat "$FLEET/rtt.csv"; fail "not every link's throughput was measured"; }
+[ "$(awk 'NR > 2 && $1 ~ /^[0-9]+$/ && $NF ~ /^[0-9.]+$/' "$FLEET/out" | wc -l)" -eq 6 ] ||
+  fail "murmur peers does not print each peer's throughput"
+"$MURMUR" topology link-aware-ring --measured "$FLEET/rtt.csv" --model-bytes 590000 >"$FLEET/out" ||
+  { cat "$FLEET/out"; fail "topology --measured with throughputs"; }
+echo "7. throughput of every link measured from t1's transfers: $(awk -F, 'NR > 1 { printf "%s->%s %s Mbit/s  ", $1, $2, $4 }' "$FLEET/rtt.csv")"
 echo "daemon operator test passed"

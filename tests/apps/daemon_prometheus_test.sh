@@ -6,7 +6,8 @@
 #  2. packaging/prometheus/murmur-alerts.yml passes `promtool check rules`
 #     and its unit tests (`promtool test rules`), and the server loads it;
 #  3. the server's HTTP API gives, for each daemon, the rounds of the job,
-#     the peers alive, and bytes sent and received that lie between the
+#     the peers alive, the round trip and throughput from its peer (the
+#     value murmur metrics prints), and bytes sent and received that lie between the
 #     values `murmur metrics` printed just before and just after the scrape;
 #  4. every query of packaging/grafana/murmur-dashboard.json runs on the
 #     server without error and returns a series for each daemon.
@@ -85,7 +86,7 @@ echo "2. alert rules: promtool check and unit tests pass; the server loaded 9 ru
 cat >"$FLEET/p1.job" <<EOF
 job_id: "p1"
 spec {
-  algorithm: "dpsgd" topology: "ring" model: "softmax" dataset: "synthetic:blobs"
+  algorithm: "dpsgd" topology: "ring" model: "mlp:4096" dataset: "synthetic:blobs"
   nodes: 2 rounds: 20 lr: 0.1 eval_every: 5 compression: "none"
 }
 EOF
@@ -112,16 +113,22 @@ for i in 0 1; do
   p_rounds=$(query "murmur_rounds_completed_total{instance=\"$inst\"}" | awk '{ print $2 }')
   p_alive=$(query "murmur_peers_alive{instance=\"$inst\"}" | awk '{ print $2 }')
   p_rtt=$(query "murmur_peer_rtt_seconds{instance=\"$inst\"}" | awk '{ print $2 }')
+  # The models (mlp:4096, about 590 kB) are timed; after the job the value stays.
+  peer=$((1 - i))
+  tput=$(fleet_metric "$i" "murmur_peer_throughput_bytes_per_second{peer=\"$peer\"}")
+  p_tput=$(query "murmur_peer_throughput_bytes_per_second{instance=\"$inst\",peer=\"$peer\"}" | awk '{ print $2 }')
   after_sent=$(fleet_metric "$i" murmur_bytes_sent_total) after_received=$(fleet_metric "$i" murmur_bytes_received_total)
   [ "$rounds" = 20 ] && [ "$p_rounds" = "$rounds" ] || fail "daemon $i: rounds $p_rounds in Prometheus, $rounds from murmur metrics"
   [ "$alive" = 1 ] && [ "$p_alive" = "$alive" ] || fail "daemon $i: peers alive $p_alive in Prometheus, $alive from murmur metrics"
   # The other daemon's round trip over loopback: measured, and well under the 0.5 s probe timeout.
   awk -v r="$p_rtt" 'BEGIN { exit !(r > 0 && r < 0.5) }' || fail "daemon $i: round trip to its peer '$p_rtt' s"
+  awk -v t="$tput" -v p="$p_tput" 'BEGIN { exit !(t > 0 && p > 0.999999 * t && p < 1.000001 * t) }' ||
+    fail "daemon $i: throughput from its peer $p_tput B/s in Prometheus, $tput from murmur metrics"
   awk -v a="$before_sent" -v p="$p_sent" -v b="$after_sent" 'BEGIN { exit !(a <= p && p <= b) }' ||
     fail "daemon $i: bytes sent $p_sent in Prometheus, not within murmur metrics' $before_sent..$after_sent"
   awk -v a="$before_received" -v p="$p_received" -v b="$after_received" 'BEGIN { exit !(a <= p && p <= b) }' ||
     fail "daemon $i: bytes received $p_received in Prometheus, not within murmur metrics' $before_received..$after_received"
-  echo "3. daemon $i ($inst): rounds $p_rounds, peers alive $p_alive, round trip $p_rtt s, bytes sent $before_sent <= $p_sent <= $after_sent, received $before_received <= $p_received <= $after_received"
+  echo "3. daemon $i ($inst): rounds $p_rounds, peers alive $p_alive, round trip $p_rtt s, throughput from its peer $p_tput B/s, bytes sent $before_sent <= $p_sent <= $after_sent, received $before_received <= $p_received <= $after_received"
 done
 
 # 4. The dashboard's queries.
