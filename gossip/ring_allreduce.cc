@@ -40,8 +40,7 @@ RingAllReduceNode::RingAllReduceNode(Env& env, NodeId nodes, LocalLearner& learn
   MURMUR_CHECK_MSG(std::find(members_.begin(), members_.end(), env_.self()) != members_.end(),
                    "the ring's order must list every node once");
   if (options_.lowrank > 0) {
-    MURMUR_CHECK_MSG(options_.cross.empty() && !options_.overlap,
-                     "a low-rank all-reduce runs one ring (no groups) without overlap");
+    MURMUR_CHECK_MSG(options_.cross.empty(), "a low-rank all-reduce runs one ring (no groups)");
     lowrank_ = std::make_unique<LowRankReduce>(options_.lowrank_layout, x_.size(), options_.lowrank,
                                                options_.lowrank_error_feedback, options_.lowrank_seed);
     first_.assign(lowrank_->first_size(), 0.0f);
@@ -63,13 +62,23 @@ void RingAllReduceNode::Start() {
   // Resumed after round r - 1: the state is the one taken at that round's
   // rebase, so x is round r's vector; its all-reduce and phase r + 1 begin.
   phase_ = round_ + 1;
-  sum_.CopyFrom(x_);
+  SetOverlapVector();
   StartReduce();
   BeginPhase();
 }
 
+void RingAllReduceNode::SetOverlapVector() {
+  if (!lowrank_) return sum_.CopyFrom(x_);  // y_p = theta - d_p
+  sum_.vec() = theta_.vec() - x_.vec();     // d_p, whose agreed mean moves the anchor
+  lowrank_->First(sum_.span(), first_);
+}
+
 void RingAllReduceNode::FinishOverlapRound(bool averaged) {
-  if (averaged) {
+  if (averaged && lowrank_) {
+    for (float& v : second_) v /= static_cast<float>(ring_.n);  // the mean of the Q factors
+    lowrank_->Finish(second_, sum_.span());                     // the agreed progress
+    mean_.vec() = theta_.vec() - sum_.vec();
+  } else if (averaged) {
     mean_.vec() = sum_.vec() / static_cast<float>(ring_.n);
   } else {
     ++failed_;  // mean_ holds the node's own vector (StartReduce): its own progress
@@ -154,7 +163,13 @@ void RingAllReduceNode::BeginRound() {
 
 void RingAllReduceNode::StartReduce() {
   reducing_ = true;
-  if (options_.overlap) mean_.CopyFrom(sum_);  // the node's own vector, should the round fail
+  if (options_.overlap) {  // the node's own y_p = theta - d_p, should the round fail
+    if (lowrank_) {
+      mean_.vec() = theta_.vec() - sum_.vec();
+    } else {
+      mean_.CopyFrom(sum_);
+    }
+  }
   step_ = 0;
   if (reform_) {  // this round's ring: the live members
     const std::uint64_t before = ring_.fingerprint;
@@ -212,7 +227,7 @@ void RingAllReduceNode::TryRebase() {
     options_.local.Restore(x_);
     if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), phase_ - 1, loss_);
   }
-  sum_.CopyFrom(x_);  // round p's vector
+  SetOverlapVector();  // round p's
   ++phase_;
   StartReduce();
   BeginPhase();

@@ -25,8 +25,13 @@
 // d = x_start - x as two vectors one after the other, the P factors (with
 // the tensors sent whole) and then the Q factors, the second's steps
 // numbered after the first's (steps S1 + s), and every node sets
-// x = x_start - agreed progress (then DiLoCo's outer step, if any). One ring
-// without groups or overlap; the codec must be "none".
+// x = x_start - agreed progress (then DiLoCo's outer step, if any). With
+// overlap (below) round p all-reduces the phase's progress d_p = theta - y_p
+// the same way, and the mean that moves the anchor is theta - the agreed
+// progress (a round that fails: theta - d_p). Anchors that differ are then
+// not pulled together, as no whole model is averaged: each keeps its own
+// anchor plus the agreed steps. One ring without groups; the codec must be
+// "none".
 //
 // Overlap (`overlap`, the one-step-delayed outer update of streaming DiLoCo,
 // Douillard et al. 2025, with a delay of one whole inner phase): the ring
@@ -150,7 +155,7 @@ struct RingAllReduceOptions {
   bool overlap = false;
   // PowerSGD inside the all-reduce: its rank (0: the model itself is
   // all-reduced), error feedback, the seed of the shared first Q, and the
-  // model's layout (its tensors' shapes). One ring, no overlap.
+  // model's layout (its tensors' shapes). One ring, with or without overlap.
   std::uint32_t lowrank = 0;
   bool lowrank_error_feedback = true;
   std::uint64_t lowrank_seed = 0;
@@ -206,6 +211,9 @@ class RingAllReduceNode final : public Node {
   void TryRebase();
   void StepAnchor();
   void FinishOverlapRound(bool averaged);
+  // Overlap: round p's vector from x_ = theta - d_p: y_p itself, or with
+  // low rank the progress d_p and all-reduce 1's vector from it.
+  void SetOverlapVector();
   // Hierarchical: after the reduce-scatter, sends the group's mean of the
   // segment this node owns to its counterparts; true once theirs are mixed in.
   bool CrossMixed();

@@ -118,14 +118,18 @@ TEST_CASE(
 // [first[i], rounds) (resumed from states[i] when first[i] > 0), with outer
 // optimizer `kind` and catch-up; returns each node's final model and failed
 // rounds, and fills `taken` with each node's state at the rebase that ends
-// round `take` - 1 (a daemon's checkpoint after round `take`).
+// round `take` - 1 (a daemon's checkpoint after round `take`). With
+// `lowrank` > 0 the model is a 2 x 3 matrix, all-reduced by PowerSGD at
+// that rank.
 struct OverlappedRun {
   std::vector<std::vector<float>> models;
   std::vector<std::uint64_t> failed;
 };
 OverlappedRun RunOverlapped(const std::vector<std::uint64_t>& first, std::uint64_t rounds, OuterKind kind,
                             const std::vector<NodeState>* states, std::uint64_t take,
-                            std::vector<NodeState>* taken) {
+                            std::vector<NodeState>* taken, std::uint32_t lowrank = 0) {
+  Layout layout;
+  layout.Add("w", {2, 3});
   const auto n = static_cast<NodeId>(first.size());
   sim::Simulator sim(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(n));
   std::vector<std::unique_ptr<QuadraticLearner>> learners;
@@ -157,7 +161,9 @@ OverlappedRun RunOverlapped(const std::vector<std::uint64_t>& first, std::uint64
     o.round_timeout = std::chrono::seconds(1);
     o.outer.kind = kind;
     o.outer.lr = 0.7;
-    ParamVector x0(kDim);
+    o.lowrank = lowrank;
+    if (lowrank > 0) o.lowrank_layout = layout;
+    ParamVector x0(layout);
     for (std::size_t k = 0; k < kDim; ++k) x0[k] = static_cast<float>(k);
     nodes.push_back(std::make_unique<RingAllReduceNode>(
         sim.env(i), n, *learners.back(), std::move(x0),
@@ -177,23 +183,29 @@ OverlappedRun RunOverlapped(const std::vector<std::uint64_t>& first, std::uint64
 }
 
 TEST_CASE(
-    "An overlapped all-reduce resumed from the states taken after round 4 (model, anchor, outer momentum) "
-    "ends as a run never stopped") {
+    "An overlapped all-reduce resumed from the states taken after round 4 (model, anchor, outer momentum; "
+    "with PowerSGD inside, its residual and warm start) ends as a run never stopped") {
   std::vector<NodeState> taken;
   const std::vector<std::uint64_t> fresh(4, 0), resumed_at(4, 4);
-  const OverlappedRun whole = RunOverlapped(fresh, 10, OuterKind::kNesterov, nullptr, 4, &taken);
-  REQUIRE(taken.size() == 4);
-  for (const NodeState& s : taken) {
-    REQUIRE(s.vectors.count("theta") == 1);
-    REQUIRE(s.vectors.count("outer/m") == 1);
-    CHECK(s.vectors.at("theta") != s.vectors.at("x"));  // x is the anchor moved by the phase in flight
-  }
-  const OverlappedRun resumed = RunOverlapped(resumed_at, 10, OuterKind::kNesterov, &taken, 0, nullptr);
-  for (std::size_t i = 0; i < whole.models.size(); ++i) {
-    CAPTURE(i);
-    CHECK(whole.failed[i] == 0);
-    CHECK(resumed.failed[i] == 0);
-    CHECK(resumed.models[i] == whole.models[i]);
+  for (std::uint32_t lowrank : {0u, 1u}) {
+    CAPTURE(lowrank);
+    const OverlappedRun whole = RunOverlapped(fresh, 10, OuterKind::kNesterov, nullptr, 4, &taken, lowrank);
+    REQUIRE(taken.size() == 4);
+    for (const NodeState& s : taken) {
+      REQUIRE(s.vectors.count("theta") == 1);
+      REQUIRE(s.vectors.count("outer/m") == 1);
+      CHECK(s.vectors.count("lowrank/residual") == (lowrank > 0 ? 1 : 0));
+      CHECK(s.vectors.at("theta") != s.vectors.at("x"));  // x is the anchor moved by the phase in flight
+    }
+    const OverlappedRun resumed =
+        RunOverlapped(resumed_at, 10, OuterKind::kNesterov, &taken, 0, nullptr, lowrank);
+    for (std::size_t i = 0; i < whole.models.size(); ++i) {
+      CAPTURE(i);
+      CHECK(whole.failed[i] == 0);
+      CHECK(resumed.failed[i] == 0);
+      CHECK(resumed.models[i] == whole.models[i]);
+      CHECK(whole.models[i] == whole.models[0]);
+    }
   }
   // A state without the anchor is refused by name.
   NodeState partial = taken[0];

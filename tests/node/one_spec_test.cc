@@ -139,15 +139,15 @@ TEST_CASE("One spec: every synchronous gossip algorithm ends with the simulator'
 
 TEST_CASE(
     "One spec: a ring all-reduce job, a hierarchical one, a halving-doubling one, one with PowerSGD inside, "
-    "an overlapped DiLoCo one and a DiLoCo job on 8 daemons (6 for halving-doubling, whose 6 fold into 4) "
-    "end with the simulator's models") {
-  for (const char* algorithm :
-       {"allreduce", "hierarchical", "halving-doubling", "powersgd", "overlap", "diloco"}) {
+    "an overlapped DiLoCo one (also with PowerSGD inside) and a DiLoCo job on 8 daemons (6 for "
+    "halving-doubling, whose 6 fold into 4) end with the simulator's models") {
+  for (const char* algorithm : {"allreduce", "hierarchical", "halving-doubling", "powersgd", "overlap",
+                                "powersgd-overlap", "diloco"}) {
     CAPTURE(std::string(algorithm));
     const bool hierarchical = std::string(algorithm) == "hierarchical";
     const bool rhd = std::string(algorithm) == "halving-doubling";
-    const bool lowrank = std::string(algorithm) == "powersgd";
-    const bool overlap = std::string(algorithm) == "overlap";
+    const bool lowrank = std::string(algorithm).rfind("powersgd", 0) == 0;
+    const bool overlap = std::string(algorithm).find("overlap") != std::string::npos;
     proto::JobSpec spec =
         BaseSpec(hierarchical || rhd || lowrank || overlap ? "diloco-allreduce" : algorithm);
     spec.set_overlap(overlap);
