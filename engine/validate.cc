@@ -114,8 +114,11 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
                a + " sends whole vectors; use none, fp16, bf16 or int8" +
                    (IsRingAllReduce(a) ? std::string(", or powersgd:R inside the all-reduce") : "") +
                    " (got '" + compression + "')");
-  if (lowrank_allreduce && s.groups() != 1)
-    return Bad("compression", "'" + compression + "' inside an all-reduce runs one ring: groups must be 1");
+  if (lowrank_allreduce && s.groups() != 1 && TopologyKind(s.group_topology()) != "complete")
+    return Bad("compression", "'" + compression +
+                                  "' inside a hierarchical all-reduce needs group_topology complete: the "
+                                  "groups' factors must mix to one mean (got '" +
+                                  s.group_topology() + "')");
   if (!codec->full_model_safe && IsTimeVarying(s.topology()))
     return Bad("compression",
                "'" + compression +

@@ -40,7 +40,6 @@ RingAllReduceNode::RingAllReduceNode(Env& env, NodeId nodes, LocalLearner& learn
   MURMUR_CHECK_MSG(std::find(members_.begin(), members_.end(), env_.self()) != members_.end(),
                    "the ring's order must list every node once");
   if (options_.lowrank > 0) {
-    MURMUR_CHECK_MSG(options_.cross.empty(), "a low-rank all-reduce runs one ring (no groups)");
     lowrank_ = std::make_unique<LowRankReduce>(options_.lowrank_layout, x_.size(), options_.lowrank,
                                                options_.lowrank_error_feedback, options_.lowrank_seed);
     first_.assign(lowrank_->first_size(), 0.0f);
@@ -75,8 +74,9 @@ void RingAllReduceNode::SetOverlapVector() {
 
 void RingAllReduceNode::FinishOverlapRound(bool averaged) {
   if (averaged && lowrank_) {
-    for (float& v : second_) v /= static_cast<float>(ring_.n);  // the mean of the Q factors
-    lowrank_->Finish(second_, sum_.span());                     // the agreed progress
+    if (options_.cross.empty())
+      for (float& v : second_) v /= static_cast<float>(ring_.n);  // the mean of the Q factors
+    lowrank_->Finish(second_, sum_.span());                       // the agreed progress
     mean_.vec() = theta_.vec() - sum_.vec();
   } else if (averaged) {
     mean_.vec() = sum_.vec() / static_cast<float>(ring_.n);
@@ -247,9 +247,13 @@ std::span<float> RingAllReduceNode::PartVector() {
 }
 
 void RingAllReduceNode::BeginSecondPart() {
-  for (float& v : first_) v /= static_cast<float>(ring_.n);  // the mean of the P factors and whole tensors
+  // The mean of the P factors and whole tensors (with groups, the mix of
+  // the groups' means is in already).
+  if (options_.cross.empty())
+    for (float& v : first_) v /= static_cast<float>(ring_.n);
   lowrank_->Second(first_, second_);
   part_ = 1;
+  cross_ = CrossMix::kPending;
   step_sent_ = false;
 }
 
@@ -265,14 +269,17 @@ void RingAllReduceNode::OnMessage(NodeId from, MessagePtr msg) {
   auto m = std::static_pointer_cast<const GossipMessage>(msg);
   if (m->channel() != Channel::kRingSegment || finished()) return;
   const double s = m->scalar();
-  if (s == static_cast<double>(ring_.schedule.steps()) && !options_.cross.empty()) {  // a counterpart's mix
+  const double total = static_cast<double>(ring_.schedule.steps() + ring_.second.steps());
+  if (!options_.cross.empty() && (s == total || (lowrank_ && s == total + 1))) {  // a counterpart's mix
+    const std::size_t part = s == total ? 0 : 1;
+    const std::size_t owned = (part == 0 ? ring_.schedule : ring_.second).owned().size();
     std::size_t k = 0;
     while (k < options_.cross.size() && options_.cross[k].first != from) ++k;
-    if (k == options_.cross.size() || m->update().size() != ring_.schedule.owned().size() ||
-        m->round() < round_ || ring_.schedule.owned().size() == 0)
+    if (k == options_.cross.size() || m->update().size() != owned || m->round() < round_ || owned == 0)
       return;
-    // This round's and the next two's, one segment per counterpart each.
-    if (m->round() <= round_ + 2) cross_early_.emplace(std::make_pair(m->round(), k), m);
+    // This round's and the next two's, one segment per counterpart and part each.
+    if (m->round() <= round_ + 2)
+      cross_early_.emplace(std::make_pair(m->round(), part * options_.cross.size() + k), m);
     return TryAdvance();
   }
   if (!(s >= 0 && s < 0x1p52) || s != std::floor(s)) return;  // no step of any ring
@@ -317,26 +324,29 @@ void RingAllReduceNode::OnMessage(NodeId from, MessagePtr msg) {
 
 bool RingAllReduceNode::CrossMixed() {
   const NodeId m = ring_.n;
-  const ValueRange owned = ring_.schedule.owned();
+  const ValueRange owned = PartSchedule().owned();
   if (owned.size() == 0) return true;  // a position that folded holds no range: it sits the mix out
-  std::span<float> seg = sum_.span().subspan(owned.begin, owned.size());
+  std::span<float> seg = PartVector().subspan(owned.begin, owned.size());
+  const std::size_t first_key = part_ * options_.cross.size();
   if (cross_ == CrossMix::kPending) {
     cross_ = CrossMix::kSent;
     for (float& v : seg) v /= static_cast<float>(m);  // the group's mean
+    // The scalar: the steps of both parts, plus the part (docs/protocol.md).
+    const double scalar = static_cast<double>(ring_.schedule.steps() + ring_.second.steps() + part_);
     for (const auto& [peer, weight] : options_.cross) {
       env_.Send(peer, std::make_shared<const GossipMessage>(
-                          Channel::kRingSegment, round_, static_cast<double>(ring_.schedule.steps()),
+                          Channel::kRingSegment, round_, scalar,
                           codec_->Compress(std::span<const float>(seg.data(), seg.size()), round_)));
     }
   }
   for (std::size_t k = 0; k < options_.cross.size(); ++k) {
-    if (cross_early_.count({round_, k}) == 0) return false;
+    if (cross_early_.count({round_, first_key + k}) == 0) return false;
   }
   // Every counterpart's segment is here: mix them in the order of `cross`.
   std::vector<float> mixed(seg.size(), 0.0f), theirs(seg.size());
   for (std::size_t j = 0; j < seg.size(); ++j) mixed[j] = static_cast<float>(options_.cross_self) * seg[j];
   for (std::size_t k = 0; k < options_.cross.size(); ++k) {
-    auto it = cross_early_.find({round_, k});
+    auto it = cross_early_.find({round_, first_key + k});
     std::fill(theirs.begin(), theirs.end(), 0.0f);
     Status st = it->second->update().AddTo(theirs);
     MURMUR_CHECK_MSG(st.ok(), st.ToString());
@@ -412,8 +422,9 @@ void RingAllReduceNode::FinishRound(bool averaged) {
   if (averaged) {
     options_.local.Save(x_);
     if (lowrank_) {
-      for (float& v : second_) v /= static_cast<float>(ring_.n);  // the mean of the Q factors
-      lowrank_->Finish(second_, sum_.span());                     // the agreed progress
+      if (options_.cross.empty())
+        for (float& v : second_) v /= static_cast<float>(ring_.n);  // the mean of the Q factors
+      lowrank_->Finish(second_, sum_.span());                       // the agreed progress
       x_.vec() = start_.vec() - sum_.vec();
     } else if (options_.cross.empty()) {
       x_.vec() = sum_.vec() / static_cast<float>(ring_.n);

@@ -30,8 +30,12 @@
 // the same way, and the mean that moves the anchor is theta - the agreed
 // progress (a round that fails: theta - d_p). Anchors that differ are then
 // not pulled together, as no whole model is averaged: each keeps its own
-// anchor plus the agreed steps. One ring without groups; the codec must be
-// "none".
+// anchor plus the agreed steps. With groups (below) each vector is mixed
+// between the groups after its own reduce-scatter (the first's messages
+// carry S1 + S2 as the scalar, the second's S1 + S2 + 1), and `cross` must
+// give every group the same mean (complete, weights 1/G), so that all
+// groups share P^ and Q; the sums are then means already and not divided
+// by n. The codec must be "none".
 //
 // Overlap (`overlap`, the one-step-delayed outer update of streaming DiLoCo,
 // Douillard et al. 2025, with a delay of one whole inner phase): the ring

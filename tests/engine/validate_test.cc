@@ -72,12 +72,13 @@ TEST_CASE("What an algorithm cannot run is refused in both hosts alike") {
                         s.set_collective("tree");
                       }},
                      {"collective", [](proto::JobSpec& s) { s.set_collective("halving-doubling"); }},
-                     // PowerSGD inside an all-reduce: one ring only.
+                     // PowerSGD inside a hierarchical all-reduce: only groups that mix to one mean.
                      {"compression",
                       [](proto::JobSpec& s) {
                         s.set_algorithm("allreduce");
                         s.set_nodes(8);
                         s.set_groups(2);
+                        s.set_group_topology("ring");
                         s.set_compression("powersgd:2");
                       }},
                      {"compression",
@@ -244,12 +245,27 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("PowerSGD inside an all-reduce runs on both hosts, PowerSGD for gossip only in the simulator") {
+TEST_CASE(
+    "PowerSGD inside an all-reduce runs on both hosts (overlapped, and hierarchical with a complete group "
+    "topology), PowerSGD for gossip only in the simulator") {
   proto::JobSpec s;
   s.set_algorithm("diloco-allreduce");
   s.set_compression("powersgd:4");
   CHECK(ValidateJobSpec(s, Host::kSimulator).ok());
   CHECK(ValidateJobSpec(s, Host::kDaemon).ok());
+  // With groups and overlap: in a hierarchical all-reduce only when the groups mix to one mean.
+  s.set_overlap(true);
+  CHECK(ValidateJobSpec(s, Host::kDaemon).ok());
+  s.set_overlap(false);
+  s.set_nodes(8);
+  s.set_groups(2);
+  s.set_group_topology("complete");
+  CHECK(ValidateJobSpec(s, Host::kSimulator).ok());
+  CHECK(ValidateJobSpec(s, Host::kDaemon).ok());
+  s.set_group_topology("ring");
+  CHECK(ValidateJobSpec(s, Host::kDaemon).message().find("needs group_topology complete") !=
+        std::string::npos);
+  s.set_groups(1);
   s.set_algorithm("dpsgd");
   CHECK(ValidateJobSpec(s, Host::kSimulator).ok());
   CHECK(ValidateJobSpec(s, Host::kDaemon).message().find("not checkpointed") != std::string::npos);

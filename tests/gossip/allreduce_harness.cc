@@ -171,4 +171,23 @@ ExactSumRun RunExactSum(NodeId n, std::size_t len, Collective collective) {
   return out;
 }
 
+std::vector<RingAllReduceOptions> Groups(NodeId g, NodeId m, const topology::MixingMatrix& w) {
+  std::vector<RingAllReduceOptions> out(g * m);
+  for (NodeId i = 0; i < g * m; ++i) {
+    const NodeId mine = i / m, position = i % m;
+    RingAllReduceOptions& o = out[i];
+    o.rounds = 1;
+    for (NodeId k = 0; k < m; ++k) o.ring.push_back(mine * m + k);
+    o.cross_self = 0;
+    for (const topology::MixingEntry& e : w.Row(mine)) {
+      if (e.col == mine) {
+        o.cross_self = e.weight;
+      } else {
+        o.cross.emplace_back(e.col * m + position, e.weight);
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace murmur::gossip::testing

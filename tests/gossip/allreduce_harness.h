@@ -11,6 +11,7 @@
 #include "gossip/decentralized_sgd.h"
 #include "gossip/ring_allreduce.h"
 #include "topology/graph.h"
+#include "topology/mixing_matrix.h"
 
 namespace murmur::gossip::testing {
 
@@ -55,6 +56,11 @@ RingRun RunRingNodes(const std::vector<RingAllReduceOptions>& per_node, double l
                      const std::vector<std::vector<float>>& x0s,
                      const std::vector<std::vector<float>>& targets, std::vector<NodeId> silent = {},
                      const Layout* layout = nullptr);
+
+// Hierarchical: G groups of m (group g = ids g m .. g m + m - 1), one
+// round, mixing over `w` (each node's counterparts: the same position in
+// the groups W connects to its group).
+std::vector<RingAllReduceOptions> Groups(NodeId g, NodeId m, const topology::MixingMatrix& w);
 
 // One round (lr 0: the local steps change nothing) of n nodes whose models
 // are small integers, so that every partial sum is exact in float and the

@@ -17,10 +17,13 @@
 #include "sim/simulator.h"
 #include "tests/gossip/allreduce_harness.h"
 #include "tests/gossip/quadratic.h"
+#include "topology/generators.h"
+#include "topology/weights.h"
 
 namespace murmur::gossip {
 namespace {
 
+using testing::Groups;
 using testing::QuadraticLearner;
 using testing::RingRun;
 using testing::RunRingNodes;
@@ -101,6 +104,14 @@ struct PowerSgdOnMean {
   std::vector<double> e;
 };
 
+// w: 6 x 8, compressed at rank 2 (2 (6 + 8) = 28 < 48), and b: 3 values (whole).
+Layout MatrixAndVector() {
+  Layout layout;
+  layout.Add("w", {6, 8});
+  layout.Add("b", {3});
+  return layout;
+}
+
 // n nodes from one start, x0[k] = start(k) (as a job's common initial
 // model), node i minimizing 0.5 ||x - b_i||^2 with b_i ~ N(0, 1) from (seed, i).
 struct Problem {
@@ -117,10 +128,10 @@ Problem CommonStart(NodeId n, std::size_t size, std::uint64_t seed, double (*sta
   return p;
 }
 
-// PowerSGD at `rank` inside the all-reduce, `rounds` rounds of h local steps.
+// PowerSGD at `rank` inside the all-reduce, `rounds` rounds of h local
+// steps (the rest of `o` as given).
 RingAllReduceOptions LowRankOptions(std::uint64_t rounds, int h, Collective collective, std::uint32_t rank,
-                                    std::uint64_t seed, const Layout& layout) {
-  RingAllReduceOptions o;
+                                    std::uint64_t seed, const Layout& layout, RingAllReduceOptions o = {}) {
   o.rounds = rounds;
   o.local_steps = h;
   o.collective = collective;
@@ -130,13 +141,31 @@ RingAllReduceOptions LowRankOptions(std::uint64_t rounds, int h, Collective coll
   return o;
 }
 
+// The reference of a low-rank all-reduce: `rounds` rounds in which every
+// node takes h steps of rate lr from the common x toward its target, and x
+// moves by PowerSGD's agreed step on the mean progress.
+std::vector<double> LocalSgdWithPowerSgd(std::vector<double> x,
+                                         const std::vector<std::vector<float>>& targets, int rounds, int h,
+                                         double lr, PowerSgdOnMean& power) {
+  const std::size_t n = targets.size();
+  for (int t = 0; t < rounds; ++t) {
+    std::vector<double> d(x.size(), 0.0);  // mean progress
+    for (std::size_t i = 0; i < n; ++i) {
+      std::vector<double> xi = x;
+      for (int s = 0; s < h; ++s)
+        for (std::size_t k = 0; k < x.size(); ++k) xi[k] -= lr * (xi[k] - targets[i][k]);
+      for (std::size_t k = 0; k < x.size(); ++k) d[k] += (x[k] - xi[k]) / static_cast<double>(n);
+    }
+    const std::vector<double> agreed = power.Step(d);
+    for (std::size_t k = 0; k < x.size(); ++k) x[k] -= agreed[k];
+  }
+  return x;
+}
+
 TEST_CASE(
     "PowerSGD inside the all-reduce takes PowerSGD's step on the mean progress, with warm start and error "
     "feedback, against a reference in double") {
-  // w: 6 x 8 at rank 2 (2 (6 + 8) = 28 < 48: compressed), b: 3 values (whole).
-  Layout layout;
-  layout.Add("w", {6, 8});
-  layout.Add("b", {3});
+  const Layout layout = MatrixAndVector();
   const std::size_t size = layout.total_size(), rows = 6, cols = 8, rank = 2;
   const double lr = 0.1;
   const int h = 3, rounds = 4;
@@ -151,18 +180,8 @@ TEST_CASE(
 
       // The reference: x common, mean residual e, Q warm-started.
       PowerSgdOnMean power(layout, rows, cols, rank, 9);
-      std::vector<double> x(x0s[0].begin(), x0s[0].end());
-      for (int t = 0; t < rounds; ++t) {
-        std::vector<double> d(size, 0.0);  // mean progress
-        for (NodeId i = 0; i < n; ++i) {
-          std::vector<double> xi = x;
-          for (int s = 0; s < h; ++s)
-            for (std::size_t k = 0; k < size; ++k) xi[k] -= lr * (xi[k] - targets[i][k]);
-          for (std::size_t k = 0; k < size; ++k) d[k] += (x[k] - xi[k]) / n;
-        }
-        const std::vector<double> agreed = power.Step(d);
-        for (std::size_t k = 0; k < size; ++k) x[k] -= agreed[k];
-      }
+      const std::vector<double> x =
+          LocalSgdWithPowerSgd({x0s[0].begin(), x0s[0].end()}, targets, rounds, h, lr, power);
       double worst = 0;
       const double residual = power.Residual();
       for (NodeId i = 0; i < n; ++i) {
@@ -172,6 +191,42 @@ TEST_CASE(
         CHECK(run.failed[i] == 0);
       }
       CHECK(residual > 0.01);  // rank 2 of 6 x 8 drops something, which error feedback carries
+      CHECK(worst < 2e-5);
+    }
+  }
+}
+
+TEST_CASE(
+    "PowerSGD inside a hierarchical all-reduce whose groups mix to one mean takes PowerSGD's step on the "
+    "mean progress of every node, against the reference in double") {
+  const Layout layout = MatrixAndVector();
+  const std::size_t size = layout.total_size(), rows = 6, cols = 8, rank = 2;
+  const double lr = 0.1;
+  const int h = 3, rounds = 4;
+  for (Collective collective : {Collective::kRing, Collective::kHalvingDoubling}) {
+    for (const auto& [g, m] : {std::pair<NodeId, NodeId>{2, 3}, {3, 2}, {2, 4}}) {
+      CAPTURE(static_cast<int>(collective));
+      CAPTURE(g);
+      CAPTURE(m);
+      const NodeId n = g * m;
+      const auto [x0s, targets] = CommonStart(n, size, 29, [](double k) { return std::sin(0.4 * k); });
+      const topology::MixingMatrix w =
+          topology::MakeWeights(topology::Complete(g), {topology::WeightRule::kMetropolisHastings, false})
+              .value();
+      std::vector<RingAllReduceOptions> options = Groups(g, m, w);
+      for (RingAllReduceOptions& o : options) o = LowRankOptions(rounds, h, collective, rank, 3, layout, o);
+      const RingRun run = RunRingNodes(options, lr, x0s, targets, {}, &layout);
+      PowerSgdOnMean power(layout, rows, cols, rank, 3);  // on the mean progress of every node
+      const std::vector<double> x =
+          LocalSgdWithPowerSgd({x0s[0].begin(), x0s[0].end()}, targets, rounds, h, lr, power);
+      double worst = 0;
+      for (NodeId i = 0; i < n; ++i) {
+        CAPTURE(i);
+        CHECK(run.failed[i] == 0);
+        CHECK(run.models[i] == run.models[i / m * m]);  // one group, one model, bit for bit
+        for (std::size_t k = 0; k < size; ++k) worst = std::max(worst, std::abs(run.models[i][k] - x[k]));
+      }
+      CHECK(power.Residual() > 0.01);
       CHECK(worst < 2e-5);
     }
   }
@@ -213,9 +268,7 @@ TEST_CASE(
     "PowerSGD inside an overlapped all-reduce: the anchor takes the one-step-delayed outer step on the "
     "agreed "
     "low-rank progress, against a reference in double") {
-  Layout layout;
-  layout.Add("w", {6, 8});
-  layout.Add("b", {3});
+  const Layout layout = MatrixAndVector();
   const std::size_t size = layout.total_size(), rows = 6, cols = 8, rank = 2;
   const double lr = 0.1;
   const int h = 3;
@@ -227,8 +280,9 @@ TEST_CASE(
         CAPTURE(static_cast<int>(collective));
         CAPTURE(static_cast<int>(kind));
         const auto [x0s, targets] = CommonStart(n, size, 23, [](double k) { return std::cos(0.3 * k); });
-        RingAllReduceOptions o = LowRankOptions(rounds, h, collective, rank, 5, layout);
-        o.overlap = true;
+        RingAllReduceOptions overlapped;
+        overlapped.overlap = true;
+        RingAllReduceOptions o = LowRankOptions(rounds, h, collective, rank, 5, layout, overlapped);
         o.outer.kind = kind;
         o.outer.lr = 0.7;
         const RingRun run =
@@ -294,9 +348,7 @@ TEST_CASE(
 // each from `states` when given (else x0); their states at the end.
 std::vector<NodeState> RunLowRank(std::uint64_t first, std::uint64_t last,
                                   const std::vector<NodeState>* states) {
-  Layout layout;
-  layout.Add("w", {6, 8});
-  layout.Add("b", {3});
+  const Layout layout = MatrixAndVector();
   const NodeId n = 4;
   sim::Simulator sim(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(n));
   std::vector<std::unique_ptr<QuadraticLearner>> learners;
@@ -349,9 +401,7 @@ TEST_CASE(
   // A state of another rank is refused by name.
   NodeState wrong = half[0];
   wrong.wide["lowrank/q"].push_back(0.0);
-  Layout layout;
-  layout.Add("w", {6, 8});
-  layout.Add("b", {3});
+  const Layout layout = MatrixAndVector();
   LowRankReduce reduce(layout, layout.total_size(), 2, true, 0);
   CHECK(reduce.ImportState(wrong).message().find("'lowrank/q'") != std::string::npos);
 }

@@ -23,6 +23,7 @@ namespace murmur::gossip {
 namespace {
 
 using testing::Expected;
+using testing::Groups;
 using testing::kDim;
 using testing::QuadraticLearner;
 using testing::RingRun;
@@ -89,26 +90,6 @@ TEST_CASE("Ring all-reduce over a ring in any order (a link-aware ring): the exa
       CHECK(run.received[i] == (n == 1 ? 0 : 2 * len - size(from + 1) - size(from + 2)));
     }
   }
-}
-
-// Hierarchical: G groups of m (group g = ids g m .. g m + m - 1), mixing over `w`.
-std::vector<RingAllReduceOptions> Groups(NodeId g, NodeId m, const topology::MixingMatrix& w) {
-  std::vector<RingAllReduceOptions> out(g * m);
-  for (NodeId i = 0; i < g * m; ++i) {
-    const NodeId mine = i / m, position = i % m;
-    RingAllReduceOptions& o = out[i];
-    o.rounds = 1;
-    for (NodeId k = 0; k < m; ++k) o.ring.push_back(mine * m + k);
-    o.cross_self = 0;
-    for (const topology::MixingEntry& e : w.Row(mine)) {
-      if (e.col == mine) {
-        o.cross_self = e.weight;
-      } else {
-        o.cross.emplace_back(e.col * m + position, e.weight);
-      }
-    }
-  }
-  return out;
 }
 
 TEST_CASE("Hierarchical all-reduce: group means mixed by W between the halves, checked in double") {

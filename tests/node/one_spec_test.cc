@@ -138,13 +138,13 @@ TEST_CASE("One spec: every synchronous gossip algorithm ends with the simulator'
 }
 
 TEST_CASE(
-    "One spec: a ring all-reduce job, a hierarchical one, a halving-doubling one, one with PowerSGD inside, "
-    "an overlapped DiLoCo one (also with PowerSGD inside) and a DiLoCo job on 8 daemons (6 for "
+    "One spec: a ring all-reduce job, a hierarchical one, a halving-doubling one, one with PowerSGD inside "
+    "(also overlapped, and hierarchical), an overlapped DiLoCo one and a DiLoCo job on 8 daemons (6 for "
     "halving-doubling, whose 6 fold into 4) end with the simulator's models") {
   for (const char* algorithm : {"allreduce", "hierarchical", "halving-doubling", "powersgd", "overlap",
-                                "powersgd-overlap", "diloco"}) {
+                                "powersgd-overlap", "powersgd-hierarchical", "diloco"}) {
     CAPTURE(std::string(algorithm));
-    const bool hierarchical = std::string(algorithm) == "hierarchical";
+    const bool hierarchical = std::string(algorithm).find("hierarchical") != std::string::npos;
     const bool rhd = std::string(algorithm) == "halving-doubling";
     const bool lowrank = std::string(algorithm).rfind("powersgd", 0) == 0;
     const bool overlap = std::string(algorithm).find("overlap") != std::string::npos;
@@ -156,9 +156,9 @@ TEST_CASE(
     spec.set_rounds(12);
     spec.set_local_steps(5);
     spec.set_compression(std::string(algorithm) == "diloco" ? "int8" : lowrank ? "powersgd:1" : "none");
-    if (hierarchical) {  // 4 groups of 2 (id blocks) mixing over a ring of groups
+    if (hierarchical) {  // 4 groups of 2 (id blocks) mixing over a ring of groups (PowerSGD: all of them)
       spec.set_groups(4);
-      spec.set_group_topology("ring");
+      spec.set_group_topology(lowrank ? "complete" : "ring");
     }
     const Models sim = InSimulator(spec);
     const Models daemons = OnDaemons(spec, std::string("one-spec-8-") + algorithm);
