@@ -77,6 +77,8 @@ Result<topology::TopologySpec> GraphSpecOf(const proto::JobSpec& s, NodeId nodes
     MURMUR_ASSIGN_OR_RETURN(spec.radius, ParseNumber(parts[1]));
   } else if (spec.kind == "file" && parts.size() >= 2) {
     spec.file = s.topology().substr(5);
+  } else if (spec.kind == "edges" && parts.size() == 2) {
+    spec.edges = parts[1];
   } else if (parts.size() != 1) {
     return Status::InvalidArgument("spec field 'topology': '" + s.topology() + "' has unexpected parameters");
   }

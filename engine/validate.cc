@@ -102,8 +102,9 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
   if (IsLinkAware(s.topology()) && host == Host::kDaemon)
     return Bad("topology",
                s.topology() +
-                   " is chosen from the simulator's link model (scenario field 'links') and "
-                   "exists in the simulator only; give murmurd the chosen graph as file:EDGES.txt");
+                   " is chosen from link costs: `murmur job submit` chooses it from the daemons' "
+                   "measured links and sends the graph as edges:U V;...; or give murmurd a graph as "
+                   "file:EDGES.txt or edges:...");
   const bool dpsgd = IsDpsgd(a);
   const std::string compression = CompressionOf(s);
   auto codec = GossipCodecOf(s);
@@ -159,10 +160,12 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
     auto made = MakeGraphTopology(between, s.groups());
     if (!made.ok()) return made.status().WithContext("spec field 'group_topology'");
   }
-  if (IsRingAllReduce(a) && s.topology() != "ring" && s.topology() != "link-aware-ring")
+  const std::string kind = TopologyKind(s.topology());
+  if (IsRingAllReduce(a) && kind != "ring" && kind != "link-aware-ring" && kind != "edges" && kind != "file")
     return Bad("topology",
-               "must be ring (the node ids in order) or link-aware-ring (the ring of least cost "
-               "in the simulator's link model): " +
+               "must be ring (the node ids in order), link-aware-ring (the ring of least cost in the "
+               "link model, or in the measured links on murmurd) or a ring given as edges:... or "
+               "file:...: " +
                    a + " runs a ring all-reduce (got '" + s.topology() + "')");
   if (a == "diloco" || a == "diloco-allreduce") {
     MURMUR_RETURN_IF_ERROR(ParseOuterOptimizer(s.outer_optimizer()).status());
@@ -201,7 +204,6 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
       if (a == "push-sum")
         return Bad("weights", "push-sum mixes with column-stochastic weights of its own (got '" +
                                   s.weights() + "'); leave it at default");
-      const std::string kind = TopologyKind(s.topology());
       if (kind == "one-peer-exponential" || kind == "random-matching")
         return Bad("weights",
                    "'" + s.weights() + "' cannot apply to '" + kind +

@@ -1,5 +1,6 @@
 #include "topology/factory.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -73,13 +74,13 @@ const std::vector<std::string>& TopologyKinds() {
       "complete",  "ring",        "torus",       "star",
       "dumbbell",  "hypercube",   "exponential", "one-peer-exponential",
       "regular",   "erdos-renyi", "small-world", "random-matching",
-      "geometric", "file"};
+      "geometric", "file",        "edges"};
   return kinds;
 }
 
 Result<std::unique_ptr<Schedule>> MakeSchedule(const TopologySpec& spec) {
-  if (spec.nodes == 0 && spec.kind != "file")
-    return Status::InvalidArgument("a topology needs at least 1 node");
+  const bool listed = spec.kind == "file" || spec.kind == "edges";
+  if (spec.nodes == 0 && !listed) return Status::InvalidArgument("a topology needs at least 1 node");
   if (spec.nodes > kMaxNodes)
     return Status::InvalidArgument(std::to_string(spec.nodes) + " nodes over the limit of " +
                                    std::to_string(kMaxNodes));
@@ -89,18 +90,25 @@ Result<std::unique_ptr<Schedule>> MakeSchedule(const TopologySpec& spec) {
     return std::unique_ptr<Schedule>(std::make_unique<RandomMatchingSchedule>(spec.nodes, spec.seed));
   Graph graph;
   EdgeListFile file;
-  if (spec.kind == "file") {
-    if (spec.file.empty()) return Status::InvalidArgument("topology 'file' needs an edge-list file");
-    MURMUR_ASSIGN_OR_RETURN(
-        file,
-        ReadEdgeList(spec.file, 0, spec.directed ? Directedness::kDirected : Directedness::kUndirected));
-    // The file says how many nodes there are (1 + its largest id): a count
+  if (listed) {
+    const Directedness directedness = spec.directed ? Directedness::kDirected : Directedness::kUndirected;
+    std::string name = "topology 'file' " + spec.file;
+    if (spec.kind == "file") {
+      if (spec.file.empty()) return Status::InvalidArgument("topology 'file' needs an edge-list file");
+      MURMUR_ASSIGN_OR_RETURN(file, ReadEdgeList(spec.file, 0, directedness));
+    } else {
+      if (spec.edges.empty()) return Status::InvalidArgument("topology 'edges' needs at least one edge");
+      std::string text = spec.edges;
+      std::replace(text.begin(), text.end(), ';', '\n');
+      name = "topology 'edges'";
+      MURMUR_ASSIGN_OR_RETURN(file, ParseEdgeList(text, name, 0, directedness));
+    }
+    // The list says how many nodes there are (1 + its largest id): a count
     // that disagrees would add nodes no edge reaches, or drop some.
     if (spec.nodes != 0 && spec.nodes != file.graph.num_nodes())
-      return Status::InvalidArgument("topology 'file' " + spec.file + " has " +
-                                     std::to_string(file.graph.num_nodes()) + " nodes (ids 0 .. " +
-                                     std::to_string(file.graph.num_nodes() - 1) + "), not the " +
-                                     std::to_string(spec.nodes) + " asked for");
+      return Status::InvalidArgument(name + " has " + std::to_string(file.graph.num_nodes()) +
+                                     " nodes (ids 0 .. " + std::to_string(file.graph.num_nodes() - 1) +
+                                     "), not the " + std::to_string(spec.nodes) + " asked for");
     graph = std::move(file.graph);
   } else {
     MURMUR_ASSIGN_OR_RETURN(graph, MakeGraph(spec));
@@ -119,7 +127,7 @@ Result<std::unique_ptr<Schedule>> MakeSchedule(const TopologySpec& spec) {
   }
   Status valid = w.Validate(kind, &graph);
   if (!valid.ok()) {
-    if (file.weighted) return valid.WithContext(spec.file);
+    if (file.weighted) return valid.WithContext(spec.kind == "file" ? spec.file : "topology 'edges'");
     return Status::Internal("generated weights are invalid: " + valid.message());
   }
   return std::unique_ptr<Schedule>(std::make_unique<StaticSchedule>(std::move(graph), std::move(w), kind));

@@ -14,6 +14,9 @@
 //   file            from an edge-list file (topology/edge_list.h); its node
 //                   count is 1 + its largest id, and `nodes` (0: the file's)
 //                   must agree with it
+//   edges           the same list inline, its lines separated by ';'
+//                   ("edges:0 1;1 2;2 0"): what `murmur job submit` sends
+//                   daemons for a graph it chose from measured links
 //   link-aware      ~ degree: the cheapest graph of n degree / 2 edges under
 //                   `link_cost` (topology/link_aware.h)
 //   link-aware-ring 2: the ring of least total `link_cost`
@@ -46,7 +49,8 @@ struct TopologySpec {
   double beta = 0.1;           // small-world rewiring probability
   double radius = 0;           // geometric; 0 means sqrt(2 ln(n) / (pi n))
   std::string file;            // file
-  bool directed = false;       // file: arcs "u v" mean u -> v
+  std::string edges;           // edges: the edge list, lines separated by ';'
+  bool directed = false;       // file, edges: arcs "u v" mean u -> v
   PairCost link_cost;          // link-aware kinds: seconds to send one model u -> v
 };
 

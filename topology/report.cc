@@ -35,7 +35,11 @@ Status CheckTopologySpec(const TopologySpec& spec) {
   if (!link_kind && std::find(kinds.begin(), kinds.end(), spec.kind) == kinds.end())
     return Status::InvalidArgument("unknown topology '" + spec.kind + "' (one of: " + KindList() + ")");
   if (spec.kind == "file" && spec.file.empty()) return Status::InvalidArgument("kind 'file' needs a file");
-  if (spec.kind != "file" && spec.nodes == 0) return Status::InvalidArgument("nodes must be at least 1");
+  if (spec.kind == "edges" && spec.edges.empty())
+    return Status::InvalidArgument(
+        "kind 'edges' needs its edges (murmur topology --edges \"U V;U V\", a job's edges:U V;U V)");
+  if (spec.kind != "file" && spec.kind != "edges" && spec.nodes == 0)
+    return Status::InvalidArgument("nodes must be at least 1");
   if (!(spec.prob >= 0 && spec.prob <= 1))
     return Status::InvalidArgument("prob must be in [0, 1], got " + std::to_string(spec.prob));
   if (!(spec.beta >= 0 && spec.beta <= 1))

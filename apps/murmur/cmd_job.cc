@@ -2,9 +2,11 @@
 // (docs/daemon.md, "Operator commands"). Each command talks to every daemon
 // named with --daemon / --cluster over its control port.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -12,9 +14,13 @@
 #include "apps/murmur/operator.h"
 #include "engine/files.h"
 #include "engine/model_factory.h"
+#include "engine/topology.h"
 #include "ml/torch/torchscript_model.h"
 #include "node/config.h"
 #include "node/job/job.h"
+#include "topology/edge_list.h"
+#include "topology/link_aware.h"
+#include "topology/measured.h"
 
 namespace murmur::cli {
 namespace {
@@ -135,6 +141,50 @@ Status FillModelHash(const std::string& job_file, proto::JobConfig* job) {
   return Status::Ok();
 }
 
+// A link-aware topology (docs/topology.md) is chosen here, from the links
+// the daemons measured (each round trip, and each throughput timed from the
+// models a job moved: murmur peers), with each edge costing the seconds to
+// move `model_bytes` over it, and sent to every daemon as the inline list
+// "edges:U V;U V;...": every daemon runs the same graph, and each
+// submission chooses again from the links as they are then.
+Status ChooseMeasuredTopology(const OperatorContext& ctx, double model_bytes, proto::JobConfig* job) {
+  proto::JobSpec& spec = *job->mutable_spec();
+  if (!engine::IsLinkAware(spec.topology())) return Status::Ok();
+  proto::ControlRequest request;
+  request.mutable_peers();
+  topology::MeasuredLinks links;
+  links.nodes = spec.nodes();
+  std::size_t throughputs = 0;
+  for (const MeasuredPair& m : MeasuredPairs(CallAll(ctx, request))) {
+    if (m.from >= spec.nodes() || m.to >= spec.nodes()) continue;
+    links.pairs[std::uint64_t{m.from} << 32 | m.to] = topology::MeasuredLink{m.rtt_ms, m.mbps};
+    if (m.mbps > 0) ++throughputs;
+  }
+  if (links.pairs.empty())
+    return Status::FailedPrecondition("spec field 'topology' " + spec.topology() +
+                                      " is chosen from the daemons' measured links, and none has measured a "
+                                      "round trip yet (murmur peers shows them; membership probes one peer "
+                                      "a protocol period)");
+  auto made =
+      engine::MakeGraphTopology(spec, spec.nodes(), false, topology::MeasuredCost(links, 8 * model_bytes));
+  if (!made.ok()) return made.status();
+  const topology::Graph& graph = made->schedule->GraphAt(0);
+  std::ostringstream listed;
+  topology::WriteEdgeList(graph, listed);
+  std::string edges, line;
+  std::istringstream lines(listed.str());
+  while (std::getline(lines, line))
+    if (!line.empty() && line[0] != '#') edges += (edges.empty() ? "" : ";") + line;
+  const topology::EdgeCosts cost = topology::CostOf(graph, topology::MeasuredCost(links, 8 * model_bytes));
+  std::fprintf(stderr,
+               "murmur job submit: topology %s chosen from %zu measured round trips and %zu throughputs "
+               "(%zu edges, slowest %.6f s and all %.6f s for a model of %.0f bytes): edges:%s\n",
+               spec.topology().c_str(), links.pairs.size(), throughputs, graph.num_edges(), cost.slowest,
+               cost.total, model_bytes, edges.c_str());
+  spec.set_topology("edges:" + edges);
+  return Status::Ok();
+}
+
 int Submit(int argc, char** argv) {
   cxxopts::Options options("murmur job submit",
                            "send a job to every daemon, all or nothing; each runs its part of it");
@@ -143,6 +193,8 @@ int Submit(int argc, char** argv) {
   options.add_options()
     ("job", "JobConfig file", cxxopts::value<std::string>())
     ("partial", "the daemons named may be some of the job's (each node id once); by default they must be all")
+    ("model-bytes", "a link-aware topology: the bytes of the model each edge carries a round, which "
+                    "weigh the measured throughputs against the round trips", cxxopts::value<double>()->default_value("407080"))
     ("h,help", "show this help");
   // clang-format on
   options.parse_positional({"job"});
@@ -159,6 +211,11 @@ int Submit(int argc, char** argv) {
   auto ctx = LoadOperatorContext(args);
   if (!ctx.ok()) return UsageError(kName, ctx.status().ToString());
   const std::string nowhere = "; job " + job->job_id() + " was started nowhere";
+  const double model_bytes = args["model-bytes"].as<double>();
+  if (!(model_bytes > 0) || !std::isfinite(model_bytes))
+    return UsageError(kName, "--model-bytes must be positive");
+  if (Status chosen = ChooseMeasuredTopology(*ctx, model_bytes, &*job); !chosen.ok())
+    return Failure(kName, chosen.message() + nowhere);
 
   proto::ControlRequest status;
   status.mutable_status();

@@ -1,7 +1,5 @@
 // murmur peers: each daemon's view of its peers (address, session, membership state).
 #include <cstdio>
-#include <map>
-#include <utility>
 #include <vector>
 
 #include "apps/murmur/command.h"
@@ -25,9 +23,6 @@ int RunPeers(int argc, char** argv) {
   proto::ControlRequest request;
   request.mutable_peers();
   int bad = 0;
-  // What each daemon measured of each peer: the round trip, and the
-  // throughput of the peer's messages to it (the link peer -> daemon).
-  std::map<std::pair<std::uint32_t, std::uint32_t>, const proto::PeerStatus*> seen;
   const std::vector<DaemonReply> replies = CallAll(*ctx, request);
   for (const DaemonReply& r : replies) {
     if (!r.response.ok() || !r.response->ok()) {
@@ -41,7 +36,6 @@ int RunPeers(int argc, char** argv) {
     std::printf("  %-5s %-22s %-10s %-11s %-11s %-9s %s\n", "id", "address", "session", "membership",
                 "incarnation", "rtt ms", "Mbit/s in");
     for (const auto& p : r.response->peers()) {
-      seen[{r.response->node_id(), p.id()}] = &p;
       char rtt[32] = "-", in[32] = "-";
       if (p.rtt_ms() > 0) std::snprintf(rtt, sizeof(rtt), "%.3f", p.rtt_ms());
       if (p.mbps_in() > 0) std::snprintf(in, sizeof(in), "%.1f", p.mbps_in());
@@ -50,15 +44,10 @@ int RunPeers(int argc, char** argv) {
                   p.state().c_str(), static_cast<unsigned long long>(p.incarnation()), rtt, in);
     }
   }
-  // A row per measured round trip u -> v, with the throughput of u -> v
-  // where v timed u's messages.
   std::string csv = "from,to,rtt_ms,mbps\n";
-  for (const auto& [pair, p] : seen) {
-    if (p->rtt_ms() <= 0) continue;
+  for (const MeasuredPair& m : MeasuredPairs(replies)) {
     char row[96];
-    auto back = seen.find({pair.second, pair.first});
-    const double mbps = back == seen.end() ? 0.0 : back->second->mbps_in();
-    std::snprintf(row, sizeof(row), "%u,%u,%.3f,%.3f\n", pair.first, pair.second, p->rtt_ms(), mbps);
+    std::snprintf(row, sizeof(row), "%u,%u,%.3f,%.3f\n", m.from, m.to, m.rtt_ms, m.mbps);
     csv += row;
   }
   if (args.count("rtt-csv")) {

@@ -65,7 +65,7 @@ int RunTopology(int argc, char** argv) {
   // clang-format off
   options.add_options()
     ("kind", "topology kind", cxxopts::value<std::string>())
-    ("n,nodes", "number of nodes (default 16; file: the file's, 1 + its largest id)", cxxopts::value<std::uint32_t>())
+    ("n,nodes", "number of nodes (default 16; file, edges: the list's, 1 + its largest id)", cxxopts::value<std::uint32_t>())
     ("seed", "seed of the random kinds", cxxopts::value<std::uint64_t>()->default_value("1"))
     ("weights", "uniform, mh, maxdeg, lazy-uniform, lazy-mh, lazy-maxdeg or push-sum "
                 "(default: mh; uniform on directed graphs; a weighted file's own weights)",
@@ -76,7 +76,8 @@ int RunTopology(int argc, char** argv) {
     ("radius", "radius of geometric in the unit square (default sqrt(2 ln(n)/(pi n)))",
      cxxopts::value<double>()->default_value("0"))
     ("file", "edge-list file for kind 'file' (\"u v\" or \"u v w\" per line)", cxxopts::value<std::string>())
-    ("directed", "file: read \"u v\" as the arc u -> v")
+    ("edges", "edge list for kind 'edges', lines separated by ';' (\"0 1;1 2;2 0\")", cxxopts::value<std::string>())
+    ("directed", "file, edges: read \"u v\" as the arc u -> v")
     ("rounds", "rounds in the product of a time-varying kind (default: its period, or ceil(log2 n))",
      cxxopts::value<std::uint64_t>())
     ("links", "link-aware kinds: the paths between pairs, as the simulator's links: sites:S:LAN:WAN[:MS], "
@@ -100,7 +101,8 @@ int RunTopology(int argc, char** argv) {
 
   topology::TopologySpec spec;
   spec.kind = args["kind"].as<std::string>();
-  spec.nodes = args.count("nodes") ? args["nodes"].as<std::uint32_t>() : (spec.kind == "file" ? 0 : 16);
+  const bool listed = spec.kind == "file" || spec.kind == "edges";
+  spec.nodes = args.count("nodes") ? args["nodes"].as<std::uint32_t>() : (listed ? 0 : 16);
   spec.seed = args["seed"].as<std::uint64_t>();
   spec.degree = args["degree"].as<std::uint32_t>();
   spec.prob = args["prob"].as<double>();
@@ -108,6 +110,7 @@ int RunTopology(int argc, char** argv) {
   spec.radius = args["radius"].as<double>();
   spec.directed = args.count("directed") > 0;
   if (args.count("file")) spec.file = args["file"].as<std::string>();
+  if (args.count("edges")) spec.edges = args["edges"].as<std::string>();
   if (args.count("weights")) {
     auto w = topology::ParseWeightOptions(args["weights"].as<std::string>());
     if (!w.ok()) return UsageError(kName, w.status().message());

@@ -1,7 +1,9 @@
 #include "apps/murmur/operator.h"
 
 #include <fstream>
+#include <map>
 #include <sstream>
+#include <utility>
 
 #include "crypto/certificate.h"
 #include "crypto/file_io.h"
@@ -68,6 +70,21 @@ std::vector<DaemonReply> CallAll(const OperatorContext& ctx, const proto::Contro
   for (const std::string& address : ctx.daemons) {
     out.push_back(DaemonReply{address, node::CallDaemon(address, *ctx.credentials, ctx.policy, request,
                                                         std::chrono::milliseconds(ctx.timeout_ms))});
+  }
+  return out;
+}
+
+std::vector<MeasuredPair> MeasuredPairs(const std::vector<DaemonReply>& replies) {
+  std::map<std::pair<std::uint32_t, std::uint32_t>, const proto::PeerStatus*> seen;
+  for (const DaemonReply& r : replies) {
+    if (!r.response.ok() || !r.response->ok()) continue;
+    for (const auto& p : r.response->peers()) seen[{r.response->node_id(), p.id()}] = &p;
+  }
+  std::vector<MeasuredPair> out;
+  for (const auto& [pair, p] : seen) {
+    if (p->rtt_ms() <= 0) continue;
+    auto back = seen.find({pair.second, pair.first});
+    out.push_back({pair.first, pair.second, p->rtt_ms(), back == seen.end() ? 0.0 : back->second->mbps_in()});
   }
   return out;
 }

@@ -2,6 +2,7 @@
 // operator's credentials, the daemons to talk to, and one request to each.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,5 +34,15 @@ struct DaemonReply {
 };
 // Sends `request` to every daemon, in order; the replies in the same order.
 std::vector<DaemonReply> CallAll(const OperatorContext& ctx, const proto::ControlRequest& request);
+
+// What the daemons measured of each other, from their replies to a peers
+// request: a row per round trip `from` measured to `to` (> 0), with the
+// throughput of from -> to that `to` timed (Mbit/s; 0: not timed, or `to`
+// did not answer). Ordered by (from, to).
+struct MeasuredPair {
+  std::uint32_t from = 0, to = 0;
+  double rtt_ms = 0, mbps = 0;
+};
+std::vector<MeasuredPair> MeasuredPairs(const std::vector<DaemonReply>& replies);
 
 }  // namespace murmur::cli

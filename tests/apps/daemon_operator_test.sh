@@ -14,7 +14,9 @@
 #  6. the daemons' measured round trips (`murmur peers --rtt-csv`) choose a
 #     ring (`murmur topology --measured`), and a job runs on it;
 #  7. a job with models large enough to time gives every link its measured
-#     throughput, in `murmur peers` and in the fourth column of --rtt-csv.
+#     throughput, in `murmur peers` and in the fourth column of --rtt-csv;
+#  8. `murmur job submit` chooses a link-aware topology from those
+#     measurements itself and sends it as edges:...; the job runs on it.
 # usage: daemon_operator_test.sh MURMUR MURMURD SOURCE_DIR
 set -euo pipefail
 MURMUR=$1 MURMURD=$2 SRC=$3
@@ -154,4 +156,16 @@ head -1 "$FLEET/rtt.csv" | grep -qx 'from,to,rtt_ms,mbps' || { cat "$FLEET/rtt.c
 "$MURMUR" topology link-aware-ring --measured "$FLEET/rtt.csv" --model-bytes 590000 >"$FLEET/out" ||
   { cat "$FLEET/out"; fail "topology --measured with throughputs"; }
 echo "7. throughput of every link measured from t1's transfers: $(awk -F, 'NR > 1 { printf "%s->%s %s Mbit/s  ", $1, $2, $4 }' "$FLEET/rtt.csv")"
+
+# 8. A link-aware topology is chosen by `murmur job submit` from the links
+# the daemons measured, and sent as edges:...; a ring all-reduce runs on it.
+sed 's|topology: "ring"|topology: "link-aware-ring"|' "$(job a1 6 allreduce)" >"$FLEET/a1aware.job"
+"$MURMUR" job submit "$FLEET/a1aware.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "submit a1"; }
+grep -q "topology link-aware-ring chosen from 6 measured round trips and 6 throughputs (3 edges" "$FLEET/out" ||
+  { cat "$FLEET/out"; fail "submit did not choose the ring from the measurements"; }
+edges=$(sed -n 's/.*): edges:\(.*\)$/\1/p' "$FLEET/out")
+[ "$(tr ';' '\n' <<<"$edges" | wc -l)" -eq 3 ] || { cat "$FLEET/out"; fail "the chosen ring '$edges' has not 3 edges"; }
+"$MURMUR" job status --wait --interval 0.2 "${FLEET_OP[@]}" >"$FLEET/status" || { cat "$FLEET/status"; fail "a1 did not complete"; }
+grep -q "over 3 daemons (3 done)" "$FLEET/status" || { cat "$FLEET/status"; fail "a1's summary"; }
+echo "8. a1 ran a ring all-reduce on the ring murmur job submit chose from the measured links: edges:$edges"
 echo "daemon operator test passed"

@@ -226,8 +226,9 @@ TEST_CASE(
          s.set_edge_aggregators(4);
        }},
       {"compression", "not checkpointed", [](proto::JobSpec& s) { s.set_compression("powersgd:2"); }},
-      {"topology", "exists in the simulator only", [](proto::JobSpec& s) { s.set_topology("link-aware:4"); }},
-      {"topology", "exists in the simulator only",
+      {"topology", "murmur job submit` chooses it",
+       [](proto::JobSpec& s) { s.set_topology("link-aware:4"); }},
+      {"topology", "murmur job submit` chooses it",
        [](proto::JobSpec& s) {
          s.set_algorithm("allreduce");
          s.set_topology("link-aware-ring");

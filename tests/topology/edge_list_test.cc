@@ -59,6 +59,39 @@ TEST_CASE("The Petersen graph file: 3-regular, diameter 2, rho = 1/2 with unifor
   CHECK(bad.status().message() == "out_of_range.txt:5: node 99 out of range for 50 nodes");
 }
 
+TEST_CASE("The inline kind edges:... builds the file's schedule, and names itself in errors") {
+  auto file =
+      ReadEdgeList(std::string(MURMUR_TESTDATA_DIR) + "/topology/petersen.txt", 0, Directedness::kUndirected);
+  REQUIRE(file.ok());
+  std::ostringstream listed;
+  WriteEdgeList(file->graph, listed);
+  std::string inline_edges, line;
+  std::istringstream lines(listed.str());
+  while (std::getline(lines, line))
+    if (!line.empty() && line[0] != '#') inline_edges += (inline_edges.empty() ? "" : ";") + line;
+  TopologySpec from_file, from_text;
+  from_file.kind = "file";
+  from_file.file = std::string(MURMUR_TESTDATA_DIR) + "/topology/petersen.txt";
+  from_file.nodes = 0;
+  from_text.kind = "edges";
+  from_text.edges = inline_edges;
+  from_text.nodes = 10;
+  auto a = MakeSchedule(from_file);
+  auto b = MakeSchedule(from_text);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK((*b)->GraphAt(0).num_edges() == 15);
+  for (NodeId i = 0; i < 10; ++i)
+    for (NodeId j = 0; j < 10; ++j) CHECK((*a)->At(0).At(i, j) == (*b)->At(0).At(i, j));
+  from_text.edges = "0 1;1 2;2 2";
+  from_text.nodes = 3;
+  CHECK(MakeSchedule(from_text).status().message() == "topology 'edges':3: self-loop at node 2");
+  from_text.edges = "0 1;1 2";
+  from_text.nodes = 4;
+  CHECK(MakeSchedule(from_text).status().message().find("has 3 nodes (ids 0 .. 2), not the 4 asked for") !=
+        std::string::npos);
+}
+
 TEST_CASE("Weighted files give custom weights, export round-trips") {
   auto f = ParseEdgeList("# triangle\n0 1 0.25\n1 2 0.25\n0 2 0.5  # heavier\n", "w.txt", 3,
                          Directedness::kUndirected);

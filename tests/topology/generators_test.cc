@@ -163,6 +163,12 @@ TEST_CASE("Every kind, weight rule and seed yields a valid mixing matrix") {
           spec.weights_given = true;
           spec.degree = n > 4 ? 4 : n - 1;
           if (kind == "small-world") spec.degree = n > 4 ? 4 : (n >= 3 ? 2 : 0);
+          if (kind == "edges") {  // inline: a ring (one node has no edge to list)
+            if (n == 1) continue;
+            for (NodeId i = 0; i + 1 < n; ++i)
+              spec.edges += std::to_string(i) + " " + std::to_string(i + 1) + ";";
+            if (n > 2) spec.edges += std::to_string(n - 1) + " 0";
+          }
           auto s = MakeSchedule(spec);
           if (!s.ok()) {
             // Only combinations that cannot exist may fail, with a reason.
