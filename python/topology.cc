@@ -55,7 +55,8 @@ py::tuple Csr(const topology::MixingMatrix& w) {
 
 py::dict MakeTopology(const std::string& kind, std::uint32_t nodes, std::uint64_t seed,
                       const std::string& weights, std::uint32_t degree, double prob, double beta,
-                      double radius, const std::string& file, bool directed, std::uint64_t rounds) {
+                      double radius, const std::string& file, bool directed, std::uint64_t rounds,
+                      const std::string& edge_list) {
   topology::TopologySpec spec;
   spec.kind = kind;
   spec.nodes = nodes;
@@ -65,6 +66,7 @@ py::dict MakeTopology(const std::string& kind, std::uint32_t nodes, std::uint64_
   spec.beta = beta;
   spec.radius = radius;
   spec.file = file;
+  spec.edges = edge_list;
   spec.directed = directed;
   if (!weights.empty()) {
     auto w = topology::ParseWeightOptions(weights);
@@ -129,7 +131,7 @@ void BindTopology(py::module_& m) {
   m.def("topology_kinds", &topology::TopologyKinds, "the kinds topology() builds");
   m.def("topology", &MakeTopology, py::arg("kind"), py::arg("nodes"), py::arg("seed"), py::arg("weights"),
         py::arg("degree"), py::arg("prob"), py::arg("beta"), py::arg("radius"), py::arg("file"),
-        py::arg("directed"), py::arg("rounds"),
+        py::arg("directed"), py::arg("rounds"), py::arg("edges"),
         "round 0's edges and mixing matrix (CSR arrays) and the figures murmur topology prints");
 }
 

@@ -466,19 +466,20 @@ class Topology:
 def topology(kind: str = "ring", nodes: Optional[int] = None, *, seed: int = 1, weights: Optional[str] = None,
              degree: int = 4, prob: float = 0.0, beta: float = 0.1, radius: float = 0.0,
              file: Optional[Union[str, "os.PathLike[str]"]] = None, directed: bool = False,
-             rounds: Optional[int] = None) -> Topology:
+             rounds: Optional[int] = None, edges: Optional[str] = None) -> Topology:
     """Builds a topology as `murmur topology KIND` does and returns its figures.
 
-    Parameters are the CLI's flags: nodes (default 16; kind 'file': the
-    file's), seed, weights (uniform, mh, maxdeg, lazy-*, push-sum; None: the
+    Parameters are the CLI's flags: nodes (default 16; kinds 'file' and
+    'edges': the list's), seed, weights (uniform, mh, maxdeg, lazy-*, push-sum; None: the
     kind's default), degree (regular, small-world), prob (erdos-renyi; 0:
     2 ln(n)/n), beta (small-world), radius (geometric; 0: sqrt(2 ln(n)/(pi n))),
-    file and directed (kind 'file'), rounds (the product's length for a
+    file and directed (kind 'file'), edges (kind 'edges': the same lines
+    inline, separated by ';', "0 1;1 2;2 0"), rounds (the product's length for a
     time-varying kind; None: its period or ceil(log2 n)). Raises
     TopologyError naming a bad parameter.
     """
     if nodes is None:
-        nodes = 0 if kind == "file" else 16
+        nodes = 0 if kind in ("file", "edges") else 16
     for name, value in (("nodes", nodes), ("seed", seed), ("degree", degree)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise TypeError(f"topology {name} wants a whole number, got {value!r}")
@@ -488,7 +489,7 @@ def topology(kind: str = "ring", nodes: Optional[int] = None, *, seed: int = 1, 
         raise TopologyError(f"rounds must be in [1, 4096], got {rounds!r}")
     raw = _murmur.topology(kind, int(nodes), int(seed), weights or "", int(degree), float(prob), float(beta),
                            float(radius), os.fspath(file) if file is not None else "", bool(directed),
-                           int(rounds or 0))
+                           int(rounds or 0), edges or "")
     return Topology(raw)
 
 

@@ -127,6 +127,15 @@ def test_bad_parameters_are_named():
     with pytest.raises(murmur.TopologyError):
         murmur.topology("file", file="no_such_edges.txt")
     assert "ring" in murmur.topology_kinds()
+    with pytest.raises(murmur.TopologyError, match="self-loop at node 2"):
+        murmur.topology("edges", edges="0 1;2 2")
+
+
+def test_an_inline_edge_list_is_the_graph_it_lists():
+    # A 4-cycle with one chord: the nodes, edges and degrees the list gives.
+    t = murmur.topology("edges", edges="0 1;1 2;2 3;3 0;0 2")
+    assert (t.nodes, t.num_edges, t.degree_min, t.degree_max) == (4, 5, 2, 3)
+    assert sorted(map(tuple, t.edges.tolist())) == [(0, 1), (0, 2), (0, 3), (1, 2), (2, 3)]
 
 
 @pytest.mark.parametrize("kind,params", [("one-peer-exponential", dict(nodes=16)),
