@@ -23,6 +23,12 @@ std::string CompressionOf(const proto::JobSpec& spec) {
   return IsDpsgd(spec.algorithm()) && spec.algorithm() != "diloco" ? "topk:0.01" : "none";
 }
 
+bool StateFollowsGraph(const proto::JobSpec& spec) {
+  if (IsFederatedAlgorithm(spec.algorithm()) || IsRingAllReduce(spec.algorithm())) return false;
+  auto codec = GossipCodecOf(spec);
+  return !codec.ok() || !codec->full_model_safe;
+}
+
 Result<gossip::CodecSpec> GossipCodecOf(const proto::JobSpec& spec) {
   auto codec = gossip::CodecSpec::Parse(CompressionOf(spec));
   if (!codec.ok()) return codec.status().WithContext("spec field 'compression'");

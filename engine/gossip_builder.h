@@ -113,6 +113,14 @@ std::string CompressionOf(const proto::JobSpec& spec);
 // The spec's gossip codec. InvalidArgument names the field.
 Result<gossip::CodecSpec> GossipCodecOf(const proto::JobSpec& spec);
 
+// Whether a job's state holds what its neighbours sent, so that it is valid
+// only on the graph it was taken on: CHOCO's public copies (a gossip
+// compressor whose output is not a usable model, or ",choco"). Every other
+// state (models, momentum, outer optimizers, push-sum weights, DSGT's
+// trackers, all-reduce anchors and PowerSGD factors, a federated round)
+// carries over to another graph.
+bool StateFollowsGraph(const proto::JobSpec& spec);
+
 // The node's codec, drawing from Rng(seed, self, kCompression).
 std::unique_ptr<gossip::Codec> MakeCodec(const proto::JobSpec& spec, const gossip::CodecSpec& codec,
                                          NodeId self, const Layout& layout);

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "crypto/file_io.h"
+#include "engine/gossip_builder.h"
 #include "node/job/checkpoint.h"
 #include "node/job/job_message.h"
 
@@ -21,9 +22,10 @@ constexpr std::size_t kMaxRecordBytes = kMaxCompletedRecord * 86;
 }  // namespace
 
 std::uint64_t OwnerTag(const proto::JobConfig& job) {
-  proto::JobConfig without_rounds = job;
-  without_rounds.mutable_spec()->clear_rounds();
-  return JobTag(without_rounds);
+  proto::JobConfig owner = job;
+  owner.mutable_spec()->clear_rounds();
+  if (!engine::StateFollowsGraph(job.spec())) owner.mutable_spec()->clear_topology();
+  return JobTag(owner);
 }
 
 Result<JobStore> JobStore::Open(const std::string& data_dir, const std::string& last_job_id) {

@@ -10,7 +10,12 @@
 //
 // A job may be continued: submitted again with more rounds it goes on from
 // its checkpoint (OwnerTag leaves the round count out), also once it
-// completed; with the same or fewer rounds a completed job is refused.
+// completed; with the same or fewer rounds a completed job is refused. A
+// job whose state does not depend on its graph (engine::StateFollowsGraph:
+// all but CHOCO) may also be submitted again with another topology, and
+// goes on from its checkpoint on the new graph: how a job follows links
+// that changed (stop it, submit it again, murmur job submit choosing the
+// link-aware graph anew).
 //
 // A data directory of murmurd 0.1 kept one DATA_DIR/checkpoint.bin for the
 // last job: Open moves it to that job's place (`last_job_id`).
@@ -29,8 +34,10 @@
 namespace murmur::node {
 
 // The owner tag a job's checkpoint records (node/job/checkpoint.h): the job's
-// JobTag with spec.rounds left out, so that a job continued with more rounds
-// takes its checkpoint and any other change of its configuration does not.
+// JobTag with spec.rounds left out, and spec.topology too unless the state
+// follows the graph, so that a job continued with more rounds (or on
+// another graph) takes its checkpoint and any other change of its
+// configuration does not.
 std::uint64_t OwnerTag(const proto::JobConfig& job);
 
 inline constexpr std::size_t kMaxCompletedRecord = 1000;

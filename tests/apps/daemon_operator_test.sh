@@ -16,7 +16,9 @@
 #  7. a job with models large enough to time gives every link its measured
 #     throughput, in `murmur peers` and in the fourth column of --rtt-csv;
 #  8. `murmur job submit` chooses a link-aware topology from those
-#     measurements itself and sends it as edges:...; the job runs on it.
+#     measurements itself and sends it as edges:...; the job runs on it;
+#  9. a running job stopped and submitted again on a graph chosen anew goes
+#     on from its checkpoints (how a job follows links that changed).
 # usage: daemon_operator_test.sh MURMUR MURMURD SOURCE_DIR
 set -euo pipefail
 MURMUR=$1 MURMURD=$2 SRC=$3
@@ -168,4 +170,32 @@ edges=$(sed -n 's/.*): edges:\(.*\)$/\1/p' "$FLEET/out")
 "$MURMUR" job status --wait --interval 0.2 "${FLEET_OP[@]}" >"$FLEET/status" || { cat "$FLEET/status"; fail "a1 did not complete"; }
 grep -q "over 3 daemons (3 done)" "$FLEET/status" || { cat "$FLEET/status"; fail "a1's summary"; }
 echo "8. a1 ran a ring all-reduce on the ring murmur job submit chose from the measured links: edges:$edges"
+
+# 9. Following links that changed: a running D-PSGD job (whole models, so
+# its state does not depend on the graph) is stopped and submitted again on
+# a link-aware graph chosen anew; it goes on from its checkpoints.
+job r1 100000 >/dev/null
+"$MURMUR" job submit "$FLEET/r1.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "submit r1"; }
+for _ in $(seq 100); do
+  done_rounds=$("$MURMUR" job status "${FLEET_OP[@]}" | awk 'NR > 1 { split($5, r, "/"); if (min == "" || r[1] < min) min = r[1] } END { print min + 0 }')
+  [ "$done_rounds" -ge 20 ] && break
+  sleep 0.1
+done
+"$MURMUR" job stop "${FLEET_OP[@]}" >/dev/null || fail "stop r1"
+for _ in $(seq 100); do [ "$(states)" = "stopped stopped stopped " ] && break; sleep 0.1; done
+[ "$(states)" = "stopped stopped stopped " ] || fail "r1 did not stop: $(states)"
+stopped=$("$MURMUR" job status "${FLEET_OP[@]}" | awk 'NR > 1 { split($5, r, "/"); if (min == "" || r[1] < min) min = r[1] } END { print min + 0 }')
+sed 's|topology: "ring"|topology: "link-aware:2"|' "$FLEET/r1.job" >"$FLEET/r1aware.job"
+"$MURMUR" job submit "$FLEET/r1aware.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "submit r1 on the measured graph"; }
+grep -q "topology link-aware:2 chosen from 6 measured round trips" "$FLEET/out" || { cat "$FLEET/out"; fail "r1's graph was not chosen"; }
+# Each daemon logs the round its checkpoint ends (the stop drained one round more at most).
+again=""
+for i in 0 1 2; do
+  r=$(sed -n 's/.*job r1 resumes after round \([0-9]*\).*/\1/p' "$FLEET/node$i/log" | tail -1)
+  [ -n "$r" ] && [ "$r" -ge "$stopped" ] || fail "daemon $i did not go on from its checkpoint (resumed after '$r', stopped at $stopped)"
+  again="$again $r"
+done
+"$MURMUR" job stop "${FLEET_OP[@]}" >/dev/null || fail "stop r1 again"
+for _ in $(seq 100); do [ "$(states)" = "stopped stopped stopped " ] && break; sleep 0.1; done
+echo "9. r1 stopped at round $stopped, submitted again on the link-aware graph chosen anew, went on after rounds$again"
 echo "daemon operator test passed"

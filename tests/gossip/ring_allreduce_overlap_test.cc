@@ -183,7 +183,7 @@ OverlappedRun RunOverlapped(const std::vector<std::uint64_t>& first, std::uint64
 }
 
 TEST_CASE(
-    "An overlapped all-reduce resumed from the states taken after round 4 (model, anchor, outer momentum; "
+    "An overlapped all-reduce resumed from the states taken after round 4 (model, anchor, outer momentum, "
     "with PowerSGD inside, its residual and warm start) ends as a run never stopped") {
   std::vector<NodeState> taken;
   const std::vector<std::uint64_t> fresh(4, 0), resumed_at(4, 4);

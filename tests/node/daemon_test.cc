@@ -27,6 +27,7 @@
 #include "node/job/gossip_job.h"
 #include "node/job/job.h"
 #include "node/job/job_data.h"
+#include "node/job/job_store.h"
 #include "sim/runner.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
@@ -167,6 +168,40 @@ TEST_CASE("Checkpoints round-trip and every damaged file is refused") {
     CAPTURE(i);
     CHECK(DecodeCheckpoint(bad, 3).status().code() == StatusCode::kDataLoss);
   }
+}
+
+TEST_CASE(
+    "A checkpoint's owner tag leaves out the rounds, and the topology unless the state holds what the "
+    "neighbours sent (CHOCO)") {
+  auto tag = [](const std::string& algorithm, const std::string& compression, const std::string& topology,
+                std::uint64_t rounds) {
+    proto::JobConfig job;
+    job.set_job_id("j");
+    job.mutable_spec()->set_algorithm(algorithm);
+    job.mutable_spec()->set_compression(compression);
+    job.mutable_spec()->set_topology(topology);
+    job.mutable_spec()->set_rounds(rounds);
+    return OwnerTag(job);
+  };
+  CHECK(tag("dpsgd", "none", "ring", 10) == tag("dpsgd", "none", "ring", 99));
+  // Whole models (also coded), push-sum, DSGT, an all-reduce: any graph.
+  for (const auto& [a, c] : {std::pair<std::string, std::string>{"dpsgd", "none"},
+                             {"dpsgd", "int8"},
+                             {"diloco", "fp16"},
+                             {"push-sum", "none"},
+                             {"dsgt", "none"},
+                             {"diloco-allreduce", "powersgd:2"}}) {
+    CAPTURE(a);
+    CAPTURE(c);
+    CHECK(tag(a, c, "ring", 10) == tag(a, c, "edges:0 1;1 2;2 0", 20));
+  }
+  // CHOCO's public copies belong to the graph they were mixed on.
+  for (const std::string c : {"topk:0.01", "int8,choco", "default"}) {
+    CAPTURE(c);
+    CHECK(tag("dpsgd", c, "ring", 10) != tag("dpsgd", c, "edges:0 1;1 2;2 0", 10));
+  }
+  // Any other change still makes another job.
+  CHECK(tag("dpsgd", "none", "ring", 10) != tag("dpsgd", "fp16", "ring", 10));
 }
 
 TEST_CASE("A version 1 checkpoint and a foreign file are refused with errors that say what they are") {
