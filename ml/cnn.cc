@@ -31,6 +31,7 @@ struct Scratch {
   std::vector<Buffer> inv_std;                    // per group-norm stage: rows x groups
   std::vector<std::vector<std::int32_t>> argmax;  // per max-pool stage: rows x output size
   Buffer cols, dcols;                             // one sample's im2col matrix, the widest convolution's
+  Buffer padded;                                  // one zero-padded sample, the widest convolution's (Im2Col)
   Buffer g0, g1;                                  // rows x widest activation: backpropagated gradients
   Buffer row_max, row_sum;                        // rows
 };
@@ -39,7 +40,7 @@ std::unique_ptr<Scratch> NewScratch(const std::vector<Cnn::Stage>& stages, std::
   auto s = std::make_unique<Scratch>();
   const auto r = static_cast<std::size_t>(rows);
   s->x.resize(r * static_cast<std::size_t>(stages.front().in.size()));
-  std::int64_t widest = stages.front().in.size(), cols = 0;
+  std::int64_t widest = stages.front().in.size(), cols = 0, padded = 0;
   for (const Cnn::Stage& st : stages) {
     const auto n = r * static_cast<std::size_t>(st.out.size());
     widest = std::max(widest, st.out.size());
@@ -52,8 +53,10 @@ std::unique_ptr<Scratch> NewScratch(const std::vector<Cnn::Stage>& stages, std::
     if (st.layer.kind == CnnLayerKind::kConv) {
       const ConvGeometry g = Geometry(st);
       cols = std::max(cols, g.patch() * g.out().h * g.out().w);
+      padded = std::max(padded, g.padded_size());
     }
   }
+  s->padded.resize(static_cast<std::size_t>(padded));
   s->cols.resize(static_cast<std::size_t>(cols));
   s->dcols.resize(static_cast<std::size_t>(cols));
   s->g0.resize(r * static_cast<std::size_t>(widest));
@@ -95,7 +98,7 @@ void Forward(const std::vector<Cnn::Stage>& stages, const Pass& pass, std::int64
         ConstMatrixMap w = pass.params.matrix(static_cast<std::size_t>(st.weight));
         ConstColumnVectorMap b(pass.params.tensor_span(static_cast<std::size_t>(st.bias)).data(), st.out.c);
         for (std::int64_t i = 0; i < m; ++i) {
-          Im2Col(g, in + i * isz, s.cols.data());
+          Im2Col(g, in + i * isz, s.cols.data(), s.padded.data());
           MatrixMap y(out + i * osz, st.out.c, positions);
           y.noalias() = w * ConstMatrixMap(s.cols.data(), g.patch(), positions);
           y.colwise() += b;
@@ -164,13 +167,13 @@ void Backward(const std::vector<Cnn::Stage>& stages, const ParamVector& params, 
         if (need_dx) std::memset(dx, 0, static_cast<std::size_t>(m * isz) * sizeof(float));
         for (std::int64_t i = 0; i < m; ++i) {
           ConstMatrixMap dy(g + i * osz, st.out.c, positions);
-          Im2Col(g3, in + i * isz, s.cols.data());
+          Im2Col(g3, in + i * isz, s.cols.data(), s.padded.data());
           dw.noalias() += dy * ConstMatrixMap(s.cols.data(), patch, positions).transpose();
           db += dy.rowwise().sum();
           if (need_dx) {
             MatrixMap dcols(s.dcols.data(), patch, positions);
             dcols.noalias() = w.transpose() * dy;
-            Col2Im(g3, s.dcols.data(), dx + i * isz);
+            Col2Im(g3, s.dcols.data(), dx + i * isz, s.padded.data());
           }
         }
         break;

@@ -45,9 +45,40 @@ void ForPatchRows(const ConvGeometry& g, Fn fn) {
 
 }  // namespace
 
-void Im2Col(const ConvGeometry& g, const float* x, float* cols) {
+namespace {
+
+// Stride 1 through a zero-padded sample: calls fn(patch row, its first
+// element in the padded sample) for every patch row; its out.h rows of
+// out.w values lie (in.w + 2 pad) apart there. Written as plain loops: the
+// bounds of ForPatchRows and a library copy per 14 values cost more than
+// the copy itself.
+template <typename Fn>
+void ForPaddedPatches(const ConvGeometry& g, Fn fn) {
+  const std::int64_t pw = g.in.w + 2 * g.pad, ph = g.in.h + 2 * g.pad;
+  for (std::int64_t c = 0; c < g.in.c; ++c)
+    for (std::int64_t ki = 0; ki < g.kernel; ++ki)
+      for (std::int64_t kj = 0; kj < g.kernel; ++kj) fn((c * g.kernel + ki) * g.kernel + kj, (c * ph + ki) * pw + kj);
+}
+
+}  // namespace
+
+void Im2Col(const ConvGeometry& g, const float* x, float* cols, float* padded) {
   const Shape3 o = g.out();
   const std::int64_t positions = o.h * o.w;
+  if (g.stride == 1 && padded != nullptr) {
+    const std::int64_t pw = g.in.w + 2 * g.pad, ph = g.in.h + 2 * g.pad;
+    std::fill(padded, padded + g.padded_size(), 0.0f);
+    for (std::int64_t c = 0; c < g.in.c; ++c)
+      for (std::int64_t y = 0; y < g.in.h; ++y)
+        std::copy_n(x + (c * g.in.h + y) * g.in.w, g.in.w, padded + (c * ph + y + g.pad) * pw + g.pad);
+    ForPaddedPatches(g, [&](std::int64_t row, std::int64_t at) {
+      float* d = cols + row * positions;
+      const float* src = padded + at;
+      for (std::int64_t oy = 0; oy < o.h; ++oy, d += o.w, src += pw)
+        for (std::int64_t ox = 0; ox < o.w; ++ox) d[ox] = src[ox];
+    });
+    return;
+  }
   ForPatchRows(g, [&](std::int64_t row, std::int64_t oy, std::int64_t in_row, std::int64_t lo,
                       std::int64_t hi, std::int64_t ix) {
     float* dst = cols + row * positions + oy * o.w;
@@ -66,9 +97,26 @@ void Im2Col(const ConvGeometry& g, const float* x, float* cols) {
   });
 }
 
-void Col2Im(const ConvGeometry& g, const float* dcols, float* dx) {
+void Col2Im(const ConvGeometry& g, const float* dcols, float* dx, float* padded) {
   const Shape3 o = g.out();
   const std::int64_t positions = o.h * o.w;
+  if (g.stride == 1 && padded != nullptr) {
+    const std::int64_t pw = g.in.w + 2 * g.pad, ph = g.in.h + 2 * g.pad;
+    std::fill(padded, padded + g.padded_size(), 0.0f);
+    ForPaddedPatches(g, [&](std::int64_t row, std::int64_t at) {
+      const float* src = dcols + row * positions;
+      float* d = padded + at;
+      for (std::int64_t oy = 0; oy < o.h; ++oy, src += o.w, d += pw)
+        for (std::int64_t ox = 0; ox < o.w; ++ox) d[ox] += src[ox];
+    });
+    for (std::int64_t c = 0; c < g.in.c; ++c)
+      for (std::int64_t y = 0; y < g.in.h; ++y) {
+        float* d = dx + (c * g.in.h + y) * g.in.w;
+        const float* src = padded + (c * ph + y + g.pad) * pw + g.pad;
+        for (std::int64_t xx = 0; xx < g.in.w; ++xx) d[xx] += src[xx];
+      }
+    return;
+  }
   ForPatchRows(g, [&](std::int64_t row, std::int64_t oy, std::int64_t in_row, std::int64_t lo,
                       std::int64_t hi, std::int64_t ix) {
     if (in_row < 0) return;

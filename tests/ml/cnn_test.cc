@@ -234,6 +234,13 @@ TEST_CASE("im2col matches its definition and col2im is its adjoint, for every sm
             double rhs = 0;
             for (std::size_t i = 0; i < x.size(); ++i) rhs += static_cast<double>(x[i]) * dx[i];
             CHECK(lhs == rhs);
+            // Through a zero-padded copy (stride 1; other strides ignore it): the same bits.
+            std::vector<float> padded(static_cast<std::size_t>(g.padded_size()), -7.0f), cols2(n, -1.0f),
+                dx2(x.size(), 0.0f);
+            Im2Col(g, x.data(), cols2.data(), padded.data());
+            Col2Im(g, c.data(), dx2.data(), padded.data());
+            CHECK(cols2 == cols);
+            CHECK(dx2 == dx);
             ++geometries;
           }
   CHECK(geometries > 300);
