@@ -1,5 +1,6 @@
 #include "ml/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace murmur::ml {
@@ -41,9 +42,6 @@ void AdamUpdate(std::span<float> x_span, std::span<const float> g_span, std::spa
   MURMUR_CHECK(g_span.size() == x_span.size() && m_span.size() == x_span.size() &&
                v_span.size() == x_span.size());
   using Map = Eigen::Map<Eigen::VectorXf>;
-  const auto n = static_cast<Eigen::Index>(x_span.size());
-  Map x(x_span.data(), n), m(m_span.data(), n), v(v_span.data(), n);
-  Eigen::Map<const Eigen::VectorXf> g(g_span.data(), n);
   // 1 - beta in double: in float, 1 - 0.999f is off by 1.3e-5 relative.
   const float b1 = static_cast<float>(options.beta1), b2 = static_cast<float>(options.beta2);
   const float a1 = static_cast<float>(1 - options.beta1), a2 = static_cast<float>(1 - options.beta2);
@@ -53,16 +51,26 @@ void AdamUpdate(std::span<float> x_span, std::span<const float> g_span, std::spa
   const float c1 = static_cast<float>(1 - std::pow(options.beta1, t));
   const float c2 = static_cast<float>(std::sqrt(1 - std::pow(options.beta2, t)));
   const float eps = static_cast<float>(options.epsilon);
-  if (options.decoupled) {
-    x *= 1.0f - static_cast<float>(lr) * wd;
-    m = b1 * m + a1 * g;
-    v = b2 * v + a2 * g.cwiseAbs2();
-  } else {
-    m = b1 * m + a1 * (g + wd * x);
-    v = b2 * v + a2 * (g + wd * x).cwiseAbs2();
-  }
   const float step = static_cast<float>(lr) / c1;
-  x.array() -= step * m.array() / (v.array().sqrt() / c2 + eps);
+  // Element-wise, in blocks that stay in the L1 cache: the four passes over
+  // x, m and v then read and write memory once (a model of 1.66M parameters
+  // is 26 MB of state), and every element gets the same operations as over
+  // the whole vectors at once.
+  constexpr std::size_t kBlock = 2048;
+  for (std::size_t at = 0; at < x_span.size(); at += kBlock) {
+    const auto n = static_cast<Eigen::Index>(std::min(kBlock, x_span.size() - at));
+    Map x(x_span.data() + at, n), m(m_span.data() + at, n), v(v_span.data() + at, n);
+    Eigen::Map<const Eigen::VectorXf> g(g_span.data() + at, n);
+    if (options.decoupled) {
+      x *= 1.0f - static_cast<float>(lr) * wd;
+      m = b1 * m + a1 * g;
+      v = b2 * v + a2 * g.cwiseAbs2();
+    } else {
+      m = b1 * m + a1 * (g + wd * x);
+      v = b2 * v + a2 * (g + wd * x).cwiseAbs2();
+    }
+    x.array() -= step * m.array() / (v.array().sqrt() / c2 + eps);
+  }
 }
 
 void Adam::Step(ParamVector& params, const ParamVector& grad, double lr) {
