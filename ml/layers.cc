@@ -57,7 +57,8 @@ void ForPaddedPatches(const ConvGeometry& g, Fn fn) {
   const std::int64_t pw = g.in.w + 2 * g.pad, ph = g.in.h + 2 * g.pad;
   for (std::int64_t c = 0; c < g.in.c; ++c)
     for (std::int64_t ki = 0; ki < g.kernel; ++ki)
-      for (std::int64_t kj = 0; kj < g.kernel; ++kj) fn((c * g.kernel + ki) * g.kernel + kj, (c * ph + ki) * pw + kj);
+      for (std::int64_t kj = 0; kj < g.kernel; ++kj)
+        fn((c * g.kernel + ki) * g.kernel + kj, (c * ph + ki) * pw + kj);
 }
 
 }  // namespace

@@ -17,8 +17,10 @@
 
 #include <unistd.h>
 
+#include "compression/values.h"
 #include "crypto/frame_codec.h"
 #include "crypto/handshake.h"
+#include "gossip/messages.h"
 #include "node/job/decoders.h"
 #include "node/transport/asio_env.h"
 #include "node/transport/envelope.h"
@@ -57,6 +59,17 @@ inline std::vector<std::uint16_t> FreeLoopbackPorts(std::size_t n) {
   }
   REQUIRE(ports.size() == n);
   return ports;
+}
+
+// A model message of round `round`: n fp32 values that depend on the round
+// and the position (so that a mixed-up message shows).
+inline std::shared_ptr<const gossip::GossipMessage> DenseModel(std::uint64_t round, std::size_t n) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(round) + 0.001f * static_cast<float>(i % 977);
+  compression::ValueCoding f32;
+  auto u = std::make_shared<const compression::Update>(
+      compression::Update::Dense(n, compression::PackValues(v, {}, f32, 0)));
+  return std::make_shared<gossip::GossipMessage>(gossip::Channel::kModel, round, 0.5, u);
 }
 
 inline std::int64_t UnixNow() {

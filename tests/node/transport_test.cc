@@ -3,17 +3,9 @@
 // issue 7 closing only its own connection while an honest session carries on.
 #include <doctest/doctest.h>
 
-#include <atomic>
 #include <cstring>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
-
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "crypto/frame_codec.h"
 #include "gossip/messages.h"
@@ -23,21 +15,13 @@ namespace murmur::node {
 namespace {
 
 using testing::Creds;
+using testing::DenseModel;
 using testing::Endpoint;
 using testing::LegacyCreds;
 using testing::Policy;
 using testing::RawPeer;
 using testing::Seeded;
 using testing::WaitFor;
-
-std::shared_ptr<const gossip::GossipMessage> Model(std::uint64_t round, std::size_t n) {
-  std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>(round) + 0.001f * static_cast<float>(i % 977);
-  compression::ValueCoding f32;
-  auto u = std::make_shared<const compression::Update>(
-      compression::Update::Dense(n, compression::PackValues(v, {}, f32, 0)));
-  return std::make_shared<gossip::GossipMessage>(gossip::Channel::kModel, round, 0.5, u);
-}
 
 bool Ipv6LoopbackWorks() {
   asio::io_context io;
@@ -68,8 +52,8 @@ TEST_CASE("Two AsioEnvs exchange gossip messages through real handshakes, chunke
     // Sizes: empty-ish, one frame, and 4 MB (65 frames).
     std::vector<std::size_t> sizes = {1, 1000, 1'000'000};
     for (std::size_t r = 0; r < sizes.size(); ++r) {
-      a.Send(2, Model(r, sizes[r]));
-      b.Send(1, Model(10 + r, sizes[r]));
+      a.Send(2, DenseModel(r, sizes[r]));
+      b.Send(1, DenseModel(10 + r, sizes[r]));
     }
     REQUIRE(WaitFor([&] { return a.sink().Count() == 3 && b.sink().Count() == 3; }));
     auto got = b.sink().Got();
@@ -79,7 +63,7 @@ TEST_CASE("Two AsioEnvs exchange gossip messages through real handshakes, chunke
       const auto& m = dynamic_cast<const gossip::GossipMessage&>(*got[r].second);
       CHECK(m.round() == r);
       CHECK(m.scalar() == 0.5);
-      CHECK(m.update().ToDense() == Model(r, sizes[r])->update().ToDense());
+      CHECK(m.update().ToDense() == DenseModel(r, sizes[r])->update().ToDense());
     }
     CHECK(dynamic_cast<const gossip::GossipMessage&>(*a.sink().Got()[2].second).round() == 12);
     CHECK(a.transport().stats().handshake_failures == 0);
@@ -90,8 +74,8 @@ TEST_CASE("Two AsioEnvs exchange gossip messages through real handshakes, chunke
     CHECK(b.transport().stats().sessions_aes_gcm == aes);
     CHECK(a.transport().stats().sessions_opened == 1);
     // Bytes on the wire: payload + 13-byte BEGIN header + per-frame tag and length.
-    const std::uint64_t payload =
-        Model(0, 1)->EncodedSize() + Model(1, 1000)->EncodedSize() + Model(2, 1'000'000)->EncodedSize();
+    const std::uint64_t payload = DenseModel(0, 1)->EncodedSize() + DenseModel(1, 1000)->EncodedSize() +
+                                  DenseModel(2, 1'000'000)->EncodedSize();
     CHECK(a.transport().stats().bytes_sent >= payload);
     CHECK(a.transport().stats().bytes_sent < payload + payload / 100 + 4096);
   }
@@ -104,7 +88,7 @@ TEST_CASE(
   std::vector<bool> ciphers{false};
   if (crypto::AesGcmAvailable()) ciphers.push_back(true);
   crypto::Bytes payload;
-  Model(1, 40000)->EncodeTo(payload);  // 160 KB: BEGIN and two CONTINUE records
+  DenseModel(1, 40000)->EncodeTo(payload);  // 160 KB: BEGIN and two CONTINUE records
   for (bool aes : ciphers) {
     CAPTURE(aes);
     Endpoint hub(9, Creds(coordinator, 9), Policy(coordinator));
@@ -159,7 +143,7 @@ TEST_CASE("Sends to a disconnected peer queue up to the bound, dropping the olde
   TransportOptions o;
   o.max_queue_bytes = 4'500'000;
   Endpoint a(1, Creds(coordinator, 1), Policy(coordinator), o);
-  for (std::uint64_t r = 0; r < 10; ++r) a.Send(2, Model(r, 250'000));  // ~1 MB each
+  for (std::uint64_t r = 0; r < 10; ++r) a.Send(2, DenseModel(r, 250'000));  // ~1 MB each
   CHECK(a.transport().stats().send_queue_drops == 6);
   Endpoint b(2, Creds(coordinator, 2), Policy(coordinator));
   a.AddPeer({2, "127.0.0.1", b.port(), std::nullopt});
@@ -169,7 +153,7 @@ TEST_CASE("Sends to a disconnected peer queue up to the bound, dropping the olde
     CHECK(dynamic_cast<const gossip::GossipMessage&>(*got[k].second).round() == 6 + k);  // the newest four
   }
   // A message over the whole bound is refused outright.
-  a.Send(2, Model(99, 2'000'000));
+  a.Send(2, DenseModel(99, 2'000'000));
   CHECK(a.transport().stats().send_queue_drops == 7);
 }
 
@@ -190,7 +174,7 @@ TEST_CASE("A dialer retries with backoff until the peer comes up, and again afte
     Endpoint b(2, Creds(coordinator, 2), Policy(coordinator), ob);
     REQUIRE(b.start_status().ok());
     REQUIRE(WaitFor([&] { return a.Connected(2); }));
-    a.Send(2, Model(life, 10));
+    a.Send(2, DenseModel(life, 10));
     REQUIRE(WaitFor([&] { return b.sink().Count() == 1; }));
   }
   CHECK(a.transport().stats().sessions_opened == 2);
@@ -217,7 +201,7 @@ TEST_CASE("A session ends when a certificate expires during it, and the redial i
   const auto start = std::chrono::steady_clock::now();
   Endpoint a(1, Creds(coordinator, 1, "fleet", 2), Policy(coordinator), o);
   REQUIRE(WaitFor([&] { return a.Connected(5); }));
-  a.Send(5, Model(0, 10));
+  a.Send(5, DenseModel(0, 10));
   REQUIRE(WaitFor([&] { return b.sink().Count() == 1; }));
   // Whichever side ticks first closes it (b: the peer's certificate, a: its own).
   auto expired = [&] {
@@ -233,7 +217,7 @@ TEST_CASE("A session ends when a certificate expires during it, and the redial i
   CHECK(WaitFor([&] { return b.transport().stats().handshake_failures >= failures + 2; }));
   CHECK_FALSE(a.Connected(5));
   // Node 3's session, opened before the expiry, carries on.
-  c.Send(5, Model(1, 10));
+  c.Send(5, DenseModel(1, 10));
   CHECK(WaitFor([&] { return b.sink().Count() == 2; }));
 }
 
@@ -248,7 +232,7 @@ TEST_CASE("Hostile peers are each cut off and counted while an honest session ke
   std::uint64_t round = 0;
   auto honest_still_works = [&] {
     const std::size_t before = hub.sink().Count();
-    honest.Send(9, Model(++round, 5000));
+    honest.Send(9, DenseModel(++round, 5000));
     return WaitFor([&] { return hub.sink().Count() == before + 1; });
   };
 
@@ -442,149 +426,6 @@ TEST_CASE(
   CHECK(p.ClosedByPeer());
   CHECK(stats.messages_received == 5);
   CHECK(stats.frames_rejected == 1);
-}
-
-// A TCP relay on 127.0.0.1: each connection it accepts is joined to
-// `target_port`, and what the connecting side sends is forwarded at `rate`
-// bytes per second (in 16 KiB pieces, with at most 64 KiB of credit after a
-// pause or a late wake-up); the other direction goes at full speed. An
-// outside truth for the measured throughput of a link.
-class PacedRelay {
- public:
-  PacedRelay(std::uint16_t target_port, double rate) : target_port_(target_port), rate_(rate) {
-    listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(listen_fd_ >= 0);
-    sockaddr_in a = Loopback(0);
-    REQUIRE(::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    REQUIRE(::listen(listen_fd_, 4) == 0);
-    socklen_t len = sizeof a;
-    REQUIRE(::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-    port_ = ntohs(a.sin_port);
-    threads_.emplace_back([this] { Accept(); });
-  }
-  ~PacedRelay() {
-    stopping_ = true;
-    ::shutdown(listen_fd_, SHUT_RDWR);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
-    }
-    // Accept() may still add forwarders; join until none is left.
-    for (std::size_t i = 0;; ++i) {
-      std::thread t;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (i >= threads_.size()) break;
-        t = std::move(threads_[i]);
-      }
-      t.join();
-    }
-    ::close(listen_fd_);
-    for (int fd : fds_) ::close(fd);
-  }
-  std::uint16_t port() const { return port_; }
-
- private:
-  static sockaddr_in Loopback(std::uint16_t port) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return a;
-  }
-  void Accept() {
-    while (!stopping_) {
-      const int client = ::accept(listen_fd_, nullptr, nullptr);
-      if (client < 0) return;
-      const int server = ::socket(AF_INET, SOCK_STREAM, 0);
-      sockaddr_in a = Loopback(target_port_);
-      if (server < 0 || ::connect(server, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-        ::close(client);
-        if (server >= 0) ::close(server);
-        continue;
-      }
-      std::lock_guard<std::mutex> lock(mu_);
-      fds_.push_back(client);
-      fds_.push_back(server);
-      if (stopping_) {
-        ::shutdown(client, SHUT_RDWR);
-        ::shutdown(server, SHUT_RDWR);
-      }
-      threads_.emplace_back([this, client, server] { Forward(client, server, rate_); });
-      threads_.emplace_back([this, client, server] { Forward(server, client, 0); });
-    }
-  }
-  // Copies from `from` to `to` until either ends; paced when rate > 0.
-  static void Forward(int from, int to, double rate) {
-    using Clock = std::chrono::steady_clock;
-    const auto credit =
-        std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(65536 / rate));
-    std::vector<char> piece(16384);
-    Clock::time_point next = Clock::now();
-    while (true) {
-      const ssize_t n = ::read(from, piece.data(), piece.size());
-      if (n <= 0) break;
-      if (rate > 0) {
-        next = std::max(next, Clock::now() - credit);
-        std::this_thread::sleep_until(next);
-        next += std::chrono::duration_cast<Clock::duration>(
-            std::chrono::duration<double>(static_cast<double>(n) / rate));
-      }
-      for (ssize_t done = 0; done < n;) {
-        const ssize_t w = ::write(to, piece.data() + done, static_cast<std::size_t>(n - done));
-        if (w <= 0) return (void)::shutdown(from, SHUT_RDWR);
-        done += w;
-      }
-    }
-    ::shutdown(to, SHUT_RDWR);
-  }
-
-  std::uint16_t target_port_;
-  double rate_;
-  int listen_fd_ = -1;
-  std::uint16_t port_ = 0;
-  std::atomic<bool> stopping_{false};
-  std::mutex mu_;
-  std::vector<int> fds_;
-  std::vector<std::thread> threads_;
-};
-
-TEST_CASE(
-    "A peer's transfer throughput is measured from its large messages: the rate of a paced link, and "
-    "far more the other way") {
-  auto coordinator = Seeded(100);
-  Endpoint a(1, Creds(coordinator, 1), Policy(coordinator));
-  Endpoint b(2, Creds(coordinator, 2), Policy(coordinator));
-  REQUIRE(a.start_status().ok());
-  REQUIRE(b.start_status().ok());
-  constexpr double kRate = 6.25e6;  // 50 Mbit/s from node 1 to node 2
-  PacedRelay relay(b.port(), kRate);
-  a.AddPeer(
-      {2, "127.0.0.1", relay.port(), Seeded(2).public_key()});  // 1 < 2: node 1 dials, through the relay
-  b.AddPeer({1, "127.0.0.1", a.port(), Seeded(1).public_key()});
-  auto throughput = [](Endpoint& e, NodeId peer) {
-    std::optional<PeerThroughput> t;
-    e.Do([&] { t = e.transport().Throughput(peer); });
-    return t;
-  };
-  // Messages under kTimedMessageBytes are not timed.
-  for (std::uint64_t r = 0; r < 10; ++r) a.Send(2, Model(r, 20'000));  // 80 kB each
-  REQUIRE(WaitFor([&] { return b.sink().Count() == 10; }));
-  CHECK_FALSE(throughput(b, 1).has_value());
-  // 1 MB messages, each 0.16 s on the paced link.
-  for (std::uint64_t r = 10; r < 16; ++r) a.Send(2, Model(r, 250'000));
-  for (std::uint64_t r = 0; r < 4; ++r) b.Send(1, Model(r, 250'000));
-  REQUIRE(WaitFor([&] { return b.sink().Count() == 16 && a.sink().Count() == 4; }, std::chrono::seconds(30)));
-  const std::optional<PeerThroughput> paced = throughput(b, 1), fast = throughput(a, 2);
-  REQUIRE(paced.has_value());
-  REQUIRE(fast.has_value());
-  CHECK(paced->samples == 6);
-  CHECK(fast->samples >= 1);  // a message that arrives in one read is not timed
-  MESSAGE("paced link " << paced->bytes_per_second / 1e6 << " MB/s (relay " << kRate / 1e6 << "), unpaced "
-                        << fast->bytes_per_second / 1e6 << " MB/s");
-  CHECK(paced->bytes_per_second > 0.75 * kRate);
-  CHECK(paced->bytes_per_second < 1.05 * kRate);
-  CHECK(fast->bytes_per_second > 3 * kRate);
 }
 
 }  // namespace
