@@ -137,6 +137,16 @@ void WriteEdgeList(const Graph& g, std::ostream& out) {
   for (const Edge& e : g.Edges()) out << e.u << ' ' << e.v << '\n';
 }
 
+std::string InlineEdgeList(const Graph& g) {
+  std::ostringstream out;
+  const char* sep = "";
+  for (const Edge& e : g.Edges()) {
+    out << sep << e.u << ' ' << e.v;
+    sep = ";";
+  }
+  return out.str();
+}
+
 void WriteDot(const Graph& g, const MixingMatrix* weights, std::ostream& out) {
   const char* arrow = g.directed() ? " -> " : " -- ";
   out << (g.directed() ? "digraph" : "graph") << " murmur {\n";

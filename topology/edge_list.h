@@ -40,6 +40,9 @@ Result<EdgeListFile> ReadEdgeList(const std::string& path, NodeId n, Directednes
 
 // "u v" per edge (u < v when undirected), preceded by a '#' header line.
 void WriteEdgeList(const Graph& g, std::ostream& out);
+// The same lines without the header, joined by ';': the text of the inline
+// topology kind "edges:..." (topology/factory.h).
+std::string InlineEdgeList(const Graph& g);
 // Graphviz: "graph" with "--" or "digraph" with "->"; weights as labels when given.
 void WriteDot(const Graph& g, const MixingMatrix* weights, std::ostream& out);
 // {"nodes": n, "directed": b, "edges": [[u, v], ...]} (or [u, v, w] with weights).

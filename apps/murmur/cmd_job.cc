@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -165,17 +164,12 @@ Status ChooseMeasuredTopology(const OperatorContext& ctx, double model_bytes, pr
                                       " is chosen from the daemons' measured links, and none has measured a "
                                       "round trip yet (murmur peers shows them; membership probes one peer "
                                       "a protocol period)");
-  auto made =
-      engine::MakeGraphTopology(spec, spec.nodes(), false, topology::MeasuredCost(links, 8 * model_bytes));
+  const topology::PairCost link_cost = topology::MeasuredCost(links, 8 * model_bytes);
+  auto made = engine::MakeGraphTopology(spec, spec.nodes(), false, link_cost);
   if (!made.ok()) return made.status();
   const topology::Graph& graph = made->schedule->GraphAt(0);
-  std::ostringstream listed;
-  topology::WriteEdgeList(graph, listed);
-  std::string edges, line;
-  std::istringstream lines(listed.str());
-  while (std::getline(lines, line))
-    if (!line.empty() && line[0] != '#') edges += (edges.empty() ? "" : ";") + line;
-  const topology::EdgeCosts cost = topology::CostOf(graph, topology::MeasuredCost(links, 8 * model_bytes));
+  const std::string edges = topology::InlineEdgeList(graph);
+  const topology::EdgeCosts cost = topology::CostOf(graph, link_cost);
   std::fprintf(stderr,
                "murmur job submit: topology %s chosen from %zu measured round trips and %zu throughputs "
                "(%zu edges, slowest %.6f s and all %.6f s for a model of %.0f bytes): edges:%s\n",

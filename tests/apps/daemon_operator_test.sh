@@ -48,6 +48,10 @@ job() {
 }
 # states: the state column of `murmur job status`, one word per daemon.
 states() { "$MURMUR" job status "${FLEET_OP[@]}" | awk 'NR > 1 { printf "%s ", $4 }'; }
+# min_round: the fewest rounds any daemon has done of its job (0 when none).
+min_round() {
+  "$MURMUR" job status "${FLEET_OP[@]}" | awk 'NR > 1 { split($5, r, "/"); if (min == "" || r[1] < min) min = r[1] } END { print min + 0 }'
+}
 
 NODES=3
 fleet_make $NODES
@@ -98,7 +102,7 @@ if "$MURMUR" job submit "$FLEET/g1.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1; the
 fi
 grep -q "job 'g1' already completed on this daemon" "$FLEET/out" || { cat "$FLEET/out"; fail "g1's refusal"; }
 "$MURMUR" job submit "$(job g1 40)" "${FLEET_OP[@]}" >/dev/null 2>&1 || fail "g1 with 40 rounds"
-first=$("$MURMUR" job status "${FLEET_OP[@]}" | awk 'NR > 1 { split($5, r, "/"); if (min == "" || r[1] < min) min = r[1] } END { print min }')
+first=$(min_round)
 [ "$first" -ge 30 ] || fail "g1 continued from round $first, not from its checkpoint at 30"
 "$MURMUR" job status --wait --interval 0.2 "${FLEET_OP[@]}" >"$FLEET/status" || fail "g1 (40) did not complete"
 [ "$(fleet_done g1 40/40 3 "$FLEET/status")" -eq 3 ] ||
@@ -177,14 +181,14 @@ echo "8. a1 ran a ring all-reduce on the ring murmur job submit chose from the m
 job r1 100000 >/dev/null
 "$MURMUR" job submit "$FLEET/r1.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "submit r1"; }
 for _ in $(seq 100); do
-  done_rounds=$("$MURMUR" job status "${FLEET_OP[@]}" | awk 'NR > 1 { split($5, r, "/"); if (min == "" || r[1] < min) min = r[1] } END { print min + 0 }')
+  done_rounds=$(min_round)
   [ "$done_rounds" -ge 20 ] && break
   sleep 0.1
 done
 "$MURMUR" job stop "${FLEET_OP[@]}" >/dev/null || fail "stop r1"
 for _ in $(seq 100); do [ "$(states)" = "stopped stopped stopped " ] && break; sleep 0.1; done
 [ "$(states)" = "stopped stopped stopped " ] || fail "r1 did not stop: $(states)"
-stopped=$("$MURMUR" job status "${FLEET_OP[@]}" | awk 'NR > 1 { split($5, r, "/"); if (min == "" || r[1] < min) min = r[1] } END { print min + 0 }')
+stopped=$(min_round)
 sed 's|topology: "ring"|topology: "link-aware:2"|' "$FLEET/r1.job" >"$FLEET/r1aware.job"
 "$MURMUR" job submit "$FLEET/r1aware.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "submit r1 on the measured graph"; }
 grep -q "topology link-aware:2 chosen from 6 measured round trips" "$FLEET/out" || { cat "$FLEET/out"; fail "r1's graph was not chosen"; }

@@ -63,12 +63,7 @@ TEST_CASE("The inline kind edges:... builds the file's schedule, and names itsel
   auto file =
       ReadEdgeList(std::string(MURMUR_TESTDATA_DIR) + "/topology/petersen.txt", 0, Directedness::kUndirected);
   REQUIRE(file.ok());
-  std::ostringstream listed;
-  WriteEdgeList(file->graph, listed);
-  std::string inline_edges, line;
-  std::istringstream lines(listed.str());
-  while (std::getline(lines, line))
-    if (!line.empty() && line[0] != '#') inline_edges += (inline_edges.empty() ? "" : ";") + line;
+  const std::string inline_edges = InlineEdgeList(file->graph);
   TopologySpec from_file, from_text;
   from_file.kind = "file";
   from_file.file = std::string(MURMUR_TESTDATA_DIR) + "/topology/petersen.txt";
