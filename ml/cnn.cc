@@ -141,7 +141,8 @@ void Forward(const std::vector<Cnn::Stage>& stages, const Pass& pass, std::int64
 }
 
 // Backpropagates the logits' gradient, in the last stage's activations, to
-// every parameter; adds them to out (which the caller has cleared).
+// every parameter; writes them to out (every parameter belongs to one stage,
+// which writes its gradient with its first sample and adds the others').
 void Backward(const std::vector<Cnn::Stage>& stages, const ParamVector& params, std::int64_t m, Scratch& s,
               float* out, const Layout& layout) {
   float* g = s.act.back().data();  // the gradient of this stage's output
@@ -164,12 +165,17 @@ void Backward(const std::vector<Cnn::Stage>& stages, const ParamVector& params, 
         MatrixMap dw(out + wt.offset, st.out.c, patch);
         ColumnVectorMap db(out + bt.offset, st.out.c);
         ConstMatrixMap w = params.matrix(static_cast<std::size_t>(st.weight));
-        if (need_dx) std::memset(dx, 0, static_cast<std::size_t>(m * isz) * sizeof(float));
         for (std::int64_t i = 0; i < m; ++i) {
           ConstMatrixMap dy(g + i * osz, st.out.c, positions);
           Im2Col(g3, in + i * isz, s.cols.data(), s.padded.data());
-          dw.noalias() += dy * ConstMatrixMap(s.cols.data(), patch, positions).transpose();
-          db += dy.rowwise().sum();
+          ConstMatrixMap cols(s.cols.data(), patch, positions);
+          if (i == 0) {
+            dw.noalias() = dy * cols.transpose();
+            db = dy.rowwise().sum();
+          } else {
+            dw.noalias() += dy * cols.transpose();
+            db += dy.rowwise().sum();
+          }
           if (need_dx) {
             MatrixMap dcols(s.dcols.data(), patch, positions);
             dcols.noalias() = w.transpose() * dy;
@@ -183,8 +189,8 @@ void Backward(const std::vector<Cnn::Stage>& stages, const ParamVector& params, 
         ConstMatrixMap a(in, m, isz);
         const TensorSpec& wt = layout.tensor(static_cast<std::size_t>(st.weight));
         const TensorSpec& bt = layout.tensor(static_cast<std::size_t>(st.bias));
-        MatrixMap(out + wt.offset, isz, osz).noalias() += a.transpose() * dy;
-        RowVectorMap(out + bt.offset, osz) += dy.colwise().sum();
+        MatrixMap(out + wt.offset, isz, osz).noalias() = a.transpose() * dy;
+        RowVectorMap(out + bt.offset, osz) = dy.colwise().sum();
         if (need_dx)
           MatrixMap(dx, m, isz).noalias() =
               dy * params.matrix(static_cast<std::size_t>(st.weight)).transpose();
@@ -200,8 +206,12 @@ void Backward(const std::vector<Cnn::Stage>& stages, const ParamVector& params, 
         break;
       case CnnLayerKind::kGroupNorm: {
         const float* gamma = params.tensor_span(static_cast<std::size_t>(st.weight)).data();
-        float* dgamma = out + layout.tensor(static_cast<std::size_t>(st.weight)).offset;
-        float* dbeta = out + layout.tensor(static_cast<std::size_t>(st.bias)).offset;
+        const TensorSpec& gt = layout.tensor(static_cast<std::size_t>(st.weight));
+        const TensorSpec& bt = layout.tensor(static_cast<std::size_t>(st.bias));
+        float* dgamma = out + gt.offset;
+        float* dbeta = out + bt.offset;
+        std::fill_n(dgamma, gt.size, 0.0f);  // summed over the samples below
+        std::fill_n(dbeta, bt.size, 0.0f);
         for (std::int64_t i = 0; i < m; ++i)
           GroupNormBackward(st.in, st.layer.size, g + i * osz, s.aux[l].data() + i * osz,
                             s.inv_std[l].data() + i * st.layer.size, gamma, dx + i * isz, dgamma, dbeta);
@@ -372,7 +382,6 @@ double Cnn::LossAndGradient(const ParamVector& params, const Dataset& data,
         SoftmaxCrossEntropy(p, data, part, s->row_max.data(), s->row_sum.data(), nullptr, nullptr);
     SoftmaxGradient(p, data, part, batch.size());
     float* out = ws.chunks.out(c, grad);
-    std::memset(out, 0, params.size() * sizeof(float));
     Backward(stages_, params, m, *s, out, layout_);
     ws.scratch.Release(s);
   });

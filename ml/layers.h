@@ -38,11 +38,11 @@ struct ConvGeometry {
 // without bounds (the same bits, 1.7x faster on cnn-fedavg's second
 // convolution; docs/benchmarks.md); otherwise row by row with the bounds.
 void Im2Col(const ConvGeometry& g, const float* x, float* cols, float* padded = nullptr);
-// Adds the gradient of `cols` back onto dx (the inverse scatter of Im2Col;
-// dx is not cleared first). With stride 1 and `padded` the patch rows are
-// summed into a zero-padded sample, whose inside is then added to dx: on a
-// dx of zeros the same bits as without it (each element's terms add in the
-// same order), 1.3x faster.
+// Writes to dx the gradient of `cols` (the inverse scatter of Im2Col: each
+// element of dx is the sum of the patch entries that copied it). With
+// stride 1 and `padded` the patch rows are summed into a zero-padded sample,
+// whose inside is then copied to dx: the same bits as without it (each
+// element's terms add in the same order), 1.3x faster.
 void Col2Im(const ConvGeometry& g, const float* dcols, float* dx, float* padded = nullptr);
 
 // Pooling over k x k windows with stride k (no padding; a remainder of rows or

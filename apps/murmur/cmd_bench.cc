@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -43,33 +44,85 @@ double TrainRate(const ml::Model& model, const ml::Dataset& data, int batch, int
   return static_cast<double>(samples) / SecondsSince(start);
 }
 
-// The convolutional model against its GEMM floor: every matrix product of
-// its forward pass timed alone at the shape the model multiplies (per sample
-// for a convolution, per chunk for a dense layer), weighted by its share of
-// the FLOPs (time = sum of flops_i / rate_i). The backward products have the
-// same sizes, transposed.
-int BenchCnnTrain(const ml::Cnn& cnn, const ml::Dataset& data, int batch, int threads, double seconds) {
-  double total = 0, time = 0;
-  const std::int64_t rows = std::min<std::int64_t>(batch, cnn.options().chunk_rows);
-  for (const ml::Cnn::Stage& st : cnn.stages()) {
-    std::int64_t m = 0, k = 0, n = 0;
+// One matrix product of the network, timed alone: its name, the FLOPs it
+// does per training sample, and its measured GFLOP/s.
+struct Product {
+  std::string name;
+  double flops_per_sample = 0;
+  double rate = 0;
+};
+
+// Times every matrix product a training step of `cnn` does, each alone, at
+// its shape and with the operand transposes of ml/cnn.cc: per layer the
+// forward product, the weight gradient and (but for the first layer) the
+// input gradient; per sample for a convolution, per chunk of `rows` for a
+// dense layer.
+std::vector<Product> CnnProducts(const ml::Cnn& cnn, std::int64_t rows, double seconds) {
+  std::vector<Product> products;
+  auto add = [&](std::string name, double flops_per_call, double calls_per_sample, auto&& run) {
+    products.push_back(
+        {std::move(name), flops_per_call * calls_per_sample, ProductRate(flops_per_call, seconds, run)});
+  };
+  auto dims = [](const char* what, std::int64_t m, std::int64_t k, std::int64_t n) {
+    std::ostringstream os;
+    os << what << ' ' << m << 'x' << k << 'x' << n;
+    return os.str();
+  };
+  for (std::size_t l = 0; l < cnn.stages().size(); ++l) {
+    const ml::Cnn::Stage& st = cnn.stages()[l];
+    const bool first = l == 0;
     if (st.layer.kind == ml::CnnLayerKind::kConv) {
-      m = st.out.c, k = st.in.c * st.layer.kernel * st.layer.kernel, n = st.out.h * st.out.w;
+      // y (out x positions) = W (out x patch) cols (patch x positions).
+      const std::int64_t m = st.out.c, k = st.in.c * st.layer.kernel * st.layer.kernel,
+                         n = st.out.h * st.out.w;
+      RowMatrixXf w = RowMatrixXf::Random(m, k), cols = RowMatrixXf::Random(k, n), y(m, n),
+                  dy = RowMatrixXf::Random(m, n), dw = RowMatrixXf::Zero(m, k), dcols(k, n);
+      const double flops = 2.0 * static_cast<double>(m * k * n);
+      add(dims("conv forward", m, k, n), flops, 1, [&] { y.noalias() = w * cols; });
+      add(dims("conv weight gradient", m, n, k), flops, 1, [&] { dw.noalias() += dy * cols.transpose(); });
+      if (!first)
+        add(dims("conv input gradient", k, m, n), flops, 1, [&] { dcols.noalias() = w.transpose() * dy; });
     } else if (st.layer.kind == ml::CnnLayerKind::kDense) {
-      m = rows, k = st.in.size(), n = st.out.size();
-    } else {
-      continue;
+      // z (rows x out) = a (rows x in) W (in x out).
+      const std::int64_t r = rows, i = st.in.size(), o = st.out.size();
+      RowMatrixXf a = RowMatrixXf::Random(r, i), w = RowMatrixXf::Random(i, o), z(r, o),
+                  dy = RowMatrixXf::Random(r, o), dw = RowMatrixXf::Zero(i, o), dx(r, i);
+      const double flops = 2.0 * static_cast<double>(r * i * o), per_sample = 1.0 / static_cast<double>(r);
+      add(dims("dense forward", r, i, o), flops, per_sample, [&] { z.noalias() = a * w; });
+      add(dims("dense weight gradient", i, r, o), flops, per_sample,
+          [&] { dw.noalias() += a.transpose() * dy; });
+      if (!first)
+        add(dims("dense input gradient", r, o, i), flops, per_sample,
+            [&] { dx.noalias() = dy * w.transpose(); });
     }
-    const double rate = GemmRate(m, k, n, 1, seconds / 4);
-    const double share =
-        2.0 * static_cast<double>(m * k * n) / (st.layer.kind == ml::CnnLayerKind::kConv ? 1 : rows);
-    std::printf("  Eigen GEMM %lldx%lldx%lld: %.1f GFLOP/s\n", static_cast<long long>(m),
-                static_cast<long long>(k), static_cast<long long>(n), rate);
-    total += share;
-    time += share / rate;
   }
-  const double floor = total / time;
-  std::printf("GEMM floor of this network (its products, FLOP-weighted, one thread): %.1f GFLOP/s\n", floor);
+  return products;
+}
+
+// FLOP-weighted rate of a set of products: total FLOPs over the sum of
+// their times.
+double WeightedRate(const std::vector<Product>& products, bool forward_only) {
+  double total = 0, time = 0;
+  for (const Product& p : products) {
+    if (forward_only && p.name.find("forward") == std::string::npos) continue;
+    total += p.flops_per_sample;
+    time += p.flops_per_sample / p.rate;
+  }
+  return total / time;
+}
+
+// The convolutional model against its GEMM floor: the time its matrix
+// products take alone (time = sum of flops_i / rate_i over every product of
+// a training step), measured in the same run.
+int BenchCnnTrain(const ml::Cnn& cnn, const ml::Dataset& data, int batch, int threads, double seconds) {
+  const std::int64_t rows = std::min<std::int64_t>(batch, cnn.options().chunk_rows);
+  const std::vector<Product> products = CnnProducts(cnn, rows, seconds / 8);
+  for (const Product& p : products) std::printf("  Eigen GEMM, %s: %.1f GFLOP/s\n", p.name.c_str(), p.rate);
+  const double floor = WeightedRate(products, false);
+  std::printf(
+      "GEMM floor of this network (every product of a training step, FLOP-weighted, one thread): "
+      "%.1f GFLOP/s (forward products alone: %.1f)\n",
+      floor, WeightedRate(products, true));
   for (int t : {1, threads}) {
     const double rate = TrainRate(cnn, data, batch, t, seconds);
     const double achieved = rate * cnn.FlopsPerSample() / 1e9;

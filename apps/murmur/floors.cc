@@ -40,6 +40,17 @@ double GemmRate(std::int64_t m, std::int64_t k, std::int64_t n, int threads, dou
   return 2.0 * static_cast<double>(m * k * n) * static_cast<double>(reps) * threads / elapsed / 1e9;
 }
 
+double ProductRate(double flops, double seconds, const std::function<void()>& run) {
+  run();
+  auto start = std::chrono::steady_clock::now();
+  std::int64_t reps = 0;
+  do {
+    run();
+    ++reps;
+  } while (SecondsSince(start) < seconds);
+  return flops * static_cast<double>(reps) / SecondsSince(start) / 1e9;
+}
+
 namespace {
 // 64 MiB per thread: well past any cache here.
 constexpr std::size_t kStreamFloats = std::size_t{16} << 20;

@@ -17,6 +17,7 @@
 #include "core/thread_pool.h"
 #include "ml/cnn.h"
 #include "ml/cnn_spec.h"
+#include "ml/layers.h"
 #include "ml/model_spec.h"
 #include "ml/npy.h"
 
@@ -167,6 +168,11 @@ void CheckAgainstReference(const std::string& spec, Shape3 input, double l2) {
   // Nonzero biases and norm shifts, so that they matter.
   for (float& v : params.span()) v += 0.05f * static_cast<float>(rng.Normal());
   auto ws = model->NewWorkspace();
+  // The gradient is written, not added: neither what grad held nor what an
+  // earlier batch left in the workspace's chunks may show through.
+  std::fill(grad.span().begin(), grad.span().end(), 1e3f);
+  const std::vector<SampleIndex> other = {8, 4, 6, 0, 1};
+  model->LossAndGradient(params, data, other, grad, *ws);
   const double loss = model->LossAndGradient(params, data, batch, grad, *ws);
   Vec p(params.span().begin(), params.span().end());
   CHECK(loss == doctest::Approx(ReferenceLoss(*model, p, data, batch)).epsilon(1e-5));
@@ -191,6 +197,8 @@ TEST_CASE(
     "Convolution (stride, padding), max and average pooling and dense layers: loss and every gradient") {
   CheckAgainstReference("cnn:c4k3p1,pool2,c6k3s2p1,avg2,d8", {2, 8, 8}, 0);
   CheckAgainstReference("cnn:c3k2s2,d5", {1, 7, 7}, 0.01);  // odd sizes, no padding, L2 on the weights
+  CheckAgainstReference("cnn:c3k2,pool2,c2k2,avg2,d4", {1, 8, 8},
+                        0);  // windows that leave a row and a column
 }
 
 TEST_CASE("Group normalization after a convolution and after a dense layer: loss and every gradient") {
@@ -210,7 +218,7 @@ TEST_CASE("im2col matches its definition and col2im is its adjoint, for every sm
             const ConvGeometry g{{2, h, w}, 1, k, stride, pad};
             const Shape3 o = g.out();
             INFO("h ", h, " w ", w, " k ", k, " stride ", stride, " pad ", pad);
-            std::vector<float> x(static_cast<std::size_t>(g.in.size())), dx(x.size(), 0.0f);
+            std::vector<float> x(static_cast<std::size_t>(g.in.size())), dx(x.size(), 99.0f);
             for (float& v : x) v = static_cast<float>(rng.UniformInt(100)) - 50;
             const auto n = static_cast<std::size_t>(g.patch() * o.h * o.w);
             std::vector<float> cols(n, -1.0f), c(n);
@@ -236,7 +244,7 @@ TEST_CASE("im2col matches its definition and col2im is its adjoint, for every sm
             CHECK(lhs == rhs);
             // Through a zero-padded copy (stride 1; other strides ignore it): the same bits.
             std::vector<float> padded(static_cast<std::size_t>(g.padded_size()), -7.0f), cols2(n, -1.0f),
-                dx2(x.size(), 0.0f);
+                dx2(x.size(), -99.0f);
             Im2Col(g, x.data(), cols2.data(), padded.data());
             Col2Im(g, c.data(), dx2.data(), padded.data());
             CHECK(cols2 == cols);
@@ -244,6 +252,39 @@ TEST_CASE("im2col matches its definition and col2im is its adjoint, for every sm
             ++geometries;
           }
   CHECK(geometries > 300);
+}
+
+TEST_CASE("Max pooling takes each window's first maximum and routes its gradient there alone") {
+  // Two channels of 4 x 5: 2 x 2 windows leave the last column out; ties
+  // (the plateau of 3s, the -1s) go to the first in row-major order.
+  const Shape3 in{2, 4, 5};
+  const std::vector<float> x = {3,  3,  1, 0, 9,  //
+                                3,  3,  2, 5, 9,  //
+                                -1, -1, 7, 7, 9,  //
+                                -1, -1, 7, 8, 9,  //
+                                0,  1,  4, 4, 0,  //
+                                2,  0,  4, 3, 0,  //
+                                5,  6,  0, 0, 0,  //
+                                8,  7,  0, 1, 0};
+  std::vector<float> y(8);
+  std::vector<std::int32_t> argmax(8);
+  MaxPoolForward(in, 2, x.data(), y.data(), argmax.data());
+  CHECK(y == std::vector<float>{3, 5, -1, 8, 2, 4, 8, 1});
+  CHECK(argmax == std::vector<std::int32_t>{0, 8, 10, 18, 25, 22, 35, 38});
+  std::vector<float> dx(x.size(), 42.0f);
+  const std::vector<float> dy = {1, 2, 3, 4, 5, 6, 7, 8};
+  MaxPoolBackward(in, 2, dy.data(), argmax.data(), dx.data());
+  for (std::size_t i = 0; i < dx.size(); ++i) {
+    const auto hit = std::find(argmax.begin(), argmax.end(), static_cast<std::int32_t>(i));
+    CHECK(dx[i] == (hit == argmax.end() ? 0.0f : dy[static_cast<std::size_t>(hit - argmax.begin())]));
+  }
+  // 3 x 3 windows (the generic path) on a 3 x 3 input of ties: the corner.
+  const std::vector<float> flat(9, 1.0f);
+  float top = 0;
+  std::int32_t where = -1;
+  MaxPoolForward({1, 3, 3}, 3, flat.data(), &top, &where);
+  CHECK(top == 1.0f);
+  CHECK(where == 0);
 }
 
 TEST_CASE("The published architectures have their published parameter counts") {
