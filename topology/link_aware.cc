@@ -171,11 +171,14 @@ std::vector<NodeId> LeastCostTour(NodeId n, const PairCost& cost, int max_passes
 EdgeCosts CostOf(const Graph& g, const PairCost& cost) {
   EdgeCosts c;
   for (NodeId u = 0; u < g.num_nodes(); ++u) {
+    double load = 0;
     for (NodeId v : g.Neighbors(u)) {
       const double e = Symmetric(cost, u, v);
       c.slowest = std::max(c.slowest, e);
+      load += e;
       if (u < v || g.directed()) c.total += e;
     }
+    c.busiest = std::max(c.busiest, load);
   }
   return c;
 }

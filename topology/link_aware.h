@@ -60,10 +60,13 @@ Result<Graph> LinkAwareGraph(NodeId n, std::uint32_t degree, const PairCost& cos
 std::vector<NodeId> LeastCostTour(NodeId n, const PairCost& cost, int max_passes = 50);
 
 // A graph's edges under `cost` (symmetric, as above): the slowest edge, what
-// a synchronous round waits for at least, and the sum over the edges.
+// a synchronous round waits for at least; the sum over the edges; and the
+// busiest node's load, the sum of its edges' costs (its uplink's time to
+// send a model to every neighbour, which LinkAwareGraph keeps low).
 struct EdgeCosts {
   double slowest = 0;
   double total = 0;
+  double busiest = 0;
 };
 EdgeCosts CostOf(const Graph& g, const PairCost& cost);
 

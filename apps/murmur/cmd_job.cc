@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "apps/murmur/command.h"
+#include "apps/murmur/job_submit.h"
 #include "apps/murmur/operator.h"
 #include "engine/files.h"
 #include "engine/model_factory.h"
@@ -31,7 +32,9 @@ const char* kUsage =
     "actions:\n"
     "  submit JOB   send a job (JobConfig, protobuf text or JSON) to every daemon, all or nothing\n"
     "  status       each daemon's job: state, round, test accuracy, loss\n"
-    "  stop         stop the running job on every daemon (after the current round; checkpointed)\n";
+    "  stop         stop the running job on every daemon (after the current round; checkpointed)\n"
+    "  relink JOB   submit a running link-aware job again when its daemons' measured links choose another "
+    "graph\n";
 
 std::string Accuracy(double a) {
   if (a < 0) return "-";
@@ -113,15 +116,9 @@ std::string CheckFleet(const proto::JobConfig& job, const std::vector<DaemonRepl
          " (--partial submits to some of a job's daemons, e.g. one that restarted empty)";
 }
 
-// Submission is all or nothing: every daemon's status (its node id against
-// the job's nodes), then a prepare on each (the daemon checks the job as it
-// would start it), then, when all took it, a commit on each; a refusal
-// aborts the prepared ones, and a commit that fails stops those that started.
-// A TorchScript job without model_blake2b gets the hash of the operator's
-// copy of the model file (FILE as given, else next to the job file), so that
-// every daemon checks its copy against it (docs/daemon.md, "TorchScript
-// models"); without a copy there, the job is refused naming the field.
-Status FillModelHash(const std::string& job_file, proto::JobConfig* job) {
+}  // namespace
+
+Status FillModelHash(const std::string& job_file, const char* action, proto::JobConfig* job) {
   proto::JobSpec& spec = *job->mutable_spec();
   if (!ml::IsTorchScriptSpec(spec.model()) || !spec.model_blake2b().empty()) return Status::Ok();
   MURMUR_ASSIGN_OR_RETURN(std::string file, ml::TorchScriptPath(spec.model()));
@@ -134,24 +131,21 @@ Status FillModelHash(const std::string& job_file, proto::JobConfig* job) {
                                    "' is neither here nor next to the job file: set it to the file's BLAKE2b "
                                    "(b2sum FILE), or submit where the file is");
   MURMUR_ASSIGN_OR_RETURN(std::string hash, engine::ModelFileBlake2b(path.string()));
-  std::fprintf(stderr, "murmur job submit: spec field 'model_blake2b' set to the BLAKE2b of %s: %s\n",
+  std::fprintf(stderr, "murmur job %s: spec field 'model_blake2b' set to the BLAKE2b of %s: %s\n", action,
                path.c_str(), hash.c_str());
   spec.set_model_blake2b(hash);
   return Status::Ok();
 }
 
-// A link-aware topology (docs/topology.md) is chosen here, from the links
-// the daemons measured (each round trip, and each throughput timed from the
-// models a job moved: murmur peers), with each edge costing the seconds to
-// move `model_bytes` over it, and sent to every daemon as the inline list
-// "edges:U V;U V;...": every daemon runs the same graph, and each
-// submission chooses again from the links as they are then.
-Status ChooseMeasuredTopology(const OperatorContext& ctx, double model_bytes, proto::JobConfig* job) {
+Status ChooseMeasuredTopology(const OperatorContext& ctx, double model_bytes, const char* action,
+                              proto::JobConfig* job, topology::MeasuredLinks* used) {
   proto::JobSpec& spec = *job->mutable_spec();
   if (!engine::IsLinkAware(spec.topology())) return Status::Ok();
   proto::ControlRequest request;
   request.mutable_peers();
-  topology::MeasuredLinks links;
+  topology::MeasuredLinks local;
+  topology::MeasuredLinks& links = used != nullptr ? *used : local;
+  links = topology::MeasuredLinks{};
   links.nodes = spec.nodes();
   std::size_t throughputs = 0;
   for (const MeasuredPair& m : MeasuredPairs(CallAll(ctx, request))) {
@@ -171,13 +165,16 @@ Status ChooseMeasuredTopology(const OperatorContext& ctx, double model_bytes, pr
   const std::string edges = topology::InlineEdgeList(graph);
   const topology::EdgeCosts cost = topology::CostOf(graph, link_cost);
   std::fprintf(stderr,
-               "murmur job submit: topology %s chosen from %zu measured round trips and %zu throughputs "
-               "(%zu edges, slowest %.6f s and all %.6f s for a model of %.0f bytes): edges:%s\n",
-               spec.topology().c_str(), links.pairs.size(), throughputs, graph.num_edges(), cost.slowest,
-               cost.total, model_bytes, edges.c_str());
+               "murmur job %s: topology %s chosen from %zu measured round trips and %zu throughputs "
+               "(%zu edges, slowest %.6f s, busiest node %.6f s and all %.6f s for a model of %.0f bytes): "
+               "edges:%s\n",
+               action, spec.topology().c_str(), links.pairs.size(), throughputs, graph.num_edges(),
+               cost.slowest, cost.busiest, cost.total, model_bytes, edges.c_str());
   spec.set_topology("edges:" + edges);
   return Status::Ok();
 }
+
+namespace {
 
 int Submit(int argc, char** argv) {
   cxxopts::Options options("murmur job submit",
@@ -200,42 +197,46 @@ int Submit(int argc, char** argv) {
   auto job = engine::LoadJobConfig(args["job"].as<std::string>(), &warnings);
   if (!job.ok()) return UsageError(kName, job.status().ToString());
   for (const auto& w : warnings) std::fprintf(stderr, "murmur job submit: warning: %s\n", w.c_str());
-  if (Status hashed = FillModelHash(args["job"].as<std::string>(), &*job); !hashed.ok())
+  if (Status hashed = FillModelHash(args["job"].as<std::string>(), "submit", &*job); !hashed.ok())
     return UsageError(kName, hashed.message());
   auto ctx = LoadOperatorContext(args);
   if (!ctx.ok()) return UsageError(kName, ctx.status().ToString());
-  const std::string nowhere = "; job " + job->job_id() + " was started nowhere";
   const double model_bytes = args["model-bytes"].as<double>();
   if (!(model_bytes > 0) || !std::isfinite(model_bytes))
     return UsageError(kName, "--model-bytes must be positive");
-  if (Status chosen = ChooseMeasuredTopology(*ctx, model_bytes, &*job); !chosen.ok())
-    return Failure(kName, chosen.message() + nowhere);
+  if (Status chosen = ChooseMeasuredTopology(*ctx, model_bytes, "submit", &*job); !chosen.ok())
+    return Failure(kName, chosen.message() + "; job " + job->job_id() + " was started nowhere");
+  return SubmitToFleet(*ctx, *job, args.count("partial") > 0);
+}
 
+}  // namespace
+
+int SubmitToFleet(const OperatorContext& ctx, const proto::JobConfig& job, bool partial) {
+  const std::string nowhere = "; job " + job.job_id() + " was started nowhere";
   proto::ControlRequest status;
   status.mutable_status();
-  const std::vector<DaemonReply> fleet = CallAll(*ctx, status);
+  const std::vector<DaemonReply> fleet = CallAll(ctx, status);
   for (const DaemonReply& r : fleet)
     if (!r.response.ok()) return Failure(kName, Named(r) + " " + WhyNot(r) + nowhere);
-  if (std::string why = CheckFleet(*job, fleet, args.count("partial") > 0); !why.empty())
-    return Failure(kName, why + nowhere);
+  if (std::string why = CheckFleet(job, fleet, partial); !why.empty()) return Failure(kName, why + nowhere);
 
   proto::ControlRequest prepare;
-  *prepare.mutable_prepare()->mutable_job() = *job;
-  const std::vector<DaemonReply> prepared = CallAll(*ctx, prepare);
+  *prepare.mutable_prepare()->mutable_job() = job;
+  const std::vector<DaemonReply> prepared = CallAll(ctx, prepare);
   const DaemonReply* refused = nullptr;
   for (const DaemonReply& r : prepared)
     if (!refused && (!r.response.ok() || !r.response->ok())) refused = &r;
   if (refused) {
     proto::ControlRequest abort;
-    abort.mutable_abort()->set_job_id(job->job_id());
-    CallAll(*ctx, abort);  // a daemon that did not answer drops it after its hold
+    abort.mutable_abort()->set_job_id(job.job_id());
+    CallAll(ctx, abort);  // a daemon that did not answer drops it after its hold
     PrintReplies(prepared, true);
     return Failure(kName, Named(*refused) + " refused: " + WhyNot(*refused) + nowhere);
   }
 
   proto::ControlRequest commit;
-  commit.mutable_commit()->set_job_id(job->job_id());
-  const std::vector<DaemonReply> committed = CallAll(*ctx, commit);
+  commit.mutable_commit()->set_job_id(job.job_id());
+  const std::vector<DaemonReply> committed = CallAll(ctx, commit);
   PrintReplies(committed, true);
   std::vector<std::string> failed, started;
   for (const DaemonReply& r : committed) {
@@ -248,20 +249,22 @@ int Submit(int argc, char** argv) {
   if (!failed.empty()) {
     // Undo: the started ones stop after their current round (checkpointed).
     proto::ControlRequest stop;
-    stop.mutable_stop()->set_job_id(job->job_id());
-    OperatorContext some = *ctx;
+    stop.mutable_stop()->set_job_id(job.job_id());
+    OperatorContext some = ctx;
     some.daemons = started;
     CallAll(some, stop);
     std::string list;
     for (const auto& f : failed) list += (list.empty() ? "" : "; ") + f;
     return Failure(kName, "the commit failed on " + std::to_string(failed.size()) + " of " +
                               std::to_string(committed.size()) + " daemons (" + list + "); the " +
-                              std::to_string(started.size()) + " that started job " + job->job_id() +
+                              std::to_string(started.size()) + " that started job " + job.job_id() +
                               " were told to stop");
   }
-  std::printf("job %s submitted to %zu daemons\n", job->job_id().c_str(), ctx->daemons.size());
+  std::printf("job %s submitted to %zu daemons\n", job.job_id().c_str(), ctx.daemons.size());
   return kExitOk;
 }
+
+namespace {
 
 int Status(int argc, char** argv) {
   cxxopts::Options options("murmur job status", "each daemon's job: state, round, test accuracy, loss");
@@ -345,10 +348,11 @@ int Stop(int argc, char** argv) {
 }  // namespace
 
 int RunJob(int argc, char** argv) {
-  return DispatchAction(kName, kUsage, "submit, status or stop",
-                        {{"submit", Submit}, {"status", Status}, {"stop", Stop}}, argc, argv);
+  return DispatchAction(kName, kUsage, "submit, status, stop or relink",
+                        {{"submit", Submit}, {"status", Status}, {"stop", Stop}, {"relink", Relink}}, argc,
+                        argv);
 }
 
-MURMUR_COMMAND("job", "submit, watch and stop jobs on running daemons", RunJob);
+MURMUR_COMMAND("job", "submit, watch, stop and relink jobs on running daemons", RunJob);
 
 }  // namespace murmur::cli

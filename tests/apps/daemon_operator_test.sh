@@ -18,7 +18,11 @@
 #  8. `murmur job submit` chooses a link-aware topology from those
 #     measurements itself and sends it as edges:...; the job runs on it;
 #  9. a running job stopped and submitted again on a graph chosen anew goes
-#     on from its checkpoints (how a job follows links that changed).
+#     on from its checkpoints (how a job follows links that changed);
+# 10. `murmur job relink` keeps a graph the measured links do not improve on,
+#     replaces it when told to (the job goes on from its checkpoints), then
+#     finds the job on the graph they choose; with --every it follows the
+#     job until it ends.
 # usage: daemon_operator_test.sh MURMUR MURMURD SOURCE_DIR
 set -euo pipefail
 MURMUR=$1 MURMURD=$2 SRC=$3
@@ -202,4 +206,33 @@ done
 "$MURMUR" job stop "${FLEET_OP[@]}" >/dev/null || fail "stop r1 again"
 for _ in $(seq 100); do [ "$(states)" = "stopped stopped stopped " ] && break; sleep 0.1; done
 echo "9. r1 stopped at round $stopped, submitted again on the link-aware graph chosen anew, went on after rounds$again"
+
+# 10. murmur job relink. r2 runs on the path 0-1-2; on 3 nodes link-aware:2
+# is the triangle, whose busiest node carries the path's middle node's two
+# links or more: no gain, so the path is kept, until --force.
+job r2 100000 >/dev/null
+sed 's|topology: "ring"|topology: "edges:0 1;1 2"|' "$FLEET/r2.job" >"$FLEET/r2path.job"
+sed 's|topology: "ring"|topology: "link-aware:2"|' "$FLEET/r2.job" >"$FLEET/r2aware.job"
+"$MURMUR" job submit "$FLEET/r2path.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "submit r2"; }
+for _ in $(seq 100); do [ "$(min_round)" -ge 20 ] && break; sleep 0.1; done
+"$MURMUR" job relink "$FLEET/r2aware.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "relink r2"; }
+grep -q "under --min-gain 10.0%): kept" "$FLEET/out" || { cat "$FLEET/out"; fail "r2's path was not kept"; }
+[ "$(states)" = "running running running " ] || fail "r2 stopped on a kept graph: $(states)"
+"$MURMUR" job relink "$FLEET/r2aware.job" --force "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "relink r2 --force"; }
+grep -q "job r2 goes on from its checkpoints" "$FLEET/out" || { cat "$FLEET/out"; fail "r2 was not submitted again"; }
+relinked=$(sed -n 's/.*job r2 goes on from its checkpoints (round \([0-9]*\) and after).*/\1/p' "$FLEET/out")
+for i in 0 1 2; do
+  r=$(sed -n 's/.*job r2 resumes after round \([0-9]*\).*/\1/p' "$FLEET/node$i/log" | tail -1)
+  [ -n "$r" ] && [ "$r" -ge "$relinked" ] || fail "daemon $i did not go on from its checkpoint (resumed after '$r', stopped at $relinked)"
+done
+"$MURMUR" job relink "$FLEET/r2aware.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "relink r2 again"; }
+grep -q "job r2 runs on the graph its measured links choose" "$FLEET/out" || { cat "$FLEET/out"; fail "r2 is not on the triangle"; }
+# --every: passes until the job ends (here: stopped by the operator).
+timeout 60 "$MURMUR" job relink "$FLEET/r2aware.job" --every 0.2 "${FLEET_OP[@]}" >"$FLEET/follow" 2>&1 &
+follower=$!
+sleep 1
+"$MURMUR" job stop "${FLEET_OP[@]}" >/dev/null || fail "stop r2"
+wait "$follower" || { cat "$FLEET/follow"; fail "relink --every did not end with r2"; }
+grep -q "job r2 has ended on every daemon" "$FLEET/follow" || { cat "$FLEET/follow"; fail "relink --every: no end"; }
+echo "10. r2: path kept (no gain), replaced by the triangle with --force after round $relinked, then kept; relink --every ended with the job"
 echo "daemon operator test passed"

@@ -167,6 +167,25 @@ TEST_CASE("RingOrder walks one cycle from node 0 and refuses anything else") {
   CHECK(RingOrder(Graph::FromEdges(2, std::vector<Edge>{{0, 1}}).value()) == std::vector<NodeId>{0, 1});
 }
 
+TEST_CASE("CostOf: the slowest edge, the sum of the edges and the busiest node's load") {
+  // Costs 1 (0-1), 2 (1-2), 4 (0-2), given one way; the other way is cheaper
+  // and CostOf takes the larger.
+  const PairCost cost = [](NodeId u, NodeId v) {
+    const NodeId a = std::min(u, v), b = std::max(u, v);
+    const double c = a == 0 && b == 1 ? 1.0 : a == 1 && b == 2 ? 2.0 : 4.0;
+    return u < v ? c : c / 8;
+  };
+  const EdgeCosts path = CostOf(Graph::FromEdges(3, std::vector<Edge>{{0, 1}, {1, 2}}).value(), cost);
+  CHECK(path.slowest == 2.0);
+  CHECK(path.total == 3.0);
+  CHECK(path.busiest == 3.0);  // node 1: 1 + 2
+  const EdgeCosts triangle =
+      CostOf(Graph::FromEdges(3, std::vector<Edge>{{0, 1}, {1, 2}, {0, 2}}).value(), cost);
+  CHECK(triangle.slowest == 4.0);
+  CHECK(triangle.total == 7.0);
+  CHECK(triangle.busiest == 6.0);  // node 2: 2 + 4
+}
+
 TEST_CASE("MakeSchedule builds the link-aware kinds only with link costs") {
   TopologySpec spec;
   spec.kind = "link-aware";

@@ -1,0 +1,43 @@
+// What `murmur job submit` does once it has read its job file, shared with
+// `murmur job relink` (apps/murmur/cmd_job_relink.cc), which submits a
+// running job again on the graph its daemons' measured links choose now.
+#pragma once
+
+#include <string>
+
+#include "apps/murmur/operator.h"
+#include "core/status.h"
+#include "proto/node.pb.h"
+#include "topology/measured.h"
+
+namespace murmur::cli {
+
+// A TorchScript job without model_blake2b gets the hash of the operator's
+// copy of the model file (FILE as given, else next to the job file), so that
+// every daemon checks its copy against it (docs/daemon.md, "TorchScript
+// models"); without a copy there, the job is refused naming the field.
+// `action` ("submit", "relink") names the command in what it prints.
+Status FillModelHash(const std::string& job_file, const char* action, proto::JobConfig* job);
+
+// A link-aware topology (docs/topology.md) is chosen here, from the links
+// the daemons measured (each round trip, and each throughput timed from the
+// models a job moved: murmur peers), with each edge costing the seconds to
+// move `model_bytes` over it, and written into the job as the inline list
+// "edges:U V;U V;...": every daemon runs the same graph, and each call
+// chooses again from the links as they are then. Prints the choice to
+// stderr. Other topologies are left as they are. `used`, when given,
+// receives the measurements the choice was made from.
+Status ChooseMeasuredTopology(const OperatorContext& ctx, double model_bytes, const char* action,
+                              proto::JobConfig* job, topology::MeasuredLinks* used = nullptr);
+
+// Submission is all or nothing: every daemon's status (its node id against
+// the job's nodes), then a prepare on each (the daemon checks the job as it
+// would start it), then, when all took it, a commit on each; a refusal
+// aborts the prepared ones, and a commit that fails stops those that started.
+// Prints the daemons' replies; returns the exit code.
+int SubmitToFleet(const OperatorContext& ctx, const proto::JobConfig& job, bool partial);
+
+// murmur job relink JOB: see apps/murmur/cmd_job_relink.cc.
+int Relink(int argc, char** argv);
+
+}  // namespace murmur::cli
