@@ -138,13 +138,14 @@ Status FillModelHash(const std::string& job_file, const char* action, proto::Job
 }
 
 Status ChooseMeasuredTopology(const OperatorContext& ctx, double model_bytes, const char* action,
-                              proto::JobConfig* job, topology::MeasuredLinks* used) {
+                              proto::JobConfig* job, MeasuredChoice* choice) {
   proto::JobSpec& spec = *job->mutable_spec();
   if (!engine::IsLinkAware(spec.topology())) return Status::Ok();
   proto::ControlRequest request;
   request.mutable_peers();
-  topology::MeasuredLinks local;
-  topology::MeasuredLinks& links = used != nullptr ? *used : local;
+  MeasuredChoice local;
+  MeasuredChoice& chosen = choice != nullptr ? *choice : local;
+  topology::MeasuredLinks& links = chosen.links;
   links = topology::MeasuredLinks{};
   links.nodes = spec.nodes();
   std::size_t throughputs = 0;
@@ -161,7 +162,8 @@ Status ChooseMeasuredTopology(const OperatorContext& ctx, double model_bytes, co
   const topology::PairCost link_cost = topology::MeasuredCost(links, 8 * model_bytes);
   auto made = engine::MakeGraphTopology(spec, spec.nodes(), false, link_cost);
   if (!made.ok()) return made.status();
-  const topology::Graph& graph = made->schedule->GraphAt(0);
+  chosen.graph = made->schedule->GraphAt(0);
+  const topology::Graph& graph = chosen.graph;
   const std::string edges = topology::InlineEdgeList(graph);
   const topology::EdgeCosts cost = topology::CostOf(graph, link_cost);
   std::fprintf(stderr,

@@ -43,7 +43,8 @@ struct RelinkOptions {
 
 enum class Pass { kKept, kRelinked, kEnded, kFailed };
 
-// The graph a job's spec describes with `topology` in place of its own.
+// The graph a job's spec describes with `topology` (what its daemons report
+// running) in place of its own.
 Result<topology::Graph> GraphOf(const proto::JobSpec& spec, const std::string& topology) {
   proto::JobSpec with = spec;
   with.set_topology(topology);
@@ -136,27 +137,22 @@ Pass RelinkOnce(const OperatorContext& ctx, const proto::JobConfig& job, const R
   for (const DaemonReply& r : fleet) agree = agree && r.response->job().topology() == running;
 
   proto::JobConfig chosen = job;
-  topology::MeasuredLinks links;
-  if (Status st = ChooseMeasuredTopology(ctx, o.model_bytes, "relink", &chosen, &links); !st.ok()) {
+  MeasuredChoice choice;
+  if (Status st = ChooseMeasuredTopology(ctx, o.model_bytes, "relink", &chosen, &choice); !st.ok()) {
     Failure(kName, st.message() + "; job " + id + " runs on as it is");
     return Pass::kFailed;
   }
-  Result<topology::Graph> next = GraphOf(job.spec(), chosen.spec().topology());
-  if (!next.ok()) {
-    Failure(kName, next.status().message());
-    return Pass::kFailed;
-  }
   Result<topology::Graph> now = GraphOf(job.spec(), running);
-  const topology::PairCost cost = topology::MeasuredCost(links, 8 * o.model_bytes);
-  const topology::EdgeCosts after = topology::CostOf(*next, cost);
-  if (agree && now.ok() && topology::InlineEdgeList(*now) == topology::InlineEdgeList(*next)) {
+  // A graph the daemons disagree on, or cannot be read here, is replaced
+  // whatever its cost.
+  const bool comparable = agree && now.ok();
+  const topology::PairCost cost = topology::MeasuredCost(choice.links, 8 * o.model_bytes);
+  const topology::EdgeCosts after = topology::CostOf(choice.graph, cost);
+  if (comparable && topology::InlineEdgeList(*now) == topology::InlineEdgeList(choice.graph)) {
     std::printf("job %s runs on the graph its measured links choose (busiest node %.6f s a round): kept\n",
                 id.c_str(), after.busiest);
     return Pass::kKept;
   }
-  // A graph the daemons disagree on, or cannot be read here, is replaced
-  // whatever its cost.
-  const bool comparable = agree && now.ok();
   const double before = comparable ? topology::CostOf(*now, cost).busiest : 0;
   const double gain = comparable && before > 0 ? 1 - after.busiest / before : 1;
   if (comparable && !o.force && gain < o.min_gain) {

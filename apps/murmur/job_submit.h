@@ -8,6 +8,7 @@
 #include "apps/murmur/operator.h"
 #include "core/status.h"
 #include "proto/node.pb.h"
+#include "topology/graph.h"
 #include "topology/measured.h"
 
 namespace murmur::cli {
@@ -25,10 +26,14 @@ Status FillModelHash(const std::string& job_file, const char* action, proto::Job
 // move `model_bytes` over it, and written into the job as the inline list
 // "edges:U V;U V;...": every daemon runs the same graph, and each call
 // chooses again from the links as they are then. Prints the choice to
-// stderr. Other topologies are left as they are. `used`, when given,
-// receives the measurements the choice was made from.
+// stderr. Other topologies are left as they are. `choice`, when given,
+// receives the measurements and the graph chosen from them.
+struct MeasuredChoice {
+  topology::MeasuredLinks links;
+  topology::Graph graph;
+};
 Status ChooseMeasuredTopology(const OperatorContext& ctx, double model_bytes, const char* action,
-                              proto::JobConfig* job, topology::MeasuredLinks* used = nullptr);
+                              proto::JobConfig* job, MeasuredChoice* choice = nullptr);
 
 // Submission is all or nothing: every daemon's status (its node id against
 // the job's nodes), then a prepare on each (the daemon checks the job as it
