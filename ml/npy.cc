@@ -421,7 +421,9 @@ Result<Dataset> DatasetFromArrays(const NpyArray& x, const NpyArray& y, std::str
   // tensorflow-datasets exports) are reordered to (C, H, W).
   d.shape.assign(x.shape.begin() + 1, x.shape.end());
   bool channels_last = false;
-  if (d.shape.size() == 2) {
+  if (d.shape.empty()) {
+    d.shape = {1};  // x of shape (N,): one value per sample
+  } else if (d.shape.size() == 2) {
     d.shape.insert(d.shape.begin(), 1);
   } else if (d.shape.size() == 3 && d.shape[2] <= 4 && d.shape[2] != 2 && d.shape[0] > 4 && d.shape[1] > 4) {
     channels_last = true;

@@ -230,3 +230,35 @@ TEST_CASE("A member that claims more bytes than deflate can produce is refused b
 
 }  // namespace
 }  // namespace murmur::ml
+
+namespace murmur::ml {
+
+TEST_CASE("x of shape (N,) is one value per sample, as (N, 1) is") {
+  // Built in memory: x = {7, 9, 200} as uint8 in both layouts, labels 0, 1, 1.
+  NpyArray x1, x2, y;
+  x1.type = x2.type = NpyType::kUint8;
+  x1.shape = {3};
+  x2.shape = {3, 1};
+  for (std::uint8_t v : {7, 9, 200}) x1.data.push_back(std::byte{v});
+  x2.data = x1.data;
+  y.type = NpyType::kUint8;
+  y.shape = {3};
+  for (std::uint8_t v : {0, 1, 1}) y.data.push_back(std::byte{v});
+  auto flat = DatasetFromArrays(x1, y, "flat", "flat.npz");
+  auto column = DatasetFromArrays(x2, y, "column", "column.npz");
+  REQUIRE(flat.ok());
+  REQUIRE(column.ok());
+  CHECK(flat->dim == 1);
+  CHECK(flat->sample_shape() == column->sample_shape());
+  for (std::int64_t i = 0; i < 3; ++i) {
+    float a = -1, b = -2;
+    flat->CopySample(i, &a);
+    column->CopySample(i, &b);
+    CHECK(a == b);
+  }
+  float last = 0;
+  flat->CopySample(2, &last);
+  CHECK(last == 200.0f * (1.0f / 255.0f));  // as Fashion-MNIST pixels are read
+}
+
+}  // namespace murmur::ml
