@@ -91,8 +91,8 @@ Result<Partition> PartitionOfSpec(const std::string& spec, const std::string& da
     return PartitionBySpec(partition, tt.train, num_nodes, seed);
   }
   MURMUR_RETURN_IF_ERROR(CheckFashionMnistDir(data_dir));
-  MURMUR_ASSIGN_OR_RETURN(Dataset y,
-                          LoadIdxLabels(data_dir + "/train-labels-idx1-ubyte.gz", "fashion-mnist/train", 10));
+  MURMUR_ASSIGN_OR_RETURN(Dataset y, LoadIdxLabels(FashionMnistFile(data_dir, "train-labels-idx1-ubyte"),
+                                                   "fashion-mnist/train", 10));
   return PartitionBySpec(partition, y, num_nodes, seed);
 }
 
@@ -114,8 +114,8 @@ Result<TrainTest> LoadDatasetShard(const std::string& spec, const std::string& d
     return tt;
   }
   MURMUR_RETURN_IF_ERROR(CheckFashionMnistDir(data_dir));
-  const std::string images = data_dir + "/train-images-idx3-ubyte.gz";
-  const std::string labels = data_dir + "/train-labels-idx1-ubyte.gz";
+  const std::string images = FashionMnistFile(data_dir, "train-images-idx3-ubyte");
+  const std::string labels = FashionMnistFile(data_dir, "train-labels-idx1-ubyte");
   TrainTest tt;
   if (shard.train) {
     MURMUR_ASSIGN_OR_RETURN(Partition part,
@@ -124,9 +124,9 @@ Result<TrainTest> LoadDatasetShard(const std::string& spec, const std::string& d
     rows.assign(mine.begin(), mine.end());
   }
   MURMUR_ASSIGN_OR_RETURN(tt.train, LoadIdxRows(images, labels, "fashion-mnist/train", 10, rows));
-  MURMUR_ASSIGN_OR_RETURN(tt.test,
-                          LoadIdxDataset(data_dir + "/t10k-images-idx3-ubyte.gz",
-                                         data_dir + "/t10k-labels-idx1-ubyte.gz", "fashion-mnist/test", 10));
+  MURMUR_ASSIGN_OR_RETURN(tt.test, LoadIdxDataset(FashionMnistFile(data_dir, "t10k-images-idx3-ubyte"),
+                                                  FashionMnistFile(data_dir, "t10k-labels-idx1-ubyte"),
+                                                  "fashion-mnist/test", 10));
   return tt;
 }
 

@@ -238,6 +238,12 @@ Result<Dataset> LoadIdxRows(const std::string& images_path, const std::string& l
   return LoadRows(images_path, labels_path, std::move(labels), &rows);
 }
 
+std::string FashionMnistFile(const std::string& dir, const std::string& stem) {
+  const std::string gz = dir + "/" + stem + ".gz", plain = dir + "/" + stem;
+  std::error_code ec;
+  return !std::filesystem::exists(gz, ec) && std::filesystem::exists(plain, ec) ? plain : gz;
+}
+
 Result<TrainTest> LoadFashionMnist(const std::string& dir) {
   if (!std::filesystem::is_directory(dir))
     return Status::NotFound("Fashion-MNIST directory " + dir +
@@ -245,11 +251,11 @@ Result<TrainTest> LoadFashionMnist(const std::string& dir) {
                             "the directory holding train-images-idx3-ubyte.gz)");
   TrainTest tt;
   MURMUR_ASSIGN_OR_RETURN(
-      tt.train, LoadIdxDataset(dir + "/train-images-idx3-ubyte.gz", dir + "/train-labels-idx1-ubyte.gz",
-                               "fashion-mnist/train", 10));
+      tt.train, LoadIdxDataset(FashionMnistFile(dir, "train-images-idx3-ubyte"),
+                               FashionMnistFile(dir, "train-labels-idx1-ubyte"), "fashion-mnist/train", 10));
   MURMUR_ASSIGN_OR_RETURN(
-      tt.test, LoadIdxDataset(dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz",
-                              "fashion-mnist/test", 10));
+      tt.test, LoadIdxDataset(FashionMnistFile(dir, "t10k-images-idx3-ubyte"),
+                              FashionMnistFile(dir, "t10k-labels-idx1-ubyte"), "fashion-mnist/test", 10));
   return tt;
 }
 

@@ -59,8 +59,13 @@ inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mni
 
 // Fashion-MNIST (Xiao, Rasul and Vollgraf 2017): 60,000 training and 10,000
 // test images of 28 x 28 = 784 pixels, 10 classes, from
-// {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz in `dir`. A missing
-// directory gives NotFound naming it and the Debian package.
+// {train,t10k}-{images-idx3,labels-idx1}-ubyte.gz in `dir`, or the same
+// names without .gz (plain IDX, as torchvision's raw/ folder holds them). A
+// missing directory gives NotFound naming it and the Debian package.
 Result<TrainTest> LoadFashionMnist(const std::string& dir = kFashionMnistDir);
+
+// The path of the Fashion-MNIST file `stem` (e.g. "train-labels-idx1-ubyte")
+// in `dir`: stem.gz, or stem when only the plain file is there.
+std::string FashionMnistFile(const std::string& dir, const std::string& stem);
 
 }  // namespace murmur::ml

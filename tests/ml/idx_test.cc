@@ -174,6 +174,32 @@ TEST_CASE("LoadIdxDataset rejects images and labels that disagree") {
   }
 }
 
+TEST_CASE("LoadFashionMnist and the fashion-mnist spec read plain IDX files where no .gz is") {
+  // A directory as torchvision's raw/ folder holds it: the four files
+  // without .gz; here 3 training and 2 test images of 2 x 2.
+  const std::string dir = TempPath("plain-fashion-mnist");
+  std::filesystem::create_directories(dir);
+  std::filesystem::remove(dir + "/train-labels-idx1-ubyte.gz");
+  WritePlain("plain-fashion-mnist/train-images-idx3-ubyte", IdxBytes({3, 2, 2}, kPixels));
+  WritePlain("plain-fashion-mnist/train-labels-idx1-ubyte", IdxBytes({3}, {2, 0, 9}));
+  WritePlain("plain-fashion-mnist/t10k-images-idx3-ubyte", IdxBytes({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}));
+  WritePlain("plain-fashion-mnist/t10k-labels-idx1-ubyte", IdxBytes({2}, {1, 7}));
+  auto tt = LoadFashionMnist(dir);
+  REQUIRE(tt.ok());
+  CHECK(tt->train.labels == std::vector<std::int32_t>{2, 0, 9});
+  CHECK(tt->test.labels == std::vector<std::int32_t>{1, 7});
+  auto shard = LoadDatasetShard("fashion-mnist", dir, 1, ShardSpec{"iid", 1, 0, true});
+  REQUIRE(shard.ok());
+  CHECK(shard->train.num_samples == 3);
+  // With both, the .gz file is read (here one with other labels).
+  WriteGzip("plain-fashion-mnist/train-labels-idx1-ubyte.gz", IdxBytes({3}, {5, 5, 5}));
+  CHECK(FashionMnistFile(dir, "train-labels-idx1-ubyte") == dir + "/train-labels-idx1-ubyte.gz");
+  auto both = LoadFashionMnist(dir);
+  REQUIRE(both.ok());
+  CHECK(both->train.labels == std::vector<std::int32_t>{5, 5, 5});
+  std::filesystem::remove(dir + "/train-labels-idx1-ubyte.gz");
+}
+
 TEST_CASE("LoadFashionMnist names the directory and the Debian package when files are missing") {
   auto tt = LoadFashionMnist(TempPath("no-such-dir"));
   REQUIRE_FALSE(tt.ok());
