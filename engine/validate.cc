@@ -45,9 +45,10 @@ Status ValidateCommon(const proto::JobSpec& s) {
     if (s.nodes() < 1 || s.nodes() > kMaxFederatedClients)
       return Bad("nodes", "must be in [1, " + std::to_string(kMaxFederatedClients) + "] clients, got " +
                               std::to_string(s.nodes()));
-  } else if (s.nodes() < 1 || s.nodes() > kMaxGossipNodes) {
-    return Bad("nodes",
-               "must be in [1, " + std::to_string(kMaxGossipNodes) + "], got " + std::to_string(s.nodes()));
+  } else if (s.nodes() < 2 || s.nodes() > kMaxGossipNodes) {
+    return Bad("nodes", "must be in [2, " + std::to_string(kMaxGossipNodes) + "], got " +
+                            std::to_string(s.nodes()) +
+                            " (gossip needs 2 nodes; one model alone is `murmur train`)");
   }
   MURMUR_RETURN_IF_ERROR(ml::CheckPartitionSpec(s.partition()).WithContext("spec field 'partition'"));
   if (!s.model_blake2b().empty()) {

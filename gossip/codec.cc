@@ -17,16 +17,16 @@ Result<CodecSpec> CodecSpec::Parse(const std::string& spec) {
   out.spec = spec;
   std::string base = spec;
   // Gossip's own modifiers, last in the spec, in either order.
-  bool choco = false;
+  bool choco = false, ef_given = false;
   for (bool more = true; more;) {
     more = false;
     if (EndsWith(base, ",no-ef")) {
       out.error_feedback = false;
       base.resize(base.size() - 6);
-      more = true;
+      more = ef_given = true;
     } else if (EndsWith(base, ",ef")) {
       base.resize(base.size() - 3);
-      more = true;
+      more = ef_given = true;
     } else if (EndsWith(base, ",choco")) {
       choco = true;
       base.resize(base.size() - 6);
@@ -47,6 +47,12 @@ Result<CodecSpec> CodecSpec::Parse(const std::string& spec) {
   // ",choco": CHOCO's coded differences x - x^ even with a value coding; for
   // DiLoCo those differences are the pseudo-gradients, coded with error feedback.
   out.full_model_safe = out.value_coding && !choco;
+  if (ef_given && out.full_model_safe)
+    return Status::InvalidArgument("compression '" + spec +
+                                   "': gossip sends whole models in a value coding, which leaves no residual "
+                                   "for error feedback to carry, so ',ef' and ',no-ef' would change nothing; "
+                                   "drop it, or add ',choco' to send CHOCO's coded differences with error "
+                                   "feedback (docs/compression.md)");
   out.lossless_fp32 = base == "none" && !choco;
   if (StartsWith(base, "topk") || StartsWith(base, "threshold")) {
     out.flops_per_element = 8;

@@ -29,8 +29,6 @@ Status ValidateJobConfig(const proto::JobConfig& j, NodeId self) {
         "converted by `murmur job submit` of this version)");
   MURMUR_RETURN_IF_ERROR(engine::ValidateJobSpec(j.spec(), engine::Host::kDaemon));
   const bool federated = engine::IsFederatedAlgorithm(j.spec().algorithm());
-  if (!federated && j.spec().nodes() < 2)
-    return Status::InvalidArgument("spec field 'nodes': a gossip job needs at least 2");
   if (j.checkpoint_every() < 1) return bad("checkpoint_every", "must be at least 1");
   if (federated) {
     if (j.aggregator() > j.spec().nodes())

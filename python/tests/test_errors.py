@@ -23,8 +23,8 @@ def test_an_unknown_field_in_text_or_a_nested_dict_is_named():
 
 def test_a_bad_value_is_named_as_the_cli_names_it(cli):
     cli_message = cli("sim", "--nodes", 0, check=False).stderr
-    assert "spec field 'nodes' must be in [1, 10000000], got 0" in cli_message
-    with pytest.raises(murmur.ScenarioError, match=r"spec field 'nodes' must be in \[1, 10000000\], got 0"):
+    assert "spec field 'nodes' must be in [2, 10000000], got 0" in cli_message
+    with pytest.raises(murmur.ScenarioError, match=r"spec field 'nodes' must be in \[2, 10000000\], got 0"):
         murmur.load_scenario(nodes=0)
     with pytest.raises(murmur.ScenarioError, match="scenario field 'nodes' wants a whole number"):
         murmur.load_scenario(nodes=-1)

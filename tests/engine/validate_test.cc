@@ -51,6 +51,34 @@ TEST_CASE("The default spec is valid on both hosts, and bad common fields are re
   }
 }
 
+TEST_CASE("A gossip spec needs 2 nodes on both hosts, and a federated one runs with 1 client") {
+  proto::JobSpec gossip;
+  gossip.set_nodes(2);
+  proto::JobSpec federated;
+  federated.set_algorithm("fedavg");
+  federated.set_nodes(1);
+  federated.set_clients_per_round(1);
+  for (Host host : {Host::kSimulator, Host::kDaemon}) {
+    const Status fed = ValidateJobSpec(federated, host);
+    CHECK_MESSAGE(fed.ok(), fed.ToString());
+    CheckRefused(gossip, host, {{"nodes", [](proto::JobSpec& s) { s.set_nodes(1); }}});
+  }
+}
+
+TEST_CASE(
+    "Gossip refuses ',ef' and ',no-ef' on a value coding sent as whole models, and takes them with "
+    "',choco'") {
+  proto::JobSpec ok;
+  ok.set_compression("int8,ef,choco");
+  for (Host host : {Host::kSimulator, Host::kDaemon})
+    CheckRefused(ok, host,
+                 {{"compression", [](proto::JobSpec& s) { s.set_compression("fp16,ef"); }},
+                  {"compression", [](proto::JobSpec& s) { s.set_compression("int8,no-ef"); }},
+                  {"compression", [](proto::JobSpec& s) { s.set_compression("none,ef"); }}});
+  ok.set_compression("topk:0.1,no-ef");  // a sparsifier: CHOCO's differences, error feedback off
+  CHECK(ValidateJobSpec(ok, Host::kSimulator).ok());
+}
+
 TEST_CASE("What an algorithm cannot run is refused in both hosts alike") {
   const proto::JobSpec ok;
   for (Host host : {Host::kSimulator, Host::kDaemon}) {
