@@ -15,6 +15,15 @@ Result<std::unique_ptr<ml::Model>> MakeModel(std::string_view spec,
   return ml::MakeModel(spec, sample_shape, num_classes, options);
 }
 
+Status CheckModelForData(const ml::Model& model, const ml::Dataset& train) {
+  if (train.type != ml::SampleType::kTokens || model.ReturnsOwnLoss()) return Status::Ok();
+  return Status::InvalidArgument(
+      "model '" + model.spec() + "' reads each sample and predicts its label, but a text window's label is " +
+      "its own last byte, which the model would read as input: on text:T:FILE train a TorchScript model " +
+      "whose forward(x, y) returns its next-byte loss (docs/torchscript.md, \"Sequence models\"; "
+      "examples/lm)");
+}
+
 Result<std::string> ModelFileBlake2b(const std::string& path) {
   auto bytes = crypto::ReadSmallFile(path, ml::kMaxTorchScriptFileBytes);
   if (!bytes.ok()) return bytes.status().WithContext("model file '" + path + "'");

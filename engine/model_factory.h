@@ -15,6 +15,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "ml/dataset.h"
 #include "ml/model.h"
 #include "ml/model_spec.h"
 #include "proto/job_spec.pb.h"
@@ -37,6 +38,13 @@ Result<std::unique_ptr<ml::Model>> MakeModel(std::string_view spec,
 Result<std::unique_ptr<ml::Model>> MakeJobModel(const proto::JobSpec& spec,
                                                 std::span<const std::int64_t> sample_shape, int num_classes,
                                                 const std::string& model_dir, bool require_hash);
+
+// OK when `model` can train on `train`; otherwise InvalidArgument saying
+// why: byte-level text windows hold their own target as their last byte,
+// so a model that reads the sample and predicts its label would read the
+// answer; only a model that returns its own loss (Model::ReturnsOwnLoss)
+// trains on them.
+Status CheckModelForData(const ml::Model& model, const ml::Dataset& train);
 
 // Lowercase hex of the BLAKE2b-512 of the file at `path` (what `b2sum` prints).
 Result<std::string> ModelFileBlake2b(const std::string& path);

@@ -58,23 +58,32 @@ Result<topology::TopologySpec> GraphSpecOf(const proto::JobSpec& s, NodeId nodes
   spec.nodes = nodes;
   spec.seed = s.seed();
   MURMUR_ASSIGN_OR_RETURN(spec.weights, WeightsFor(s, &spec.weights_given));
+  // A parameter given is used as given: one that cannot be meant is refused
+  // rather than replaced by the kind's default (which leaving it out gives).
+  auto degree = [&](const std::string& text) -> Result<std::uint32_t> {
+    MURMUR_ASSIGN_OR_RETURN(double d, ParseNumber(text));
+    if (!(d >= 1 && d <= 1e6 && d == std::floor(d)))
+      return Status::InvalidArgument("spec field 'topology': " + spec.kind + "'s degree '" + text +
+                                     "' must be a whole number >= 1");
+    return static_cast<std::uint32_t>(d);
+  };
   if (spec.kind == "regular" && parts.size() == 2) {
-    MURMUR_ASSIGN_OR_RETURN(double d, ParseNumber(parts[1]));
-    spec.degree = static_cast<std::uint32_t>(d);
+    MURMUR_ASSIGN_OR_RETURN(spec.degree, degree(parts[1]));
   } else if (spec.kind == "erdos-renyi" && parts.size() == 2) {
     MURMUR_ASSIGN_OR_RETURN(spec.prob, ParseNumber(parts[1]));
+    if (!(spec.prob > 0 && spec.prob <= 1))
+      return Status::InvalidArgument("spec field 'topology': erdos-renyi's edge probability '" + parts[1] +
+                                     "' must be in (0, 1] (without it: 2 ln(n) / n)");
   } else if (spec.kind == "small-world" && parts.size() == 3) {
-    MURMUR_ASSIGN_OR_RETURN(double d, ParseNumber(parts[1]));
-    spec.degree = static_cast<std::uint32_t>(d);
+    MURMUR_ASSIGN_OR_RETURN(spec.degree, degree(parts[1]));
     MURMUR_ASSIGN_OR_RETURN(spec.beta, ParseNumber(parts[2]));
   } else if (spec.kind == "link-aware" && parts.size() == 2) {
-    MURMUR_ASSIGN_OR_RETURN(double d, ParseNumber(parts[1]));
-    if (!(d >= 1 && d <= 1e6 && d == std::floor(d)))
-      return Status::InvalidArgument("spec field 'topology': link-aware's degree '" + parts[1] +
-                                     "' must be a whole number >= 1");
-    spec.degree = static_cast<std::uint32_t>(d);
+    MURMUR_ASSIGN_OR_RETURN(spec.degree, degree(parts[1]));
   } else if (spec.kind == "geometric" && parts.size() == 2) {
     MURMUR_ASSIGN_OR_RETURN(spec.radius, ParseNumber(parts[1]));
+    if (!(spec.radius > 0))
+      return Status::InvalidArgument("spec field 'topology': geometric's radius '" + parts[1] +
+                                     "' must be > 0 (without it: sqrt(2 ln(n) / (pi n)))");
   } else if (spec.kind == "file" && parts.size() >= 2) {
     spec.file = s.topology().substr(5);
   } else if (spec.kind == "edges" && parts.size() == 2) {

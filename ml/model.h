@@ -49,6 +49,11 @@ class Model {
   // Floating-point operations of one training sample, forward and backward
   // (what an Env charges for a step: batch size x this).
   virtual double FlopsPerSample() const = 0;
+  // Whether the model computes its own loss from a whole sample and its
+  // label (a TorchScript forward(x, y)), rather than predicting the label
+  // from the sample; only such a model may train on samples that hold
+  // their own targets (byte-level text windows, ml/text.h).
+  virtual bool ReturnsOwnLoss() const { return false; }
 
   virtual std::unique_ptr<ModelWorkspace> NewWorkspace() const = 0;
 

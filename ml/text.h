@@ -6,9 +6,10 @@
 // kept as bytes, gathered as floats holding the ids). A model reads positions
 // 0..T-1 as its input and positions 1..T as the targets, so every byte after
 // the first is a target exactly once (consecutive windows share one byte).
-// The label of a window is its last byte (256 classes): a model that predicts
-// one next byte from T bytes of context can use it; a sequence model returns
-// its own loss from forward(x, y) and ignores it (docs/torchscript.md).
+// The label of a window is its last byte (256 classes), so that partitions
+// work on text as on any dataset; since it is also the window's last value,
+// only a model that returns its own loss from forward(x, y) may train on
+// text (engine::CheckModelForData refuses the others; docs/torchscript.md).
 //
 // Files are untrusted: a file shorter than T + 1 bytes, larger than
 // kMaxTextBytes, or a T outside [1, kMaxTextContext] gets a Status naming the

@@ -133,6 +133,7 @@ Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s, RankGroup* r
   auto model = engine::MakeJobModel(s.spec(), w->data.train.sample_shape(), w->data.train.num_classes, "",
                                     /*require_hash=*/false);
   if (!model.ok()) return model.status().WithContext("spec field 'model'");
+  MURMUR_RETURN_IF_ERROR(engine::CheckModelForData(**model, w->data.train).WithContext("spec field 'model'"));
   w->model = std::move(model).value();
   w->initial = ParamVector(w->model->layout());
   Rng init(s.spec().seed(), 0, RngPurpose::kInit);

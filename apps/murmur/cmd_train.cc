@@ -118,6 +118,8 @@ int RunTrain(int argc, char** argv) {
   Data& data = *loaded;
   auto model = engine::MakeModel(model_spec, data.tt.train.sample_shape(), data.tt.train.num_classes);
   if (!model.ok()) return Failure(kName, model.status().message());
+  if (Status fits = engine::CheckModelForData(**model, data.tt.train); !fits.ok())
+    return Failure(kName, fits.message());
   auto optimizer = ml::MakeOptimizer(optimizer_name, (*model)->layout().total_size(), momentum, weight_decay);
   if (!optimizer.ok()) return Failure(kName, optimizer.status().message());
 

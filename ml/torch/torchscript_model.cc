@@ -125,6 +125,7 @@ class TorchScriptModel final : public Model {
   std::int64_t input_dim() const override { return input_dim_; }
   int num_classes() const override { return num_classes_; }
   double FlopsPerSample() const override { return flops_per_sample_; }
+  bool ReturnsOwnLoss() const override { return loss_forward_; }
 
   std::unique_ptr<ModelWorkspace> NewWorkspace() const override {
     auto ws = std::make_unique<TorchWorkspace>();

@@ -92,6 +92,8 @@ Result<JobData> LoadJobData(const proto::JobConfig& job, const LocalData& local,
   auto model = engine::MakeJobModel(job.spec(), out.data.train.sample_shape(), out.data.train.num_classes,
                                     local.model_dir, /*require_hash=*/true);
   if (!model.ok()) return model.status().WithContext("spec field 'model'");
+  MURMUR_RETURN_IF_ERROR(
+      engine::CheckModelForData(**model, out.data.train).WithContext("spec field 'model'"));
   out.model = std::move(model).value();
   return out;
 }

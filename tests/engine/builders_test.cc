@@ -6,8 +6,10 @@
 
 #include "engine/federated_builder.h"
 #include "engine/gossip_builder.h"
+#include "engine/model_factory.h"
 #include "engine/topology.h"
 #include "gossip/collective_schedule.h"
+#include "ml/text.h"
 
 namespace murmur::engine {
 namespace {
@@ -120,6 +122,53 @@ TEST_CASE("Topologies parse their parameters and give each node its neighbours i
   auto bad = MakeGraphTopology(s, 8);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("spec field 'topology'") != std::string::npos);
+}
+
+TEST_CASE("A topology parameter given is used or refused, never replaced by the kind's default") {
+  proto::JobSpec s;
+  // Refused: what no graph of the kind can mean (leaving it out gives the default).
+  for (const char* spec : {"erdos-renyi:0", "erdos-renyi:-1", "erdos-renyi:1.5", "geometric:0",
+                           "geometric:-1", "regular:0", "regular:2.5", "small-world:0:0.1", "link-aware:0"}) {
+    CAPTURE(spec);
+    s.set_topology(spec);
+    auto made = MakeGraphTopology(s, 8);
+    REQUIRE_FALSE(made.ok());
+    CHECK(made.status().message().find("spec field 'topology'") != std::string::npos);
+  }
+  // Used: p = 1 is the complete graph, whatever the default 2 ln(8) / 8 = 0.52 would give.
+  s.set_topology("erdos-renyi:1");
+  auto complete = MakeGraphTopology(s, 8);
+  REQUIRE(complete.ok());
+  for (NodeId i = 0; i < 8; ++i) CHECK(NeighboursOf(*complete->schedule, i).size() == 7);
+}
+
+TEST_CASE("A model that predicts a sample's label is refused on text windows, which hold their target") {
+  // "abcabc...": a window of context 4 is 5 bytes and its label, the next
+  // byte, is its own last value, which a native model would read as input.
+  std::vector<std::uint8_t> bytes;
+  for (int i = 0; i < 60; ++i) bytes.push_back(static_cast<std::uint8_t>('a' + i % 3));
+  auto text = ml::TextWindows(bytes, 4, "abc");
+  REQUIRE(text.ok());
+  CHECK(text->labels[0] == text->pixels[4]);
+  for (const char* spec : {"softmax", "mlp:8"}) {
+    CAPTURE(spec);
+    auto model = MakeModel(spec, text->sample_shape(), text->num_classes);
+    REQUIRE(model.ok());
+    const Status fits = CheckModelForData(**model, *text);
+    CHECK(fits.code() == StatusCode::kInvalidArgument);
+    CHECK(fits.message().find("forward(x, y)") != std::string::npos);
+  }
+  // The same model on samples that do not hold their label is fine.
+  ml::Dataset flat = ml::Dataset{};
+  flat.name = "flat";
+  flat.num_samples = 1;
+  flat.dim = 5;
+  flat.num_classes = 2;
+  flat.features.assign(5, 0.5f);
+  flat.labels = {1};
+  auto model = MakeModel("mlp:8", flat.sample_shape(), flat.num_classes);
+  REQUIRE(model.ok());
+  CHECK(CheckModelForData(**model, flat).ok());
 }
 
 }  // namespace
