@@ -369,6 +369,11 @@ void FedServer::OnSecAggDone(SecAggOutcome outcome) {
     for (std::size_t j = 0; j < d; ++j) acc_[j] = outcome.sum[j];
     weight_sum_ = outcome.sum[d];
     results_ = outcome.survivors.size();
+    for (NodeId c : outcome.survivors)  // their masked inputs are in the sum
+      if (c < contributed_.size() && !contributed_[c]) {
+        contributed_[c] = 1;
+        ++contributors_;
+      }
     loss_sum_ =
         outcome.sum[d + 1] / outcome.sum[d] * static_cast<double>(results_);  // weighted mean x results
     tau_sum_ = weight_sum_;

@@ -104,8 +104,12 @@ void PrintSummary(const sim::RunSummary& r, const proto::Scenario& s) {
   } else if (engine::IsFederatedAlgorithm(spec.algorithm())) {
     std::printf("\nfinal (round %llu): global model test accuracy %.4f, test loss %.4f\n",
                 static_cast<unsigned long long>(last.round), last.avg_acc, last.avg_loss);
-    std::printf("stopped: %s; %zu of %zu clients contributed", r.stop_reason.c_str(), r.contributors,
-                r.clients);
+    if (spec.edge_aggregators() > 0)  // the top server hears from the edges, not the clients
+      std::printf("stopped: %s; %zu of %u edge aggregators contributed", r.stop_reason.c_str(),
+                  r.contributors, spec.edge_aggregators());
+    else
+      std::printf("stopped: %s; %zu of %zu clients contributed", r.stop_reason.c_str(), r.contributors,
+                  r.clients);
     if (spec.dp_clip() > 0) std::printf("; epsilon %.4g at delta %.3g", r.epsilon, spec.dp_delta());
     std::printf("\n");
   } else {

@@ -294,6 +294,11 @@ TEST_CASE("Federated runs spread over 2, 3 and 4 ranks give one process's metric
     FederatedStats one_stats;
     auto one = RunFederatedScenario(s, {}, &one_stats).value();
     CHECK(one.points.back().avg_acc > 0.3);
+    // Whoever the (top) server accepted results from, SecAgg's survivors
+    // included: clients, or edges when there are edge aggregators.
+    CHECK(one.contributors > 0);
+    CHECK(one.contributors <= (c.edges > 0 ? c.edges : 13u));
+    CHECK(one.contributors <= one_stats.results_accepted);
     for (int ranks : {2, 3, 4}) {
       CAPTURE(ranks);
       std::vector<FederatedStats> stats(ranks);
