@@ -443,8 +443,15 @@ Result<Dataset> DatasetFromArrays(const NpyArray& x, const NpyArray& y, std::str
   } else {
     d.features.resize(total);
     for (std::int64_t i = 0; i < n; ++i)
-      for (std::int64_t j = 0; j < dim; ++j)
-        d.features[static_cast<std::size_t>(i * dim + j)] = static_cast<float>(x.At(i * dim + source(j)));
+      for (std::int64_t j = 0; j < dim; ++j) {
+        const double v = x.At(i * dim + source(j));
+        // As the CSV reader: a NaN or infinite feature would make every loss NaN.
+        if (!std::isfinite(v))
+          return Status::InvalidArgument(what + ": x holds " + (std::isnan(v) ? "NaN" : "an infinity") +
+                                         " (sample " + std::to_string(i) + ", value " + std::to_string(j) +
+                                         "); features must be finite numbers");
+        d.features[static_cast<std::size_t>(i * dim + j)] = static_cast<float>(v);
+      }
   }
   MURMUR_RETURN_IF_ERROR(d.Validate());
   return d;

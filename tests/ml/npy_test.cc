@@ -256,6 +256,17 @@ TEST_CASE("x of shape (N,) is one value per sample, as (N, 1) is") {
     column->CopySample(i, &b);
     CHECK(a == b);
   }
+  // A NaN or infinite feature is refused, naming the sample (CSV refuses them too).
+  NpyArray bad;
+  bad.type = NpyType::kFloat64;
+  bad.shape = {3};
+  for (double v : {1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    const auto* b = reinterpret_cast<const std::byte*>(&v);
+    bad.data.insert(bad.data.end(), b, b + sizeof v);
+  }
+  auto refused = DatasetFromArrays(bad, y, "bad", "bad.npz");
+  REQUIRE_FALSE(refused.ok());
+  CHECK(Has(refused.status(), "bad.npz: x holds NaN (sample 1, value 0)"));
   float last = 0;
   flat->CopySample(2, &last);
   CHECK(last == 200.0f * (1.0f / 255.0f));  // as Fashion-MNIST pixels are read
