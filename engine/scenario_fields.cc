@@ -95,6 +95,7 @@ std::vector<std::string> SimilarScenarioFields(std::string_view name) {
 }
 
 std::string DefaultText(const FieldDescriptor* f) {
+  if (f->is_repeated()) return "";  // an empty list (attackers: none)
   switch (f->cpp_type()) {
     case FieldDescriptor::CPPTYPE_STRING: return f->default_value_string();
     case FieldDescriptor::CPPTYPE_UINT32: return std::to_string(f->default_value_uint32());

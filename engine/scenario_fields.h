@@ -38,7 +38,8 @@ const ScenarioField* FindScenarioField(std::string_view name);
 // Up to three field names closest to `name` (edit distance at most 3), closest first.
 std::vector<std::string> SimilarScenarioFields(std::string_view name);
 
-// The field's declared default as text ("" for an empty string).
+// The field's declared default as text ("" for an empty string and for a
+// repeated field, whose default is the empty list).
 std::string DefaultText(const google::protobuf::FieldDescriptor* field);
 
 // Sets `field` of `scenario` from `text`, parsed by the field's type: a whole

@@ -72,10 +72,10 @@ int RunTopology(int argc, char** argv) {
                 "(default: mh; uniform on directed graphs; a weighted file's own weights)",
      cxxopts::value<std::string>())
     ("degree", "degree of regular and small-world", cxxopts::value<std::uint32_t>()->default_value("4"))
-    ("prob", "edge probability of erdos-renyi (default 2 ln(n)/n)", cxxopts::value<double>()->default_value("0"))
+    ("prob", "edge probability of erdos-renyi (default 2 ln(n)/n)", cxxopts::value<double>())
     ("beta", "rewiring probability of small-world", cxxopts::value<double>()->default_value("0.1"))
     ("radius", "radius of geometric in the unit square (default sqrt(2 ln(n)/(pi n)))",
-     cxxopts::value<double>()->default_value("0"))
+     cxxopts::value<double>())
     ("file", "edge-list file for kind 'file' (\"u v\" or \"u v w\" per line)", cxxopts::value<std::string>())
     ("edges", "edge list for kind 'edges', lines separated by ';' (\"0 1;1 2;2 0\")", cxxopts::value<std::string>())
     ("directed", "file, edges: read \"u v\" as the arc u -> v")
@@ -106,9 +106,13 @@ int RunTopology(int argc, char** argv) {
   spec.nodes = args.count("nodes") ? args["nodes"].as<std::uint32_t>() : (listed ? 0 : 16);
   spec.seed = args["seed"].as<std::uint64_t>();
   spec.degree = args["degree"].as<std::uint32_t>();
-  spec.prob = args["prob"].as<double>();
+  spec.prob = args.count("prob") ? args["prob"].as<double>() : 0;  // 0: the kind's default
   spec.beta = args["beta"].as<double>();
-  spec.radius = args["radius"].as<double>();
+  spec.radius = args.count("radius") ? args["radius"].as<double>() : 0;
+  if (args.count("prob") && !(spec.prob > 0 && spec.prob <= 1))
+    return UsageError(kName, "--prob must be in (0, 1] (without it: 2 ln(n) / n)");
+  if (args.count("radius") && !(spec.radius > 0))
+    return UsageError(kName, "--radius must be > 0 (without it: sqrt(2 ln(n) / (pi n)))");
   spec.directed = args.count("directed") > 0;
   if (args.count("file")) spec.file = args["file"].as<std::string>();
   if (args.count("edges")) spec.edges = args["edges"].as<std::string>();
