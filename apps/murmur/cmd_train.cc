@@ -38,6 +38,12 @@ Result<Data> LoadData(const std::string& spec, const std::string& data_dir, cons
   const bool csv = spec.rfind("csv:", 0) == 0;
   const bool numpy = spec.rfind("npz:", 0) == 0 || spec.rfind("npy:", 0) == 0;
   if (!csv && !numpy && spec != "fashion-mnist" && spec.rfind("synthetic:", 0) != 0) *usage = true;
+  if (!csv && !test_csv.empty()) {
+    *usage = true;
+    return Status::InvalidArgument(
+        "--test-csv is the test set of --dataset csv:PATH; --dataset '" + spec +
+        "' brings its own (npz:FILE:TEST, npy:X:Y:X_TEST:Y_TEST, text:T:FILE:TEST)");
+  }
   Data d;
   MURMUR_ASSIGN_OR_RETURN(
       d.tt, ml::LoadDatasetSpec(csv && !test_csv.empty() ? spec + ":" + test_csv : spec, data_dir, seed));
