@@ -121,12 +121,14 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
                                   "' inside a hierarchical all-reduce needs group_topology complete: the "
                                   "groups' factors must mix to one mean (got '" +
                                   s.group_topology() + "')");
-  if (!codec->full_model_safe && IsTimeVarying(s.topology()))
-    return Bad("compression",
-               "'" + compression +
-                   "' is sent as CHOCO differences, which need a static topology; use fp16, bf16 "
-                   "or int8 with '" +
-                   s.topology() + "'");
+  if (!codec->full_model_safe && IsTimeVarying(s.topology())) {
+    std::string named = "'" + compression + "'";
+    if (s.compression() == "default") named.append(" (the default for ").append(s.algorithm()).append(")");
+    return Bad("compression", named +
+                                  " is sent as CHOCO differences, which need a static topology; use fp16, "
+                                  "bf16 or int8 with '" +
+                                  s.topology() + "'");
+  }
   if (host == Host::kDaemon && compression.rfind("powersgd", 0) == 0 && !lowrank_allreduce)
     return Bad("compression",
                "PowerSGD's low-rank state is not checkpointed by murmurd; use topk, randk or a value coding");

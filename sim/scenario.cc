@@ -58,8 +58,10 @@ Status ValidateScenario(const proto::Scenario& s) {
   if (engine::TopologyKind(spec.topology()) == "vehicles") {
     if (s.rsus() >= spec.nodes()) return Bad("rsus", "must be fewer than nodes");
     if (s.grid_blocks() < 1) return Bad("grid_blocks", "must be at least 1");
-    if (!(s.block_m() > 0) || !(s.speed() >= 0) || !(s.radio_range() > 0) || !(s.round_interval() > 0))
-      return Bad("vehicles", "block_m, radio_range and round_interval must be > 0 and speed >= 0");
+    if (!(s.block_m() > 0)) return Bad("block_m", "must be > 0 (topology vehicles)");
+    if (!(s.radio_range() > 0)) return Bad("radio_range", "must be > 0 (topology vehicles)");
+    if (!(s.round_interval() > 0)) return Bad("round_interval", "must be > 0 (topology vehicles)");
+    if (!(s.speed() >= 0)) return Bad("speed", "must be >= 0 (topology vehicles)");
   }
   if (federated && spec.edge_aggregators() > 0) {
     if (spec.edge_assignment() == "nearest-rsu" &&
