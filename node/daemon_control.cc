@@ -58,7 +58,7 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
                    "'");
         break;
       }
-      BeginDrain("operator stop");
+      BeginDrain("operator stop", /*operator_stop=*/true);
       r.set_ok(true);
       break;
     case proto::ControlRequest::kStatus: r.set_ok(true); break;
@@ -127,13 +127,17 @@ std::string DaemonImpl::RefuseSubmission(const proto::JobConfig& job) {
   return "";
 }
 
-proto::ControlResponse DaemonImpl::Submit(const proto::JobConfig& job) {
+proto::ControlResponse DaemonImpl::Submit(const proto::JobConfig& job, std::unique_ptr<Job> made) {
   if (std::string why = RefuseSubmission(job); !why.empty()) return Refuse(std::move(why));
   prepared_.reset();
-  Status st = StartJob(job, /*submitted=*/true);
+  Status st = StartJob(job, /*submitted=*/true, std::move(made));
   if (!st.ok()) {
-    job_state_ = "failed";
-    job_error_ = st.ToString();
+    MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": job " << job.job_id()
+                         << " did not start: " << st.ToString();
+    if (!job_) {  // nothing else to show; a last job's status stays its own
+      job_state_ = "failed";
+      job_error_ = st.ToString();
+    }
     return Refuse(st.ToString());
   }
   proto::ControlResponse r;
@@ -143,7 +147,12 @@ proto::ControlResponse DaemonImpl::Submit(const proto::JobConfig& job) {
 
 proto::ControlResponse DaemonImpl::Prepare(const proto::JobConfig& job) {
   if (std::string why = RefuseSubmission(job); !why.empty()) return Refuse(std::move(why));
-  prepared_ = Prepared{job, std::chrono::steady_clock::now() + std::chrono::seconds(kPrepareHoldSeconds)};
+  // Built as it would start (its data, model, topology and checkpoint
+  // checked), so that what would fail fails here, before any daemon starts.
+  auto made = BuildJob(job);
+  if (!made.ok()) return Refuse(made.status().ToString());
+  prepared_ = Prepared{job, std::chrono::steady_clock::now() + std::chrono::seconds(kPrepareHoldSeconds),
+                       std::move(made).value()};
   MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": job " << job.job_id() << " prepared";
   proto::ControlResponse r;
   r.set_ok(true);
@@ -156,8 +165,9 @@ proto::ControlResponse DaemonImpl::Commit(const std::string& job_id) {
     return Refuse("no job '" + job_id + "' is prepared here (a prepared job is dropped after " +
                   std::to_string(kPrepareHoldSeconds) + " s without its commit)");
   const proto::JobConfig job = std::move(prepared_->job);
+  std::unique_ptr<Job> made = std::move(prepared_->made);
   prepared_.reset();
-  return Submit(job);
+  return Submit(job, std::move(made));
 }
 
 proto::ControlResponse DaemonImpl::SetFaults(const proto::FaultConfig& faults) {

@@ -202,19 +202,17 @@ void DaemonImpl::WarnLegacyCertificate(const std::string& path) const {
                        << config_.node_id() << "`";
 }
 
-Status DaemonImpl::StartJob(const proto::JobConfig& job, bool submitted) {
+Status DaemonImpl::StartJob(const proto::JobConfig& job, bool submitted, std::unique_ptr<Job> made) {
   // Each job has its own checkpoint: a new job starts at round 0, and one
   // submitted again goes on from its own (if its configuration is the same).
-  MURMUR_ASSIGN_OR_RETURN(std::string checkpoint, store_->CheckpointPath(job.job_id()));
-  if (submitted) {  // the job a restart resumes
+  Result<std::unique_ptr<Job>> created = std::move(made);
+  if (*created == nullptr) created = BuildJob(job);
+  if (!created.ok()) return created.status();
+  if (submitted) {  // the job a restart resumes, once it is known to build (the last one's stays otherwise)
     std::string text;
     google::protobuf::TextFormat::PrintToString(job, &text);
     MURMUR_RETURN_IF_ERROR(crypto::WriteFileAtomic(DataPath(kJobFile), crypto::AsBytes(text), 0644));
   }
-  auto created = MakeJob(
-      job, net(), checkpoint, [this](Job::End how) { OnJobEnd(how); },
-      [this](NodeId peer) { return PeerAlive(peer); }, LocalDataOf(config_), Keys());
-  if (!created.ok()) return created.status();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (job_) retired_.push_back(std::move(job_));
@@ -231,6 +229,7 @@ Status DaemonImpl::StartJob(const proto::JobConfig& job, bool submitted) {
   }
   job_state_ = "running";
   job_error_.clear();
+  operator_stop_ = false;
   if (!exit_after_job_) SaveJobState();
   router_.Run(JobTag(job), job_->sink());
   Job* started = job_.get();
@@ -242,8 +241,15 @@ Status DaemonImpl::StartJob(const proto::JobConfig& job, bool submitted) {
   return Status::Ok();
 }
 
-void DaemonImpl::SaveJobState() {
-  Status st = crypto::WriteFileAtomic(DataPath(kJobStateFile), crypto::AsBytes(job_state_ + "\n"), 0644);
+Result<std::unique_ptr<Job>> DaemonImpl::BuildJob(const proto::JobConfig& job) {
+  MURMUR_ASSIGN_OR_RETURN(std::string checkpoint, store_->CheckpointPath(job.job_id()));
+  return MakeJob(
+      job, net(), checkpoint, [this](Job::End how) { OnJobEnd(how); },
+      [this](NodeId peer) { return PeerAlive(peer); }, LocalDataOf(config_), Keys());
+}
+
+void DaemonImpl::SaveJobState(const std::string& state) {
+  Status st = crypto::WriteFileAtomic(DataPath(kJobStateFile), crypto::AsBytes(state + "\n"), 0644);
   if (!st.ok()) MURMUR_LOG(kError) << "job state: " << st.ToString();
 }
 
@@ -259,16 +265,21 @@ void DaemonImpl::OnJobEnd(Job::End how) {
     job_state_ = "done";
     Status st = store_->MarkCompleted(job_->config().job_id(), job_->rounds_done());
     if (!st.ok()) MURMUR_LOG(kError) << "the record of completed jobs: " << st.ToString();
-  } else if (!shutting_down_) {
+  } else if (!shutting_down_ || operator_stop_) {
     job_state_ = "stopped";
-  }  // a shutdown leaves it "running" on disk: it resumes at the next start
-  if (!exit_after_job_ && !(shutting_down_ && how != Job::End::kCompleted)) SaveJobState();
+  }  // a shutdown alone leaves it "running" on disk: it resumes at the next start
+  if (!exit_after_job_ && (!shutting_down_ || operator_stop_ || how == Job::End::kCompleted)) SaveJobState();
   if (exit_after_job_) return Finish(how == Job::End::kCompleted ? FromSeconds(config_.linger()) : Nanos(0));
   if (shutting_down_) Finish(Nanos(0));
 }
 
-void DaemonImpl::BeginDrain(const std::string& why) {
-  if (!job_ || job_->ended() || job_state_ == "draining") return;
+void DaemonImpl::BeginDrain(const std::string& why, bool operator_stop) {
+  if (!job_ || job_->ended()) return;
+  if (operator_stop && !operator_stop_) {
+    operator_stop_ = true;
+    if (!exit_after_job_) SaveJobState("stopped");
+  }
+  if (job_state_ == "draining") return;
   job_state_ = "draining";
   MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": " << why << ", draining job "
                     << job_->config().job_id() << " after round " << job_->rounds_done();

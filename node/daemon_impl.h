@@ -112,10 +112,12 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   struct Prepared {
     proto::JobConfig job;
     std::chrono::steady_clock::time_point deadline;
+    std::unique_ptr<Job> made;  // built at prepare (data, model, checkpoint checked), started at commit
   };
   std::optional<Prepared> prepared_;
   asio::steady_timer drain_timer_{io_};
   bool exit_after_job_ = false;  // the config's job: the daemon exits when it ends
+  bool operator_stop_ = false;   // the running job drains on an operator's stop (recorded as stopped)
   bool shutting_down_ = false;
   bool done_ = false;
   mutable std::mutex mu_;  // guards job_ pointer swaps against the accessors
@@ -128,20 +130,27 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   JobKeys Keys() const {
     return {identity_.get(), [t = transport_.get()](NodeId peer) { return t->PeerKey(peer); }};
   }
-  // Starts `job` from its checkpoint, if it has one; a `submitted` job
-  // (murmur job submit) is written to DATA_DIR/job.txt for a restart.
-  Status StartJob(const proto::JobConfig& job, bool submitted);
+  // Starts `job` from its checkpoint, if it has one (`made`: the job as a
+  // prepare built it); a `submitted` job (murmur job submit) is written to
+  // DATA_DIR/job.txt for a restart once it is built.
+  Status StartJob(const proto::JobConfig& job, bool submitted, std::unique_ptr<Job> made = nullptr);
+  // `job` built to run here from its checkpoint, not started.
+  Result<std::unique_ptr<Job>> BuildJob(const proto::JobConfig& job);
   void WarnLegacyCertificate(const std::string& path) const;
   void OnJobEnd(Job::End how);
-  void SaveJobState();
-  void BeginDrain(const std::string& why);
+  void SaveJobState(const std::string& state);
+  void SaveJobState() { SaveJobState(job_state_); }
+  // Drains the running job after its round; an `operator_stop` is written
+  // to disk as stopped at once, so that a restart, even after a crash in
+  // the drain, does not resume the job.
+  void BeginDrain(const std::string& why, bool operator_stop = false);
   void Shutdown(const std::string& why);
   void Finish(Nanos linger);
   proto::ControlResponse OnControl(const proto::ControlRequest& request, const crypto::PeerInfo& from);
   // Why `job` may not start now ("" when it may): a submit's, a prepare's
   // and a commit's checks.
   std::string RefuseSubmission(const proto::JobConfig& job);
-  proto::ControlResponse Submit(const proto::JobConfig& job);
+  proto::ControlResponse Submit(const proto::JobConfig& job, std::unique_ptr<Job> made = nullptr);
   proto::ControlResponse Prepare(const proto::JobConfig& job);
   proto::ControlResponse Commit(const std::string& job_id);
   proto::ControlResponse SetFaults(const proto::FaultConfig& faults);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -261,6 +262,29 @@ TEST_CASE("A submitted job runs on idle daemons, status, stop, resubmission and 
   CHECK(twice->error().find("already completed") != std::string::npos);
 }
 
+TEST_CASE("An operator's stop is on disk at once: a daemon shut down in the drain does not resume the job") {
+  Fleet fleet;
+  fleet.SubmitAll(Fleet::Job("held", 1000000));
+  REQUIRE(fleet.Poll([&] { return fleet.Response(0).job().rounds_done() >= 5; }));
+  proto::ControlRequest stop;
+  stop.mutable_stop();
+  // Daemons 1 and 2 drain first, so that daemon 0's rounds then wait out
+  // their 2 s timeout: its drain is still in its round when it is shut down.
+  for (NodeId i : {1u, 2u}) REQUIRE(fleet.Call(i, stop).ok());
+  REQUIRE(fleet.Poll([&] {
+    return fleet.Response(1).job().state() == "stopped" && fleet.Response(2).job().state() == "stopped";
+  }));
+  auto drained = fleet.Call(0, stop);
+  REQUIRE(drained.ok());
+  CHECK(drained->job().state() == "draining");
+  fleet.daemons[0]->RequestStop();  // as SIGTERM: the shutdown comes while it drains
+  fleet.threads[0].join();
+  std::ifstream state(fleet.root / "n0" / "job.state");
+  std::string line;
+  std::getline(state, line);
+  CHECK(line == "stopped");  // a shutdown alone would leave "running", which a restart resumes
+}
+
 TEST_CASE("A prepared job holds the daemon for its commit, abort drops it, replies name the node and state") {
   Fleet fleet;
   auto request = [](const proto::JobConfig& job, int what) {
@@ -313,6 +337,24 @@ TEST_CASE("A prepared job holds the daemon for its commit, abort drops it, repli
   }
   // b completed: its prepare is refused as its submit would be.
   CHECK(call(2, request(b, 0)).error().find("job 'b' already completed") != std::string::npos);
+  // What would only fail when the job is built (here its topology) fails at
+  // the prepare, before any daemon starts it, and the last job's status
+  // stays its own.
+  proto::JobConfig misspelt = Fleet::Job("misspelt", 40);
+  misspelt.mutable_spec()->set_topology("rnig");
+  for (NodeId i = 0; i < Fleet::kNodes; ++i) {
+    const proto::ControlResponse r = call(i, request(misspelt, 0));
+    CHECK_FALSE(r.ok());
+    CHECK(r.error().find("unknown topology 'rnig'") != std::string::npos);
+    CHECK(r.job().job_id() == "b");
+    CHECK(r.job().state() == "done");
+  }
+  proto::ControlRequest submit_misspelt;  // an old client's one-step submit: refused the same way
+  *submit_misspelt.mutable_submit()->mutable_job() = misspelt;
+  const proto::ControlResponse r = call(0, submit_misspelt);
+  CHECK(r.error().find("unknown topology 'rnig'") != std::string::npos);
+  CHECK(r.job().state() == "done");
+  CHECK(r.job().error().empty());
 }
 
 // The value of `name` in Prometheus text, or -1.
