@@ -34,6 +34,12 @@ namespace {
 constexpr const char* kJobFile = "job.conf";
 constexpr const char* kJobStateFile = "job.state";
 
+// Seconds since the Unix epoch: what certificate validity is checked against.
+std::int64_t UnixSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 Status DaemonImpl::Init() {
@@ -87,6 +93,14 @@ Status DaemonImpl::Init() {
   const bool aes_gcm = config_.cipher() == "auto";
   crypto::TrustPolicy policy{config_.network_id(), coordinator, crypto::kRoleNode, aes_gcm};
   node_policy_ = policy;
+  // The daemon's own certificate passes what its peers check (coordinator
+  // signature, network, validity now), or they will refuse every session
+  // with it: say so here, where the cause is, not only in their logs.
+  const std::int64_t now = UnixSeconds();
+  if (Status own = CheckRenewal(*creds, cert, policy, now); !own.ok())
+    MURMUR_LOG(kError) << "node " << self << ": certificate '" << cert_path
+                       << "' will be refused by every peer: " << own.message()
+                       << " (murmur cert issue a new one, then murmur cert reload)";
   crypto::TrustPolicy operators{config_.network_id(), coordinator, crypto::kRoleOperator, aes_gcm};
   env_ = std::make_unique<AsioEnv>(io_, self, to.seed, static_cast<int>(std::max(1u, config_.threads())));
   transport_ = std::make_unique<Transport>(io_, *creds, policy, to, [this](NodeId from, ReceivedMessage m) {
@@ -321,9 +335,7 @@ void DaemonImpl::Finish(Nanos linger) {
 }
 
 Status DaemonImpl::ReloadCertificate(const std::string& why) {
-  const std::int64_t now =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count();
+  const std::int64_t now = UnixSeconds();
   auto renewed = LoadRenewedCredentials(cert_path_, transport_->credentials(), node_policy_, now);
   if (!renewed.ok()) {
     ++cert_reload_failures_;
