@@ -106,7 +106,11 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
 
 std::string DaemonImpl::RefuseSubmission(const proto::JobConfig& job) {
   if (job_ && !job_->ended())
-    return "job '" + job_->config().job_id() + "' is " + job_state_ + "; stop it first (murmur job stop)";
+    return job_state_ == "draining"
+               ? "job '" + job_->config().job_id() +
+                     "' is draining (it stops after its current round); submit again once it has stopped"
+               : "job '" + job_->config().job_id() + "' is " + job_state_ +
+                     "; stop it first (murmur job stop)";
   if (shutting_down_) return "the daemon is shutting down";
   if (prepared_ && std::chrono::steady_clock::now() >= prepared_->deadline) prepared_.reset();
   if (prepared_ && prepared_->job.job_id() != job.job_id())

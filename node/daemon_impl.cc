@@ -58,10 +58,23 @@ Status DaemonImpl::Init() {
       config_.has_identity() ? config_.identity() : config_.data_dir() + "/identity.key";
   const std::string& cert_path = cert_path_ =
       config_.has_certificate() ? config_.certificate() : config_.data_dir() + "/node.cert";
-  MURMUR_ASSIGN_OR_RETURN(crypto::Identity identity, crypto::Identity::LoadKeyFile(key_path));
-  MURMUR_ASSIGN_OR_RETURN(crypto::Certificate cert, crypto::LoadCertificateFile(cert_path));
-  MURMUR_ASSIGN_OR_RETURN(crypto::SignPublicKey coordinator,
-                          crypto::PublicKeyFromArg(config_.coordinator_key()));
+  // Each error names the config field the path or key came from.
+  auto field = [&](const char* name, bool set) {
+    return std::string("config field '") + name + "'" + (set ? "" : " (not set: its default in data_dir)");
+  };
+  auto loaded_identity = crypto::Identity::LoadKeyFile(key_path);
+  if (!loaded_identity.ok())
+    return loaded_identity.status().WithContext(field("identity", config_.has_identity()));
+  crypto::Identity identity = std::move(loaded_identity).value();
+  auto loaded_cert = crypto::LoadCertificateFile(cert_path);
+  if (!loaded_cert.ok())
+    return loaded_cert.status().WithContext(field("certificate", config_.has_certificate()));
+  const crypto::Certificate& cert = *loaded_cert;
+  auto coordinator_key = crypto::PublicKeyFromArg(config_.coordinator_key());
+  if (!coordinator_key.ok())
+    return coordinator_key.status().WithContext(
+        "config field 'coordinator_key' (a public key file, or the key as 64 hex digits)");
+  const crypto::SignPublicKey coordinator = *coordinator_key;
   MURMUR_RETURN_IF_ERROR(
       crypto::ValidateNetworkId(config_.network_id()).WithContext("config field 'network_id'"));
   auto creds = crypto::Credentials::Make(identity, cert);
