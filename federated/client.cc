@@ -133,7 +133,7 @@ void FedClient::Finish() {
   busy_ = false;
   trained_ = true;
   ++tasks_done_;
-  last_loss_ = done_ > 0 ? loss_sum_ / done_ : 0;
+  last_loss_ = done_ > 0 ? loss_sum_ / done_ : std::numeric_limits<double>::quiet_NaN();
   if (secagg_) return SendMaskedResult();
   FedHeader r;
   r.kind = FedKind::kResult;

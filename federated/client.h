@@ -34,6 +34,7 @@
 #include "core/local_tensors.h"
 
 #include <atomic>
+#include <limits>
 
 #include <memory>
 
@@ -118,7 +119,7 @@ class FedClient final : public MessageSink {
   int target_ = 0, done_ = 0;
   Nanos started_{0}, deadline_{0};
   double loss_sum_ = 0;
-  std::atomic<double> last_loss_{0};
+  std::atomic<double> last_loss_{std::numeric_limits<double>::quiet_NaN()};  // NaN: no step yet
   std::uint64_t tasks_done_ = 0;
   std::unique_ptr<SecAggClient> secagg_;  // this round's session
   Rng dropout_rng_;

@@ -79,9 +79,10 @@ Result<Dataset> ReadCsv(const std::string& path, const CsvOptions& options) {
         return Status::InvalidArgument(where() + "field " + std::to_string(c + 1) + " '" +
                                        std::string(fields[c].substr(0, 32)) + "' is not a number");
       if (static_cast<int>(c) == options.label_column) {
-        if (v < 0 || v != std::floor(v) || v > 1e6f)
+        if (v < 0 || v != std::floor(v) || v >= static_cast<float>(kMaxClasses))
           return Status::InvalidArgument(where() + "label '" + std::string(fields[c]) +
-                                         "' is not a class number in [0, 1000000]");
+                                         "' is not a class number in [0, " + std::to_string(kMaxClasses - 1) +
+                                         "]");
         int y = static_cast<int>(v);
         if (options.num_classes > 0 && y >= options.num_classes)
           return Status::InvalidArgument(where() + "label " + std::to_string(y) + " outside [0, " +

@@ -61,8 +61,9 @@ Status Dataset::Validate() const {
     return Status::InvalidArgument(name + ": " + std::to_string(num_samples) + " samples, limit " +
                                    std::to_string(kMaxSamples));
   if (dim <= 0) return Status::InvalidArgument(name + ": feature dimension " + std::to_string(dim) + " <= 0");
-  if (num_classes <= 0)
-    return Status::InvalidArgument(name + ": " + std::to_string(num_classes) + " classes");
+  if (num_classes <= 0 || num_classes > kMaxClasses)
+    return Status::InvalidArgument(name + ": " + std::to_string(num_classes) + " classes, limit " +
+                                   std::to_string(kMaxClasses));
   if (!shape.empty()) {
     std::int64_t product = 1;
     for (std::int64_t s : shape) {

@@ -30,6 +30,10 @@ using SampleIndex = std::uint32_t;
 
 // Largest dataset accepted by the readers: the indices must fit SampleIndex.
 inline constexpr std::int64_t kMaxSamples = 0xFFFFFFFFll;
+// Labels are class numbers 0 .. kMaxClasses - 1. The readers take the
+// number of classes from the largest label, so the cap keeps one mistyped
+// label (999999) from building a model with a million outputs.
+inline constexpr int kMaxClasses = 65536;
 
 // How a Dataset stores its sample values.
 enum class SampleType {

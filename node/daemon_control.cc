@@ -2,6 +2,7 @@
 // (prepare, commit), status, stop, peers, faults and certificate reloads,
 // apart from the daemon's lifecycle in daemon_impl.cc.
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <string>
 
@@ -11,6 +12,7 @@
 #include "node/certificate_reload.h"
 #include "node/config.h"
 #include "node/daemon_impl.h"
+#include "node/job/job_message.h"
 #include "node/job/job_store.h"
 
 namespace murmur::node {
@@ -49,7 +51,14 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
       break;
     case proto::ControlRequest::kStop:
       // Nothing running is nothing to stop: the reply says the job's state.
+      // A stop that names a job this daemon never ran is refused, so that a
+      // mistyped id does not read as a stop that worked.
       if (!job_ || job_->ended()) {
+        if (request.stop().has_job_id() && (!job_ || request.stop().job_id() != job_->config().job_id())) {
+          r = Refuse("no job '" + request.stop().job_id() + "' here: nothing is running" +
+                     (job_ ? " (the last job, '" + job_->config().job_id() + "', is " + job_state_ + ")" : ""));
+          break;
+        }
         r.set_ok(true);
         break;
       }
@@ -113,10 +122,10 @@ std::string DaemonImpl::RefuseSubmission(const proto::JobConfig& job) {
                      "; stop it first (murmur job stop)";
   if (shutting_down_) return "the daemon is shutting down";
   if (prepared_ && std::chrono::steady_clock::now() >= prepared_->deadline) prepared_.reset();
-  if (prepared_ && prepared_->job.job_id() != job.job_id())
-    return "job '" + prepared_->job.job_id() +
-           "' is prepared here by another submission (it is committed, aborted or dropped within " +
-           std::to_string(kPrepareHoldSeconds) + " s)";
+  if (prepared_ && (prepared_->job.job_id() != job.job_id() || JobTag(prepared_->job) != JobTag(job)))
+    return "job '" + prepared_->job.job_id() + "' is prepared here by another submission" +
+           (prepared_->job.job_id() == job.job_id() ? " with another configuration" : "") +
+           " (it is committed, aborted or dropped within " + std::to_string(kPrepareHoldSeconds) + " s)";
   Status st = ValidateJobConfig(job, config_.node_id());
   if (!st.ok()) return st.ToString();
   // The same job again continues from its checkpoint (with more rounds
@@ -165,9 +174,22 @@ proto::ControlResponse DaemonImpl::Prepare(const proto::JobConfig& job) {
 
 proto::ControlResponse DaemonImpl::Commit(const std::string& job_id) {
   if (prepared_ && std::chrono::steady_clock::now() >= prepared_->deadline) prepared_.reset();
-  if (!prepared_ || prepared_->job.job_id() != job_id)
+  if (!prepared_ || prepared_->job.job_id() != job_id) {
+    // Two operators submitting the same job at once both prepare it (the
+    // second preparation, of the same configuration, replaces the first)
+    // and the first commit starts it: the second finds it running, which is
+    // what a commit asks for. A refusal here would make its submitter stop
+    // the daemons it did start, and so the job both wanted.
+    if (job_ && !job_->ended() && job_->config().job_id() == job_id) {
+      MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": job " << job_id
+                        << " committed again (another submission of it committed first)";
+      proto::ControlResponse r;
+      r.set_ok(true);
+      return r;
+    }
     return Refuse("no job '" + job_id + "' is prepared here (a prepared job is dropped after " +
                   std::to_string(kPrepareHoldSeconds) + " s without its commit)");
+  }
   const proto::JobConfig job = std::move(prepared_->job);
   std::unique_ptr<Job> made = std::move(prepared_->made);
   prepared_.reset();
@@ -208,7 +230,7 @@ proto::JobStatus DaemonImpl::JobStatus() const {
   s.set_epsilon(job_->epsilon());  // after rounds_done: at least that round's
   s.set_rounds_total(job_->config().spec().rounds());
   s.set_test_accuracy(job_->accuracy());
-  s.set_train_loss(job_->loss());
+  if (std::isfinite(job_->loss())) s.set_train_loss(job_->loss());  // unset: not known yet
   if (job_error_.empty()) {
     const std::string warning = job_->warning();
     if (!warning.empty()) s.set_error(warning);

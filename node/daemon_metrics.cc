@@ -3,6 +3,8 @@
 // lifecycle and control handling in daemon_impl.cc.
 #include "node/daemon_impl.h"
 
+#include <limits>
+
 namespace murmur::node {
 
 std::string DaemonImpl::RenderMetrics() const {
@@ -121,8 +123,8 @@ std::string DaemonImpl::RenderMetrics() const {
   out += PrometheusMetric("murmur_control_failures_total", "counter",
                           "Operator connections refused: failed handshake, bad request, timeout.",
                           static_cast<double>(control_->failures()));
-  out += PrometheusMetric("murmur_train_loss", "gauge", "Mean training loss of the last round.",
-                          job ? job_->loss() : 0.0);
+  out += PrometheusMetric("murmur_train_loss", "gauge", "Mean training loss of the last round (NaN: none yet).",
+                          job ? job_->loss() : std::numeric_limits<double>::quiet_NaN());
   out +=
       PrometheusMetric("murmur_test_accuracy", "gauge",
                        "Test accuracy at the last evaluation (-1: none yet).", job ? job_->accuracy() : -1.0);

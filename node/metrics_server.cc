@@ -1,6 +1,7 @@
 #include "node/metrics_server.h"
 
 #include <array>
+#include <cmath>
 #include <sstream>
 
 namespace murmur::node {
@@ -92,12 +93,27 @@ Status MetricsServer::Start(const std::string& host, std::uint16_t port) {
 
 void MetricsServer::Stop() { listener_.Close(); }
 
+namespace {
+
+// A sample value as the exposition format spells it: NaN, +Inf and -Inf,
+// other values with 17 significant digits.
+std::string PrometheusValue(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  std::ostringstream out;
+  out.precision(17);
+  out << value;
+  return out.str();
+}
+
+}  // namespace
+
 std::string PrometheusMetric(const std::string& name, const std::string& type, const std::string& help,
                              double value) {
   std::ostringstream out;
   out.precision(17);
   out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n'
-      << name << ' ' << value << '\n';
+      << name << ' ' << PrometheusValue(value) << '\n';
   return out.str();
 }
 
@@ -108,7 +124,7 @@ std::string PrometheusLabeled(const std::string& name, const std::string& type, 
   out.precision(17);
   out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
   for (const auto& [key, value] : samples)
-    out << name << '{' << label << "=\"" << key << "\"} " << value << '\n';
+    out << name << '{' << label << "=\"" << key << "\"} " << PrometheusValue(value) << '\n';
   return out.str();
 }
 

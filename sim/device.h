@@ -29,7 +29,7 @@ struct DeviceProfile {
 // Draws `n` profiles from a named distribution, deterministically from
 // (seed, node). Names: "uniform" (all equal to the defaults above), "iot",
 // "phone", "vehicle", "edge-server", or a mix "phone:0.7,iot:0.3" whose
-// weights are the fractions of nodes of each kind.
+// weights, normalised to sum to 1, are the shares of nodes of each kind.
 Result<std::vector<DeviceProfile>> MakeDeviceProfiles(const std::string& spec, std::size_t n,
                                                       std::uint64_t seed);
 

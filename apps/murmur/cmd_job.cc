@@ -43,6 +43,15 @@ std::string Accuracy(double a) {
   return buf;
 }
 
+// The last round's training loss, "-" before the first (a loss a model
+// returns itself may be negative, so no sentinel value stands for unknown).
+std::string Loss(const proto::JobStatus& j) {
+  if (!j.has_train_loss()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", j.train_loss());
+  return buf;
+}
+
 // Prints one line per daemon; returns the number of daemons that did not answer or refused.
 int PrintReplies(const std::vector<DaemonReply>& replies, bool header) {
   if (header)
@@ -66,9 +75,10 @@ int PrintReplies(const std::vector<DaemonReply>& replies, bool header) {
       privacy = buf;
     }
     // The job's error (why it failed, or what last went wrong in it) ends the line.
-    std::printf("%-22s %-5u %-16s %-9s %-13s %-9s %.4f%s%s%s%s%s\n", r.address.c_str(), resp.node_id(),
+    std::printf("%-22s %-5u %-16s %-9s %-13s %-9s %s%s%s%s%s%s\n", r.address.c_str(), resp.node_id(),
                 j.job_id().empty() ? "-" : j.job_id().c_str(), j.state().c_str(), round.c_str(),
-                Accuracy(j.test_accuracy()).c_str(), j.train_loss(), privacy.c_str(),
+                Accuracy(j.test_accuracy()).c_str(), Loss(j).c_str(),
+                privacy.c_str(),
                 resp.ok() ? "" : "  refused: ", resp.ok() ? "" : resp.error().c_str(),
                 j.error().empty() ? "" : "  error: ", j.error().c_str());
     if (!resp.ok()) ++bad;

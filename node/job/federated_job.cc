@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -122,7 +123,7 @@ class FederatedJobImpl final : public MessageSink, public RoundObserver {
   std::uint64_t start_round_ = 0;
   std::atomic<std::uint64_t> rounds_done_{0};
   std::atomic<double> accuracy_{-1};
-  std::atomic<double> loss_{0};
+  std::atomic<double> loss_{std::numeric_limits<double>::quiet_NaN()};  // NaN: no round yet
   std::atomic<double> epsilon_{0};
   std::atomic<std::uint64_t> checkpoints_{0};
   std::atomic<bool> ended_{false};

@@ -1,6 +1,7 @@
 #include "node/job/gossip_job.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/check.h"
 #include "core/log.h"
@@ -69,7 +70,7 @@ class GossipJobImpl final : public RoundObserver {
   std::uint64_t start_round_ = 0;
   std::atomic<std::uint64_t> rounds_done_{0};
   std::atomic<double> accuracy_{-1};
-  std::atomic<double> loss_{0};
+  std::atomic<double> loss_{std::numeric_limits<double>::quiet_NaN()};  // NaN: no round yet
   std::atomic<std::uint64_t> checkpoints_{0};
   std::uint64_t next_mix_ = 0;  // the lowest round not mixed yet
   std::atomic<std::uint64_t> mixed_twice_{0};

@@ -46,7 +46,7 @@ class Job {
   virtual bool ended() const = 0;
   virtual std::uint64_t rounds_done() const = 0;
   virtual double accuracy() const = 0;  // -1 before the first evaluation
-  virtual double loss() const = 0;
+  virtual double loss() const = 0;      // NaN before the first round
   virtual std::uint64_t checkpoints() const = 0;
   virtual std::vector<float> params() const = 0;  // the model after rounds_done()
   // Gossip jobs: rounds mixed a second time (a bug if ever > 0), and rounds

@@ -197,6 +197,27 @@ TEST_CASE("A missing array or a wrong layout is named with what the archive hold
   CHECK(Has(DatasetFromArrays(x, y, "t", "t").status(), "is not one label per sample"));
 }
 
+TEST_CASE("Labels are class numbers below kMaxClasses: one mistyped label does not build a million outputs") {
+  NpyArray x, y;
+  x.type = NpyType::kFloat32;
+  x.shape = {2, 1};
+  x.data.resize(8);
+  y.type = NpyType::kInt32;
+  y.shape = {2};
+  y.data.resize(8);
+  auto with_label = [&](std::int32_t last) {
+    std::memcpy(y.data.data() + 4, &last, 4);
+    return DatasetFromArrays(x, y, "t", "t");
+  };
+  auto widest = with_label(kMaxClasses - 1);
+  REQUIRE(widest.ok());
+  CHECK(widest->num_classes == kMaxClasses);
+  auto typo = with_label(999999);
+  REQUIRE_FALSE(typo.ok());
+  CHECK(Has(typo.status(), "label 999999 of sample 1 is not a class number in [0, 65535]"));
+  CHECK_FALSE(with_label(kMaxClasses).ok());
+}
+
 TEST_CASE("A member that claims more bytes than deflate can produce is refused before allocation") {
   // Patch the uncompressed size in both the local header and the central
   // directory of a deflated member to 2^31: more than 1032 x its compressed size.

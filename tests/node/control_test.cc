@@ -180,7 +180,10 @@ TEST_CASE(
   auto m = fleet.Call(1, r);
   REQUIRE(m.ok());
   CHECK(m->metrics().find("murmur_control_failures_total 3") != std::string::npos);
+  // No job yet: no loss is known, and none is made up (the exposition's NaN, no status field).
+  CHECK(m->metrics().find("\nmurmur_train_loss NaN\n") != std::string::npos);
   CHECK(fleet.Response(1).job().state() == "idle");
+  CHECK_FALSE(fleet.Response(1).job().has_train_loss());
 }
 
 TEST_CASE(
@@ -260,6 +263,18 @@ TEST_CASE("A submitted job runs on idle daemons, status, stop, resubmission and 
   auto twice = fleet.Call(0, other);
   REQUIRE(twice.ok());
   CHECK(twice->error().find("already completed") != std::string::npos);
+
+  // With nothing running, a stop of the last job is a yes; of any other id, a refusal naming both.
+  proto::ControlRequest stop_last, stop_typo;
+  stop_last.mutable_stop()->set_job_id("short");
+  stop_typo.mutable_stop()->set_job_id("shrot");
+  auto last = fleet.Call(0, stop_last);
+  REQUIRE(last.ok());
+  CHECK(last->ok());
+  auto typo = fleet.Call(0, stop_typo);
+  REQUIRE(typo.ok());
+  CHECK_FALSE(typo->ok());
+  CHECK(typo->error() == "no job 'shrot' here: nothing is running (the last job, 'short', is done)");
 }
 
 TEST_CASE("An operator's stop is on disk at once: a daemon shut down in the drain does not resume the job") {
@@ -305,6 +320,10 @@ TEST_CASE("A prepared job holds the daemon for its commit, abort drops it, repli
   CHECK(call(0, request(a, 1)).error().find("no job 'a' is prepared here") != std::string::npos);
   CHECK(call(0, request(a, 0)).ok());
   CHECK(call(0, request(a, 0)).ok());  // the same job again: still held
+  proto::JobConfig a_other = a;
+  a_other.mutable_spec()->set_lr(a.spec().lr() * 2);
+  CHECK(call(0, request(a_other, 0)).error().find(
+            "job 'a' is prepared here by another submission with another configuration") != std::string::npos);
   const proto::ControlResponse held = call(0, request(b, 0));
   CHECK_FALSE(held.ok());
   CHECK(held.error().find("job 'a' is prepared here by another submission") != std::string::npos);
@@ -322,7 +341,14 @@ TEST_CASE("A prepared job holds the daemon for its commit, abort drops it, repli
   CHECK(call(2, request(bad, 0)).error().find("node_id 2") != std::string::npos);
   // Prepare then commit on every daemon: the job runs to its end.
   for (NodeId i = 0; i < Fleet::kNodes; ++i) CHECK(call(i, request(b, 0)).ok());
-  for (NodeId i = 0; i < Fleet::kNodes; ++i) CHECK(call(i, request(b, 1)).ok());
+  CHECK(call(0, request(b, 1)).ok());
+  // A second commit of it (two operators submitting the same job at once)
+  // finds it running, which is a yes: its submitter must not undo the start.
+  // Daemon 0 is still in its first round, waiting for the others.
+  const proto::ControlResponse again = call(0, request(b, 1));
+  CHECK(again.ok());
+  CHECK(again.job().state() == "running");
+  for (NodeId i = 1; i < Fleet::kNodes; ++i) CHECK(call(i, request(b, 1)).ok());
   REQUIRE(fleet.WaitState("done"));
   // Stop on daemons whose job is done: ok, and the reply says where the job stands.
   proto::ControlRequest stop;
