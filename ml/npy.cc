@@ -411,7 +411,8 @@ Result<Dataset> DatasetFromArrays(const NpyArray& x, const NpyArray& y, std::str
     const double v = y.At(i);
     if (v < 0 || v >= kMaxClasses)
       return Status::InvalidArgument(what + ": label " + LabelText(v) + " of sample " + std::to_string(i) +
-                                     " is not a class number in [0, " + std::to_string(kMaxClasses - 1) + "]");
+                                     " is not a class number in [0, " + std::to_string(kMaxClasses - 1) +
+                                     "]");
     d.labels[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(v);
     max_label = std::max<std::int64_t>(max_label, static_cast<std::int64_t>(v));
   }

@@ -55,8 +55,9 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
       // mistyped id does not read as a stop that worked.
       if (!job_ || job_->ended()) {
         if (request.stop().has_job_id() && (!job_ || request.stop().job_id() != job_->config().job_id())) {
-          r = Refuse("no job '" + request.stop().job_id() + "' here: nothing is running" +
-                     (job_ ? " (the last job, '" + job_->config().job_id() + "', is " + job_state_ + ")" : ""));
+          r = Refuse(
+              "no job '" + request.stop().job_id() + "' here: nothing is running" +
+              (job_ ? " (the last job, '" + job_->config().job_id() + "', is " + job_state_ + ")" : ""));
           break;
         }
         r.set_ok(true);

@@ -123,8 +123,9 @@ std::string DaemonImpl::RenderMetrics() const {
   out += PrometheusMetric("murmur_control_failures_total", "counter",
                           "Operator connections refused: failed handshake, bad request, timeout.",
                           static_cast<double>(control_->failures()));
-  out += PrometheusMetric("murmur_train_loss", "gauge", "Mean training loss of the last round (NaN: none yet).",
-                          job ? job_->loss() : std::numeric_limits<double>::quiet_NaN());
+  out +=
+      PrometheusMetric("murmur_train_loss", "gauge", "Mean training loss of the last round (NaN: none yet).",
+                       job ? job_->loss() : std::numeric_limits<double>::quiet_NaN());
   out +=
       PrometheusMetric("murmur_test_accuracy", "gauge",
                        "Test accuracy at the last evaluation (-1: none yet).", job ? job_->accuracy() : -1.0);

@@ -77,8 +77,7 @@ int PrintReplies(const std::vector<DaemonReply>& replies, bool header) {
     // The job's error (why it failed, or what last went wrong in it) ends the line.
     std::printf("%-22s %-5u %-16s %-9s %-13s %-9s %s%s%s%s%s%s\n", r.address.c_str(), resp.node_id(),
                 j.job_id().empty() ? "-" : j.job_id().c_str(), j.state().c_str(), round.c_str(),
-                Accuracy(j.test_accuracy()).c_str(), Loss(j).c_str(),
-                privacy.c_str(),
+                Accuracy(j.test_accuracy()).c_str(), Loss(j).c_str(), privacy.c_str(),
                 resp.ok() ? "" : "  refused: ", resp.ok() ? "" : resp.error().c_str(),
                 j.error().empty() ? "" : "  error: ", j.error().c_str());
     if (!resp.ok()) ++bad;

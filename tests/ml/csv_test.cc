@@ -74,12 +74,14 @@ TEST_CASE("ReadCsv errors name the file and the line") {
     CHECK_MESSAGE(Contains(ds.status(), c.message), ds.status().ToString());
   }
   const std::string typo =
-      (std::filesystem::temp_directory_path() / ("murmur-csv-label-" + std::to_string(::getpid()) + ".csv")).string();
+      (std::filesystem::temp_directory_path() / ("murmur-csv-label-" + std::to_string(::getpid()) + ".csv"))
+          .string();
   std::ofstream(typo) << "0,1.5\n999999,2.5\n";
   auto huge = ReadCsv(typo);
   std::filesystem::remove(typo);
   REQUIRE_FALSE(huge.ok());
-  CHECK_MESSAGE(Contains(huge.status(), ":2: label '999999' is not a class number in [0, 65535]"), huge.status().ToString());
+  CHECK_MESSAGE(Contains(huge.status(), ":2: label '999999' is not a class number in [0, 65535]"),
+                huge.status().ToString());
   auto missing = ReadCsv(Data("missing.csv"));
   CHECK(missing.status().code() == StatusCode::kNotFound);
   CHECK(Contains(missing.status(), "missing.csv"));

@@ -322,8 +322,10 @@ TEST_CASE("A prepared job holds the daemon for its commit, abort drops it, repli
   CHECK(call(0, request(a, 0)).ok());  // the same job again: still held
   proto::JobConfig a_other = a;
   a_other.mutable_spec()->set_lr(a.spec().lr() * 2);
-  CHECK(call(0, request(a_other, 0)).error().find(
-            "job 'a' is prepared here by another submission with another configuration") != std::string::npos);
+  CHECK(call(0, request(a_other, 0))
+            .error()
+            .find("job 'a' is prepared here by another submission with another configuration") !=
+        std::string::npos);
   const proto::ControlResponse held = call(0, request(b, 0));
   CHECK_FALSE(held.ok());
   CHECK(held.error().find("job 'a' is prepared here by another submission") != std::string::npos);
