@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "ml/chunks.h"
+#include "ml/direct_conv.h"
 #include "ml/softmax.h"
 
 namespace murmur::ml {
@@ -34,9 +35,10 @@ struct Scratch {
   Buffer padded;                                  // one zero-padded sample, the widest convolution's (Im2Col)
   Buffer g0, g1;                                  // rows x widest activation: backpropagated gradients
   Buffer row_max, row_sum;                        // rows
+  std::vector<std::unique_ptr<DirectConv>> direct;  // per stage: a convolution's direct kernels, or none
 };
 
-std::unique_ptr<Scratch> NewScratch(const std::vector<Cnn::Stage>& stages, std::int64_t rows) {
+std::unique_ptr<Scratch> NewScratch(const std::vector<Cnn::Stage>& stages, std::int64_t rows, bool direct) {
   auto s = std::make_unique<Scratch>();
   const auto r = static_cast<std::size_t>(rows);
   s->x.resize(r * static_cast<std::size_t>(stages.front().in.size()));
@@ -50,8 +52,13 @@ std::unique_ptr<Scratch> NewScratch(const std::vector<Cnn::Stage>& stages, std::
     s->inv_std.emplace_back(
         st.layer.kind == CnnLayerKind::kGroupNorm ? r * static_cast<std::size_t>(st.layer.size) : 0);
     s->argmax.emplace_back(st.layer.kind == CnnLayerKind::kMaxPool ? n : 0);
+    s->direct.emplace_back();
     if (st.layer.kind == CnnLayerKind::kConv) {
       const ConvGeometry g = Geometry(st);
+      if (direct && DirectConv::Supports(g)) {
+        s->direct.back() = std::make_unique<DirectConv>(g);
+        continue;
+      }
       cols = std::max(cols, g.patch() * g.out().h * g.out().w);
       padded = std::max(padded, g.padded_size());
     }
@@ -97,6 +104,14 @@ void Forward(const std::vector<Cnn::Stage>& stages, const Pass& pass, std::int64
         const std::int64_t positions = st.out.h * st.out.w;
         ConstMatrixMap w = pass.params.matrix(static_cast<std::size_t>(st.weight));
         ConstColumnVectorMap b(pass.params.tensor_span(static_cast<std::size_t>(st.bias)).data(), st.out.c);
+        if (DirectConv* d = s.direct[l].get()) {
+          d->PackForward(w.data());
+          for (std::int64_t i = 0; i < m; ++i) {
+            d->Forward(in + i * isz, out + i * osz);
+            MatrixMap(out + i * osz, st.out.c, positions).colwise() += b;
+          }
+          break;
+        }
         for (std::int64_t i = 0; i < m; ++i) {
           Im2Col(g, in + i * isz, s.cols.data(), s.padded.data());
           MatrixMap y(out + i * osz, st.out.c, positions);
@@ -165,6 +180,21 @@ void Backward(const std::vector<Cnn::Stage>& stages, const ParamVector& params, 
         MatrixMap dw(out + wt.offset, st.out.c, patch);
         ColumnVectorMap db(out + bt.offset, st.out.c);
         ConstMatrixMap w = params.matrix(static_cast<std::size_t>(st.weight));
+        if (DirectConv* d = s.direct[l].get()) {
+          if (need_dx) d->PackInputGradient(w.data());
+          for (std::int64_t i = 0; i < m; ++i) {
+            d->AccumulateWeightGradient(in + i * isz, g + i * osz, /*first=*/i == 0);
+            ConstMatrixMap dy(g + i * osz, st.out.c, positions);
+            if (i == 0) {
+              db = dy.rowwise().sum();
+            } else {
+              db += dy.rowwise().sum();
+            }
+            if (need_dx) d->InputGradient(g + i * osz, dx + i * isz);
+          }
+          d->WriteWeightGradient(dw.data());
+          break;
+        }
         for (std::int64_t i = 0; i < m; ++i) {
           ConstMatrixMap dy(g + i * osz, st.out.c, positions);
           Im2Col(g3, in + i * isz, s.cols.data(), s.padded.data());
@@ -337,7 +367,8 @@ double Cnn::FlopsPerSample() const {
 
 std::unique_ptr<ModelWorkspace> Cnn::NewWorkspace() const {
   const std::int64_t rows = std::max(options_.chunk_rows, eval_rows_);
-  return std::make_unique<CnnWorkspace>([stages = stages_, rows] { return NewScratch(stages, rows); });
+  return std::make_unique<CnnWorkspace>(
+      [stages = stages_, rows, direct = options_.direct_conv] { return NewScratch(stages, rows, direct); });
 }
 
 void Cnn::InitParams(ParamVector& params, Rng& rng) const {

@@ -57,6 +57,10 @@ struct CnnOptions {
   int num_classes = 10;
   double l2 = 0;                 // (l2 / 2) sum ||W||^2 over convolution and dense weights
   std::int64_t chunk_rows = 32;  // see MlpOptions::chunk_rows
+  // Convolutions of stride 1 run as direct kernels where the build has them
+  // (ml/direct_conv.h); false: im2col and a GEMM everywhere (the tests
+  // check each against the other).
+  bool direct_conv = true;
 };
 
 class Cnn final : public Model {
