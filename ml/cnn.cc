@@ -105,12 +105,11 @@ void Forward(const std::vector<Cnn::Stage>& stages, const Pass& pass, std::int64
         ConstMatrixMap w = pass.params.matrix(static_cast<std::size_t>(st.weight));
         ConstColumnVectorMap b(pass.params.tensor_span(static_cast<std::size_t>(st.bias)).data(), st.out.c);
         if (DirectConv* d = s.direct[l].get()) {
+          // The bias and the ReLU are applied as each tile is written out.
           d->PackForward(w.data());
-          for (std::int64_t i = 0; i < m; ++i) {
-            d->Forward(in + i * isz, out + i * osz);
-            MatrixMap(out + i * osz, st.out.c, positions).colwise() += b;
-          }
-          break;
+          for (std::int64_t i = 0; i < m; ++i) d->Forward(in + i * isz, b.data(), st.layer.relu, out + i * osz);
+          in = out;
+          continue;
         }
         for (std::int64_t i = 0; i < m; ++i) {
           Im2Col(g, in + i * isz, s.cols.data(), s.padded.data());
@@ -161,13 +160,20 @@ void Forward(const std::vector<Cnn::Stage>& stages, const Pass& pass, std::int64
 void Backward(const std::vector<Cnn::Stage>& stages, const ParamVector& params, std::int64_t m, Scratch& s,
               float* out, const Layout& layout) {
   float* g = s.act.back().data();  // the gradient of this stage's output
+  bool relu_applied = false;       // g is already zero where this stage's ReLU was
   for (std::size_t l = stages.size(); l-- > 0;) {
     const Cnn::Stage& st = stages[l];
     const std::int64_t isz = st.in.size(), osz = st.out.size();
-    if (st.layer.relu) {
+    // Max pooling after a ReLU takes the ReLU's backward pass too: its dx is
+    // zero but at each window's maximum, whose activation is the pooling's
+    // output, so dy masked by (output > 0) before the scatter is the ReLU's
+    // mask applied after it, on a quarter of the values.
+    const bool fold = st.layer.kind == CnnLayerKind::kMaxPool && l > 0 && stages[l - 1].layer.relu;
+    if ((st.layer.relu || fold) && !relu_applied) {
       ColumnVectorMap dy(g, m * osz);
       dy = (ConstColumnVectorMap(s.act[l].data(), m * osz).array() > 0.0f).select(dy, 0.0f);
     }
+    relu_applied = fold;
     const float* in = l == 0 ? s.x.data() : s.act[l - 1].data();
     const bool need_dx = l > 0;
     float* dx = g == s.g0.data() ? s.g1.data() : s.g0.data();

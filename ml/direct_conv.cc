@@ -226,7 +226,7 @@ void DirectConv::PackInputGradient(const float* w) {
 }
 
 #if defined(__AVX512F__)
-void DirectConv::Forward(const float* x, float* y) {
+void DirectConv::Forward(const float* x, const float* bias, bool relu, float* y) {
   PadInto(x, g_.in.c, g_.in.h, g_.in.w, hp_, wp_, g_.pad, g_.pad, x_pad_.data());
   const std::int64_t positions = out_.h * out_.w;
   Run(out_.c, forward_w_.data(), g_.patch(), x_pad_.data(), in_at_.data(), out_at_.data(), positions,
@@ -234,7 +234,12 @@ void DirectConv::Forward(const float* x, float* y) {
           std::int64_t m) {
         for (std::int64_t c = 0; c < count; ++c) {
           float* row = y + (first + c) * positions + j0;
-          for (std::int64_t j = 0; j < m; ++j) row[j] = tile[j * width + c];
+          const float b = bias[first + c];
+          if (relu) {
+            for (std::int64_t j = 0; j < m; ++j) row[j] = std::max(tile[j * width + c] + b, 0.0f);
+          } else {
+            for (std::int64_t j = 0; j < m; ++j) row[j] = tile[j * width + c] + b;
+          }
         }
       });
 }
@@ -282,7 +287,7 @@ void DirectConv::WriteWeightGradient(float* dw) const {
   }
 }
 #else
-void DirectConv::Forward(const float*, float*) { MURMUR_CHECK(false); }
+void DirectConv::Forward(const float*, const float*, bool, float*) { MURMUR_CHECK(false); }
 void DirectConv::InputGradient(const float*, float*) { MURMUR_CHECK(false); }
 void DirectConv::AccumulateWeightGradient(const float*, const float*, bool) { MURMUR_CHECK(false); }
 void DirectConv::WriteWeightGradient(float*) const { MURMUR_CHECK(false); }

@@ -41,8 +41,9 @@ class DirectConv {
   // Packs the weight (row-major {out, in k k}) for Forward. Call again when
   // the weights change.
   void PackForward(const float* w);
-  // y = W * im2col(x): out.c x (out.h out.w), row-major; no bias.
-  void Forward(const float* x, float* y);
+  // y = W * im2col(x) + bias (out.c x (out.h out.w), row-major), then
+  // max(y, 0) with `relu`.
+  void Forward(const float* x, const float* bias, bool relu, float* y);
 
   // Packs the weight for InputGradient. Call again when the weights change.
   void PackInputGradient(const float* w);

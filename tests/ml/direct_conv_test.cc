@@ -68,7 +68,7 @@ TEST_CASE("Direct convolution: forward, weight and input gradients match the def
 #endif
     const Shape3 in = g.in, out = g.out();
     const std::int64_t patch = g.patch(), samples = 3;
-    const std::vector<float> w = Random(out.c * patch, rng);
+    const std::vector<float> w = Random(out.c * patch, rng), bias = Random(out.c, rng);
     std::vector<std::vector<float>> x, dy;
     for (std::int64_t i = 0; i < samples; ++i) {
       x.push_back(Random(in.size(), rng));
@@ -84,7 +84,8 @@ TEST_CASE("Direct convolution: forward, weight and input gradients match the def
     for (std::int64_t s = 0; s < samples; ++s) {
       std::vector<float> y(static_cast<std::size_t>(out.size())),
           dx(static_cast<std::size_t>(in.size()), 42.0f);
-      d.Forward(x[s].data(), y.data());
+      const bool relu = s == 1;
+      d.Forward(x[s].data(), bias.data(), relu, y.data());
       d.AccumulateWeightGradient(x[s].data(), dy[s].data(), s == 0);
       d.InputGradient(dy[s].data(), dx.data());
       std::vector<double> y_ref(y.size(), 0.0), dx_ref(dx.size(), 0.0);
@@ -105,6 +106,12 @@ TEST_CASE("Direct convolution: forward, weight and input gradients match the def
                         weight(o, c, i, j) * dy[s][at];
                 }
           }
+      for (std::int64_t o = 0; o < out.c; ++o)
+        for (std::int64_t p = 0; p < out.h * out.w; ++p) {
+          double& v = y_ref[static_cast<std::size_t>(o * out.h * out.w + p)];
+          v += bias[static_cast<std::size_t>(o)];
+          if (relu) v = std::max(v, 0.0);
+        }
       CHECK(RelativeError(y, y_ref) < 1e-5);
       CHECK(RelativeError(dx, dx_ref) < 1e-5);  // every element written: none keeps its 42
     }
