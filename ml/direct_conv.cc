@@ -159,7 +159,6 @@ void Run(std::int64_t channels, const float* a, std::int64_t kn, const float* sr
     a += kn * width;
   }
 }
-#endif
 
 // Copies the c x h x w tensor x into the inside of the zero-bordered c x hp x wp one at (top, left).
 void PadInto(const float* x, std::int64_t c, std::int64_t h, std::int64_t w, std::int64_t hp, std::int64_t wp,
@@ -169,6 +168,8 @@ void PadInto(const float* x, std::int64_t c, std::int64_t h, std::int64_t w, std
       std::memcpy(out + (ch * hp + r + top) * wp + left, x + (ch * h + r) * w,
                   static_cast<std::size_t>(w) * sizeof(float));
 }
+
+#endif
 
 }  // namespace
 
