@@ -15,8 +15,8 @@ namespace {
 
 constexpr std::int64_t kLanes = 16;
 constexpr std::int64_t kBlock = 4 * kLanes;  // channels a packed row holds at most
-// A shorter patch (a first layer on 1 or 3 channels: 25 or 75 entries with
-// 5 x 5 kernels) leaves too few multiply-adds per output to pay for writing
+// A shorter patch (a first layer on one channel: 25 entries with 5 x 5
+// kernels) leaves too few multiply-adds per output to pay for writing
 // each tile out transposed: cnn-fedavg trained at 1,386-1,413 samples/s with
 // its first convolution direct, 1,437-1,490 with it on im2col and a GEMM.
 constexpr std::int64_t kMinPatch = 64;
