@@ -107,7 +107,8 @@ void Forward(const std::vector<Cnn::Stage>& stages, const Pass& pass, std::int64
         if (DirectConv* d = s.direct[l].get()) {
           // The bias and the ReLU are applied as each tile is written out.
           d->PackForward(w.data());
-          for (std::int64_t i = 0; i < m; ++i) d->Forward(in + i * isz, b.data(), st.layer.relu, out + i * osz);
+          for (std::int64_t i = 0; i < m; ++i)
+            d->Forward(in + i * isz, b.data(), st.layer.relu, out + i * osz);
           in = out;
           continue;
         }

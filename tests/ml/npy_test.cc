@@ -5,12 +5,14 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "ml/dataset_spec.h"
 
@@ -173,6 +175,17 @@ TEST_CASE("Four .npy files: npy:X:Y:X_TEST:Y_TEST, and test samples of another s
   CHECK(Has(three.status(), "npy: needs four files"));
 }
 
+// An array of 4-byte zeros of the given type and shape.
+NpyArray Zeros(NpyType type, std::vector<std::int64_t> shape) {
+  NpyArray a;
+  a.type = type;
+  a.shape = std::move(shape);
+  std::int64_t n = 1;
+  for (std::int64_t d : a.shape) n *= d;
+  a.data.assign(static_cast<std::size_t>(n) * 4, std::byte{0});
+  return a;
+}
+
 TEST_CASE("A missing array or a wrong layout is named with what the archive holds") {
   auto missing = LoadNpzArray(Fixture("train_f16.npz"), "x_train");
   REQUIRE_FALSE(missing.ok());
@@ -183,13 +196,7 @@ TEST_CASE("A missing array or a wrong layout is named with what the archive hold
   auto not_zip = LoadDatasetSpec("npz:" + Fixture("f4_v1.npy"), "", 1);
   REQUIRE_FALSE(not_zip.ok());
   CHECK(Has(not_zip.status(), "not a readable .npz (zip) archive"));
-  NpyArray x, y;
-  x.type = NpyType::kFloat32;
-  x.shape = {2, 1};
-  x.data.resize(8);
-  y.type = NpyType::kFloat32;
-  y.shape = {2};
-  y.data.resize(8);
+  NpyArray x = Zeros(NpyType::kFloat32, {2, 1}), y = Zeros(NpyType::kFloat32, {2});
   auto float_labels = DatasetFromArrays(x, y, "t", "t");
   REQUIRE_FALSE(float_labels.ok());
   CHECK(Has(float_labels.status(), "y is float32; labels must be integers"));
@@ -198,13 +205,7 @@ TEST_CASE("A missing array or a wrong layout is named with what the archive hold
 }
 
 TEST_CASE("Labels are class numbers below kMaxClasses: one mistyped label does not build a million outputs") {
-  NpyArray x, y;
-  x.type = NpyType::kFloat32;
-  x.shape = {2, 1};
-  x.data.resize(8);
-  y.type = NpyType::kInt32;
-  y.shape = {2};
-  y.data.resize(8);
+  NpyArray x = Zeros(NpyType::kFloat32, {2, 1}), y = Zeros(NpyType::kInt32, {2});
   auto with_label = [&](std::int32_t last) {
     std::memcpy(y.data.data() + 4, &last, 4);
     return DatasetFromArrays(x, y, "t", "t");
