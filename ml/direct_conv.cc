@@ -79,29 +79,11 @@ void Micro(const float* a, std::int64_t kn, const float* src, const std::int32_t
     for (int v = 0; v < V; ++v) _mm512_storeu_ps(tile + (j * V + v) * kLanes, acc[j][v]);
 }
 
-// Runs the tiles of n offsets `off` (a last partial tile repeats its last
-// offset; those results are not stored), handing each to store(tile, first
-// offset, count).
-template <int V, int NP, typename Store>
-void Tiles(const float* a, std::int64_t kn, const float* src, const std::int32_t* koff,
-           const std::int32_t* off, std::int64_t n, Store store) {
-  alignas(64) float tile[NP * V * kLanes];
-  std::int32_t last[NP];
-  for (std::int64_t j0 = 0; j0 < n; j0 += NP) {
-    const std::int64_t count = std::min<std::int64_t>(NP, n - j0);
-    const std::int32_t* o = off + j0;
-    if (count < NP) {
-      for (std::int64_t j = 0; j < NP; ++j) last[j] = off[j0 + std::min(j, count - 1)];
-      o = last;
-    }
-    Micro<V, NP>(a, kn, src, koff, o, /*add=*/false, tile);
-    store(tile, j0, count);
-  }
-}
-
-// The tiles of n offsets added into `sum` (n rows of V x 16, row j for
-// offset j): each tile reads and writes its rows in place, a last partial
-// tile through a copy.
+// Adds the sums of n offsets `off` into `sum` (n rows of V x 16 floats, row
+// j for offset j), or writes them without `add`: each tile of NP offsets
+// reads its rows of `sum` into registers, adds its terms and writes them
+// back. A last partial tile goes through a copy whose extra offsets repeat
+// its last one.
 template <int V, int NP>
 void SumTiles(const float* a, std::int64_t kn, const float* src, const std::int32_t* koff,
               const std::int32_t* off, std::int64_t n, bool add, float* sum) {
@@ -116,47 +98,43 @@ void SumTiles(const float* a, std::int64_t kn, const float* src, const std::int3
     }
     for (std::int64_t j = 0; j < NP; ++j) last[j] = off[j0 + std::min(j, count - 1)];
     std::fill(tile, tile + NP * row, 0.0f);
-    std::copy_n(sum + j0 * row, count * row, tile);
+    if (add) std::copy_n(sum + j0 * row, count * row, tile);
     Micro<V, NP>(a, kn, src, koff, last, add, tile);
     std::copy_n(tile, count * row, sum + j0 * row);
   }
 }
 
-// The tiles of one channel block, its vectors chosen at run time; the tile
-// widths keep 28 accumulators (27 for 3 vectors) in the 32 registers.
-template <typename Store>
-void BlockTiles(std::int64_t vectors, const float* a, std::int64_t kn, const float* src,
-                const std::int32_t* koff, const std::int32_t* off, std::int64_t n, Store store) {
-  switch (vectors) {
-    case 1: return Tiles<1, 28>(a, kn, src, koff, off, n, store);
-    case 2: return Tiles<2, 14>(a, kn, src, koff, off, n, store);
-    case 3: return Tiles<3, 9>(a, kn, src, koff, off, n, store);
-    default: return Tiles<4, 7>(a, kn, src, koff, off, n, store);
-  }
-}
-
-void BlockSumTiles(std::int64_t vectors, const float* a, std::int64_t kn, const float* src,
-                   const std::int32_t* koff, const std::int32_t* off, std::int64_t n, bool add, float* sum) {
-  switch (vectors) {
-    case 1: return SumTiles<1, 28>(a, kn, src, koff, off, n, add, sum);
-    case 2: return SumTiles<2, 14>(a, kn, src, koff, off, n, add, sum);
-    case 3: return SumTiles<3, 9>(a, kn, src, koff, off, n, add, sum);
-    default: return SumTiles<4, 7>(a, kn, src, koff, off, n, add, sum);
-  }
-}
-
-// For every channel block of the packed `a` (channels x kn): the tiles, and
-// store(tile, row width, first channel, channels, first offset, count).
-template <typename Store>
-void Run(std::int64_t channels, const float* a, std::int64_t kn, const float* src, const std::int32_t* koff,
-         const std::int32_t* off, std::int64_t n, Store store) {
+// For every channel block of the packed `a` (channels x kn): the sums of
+// the n offsets into `sum`, in the packed layout (block by block, n rows of
+// the block's width). The tile widths keep 28 accumulators (27 for 3
+// vectors) in the 32 registers.
+void SumBlocks(std::int64_t channels, const float* a, std::int64_t kn, const float* src,
+               const std::int32_t* koff, const std::int32_t* off, std::int64_t n, bool add, float* sum) {
   for (std::int64_t b = 0; b < Blocks(channels); ++b) {
-    const std::int64_t vectors = Vectors(channels, b), width = vectors * kLanes;
-    const std::int64_t first = b * kBlock, count = BlockChannels(channels, b);
-    BlockTiles(vectors, a, kn, src, koff, off, n, [&](const float* tile, std::int64_t j0, std::int64_t m) {
-      store(tile, width, first, count, j0, m);
-    });
-    a += kn * width;
+    const std::int64_t vectors = Vectors(channels, b);
+    switch (vectors) {
+      case 1: SumTiles<1, 28>(a, kn, src, koff, off, n, add, sum); break;
+      case 2: SumTiles<2, 14>(a, kn, src, koff, off, n, add, sum); break;
+      case 3: SumTiles<3, 9>(a, kn, src, koff, off, n, add, sum); break;
+      default: SumTiles<4, 7>(a, kn, src, koff, off, n, add, sum); break;
+    }
+    a += kn * vectors * kLanes;
+    sum += n * vectors * kLanes;
+  }
+}
+
+// The packed `channels` x n sum transposed back: out[c * n + j] =
+// f(c, entry (c, j)), every channel's row written once.
+template <typename F>
+void Unpack(std::int64_t channels, std::int64_t n, const float* sum, float* out, F f) {
+  for (std::int64_t b = 0; b < Blocks(channels); ++b) {
+    const std::int64_t width = Vectors(channels, b) * kLanes;
+    for (std::int64_t c = 0; c < BlockChannels(channels, b); ++c) {
+      const std::int64_t channel = b * kBlock + c;
+      float* row = out + channel * n;
+      for (std::int64_t j = 0; j < n; ++j) row[j] = f(channel, sum[j * width + c]);
+    }
+    sum += n * width;
   }
 }
 
@@ -209,6 +187,8 @@ DirectConv::DirectConv(const ConvGeometry& g) : g_(g), out_(g.out()) {
   dy_pad_.assign(static_cast<std::size_t>(out_.c * hq_ * wq_), 0.0f);
   dy_t_.resize(static_cast<std::size_t>(PackedSize(out_.c, out_.h * out_.w)));
   dw_t_.resize(static_cast<std::size_t>(PackedSize(out_.c, g.patch())));
+  sum_.resize(static_cast<std::size_t>(
+      std::max(PackedSize(out_.c, out_.h * out_.w), PackedSize(g.in.c, g.in.h * g.in.w))));
 }
 
 void DirectConv::PackForward(const float* w) {
@@ -230,62 +210,33 @@ void DirectConv::PackInputGradient(const float* w) {
 void DirectConv::Forward(const float* x, const float* bias, bool relu, float* y) {
   PadInto(x, g_.in.c, g_.in.h, g_.in.w, hp_, wp_, g_.pad, g_.pad, x_pad_.data());
   const std::int64_t positions = out_.h * out_.w;
-  Run(out_.c, forward_w_.data(), g_.patch(), x_pad_.data(), in_at_.data(), out_at_.data(), positions,
-      [&](const float* tile, std::int64_t width, std::int64_t first, std::int64_t count, std::int64_t j0,
-          std::int64_t m) {
-        for (std::int64_t c = 0; c < count; ++c) {
-          float* row = y + (first + c) * positions + j0;
-          const float b = bias[first + c];
-          if (relu) {
-            for (std::int64_t j = 0; j < m; ++j) row[j] = std::max(tile[j * width + c] + b, 0.0f);
-          } else {
-            for (std::int64_t j = 0; j < m; ++j) row[j] = tile[j * width + c] + b;
-          }
-        }
-      });
+  SumBlocks(out_.c, forward_w_.data(), g_.patch(), x_pad_.data(), in_at_.data(), out_at_.data(), positions,
+            /*add=*/false, sum_.data());
+  // The bias and the ReLU as the output is written.
+  Unpack(out_.c, positions, sum_.data(), y,
+         [&](std::int64_t c, float v) { return relu ? std::max(v + bias[c], 0.0f) : v + bias[c]; });
 }
 
 void DirectConv::InputGradient(const float* dy, float* dx) {
   const std::int64_t q = g_.kernel - 1 - g_.pad;
   PadInto(dy, out_.c, out_.h, out_.w, hq_, wq_, q, q, dy_pad_.data());
   const std::int64_t positions = g_.in.h * g_.in.w;
-  Run(g_.in.c, input_w_.data(), out_.c * g_.kernel * g_.kernel, dy_pad_.data(), grad_at_.data(),
-      pixel_at_.data(), positions,
-      [&](const float* tile, std::int64_t width, std::int64_t first, std::int64_t count, std::int64_t j0,
-          std::int64_t m) {
-        for (std::int64_t c = 0; c < count; ++c) {
-          float* row = dx + (first + c) * positions + j0;
-          for (std::int64_t j = 0; j < m; ++j) row[j] = tile[j * width + c];
-        }
-      });
+  SumBlocks(g_.in.c, input_w_.data(), out_.c * g_.kernel * g_.kernel, dy_pad_.data(), grad_at_.data(),
+            pixel_at_.data(), positions, /*add=*/false, sum_.data());
+  Unpack(g_.in.c, positions, sum_.data(), dx, [](std::int64_t, float v) { return v; });
 }
 
 void DirectConv::AccumulateWeightGradient(const float* x, const float* dy, bool first) {
   PadInto(x, g_.in.c, g_.in.h, g_.in.w, hp_, wp_, g_.pad, g_.pad, x_pad_.data());
-  const std::int64_t positions = out_.h * out_.w, patch = g_.patch();
+  const std::int64_t positions = out_.h * out_.w;
   Pack(
       out_.c, positions, [&](std::int64_t o, std::int64_t p) { return dy[o * positions + p]; }, dy_t_.data());
-  const float* a = dy_t_.data();
-  float* sum = dw_t_.data();
-  for (std::int64_t b = 0; b < Blocks(out_.c); ++b) {
-    const std::int64_t vectors = Vectors(out_.c, b);
-    BlockSumTiles(vectors, a, positions, x_pad_.data(), out_at_.data(), in_at_.data(), patch, !first, sum);
-    a += positions * vectors * kLanes;
-    sum += patch * vectors * kLanes;
-  }
+  SumBlocks(out_.c, dy_t_.data(), positions, x_pad_.data(), out_at_.data(), in_at_.data(), g_.patch(), !first,
+            dw_t_.data());
 }
 
 void DirectConv::WriteWeightGradient(float* dw) const {
-  const std::int64_t patch = g_.patch();
-  const float* sum = dw_t_.data();
-  for (std::int64_t b = 0; b < Blocks(out_.c); ++b) {
-    const std::int64_t width = Vectors(out_.c, b) * kLanes;
-    for (std::int64_t c = 0; c < BlockChannels(out_.c, b); ++c) {
-      float* row = dw + (b * kBlock + c) * patch;
-      for (std::int64_t k = 0; k < patch; ++k) row[k] = sum[k * width + c];
-    }
-    sum += patch * width;
-  }
+  Unpack(out_.c, g_.patch(), dw_t_.data(), dw, [](std::int64_t, float v) { return v; });
 }
 #else
 void DirectConv::Forward(const float*, const float*, bool, float*) { MURMUR_CHECK(false); }

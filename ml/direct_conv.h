@@ -51,7 +51,7 @@ class DirectConv {
   void InputGradient(const float* dy, float* dx);
 
   // Adds dy * im2col(x)^T, the weight gradient of one sample, to a sum kept
-  // here (transposed, so that each tile adds in place); `first` starts it.
+  // here (packed, so that each tile adds in place); `first` starts it.
   void AccumulateWeightGradient(const float* x, const float* dy, bool first);
   // dw = the sum, as the {out, in k k} weight.
   void WriteWeightGradient(float* dw) const;
@@ -66,7 +66,9 @@ class DirectConv {
   std::vector<std::int32_t> grad_at_;   // per (out channel, i, j): its offset in the padded output gradient
   std::vector<std::int32_t> pixel_at_;  // per input position: its offset in the padded output gradient
   std::vector<float> forward_w_, input_w_;  // packed weights
-  std::vector<float> x_pad_, dy_pad_, dy_t_, dw_t_;
+  std::vector<float> x_pad_, dy_pad_, dy_t_;
+  std::vector<float> sum_;   // the forward product or the input gradient, packed
+  std::vector<float> dw_t_;  // the weight gradient's running sum, packed
 };
 
 }  // namespace murmur::ml

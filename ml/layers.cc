@@ -148,6 +148,16 @@ void ForWindows(const Shape3& in, std::int64_t k, Fn fn) {
 }
 
 #if defined(__AVX512F__)
+// The mask of the first n of 16 lanes (none for n <= 0, all for n >= 16).
+__mmask16 FirstLanes(std::int64_t n) {
+  return static_cast<__mmask16>(n <= 0 ? 0 : n >= 16 ? 0xFFFF : (1u << n) - 1);
+}
+
+// Twice each lane's index: the column offset of output lane i's window.
+__m512i TwiceLanes() {
+  return _mm512_slli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 1);
+}
+
 // 2 x 2 max pooling of one output row, 16 outputs at a time: each input row
 // pair is split into its even and odd columns, and the four candidates of a
 // window are compared in the scalar order (top left, top right, bottom
@@ -160,14 +170,10 @@ void MaxPool2RowAvx512(const float* r0, const float* r1, std::int64_t top, std::
                        float* y, std::int32_t* argmax) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-  const __m512i lane2 =
-      _mm512_slli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 1);
+  const __m512i lane2 = TwiceLanes();
   for (std::int64_t ox = 0; ox < n; ox += 16) {
     const std::int64_t count = std::min<std::int64_t>(16, n - ox), values = 2 * count;
-    const __mmask16 lo = static_cast<__mmask16>(values >= 16 ? 0xFFFF : (1u << values) - 1);
-    const __mmask16 hi = static_cast<__mmask16>(values >= 32  ? 0xFFFF
-                                                : values > 16 ? (1u << (values - 16)) - 1
-                                                              : 0);
+    const __mmask16 lo = FirstLanes(values), hi = FirstLanes(values - 16);
     const std::int64_t j = 2 * ox;
     const __m512 a0 = _mm512_maskz_loadu_ps(lo, r0 + j), b0 = _mm512_maskz_loadu_ps(hi, r0 + j + 16);
     const __m512 a1 = _mm512_maskz_loadu_ps(lo, r1 + j), b1 = _mm512_maskz_loadu_ps(hi, r1 + j + 16);
@@ -187,7 +193,7 @@ void MaxPool2RowAvx512(const float* r0, const float* r1, std::int64_t top, std::
     best = _mm512_mask_mov_ps(best, m, o1);
     at = _mm512_mask_mov_epi32(
         at, m, _mm512_add_epi32(first, _mm512_set1_epi32(static_cast<std::int32_t>(in_w + 1))));
-    const __mmask16 out = static_cast<__mmask16>(count >= 16 ? 0xFFFF : (1u << count) - 1);
+    const __mmask16 out = FirstLanes(count);
     _mm512_mask_storeu_ps(y + ox, out, best);
     _mm512_mask_storeu_epi32(argmax + ox, out, at);
   }
@@ -198,17 +204,13 @@ void MaxPool2RowAvx512(const float* r0, const float* r1, std::int64_t top, std::
 // scalar loop's values.
 void MaxPool2BackwardRowAvx512(const float* dy, const std::int32_t* argmax, std::int64_t top,
                                std::int64_t in_w, std::int64_t n, float* r0, float* r1) {
-  const __m512i lane2 =
-      _mm512_slli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 1);
+  const __m512i lane2 = TwiceLanes();
   const __m512i low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i high = _mm512_add_epi32(low, _mm512_set1_epi32(8));
   for (std::int64_t ox = 0; ox < n; ox += 16) {
     const std::int64_t count = std::min<std::int64_t>(16, n - ox), values = 2 * count;
-    const __mmask16 in = static_cast<__mmask16>(count >= 16 ? 0xFFFF : (1u << count) - 1);
-    const __mmask16 lo = static_cast<__mmask16>(values >= 16 ? 0xFFFF : (1u << values) - 1);
-    const __mmask16 hi = static_cast<__mmask16>(values >= 32  ? 0xFFFF
-                                                : values > 16 ? (1u << (values - 16)) - 1
-                                                              : 0);
+    const __mmask16 in = FirstLanes(count);
+    const __mmask16 lo = FirstLanes(values), hi = FirstLanes(values - 16);
     const std::int64_t j = 2 * ox;
     const __m512 v = _mm512_maskz_loadu_ps(in, dy + ox);
     // The argmax relative to the window's top left corner, 2 * ox apart.
