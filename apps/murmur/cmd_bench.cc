@@ -3,9 +3,12 @@
 // kBenchmarks.
 #include <cxxopts.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -26,47 +29,81 @@ namespace {
 
 constexpr const char* kName = "bench";
 
-// Training samples per second of `model` with Adam on random data.
-double TrainRate(const ml::Model& model, const ml::Dataset& data, int batch, int threads, double seconds) {
-  ParamVector params(model.layout());
-  Rng init(1, 0, RngPurpose::kInit);
-  model.InitParams(params, init);
-  ml::Adam adam(params.size(), ml::AdamOptions{});
-  ThreadPool pool(threads);
-  ml::ScheduleOptions s{ml::ScheduleKind::kConstant, 1e-3};
-  ml::Trainer trainer(model, adam, ml::LrSchedule(s), ml::TrainerOptions{batch, true, 1, 0}, &pool);
-  std::vector<ml::SampleIndex> all = ml::AllIndices(data);
-  trainer.RunEpoch(params, data, all, 0);  // warm-up: workspace, caches
-  auto start = std::chrono::steady_clock::now();
-  std::int64_t samples = 0;
-  for (int e = 1; SecondsSince(start) < seconds; ++e)
-    samples += trainer.RunEpoch(params, data, all, e).samples;
-  return static_cast<double>(samples) / SecondsSince(start);
-}
+// Training samples per second of a model with Adam on random data, measured
+// as often as asked on the same trainer (set up, and warmed up by one epoch,
+// once).
+class TrainTimer {
+ public:
+  TrainTimer(const ml::Model& model, const ml::Dataset& data, int batch, int threads)
+      : data_(data),
+        params_(model.layout()),
+        adam_(params_.size(), ml::AdamOptions{}),
+        pool_(threads),
+        trainer_(model, adam_, ml::LrSchedule(ml::ScheduleOptions{ml::ScheduleKind::kConstant, 1e-3}),
+                 ml::TrainerOptions{batch, true, 1, 0}, &pool_),
+        all_(ml::AllIndices(data)) {
+    Rng init(1, 0, RngPurpose::kInit);
+    model.InitParams(params_, init);
+    trainer_.RunEpoch(params_, data_, all_, epoch_++);  // warm-up: workspace, caches
+  }
 
-// One matrix product of the network, timed alone: its name, the FLOPs it
-// does per training sample, and its measured GFLOP/s.
-struct Product {
-  std::string name;
-  double flops_per_sample = 0;
-  double rate = 0;
+  // Samples per second over whole epochs, for at least `seconds`.
+  double Measure(double seconds) {
+    auto start = std::chrono::steady_clock::now();
+    std::int64_t samples = 0;
+    do {
+      samples += trainer_.RunEpoch(params_, data_, all_, epoch_++).samples;
+    } while (SecondsSince(start) < seconds);
+    return static_cast<double>(samples) / SecondsSince(start);
+  }
+
+ private:
+  const ml::Dataset& data_;
+  ParamVector params_;
+  ml::Adam adam_;
+  ThreadPool pool_;
+  ml::Trainer trainer_;
+  std::vector<ml::SampleIndex> all_;
+  std::int64_t epoch_ = 0;
 };
 
-// Times every matrix product a training step of `cnn` does, each alone, at
-// its shape and with the operand transposes of ml/cnn.cc: per layer the
-// forward product, the weight gradient and (but for the first layer) the
-// input gradient; per sample for a convolution, per chunk of `rows` for a
-// dense layer.
-std::vector<Product> CnnProducts(const ml::Cnn& cnn, std::int64_t rows, double seconds) {
+double TrainRate(const ml::Model& model, const ml::Dataset& data, int batch, int threads, double seconds) {
+  return TrainTimer(model, data, batch, threads).Measure(seconds);
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// One matrix product of the network, to be timed alone: its name, the
+// FLOPs of one call and per training sample, and the call (which owns its
+// operands).
+struct Product {
+  std::string name;
+  double flops_per_call = 0;
+  double flops_per_sample = 0;
+  std::function<void()> run;
+};
+
+// Every matrix product a training step of `cnn` does, at its shape and with
+// the operand transposes of ml/cnn.cc: per layer the forward product, the
+// weight gradient and (but for the first layer) the input gradient; per
+// sample for a convolution, per chunk of `rows` for a dense layer.
+std::vector<Product> CnnProducts(const ml::Cnn& cnn, std::int64_t rows) {
   std::vector<Product> products;
-  auto add = [&](std::string name, double flops_per_call, double calls_per_sample, auto&& run) {
-    products.push_back(
-        {std::move(name), flops_per_call * calls_per_sample, ProductRate(flops_per_call, seconds, run)});
+  auto add = [&](std::string name, double flops_per_call, double calls_per_sample,
+                 std::function<void()> run) {
+    products.push_back({std::move(name), flops_per_call, flops_per_call * calls_per_sample, std::move(run)});
   };
   auto dims = [](const char* what, std::int64_t m, std::int64_t k, std::int64_t n) {
     std::ostringstream os;
     os << what << ' ' << m << 'x' << k << 'x' << n;
     return os.str();
+  };
+  struct Operands {
+    RowMatrixXf w, x, y, dy, dw, dx;
   };
   for (std::size_t l = 0; l < cnn.stages().size(); ++l) {
     const ml::Cnn::Stage& st = cnn.stages()[l];
@@ -75,61 +112,97 @@ std::vector<Product> CnnProducts(const ml::Cnn& cnn, std::int64_t rows, double s
       // y (out x positions) = W (out x patch) cols (patch x positions).
       const std::int64_t m = st.out.c, k = st.in.c * st.layer.kernel * st.layer.kernel,
                          n = st.out.h * st.out.w;
-      RowMatrixXf w = RowMatrixXf::Random(m, k), cols = RowMatrixXf::Random(k, n), y(m, n),
-                  dy = RowMatrixXf::Random(m, n), dw = RowMatrixXf::Zero(m, k), dcols(k, n);
+      auto o = std::make_shared<Operands>(Operands{RowMatrixXf::Random(m, k), RowMatrixXf::Random(k, n),
+                                                   RowMatrixXf(m, n), RowMatrixXf::Random(m, n),
+                                                   RowMatrixXf::Zero(m, k), RowMatrixXf(k, n)});
       const double flops = 2.0 * static_cast<double>(m * k * n);
-      add(dims("conv forward", m, k, n), flops, 1, [&] { y.noalias() = w * cols; });
-      add(dims("conv weight gradient", m, n, k), flops, 1, [&] { dw.noalias() += dy * cols.transpose(); });
+      add(dims("conv forward", m, k, n), flops, 1, [o] { o->y.noalias() = o->w * o->x; });
+      add(dims("conv weight gradient", m, n, k), flops, 1,
+          [o] { o->dw.noalias() += o->dy * o->x.transpose(); });
       if (!first)
-        add(dims("conv input gradient", k, m, n), flops, 1, [&] { dcols.noalias() = w.transpose() * dy; });
+        add(dims("conv input gradient", k, m, n), flops, 1,
+            [o] { o->dx.noalias() = o->w.transpose() * o->dy; });
     } else if (st.layer.kind == ml::CnnLayerKind::kDense) {
       // z (rows x out) = a (rows x in) W (in x out).
-      const std::int64_t r = rows, i = st.in.size(), o = st.out.size();
-      RowMatrixXf a = RowMatrixXf::Random(r, i), w = RowMatrixXf::Random(i, o), z(r, o),
-                  dy = RowMatrixXf::Random(r, o), dw = RowMatrixXf::Zero(i, o), dx(r, i);
-      const double flops = 2.0 * static_cast<double>(r * i * o), per_sample = 1.0 / static_cast<double>(r);
-      add(dims("dense forward", r, i, o), flops, per_sample, [&] { z.noalias() = a * w; });
-      add(dims("dense weight gradient", i, r, o), flops, per_sample,
-          [&] { dw.noalias() += a.transpose() * dy; });
+      const std::int64_t r = rows, i = st.in.size(), n = st.out.size();
+      auto o = std::make_shared<Operands>(Operands{RowMatrixXf::Random(i, n), RowMatrixXf::Random(r, i),
+                                                   RowMatrixXf(r, n), RowMatrixXf::Random(r, n),
+                                                   RowMatrixXf::Zero(i, n), RowMatrixXf(r, i)});
+      const double flops = 2.0 * static_cast<double>(r * i * n), per_sample = 1.0 / static_cast<double>(r);
+      add(dims("dense forward", r, i, n), flops, per_sample, [o] { o->y.noalias() = o->x * o->w; });
+      add(dims("dense weight gradient", i, r, n), flops, per_sample,
+          [o] { o->dw.noalias() += o->x.transpose() * o->dy; });
       if (!first)
-        add(dims("dense input gradient", r, o, i), flops, per_sample,
-            [&] { dx.noalias() = dy * w.transpose(); });
+        add(dims("dense input gradient", r, n, i), flops, per_sample,
+            [o] { o->dx.noalias() = o->dy * o->w.transpose(); });
     }
   }
   return products;
 }
 
-// FLOP-weighted rate of a set of products: total FLOPs over the sum of
-// their times.
-double WeightedRate(const std::vector<Product>& products, bool forward_only) {
+// FLOP-weighted rate of a set of products whose rates are `rates`: total
+// FLOPs over the sum of their times.
+double WeightedRate(const std::vector<Product>& products, const std::vector<double>& rates,
+                    bool forward_only) {
   double total = 0, time = 0;
-  for (const Product& p : products) {
-    if (forward_only && p.name.find("forward") == std::string::npos) continue;
-    total += p.flops_per_sample;
-    time += p.flops_per_sample / p.rate;
+  for (std::size_t i = 0; i < products.size(); ++i) {
+    if (forward_only && products[i].name.find("forward") == std::string::npos) continue;
+    total += products[i].flops_per_sample;
+    time += products[i].flops_per_sample / rates[i];
   }
   return total / time;
 }
 
 // The convolutional model against its GEMM floor: the time its matrix
 // products take alone (time = sum of flops_i / rate_i over every product of
-// a training step), measured in the same run.
-int BenchCnnTrain(const ml::Cnn& cnn, const ml::Dataset& data, int batch, int threads, double seconds) {
+// a training step). The floor and the training rate are measured in turn,
+// `repeats` times, each training measurement right after its floor, so that
+// a change in the machine's speed (a shared core, another process) moves
+// both; each pair gives a ratio, and the median ratio is the result.
+int BenchCnnTrain(const ml::Cnn& cnn, const ml::Dataset& data, int batch, int threads, double seconds,
+                  int repeats) {
   const std::int64_t rows = std::min<std::int64_t>(batch, cnn.options().chunk_rows);
-  const std::vector<Product> products = CnnProducts(cnn, rows, seconds / 8);
-  for (const Product& p : products) std::printf("  Eigen GEMM, %s: %.1f GFLOP/s\n", p.name.c_str(), p.rate);
-  const double floor = WeightedRate(products, false);
+  const std::vector<Product> products = CnnProducts(cnn, rows);
+  std::vector<int> thread_counts = {1};
+  if (threads > 1) thread_counts.push_back(threads);
+  std::vector<std::unique_ptr<TrainTimer>> timers;
+  for (int t : thread_counts) timers.push_back(std::make_unique<TrainTimer>(cnn, data, batch, t));
+  std::vector<std::vector<double>> product_rates(products.size());
+  std::vector<double> floors, forward_floors;
+  std::vector<std::vector<double>> samples(thread_counts.size()), ratios(thread_counts.size());
+  for (int r = 0; r < repeats; ++r) {
+    std::vector<double> rates;
+    for (std::size_t i = 0; i < products.size(); ++i) {
+      rates.push_back(ProductRate(products[i].flops_per_call, seconds / 8, products[i].run));
+      product_rates[i].push_back(rates.back());
+    }
+    floors.push_back(WeightedRate(products, rates, false));
+    forward_floors.push_back(WeightedRate(products, rates, true));
+    std::printf("repeat %d: GEMM floor %.1f GFLOP/s", r + 1, floors.back());
+    for (std::size_t j = 0; j < thread_counts.size(); ++j) {
+      samples[j].push_back(timers[j]->Measure(seconds));
+      const double achieved = samples[j].back() * cnn.FlopsPerSample() / 1e9;
+      ratios[j].push_back(achieved / (floors.back() * thread_counts[j]));
+      std::printf(", %d thread%s %.0f samples/s = %.2f of it", thread_counts[j],
+                  thread_counts[j] == 1 ? "" : "s", samples[j].back(), ratios[j].back());
+    }
+    std::printf("\n");
+  }
+  std::printf("medians of %d repeats:\n", repeats);
+  for (std::size_t i = 0; i < products.size(); ++i)
+    std::printf("  Eigen GEMM, %s: %.1f GFLOP/s\n", products[i].name.c_str(), Median(product_rates[i]));
   std::printf(
       "GEMM floor of this network (every product of a training step, FLOP-weighted, one thread): "
       "%.1f GFLOP/s (forward products alone: %.1f)\n",
-      floor, WeightedRate(products, true));
-  for (int t : {1, threads}) {
-    const double rate = TrainRate(cnn, data, batch, t, seconds);
-    const double achieved = rate * cnn.FlopsPerSample() / 1e9;
+      Median(floors), Median(forward_floors));
+  for (std::size_t j = 0; j < thread_counts.size(); ++j) {
+    const int t = thread_counts[j];
+    const double rate = Median(samples[j]);
+    const auto [lo, hi] = std::minmax_element(ratios[j].begin(), ratios[j].end());
     std::printf(
-        "training batch %d, %d thread%s: %.0f samples/s = %.1f GFLOP/s = %.2f of the GEMM floor x %d\n",
-        batch, t, t == 1 ? "" : "s", rate, achieved, achieved / (floor * t), t);
-    if (threads == 1) break;
+        "training batch %d, %d thread%s: %.0f samples/s = %.1f GFLOP/s; of the GEMM floor x %d, measured "
+        "in turn with it: %.2f (median; %.2f-%.2f)\n",
+        batch, t, t == 1 ? "" : "s", rate, rate * cnn.FlopsPerSample() / 1e9, t, Median(ratios[j]), *lo, *hi);
   }
   return kExitOk;
 }
@@ -142,11 +215,12 @@ int BenchTrain(int argc, char** argv) {
     ("model", "softmax, mlp:<width>,..., cnn:<layers>, cnn-fedavg or lenet5", cxxopts::value<std::string>()->default_value("mlp:256,128"))
     ("batch", "mini-batch size", cxxopts::value<int>()->default_value("64"))
     ("seconds", "seconds per measurement", cxxopts::value<double>()->default_value("3"))
+    ("repeats", "convolutional models: times the GEMM floor and the training rate are measured in turn (the median ratio is the result)", cxxopts::value<int>()->default_value("5"))
     ("threads", "threads for the all-threads runs", cxxopts::value<int>()->default_value(std::to_string(HardwareThreads())))
     ("h,help", "show this help");
   // clang-format on
   std::string spec;
-  int batch, threads;
+  int batch, threads, repeats;
   double seconds;
   try {
     auto args = options.parse(argc, argv);
@@ -160,28 +234,31 @@ int BenchTrain(int argc, char** argv) {
     batch = args["batch"].as<int>();
     threads = args["threads"].as<int>();
     seconds = args["seconds"].as<double>();
+    repeats = args["repeats"].as<int>();
   } catch (const cxxopts::exceptions::exception& e) {
     return UsageError(kName, e.what());
   }
   if (batch < 1) return UsageError(kName, "--batch must be at least 1");
   if (threads < 1 || threads > 1024) return UsageError(kName, "--threads outside [1, 1024]");
   if (!(seconds > 0 && seconds <= 600)) return UsageError(kName, "--seconds outside (0, 600]");
+  if (repeats < 1 || repeats > 100) return UsageError(kName, "--repeats outside [1, 100]");
   // Fashion-MNIST's shape, 1 x 28 x 28 (random values: speed does not depend on them).
   const std::int64_t shape[] = {1, 28, 28};
   auto model = ml::MakeModel(spec, shape, 10);
   if (!model.ok()) return UsageError(kName, model.status().message());
   const auto* mlp = dynamic_cast<const ml::Mlp*>(model->get());
+  const auto* cnn = dynamic_cast<const ml::Cnn*>(model->get());
   const double flops = (*model)->FlopsPerSample();
   ml::BlobsOptions data_options;
-  data_options.num_samples = mlp != nullptr ? 8192 : 2048;
+  // Epochs of well under a second (a timed measurement ends with an epoch).
+  data_options.num_samples = mlp != nullptr ? 8192 : cnn != nullptr ? 512 : 2048;
   data_options.dim = 784;
   ml::Dataset data = ml::MakeGaussianBlobs(data_options);
   data.shape = {1, 28, 28};
 
   std::printf("model %s: %zu parameters, %.4f MFLOP per sample (forward + backward matrix products)\n",
               spec.c_str(), (*model)->layout().total_size(), flops / 1e6);
-  if (const auto* cnn = dynamic_cast<const ml::Cnn*>(model->get()))
-    return BenchCnnTrain(*cnn, data, batch, threads, seconds);
+  if (cnn != nullptr) return BenchCnnTrain(*cnn, data, batch, threads, seconds, repeats);
   // The floor: the first layer's product at the chunk size the model multiplies
   // (its largest GEMM), and a large square product.
   std::int64_t rows = std::min<std::int64_t>(batch, mlp != nullptr ? mlp->options().chunk_rows : batch);
