@@ -4,8 +4,9 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "ml/cpu.h"
 
-#if defined(__AVX512F__)
+#if defined(__x86_64__)
 #include <immintrin.h>
 #endif
 
@@ -51,13 +52,15 @@ void Pack(std::int64_t channels, std::int64_t rows, At at, float* out) {
   }
 }
 
-#if defined(__AVX512F__)
+#if defined(__x86_64__)
+// The kernels below are compiled for AVX-512F whatever the build's baseline
+// and run only where the CPU has it (ml/cpu.h).
 // One tile: acc[j][v] = sum over k of a[k][v] * src[koff[k] + off[j]],
 // starting from tile[j][v] with `add` (else from zero), written to
 // tile[j][v]. NP x V accumulators stay in registers.
 template <int V, int NP>
-void Micro(const float* a, std::int64_t kn, const float* src, const std::int32_t* koff,
-           const std::int32_t* off, bool add, float* tile) {
+MURMUR_TARGET_AVX512F void Micro(const float* a, std::int64_t kn, const float* src, const std::int32_t* koff,
+                                 const std::int32_t* off, bool add, float* tile) {
   __m512 acc[NP][V];
   for (int j = 0; j < NP; ++j)
     for (int v = 0; v < V; ++v)
@@ -85,8 +88,9 @@ void Micro(const float* a, std::int64_t kn, const float* src, const std::int32_t
 // back. A last partial tile goes through a copy whose extra offsets repeat
 // its last one.
 template <int V, int NP>
-void SumTiles(const float* a, std::int64_t kn, const float* src, const std::int32_t* koff,
-              const std::int32_t* off, std::int64_t n, bool add, float* sum) {
+MURMUR_TARGET_AVX512F void SumTiles(const float* a, std::int64_t kn, const float* src,
+                                    const std::int32_t* koff, const std::int32_t* off, std::int64_t n,
+                                    bool add, float* sum) {
   constexpr std::int64_t row = V * kLanes;
   alignas(64) float tile[NP * row];
   std::int32_t last[NP];
@@ -108,8 +112,9 @@ void SumTiles(const float* a, std::int64_t kn, const float* src, const std::int3
 // the n offsets into `sum`, in the packed layout (block by block, n rows of
 // the block's width). The tile widths keep 28 accumulators (27 for 3
 // vectors) in the 32 registers.
-void SumBlocks(std::int64_t channels, const float* a, std::int64_t kn, const float* src,
-               const std::int32_t* koff, const std::int32_t* off, std::int64_t n, bool add, float* sum) {
+MURMUR_TARGET_AVX512F void SumBlocks(std::int64_t channels, const float* a, std::int64_t kn, const float* src,
+                                     const std::int32_t* koff, const std::int32_t* off, std::int64_t n,
+                                     bool add, float* sum) {
   for (std::int64_t b = 0; b < Blocks(channels); ++b) {
     const std::int64_t vectors = Vectors(channels, b);
     switch (vectors) {
@@ -152,12 +157,7 @@ void PadInto(const float* x, std::int64_t c, std::int64_t h, std::int64_t w, std
 }  // namespace
 
 bool DirectConv::Supports(const ConvGeometry& g) {
-#if defined(__AVX512F__)
-  return g.stride == 1 && g.pad < g.kernel && g.patch() >= kMinPatch;
-#else
-  (void)g;
-  return false;
-#endif
+  return HasAvx512() && g.stride == 1 && g.pad < g.kernel && g.patch() >= kMinPatch;
 }
 
 DirectConv::DirectConv(const ConvGeometry& g) : g_(g), out_(g.out()) {
@@ -206,7 +206,7 @@ void DirectConv::PackInputGradient(const float* w) {
       input_w_.data());
 }
 
-#if defined(__AVX512F__)
+#if defined(__x86_64__)
 void DirectConv::Forward(const float* x, const float* bias, bool relu, float* y) {
   PadInto(x, g_.in.c, g_.in.h, g_.in.w, hp_, wp_, g_.pad, g_.pad, x_pad_.data());
   const std::int64_t positions = out_.h * out_.w;

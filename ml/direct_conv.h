@@ -1,8 +1,9 @@
-// Direct convolution of stride 1 (AVX-512 builds): the forward product, the
-// weight gradient and the input gradient of a convolution computed straight
-// from zero-padded copies of the sample and of its output gradient, without
-// an im2col matrix, its packing into a GEMM's panels, Eigen's clearing of
-// each product's destination, or col2im's scatter.
+// Direct convolution of stride 1 (x86-64 CPUs with AVX-512F, ml/cpu.h): the
+// forward product, the weight gradient and the input gradient of a
+// convolution computed straight from zero-padded copies of the sample and
+// of its output gradient, without an im2col matrix, its packing into a
+// GEMM's panels, Eigen's clearing of each product's destination, or
+// col2im's scatter.
 //
 // Each of the three is the same register-blocked kernel: acc[j][v] +=
 // A[k][v] * s[koff[k] + off[j]] over k, where A is a packed matrix of up to
@@ -31,9 +32,11 @@ namespace murmur::ml {
 
 class DirectConv {
  public:
-  // Whether `g` runs directly in this build: AVX-512 at compile time,
-  // stride 1, padding below the kernel size, and at least 64 entries per
-  // patch (in.c x kernel^2; shorter sums do not pay for the tiles' stores).
+  // Whether `g` runs directly: on a CPU with AVX-512F (ml/cpu.h, checked at
+  // run time, so a portable build runs them too; elsewhere every
+  // convolution runs on im2col and a GEMM), stride 1, padding below the
+  // kernel size, and at least 64 entries per patch (in.c x kernel^2;
+  // shorter sums do not pay for the tiles' stores).
   static bool Supports(const ConvGeometry& g);
 
   explicit DirectConv(const ConvGeometry& g);

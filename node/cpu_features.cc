@@ -2,6 +2,7 @@
 
 #include "compression/simd.h"
 #include "crypto/cipher_state.h"
+#include "ml/cpu.h"
 
 namespace murmur::node {
 
@@ -14,7 +15,8 @@ std::string CpuFeaturesLine() {
   const std::string arch = "other";
 #endif
   return "cpu: " + arch + ", compression kernels " +
-         std::string(compression::SimdName(compression::ActiveSimd())) + ", ciphers " +
+         std::string(compression::SimdName(compression::ActiveSimd())) + ", CNN kernels " +
+         (ml::HasAvx512() ? "avx512" : "generic") + ", ciphers " +
          (crypto::AesGcmAvailable() ? "AES-256-GCM and ChaCha20-Poly1305"
                                     : "ChaCha20-Poly1305 (no AES and carry-less multiply instructions)");
 }

@@ -8,11 +8,15 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "core/rng.h"
 #include "ml/cnn.h"
 #include "ml/cnn_spec.h"
+#include "ml/cpu.h"
 #include "ml/dataset.h"
 
 namespace murmur::ml {
@@ -40,6 +44,28 @@ double RelativeError(const std::vector<float>& a, const std::vector<double>& b) 
   return err / scale;
 }
 
+TEST_CASE("The kernels dispatch on what the operating system says the CPU has") {
+#if defined(__x86_64__)
+  // The kernel's own list of the CPU's features, word for word.
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  REQUIRE(cpuinfo.good());
+  std::string line;
+  bool listed = false, avx512f = false;
+  while (!listed && std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    listed = true;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string w; words >> w;) avx512f = avx512f || w == "avx512f";
+  }
+  REQUIRE(listed);
+  CHECK(HasAvx512() == avx512f);
+#else
+  CHECK_FALSE(HasAvx512());
+#endif
+  const std::string where = HasAvx512() ? "run" : "do not run";
+  MESSAGE("direct convolution kernels " << where << " on this CPU");
+}
+
 TEST_CASE("Direct convolution: forward, weight and input gradients match the definition") {
   struct Case {
     std::int64_t in_c, h, w, out_c, kernel, pad;
@@ -59,13 +85,12 @@ TEST_CASE("Direct convolution: forward, weight and input gradients match the def
     CAPTURE(k.out_c);
     CAPTURE(k.kernel);
     CAPTURE(k.pad);
-#if defined(__AVX512F__)
+    if (!HasAvx512()) {
+      // Other CPUs run every convolution on im2col and a GEMM.
+      CHECK_FALSE(DirectConv::Supports(g));
+      continue;
+    }
     REQUIRE(DirectConv::Supports(g));
-#else
-    // Builds without AVX-512 run every convolution on im2col and a GEMM.
-    CHECK_FALSE(DirectConv::Supports(g));
-    continue;
-#endif
     const Shape3 in = g.in, out = g.out();
     const std::int64_t patch = g.patch(), samples = 3;
     const std::vector<float> w = Random(out.c * patch, rng), bias = Random(out.c, rng);

@@ -1,5 +1,5 @@
 // 2 x 2 max pooling (ml/layers.h), whose forward and backward passes have
-// their own loops (vectorized in AVX-512 builds), against the definition of
+// their own loops (vectorized on CPUs with AVX-512F), against the definition of
 // a window's first maximum.
 #include <doctest/doctest.h>
 
