@@ -53,8 +53,8 @@ void Pack(std::int64_t channels, std::int64_t rows, At at, float* out) {
 }
 
 #if defined(__x86_64__)
-// The kernels below are compiled for AVX-512F whatever the build's baseline
-// and run only where the CPU has it (ml/cpu.h).
+// The kernels below are compiled for AVX-512F (or AVX2 with FMA) whatever
+// the build's baseline and run only where the CPU has it (ml/cpu.h).
 // One tile: acc[j][v] = sum over k of a[k][v] * src[koff[k] + off[j]],
 // starting from tile[j][v] with `add` (else from zero), written to
 // tile[j][v]. NP x V accumulators stay in registers.
@@ -128,6 +128,84 @@ MURMUR_TARGET_AVX512F void SumBlocks(std::int64_t channels, const float* a, std:
   }
 }
 
+// The AVX2 kernels: the same sums over the same packed layout, each 16-lane
+// group of a row as two 8-lane vectors. With 16 registers a tile is one
+// group (16 channels) by 6 offsets, 12 accumulators; each k costs 2 loads
+// of A, 6 broadcasts and 12 fused multiply-adds. Every output is the same
+// fused multiply-adds in the same order as in the AVX-512 kernel, so the
+// two compute the same bits.
+constexpr int kAvx2Offsets = 6;
+
+// acc[j][h] = sum over k of a[k * stride + 8 h ...] * src[koff[k] + off[j]]
+// for j < 6, starting from the tile's rows (row j at tile + j * tile_stride)
+// with `add`, else from zero; written back to them.
+MURMUR_TARGET_AVX2_FMA void MicroAvx2(const float* a, std::int64_t stride, std::int64_t kn, const float* src,
+                                      const std::int32_t* koff, const std::int32_t* off, bool add,
+                                      float* tile, std::int64_t tile_stride) {
+  constexpr int NP = kAvx2Offsets;
+  __m256 acc[NP][2];
+  for (int j = 0; j < NP; ++j)
+    for (int h = 0; h < 2; ++h)
+      acc[j][h] = add ? _mm256_loadu_ps(tile + j * tile_stride + h * 8) : _mm256_setzero_ps();
+  std::int32_t at[NP];
+  for (int j = 0; j < NP; ++j) at[j] = off[j];
+  for (std::int64_t k = 0; k < kn; ++k) {
+    const __m256 w0 = _mm256_loadu_ps(a + k * stride), w1 = _mm256_loadu_ps(a + k * stride + 8);
+    const float* s = src + koff[k];
+#pragma GCC unroll 6
+    for (int j = 0; j < NP; ++j) {
+      const __m256 x = _mm256_broadcast_ss(s + at[j]);
+      acc[j][0] = _mm256_fmadd_ps(w0, x, acc[j][0]);
+      acc[j][1] = _mm256_fmadd_ps(w1, x, acc[j][1]);
+    }
+  }
+  for (int j = 0; j < NP; ++j)
+    for (int h = 0; h < 2; ++h) _mm256_storeu_ps(tile + j * tile_stride + h * 8, acc[j][h]);
+}
+
+// SumBlocks on the AVX2 kernel: per channel block, per 16-channel group,
+// tiles of 6 offsets; a last partial tile goes through a copy whose extra
+// offsets repeat its last one.
+MURMUR_TARGET_AVX2_FMA void SumBlocksAvx2(std::int64_t channels, const float* a, std::int64_t kn,
+                                          const float* src, const std::int32_t* koff, const std::int32_t* off,
+                                          std::int64_t n, bool add, float* sum) {
+  constexpr std::int64_t NP = kAvx2Offsets;
+  alignas(32) float tile[NP * kLanes];
+  std::int32_t last[NP];
+  for (std::int64_t b = 0; b < Blocks(channels); ++b) {
+    const std::int64_t width = Vectors(channels, b) * kLanes;
+    for (std::int64_t group = 0; group < width; group += kLanes) {
+      for (std::int64_t j0 = 0; j0 < n; j0 += NP) {
+        const std::int64_t count = std::min(NP, n - j0);
+        float* rows = sum + j0 * width + group;
+        if (count == NP) {
+          MicroAvx2(a + group, width, kn, src, koff, off + j0, add, rows, width);
+          continue;
+        }
+        for (std::int64_t j = 0; j < NP; ++j) last[j] = off[j0 + std::min(j, count - 1)];
+        std::fill(tile, tile + NP * kLanes, 0.0f);
+        if (add)
+          for (std::int64_t j = 0; j < count; ++j) std::copy_n(rows + j * width, kLanes, tile + j * kLanes);
+        MicroAvx2(a + group, width, kn, src, koff, last, add, tile, kLanes);
+        for (std::int64_t j = 0; j < count; ++j) std::copy_n(tile + j * kLanes, kLanes, rows + j * width);
+      }
+    }
+    a += kn * width;
+    sum += n * width;
+  }
+}
+
+// The sums of SumBlocks on the kernels of `level` (AVX-512F or AVX2).
+void Sum(CnnSimd level, std::int64_t channels, const float* a, std::int64_t kn, const float* src,
+         const std::int32_t* koff, const std::int32_t* off, std::int64_t n, bool add, float* sum) {
+  if (level == CnnSimd::kAvx512) {
+    SumBlocks(channels, a, kn, src, koff, off, n, add, sum);
+  } else {
+    MURMUR_CHECK(level == CnnSimd::kAvx2);
+    SumBlocksAvx2(channels, a, kn, src, koff, off, n, add, sum);
+  }
+}
+
 // The packed `channels` x n sum transposed back: out[c * n + j] =
 // f(c, entry (c, j)), every channel's row written once.
 template <typename F>
@@ -157,10 +235,10 @@ void PadInto(const float* x, std::int64_t c, std::int64_t h, std::int64_t w, std
 }  // namespace
 
 bool DirectConv::Supports(const ConvGeometry& g) {
-  return HasAvx512() && g.stride == 1 && g.pad < g.kernel && g.patch() >= kMinPatch;
+  return ActiveCnnSimd() != CnnSimd::kGeneric && g.stride == 1 && g.pad < g.kernel && g.patch() >= kMinPatch;
 }
 
-DirectConv::DirectConv(const ConvGeometry& g) : g_(g), out_(g.out()) {
+DirectConv::DirectConv(const ConvGeometry& g) : g_(g), out_(g.out()), level_(ActiveCnnSimd()) {
   MURMUR_CHECK(Supports(g));
   const std::int64_t k = g.kernel;
   hp_ = g.in.h + 2 * g.pad;
@@ -210,8 +288,8 @@ void DirectConv::PackInputGradient(const float* w) {
 void DirectConv::Forward(const float* x, const float* bias, bool relu, float* y) {
   PadInto(x, g_.in.c, g_.in.h, g_.in.w, hp_, wp_, g_.pad, g_.pad, x_pad_.data());
   const std::int64_t positions = out_.h * out_.w;
-  SumBlocks(out_.c, forward_w_.data(), g_.patch(), x_pad_.data(), in_at_.data(), out_at_.data(), positions,
-            /*add=*/false, sum_.data());
+  Sum(level_, out_.c, forward_w_.data(), g_.patch(), x_pad_.data(), in_at_.data(), out_at_.data(), positions,
+      /*add=*/false, sum_.data());
   // The bias and the ReLU as the output is written.
   Unpack(out_.c, positions, sum_.data(), y,
          [&](std::int64_t c, float v) { return relu ? std::max(v + bias[c], 0.0f) : v + bias[c]; });
@@ -221,8 +299,8 @@ void DirectConv::InputGradient(const float* dy, float* dx) {
   const std::int64_t q = g_.kernel - 1 - g_.pad;
   PadInto(dy, out_.c, out_.h, out_.w, hq_, wq_, q, q, dy_pad_.data());
   const std::int64_t positions = g_.in.h * g_.in.w;
-  SumBlocks(g_.in.c, input_w_.data(), out_.c * g_.kernel * g_.kernel, dy_pad_.data(), grad_at_.data(),
-            pixel_at_.data(), positions, /*add=*/false, sum_.data());
+  Sum(level_, g_.in.c, input_w_.data(), out_.c * g_.kernel * g_.kernel, dy_pad_.data(), grad_at_.data(),
+      pixel_at_.data(), positions, /*add=*/false, sum_.data());
   Unpack(g_.in.c, positions, sum_.data(), dx, [](std::int64_t, float v) { return v; });
 }
 
@@ -231,8 +309,8 @@ void DirectConv::AccumulateWeightGradient(const float* x, const float* dy, bool 
   const std::int64_t positions = out_.h * out_.w;
   Pack(
       out_.c, positions, [&](std::int64_t o, std::int64_t p) { return dy[o * positions + p]; }, dy_t_.data());
-  SumBlocks(out_.c, dy_t_.data(), positions, x_pad_.data(), out_at_.data(), in_at_.data(), g_.patch(), !first,
-            dw_t_.data());
+  Sum(level_, out_.c, dy_t_.data(), positions, x_pad_.data(), out_at_.data(), in_at_.data(), g_.patch(),
+      !first, dw_t_.data());
 }
 
 void DirectConv::WriteWeightGradient(float* dw) const {

@@ -247,7 +247,7 @@ void MaxPoolForward(const Shape3& in, std::int64_t k, const float* x, float* y, 
         const float* r0 = x + top;
         const float* r1 = r0 + in.w;
 #if defined(__x86_64__)
-        if (HasAvx512()) {
+        if (ActiveCnnSimd() == CnnSimd::kAvx512) {
           MaxPool2RowAvx512(r0, r1, top, in.w, o.w, y + out, argmax + out);
           continue;
         }
@@ -288,7 +288,7 @@ void MaxPoolBackward(const Shape3& in, std::int64_t k, const float* dy, const st
         float* r0 = dx + top;
         float* r1 = r0 + in.w;
 #if defined(__x86_64__)
-        if (HasAvx512()) {
+        if (ActiveCnnSimd() == CnnSimd::kAvx512) {
           MaxPool2BackwardRowAvx512(dy + out, argmax + out, top, in.w, o.w, r0, r1);
           continue;
         }

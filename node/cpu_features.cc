@@ -16,7 +16,7 @@ std::string CpuFeaturesLine() {
 #endif
   return "cpu: " + arch + ", compression kernels " +
          std::string(compression::SimdName(compression::ActiveSimd())) + ", CNN kernels " +
-         (ml::HasAvx512() ? "avx512" : "generic") + ", ciphers " +
+         std::string(ml::CnnSimdName(ml::ActiveCnnSimd())) + ", ciphers " +
          (crypto::AesGcmAvailable() ? "AES-256-GCM and ChaCha20-Poly1305"
                                     : "ChaCha20-Poly1305 (no AES and carry-less multiply instructions)");
 }

@@ -18,6 +18,7 @@
 #include "core/param_vector.h"
 #include "core/thread_pool.h"
 #include "ml/cnn.h"
+#include "ml/cpu.h"
 #include "ml/mlp.h"
 #include "ml/model_spec.h"
 #include "ml/optimizer.h"
@@ -69,6 +70,16 @@ class TrainTimer {
 
 double TrainRate(const ml::Model& model, const ml::Dataset& data, int batch, int threads, double seconds) {
   return TrainTimer(model, data, batch, threads).Measure(seconds);
+}
+
+bool ParseCnnSimd(const std::string& name, ml::CnnSimd* level) {
+  for (ml::CnnSimd l : {ml::CnnSimd::kGeneric, ml::CnnSimd::kAvx2, ml::CnnSimd::kAvx512}) {
+    if (name == ml::CnnSimdName(l)) {
+      *level = l;
+      return true;
+    }
+  }
+  return false;
 }
 
 double Median(std::vector<double> v) {
@@ -215,6 +226,7 @@ int BenchTrain(int argc, char** argv) {
     ("model", "softmax, mlp:<width>,..., cnn:<layers>, cnn-fedavg or lenet5", cxxopts::value<std::string>()->default_value("mlp:256,128"))
     ("batch", "mini-batch size", cxxopts::value<int>()->default_value("64"))
     ("seconds", "seconds per measurement", cxxopts::value<double>()->default_value("3"))
+    ("cnn-kernels", "convolutional models: the direct convolution kernels to run at most: avx512, avx2 or generic (im2col and a GEMM); default: the best this CPU has", cxxopts::value<std::string>()->default_value(""))
     ("repeats", "convolutional models: times the GEMM floor and the training rate are measured in turn (the median ratio is the result)", cxxopts::value<int>()->default_value("5"))
     ("threads", "threads for the all-threads runs", cxxopts::value<int>()->default_value(std::to_string(HardwareThreads())))
     ("h,help", "show this help");
@@ -222,6 +234,7 @@ int BenchTrain(int argc, char** argv) {
   std::string spec;
   int batch, threads, repeats;
   double seconds;
+  std::string kernels;
   try {
     auto args = options.parse(argc, argv);
     if (!args.unmatched().empty())
@@ -235,6 +248,7 @@ int BenchTrain(int argc, char** argv) {
     threads = args["threads"].as<int>();
     seconds = args["seconds"].as<double>();
     repeats = args["repeats"].as<int>();
+    kernels = args["cnn-kernels"].as<std::string>();
   } catch (const cxxopts::exceptions::exception& e) {
     return UsageError(kName, e.what());
   }
@@ -242,6 +256,15 @@ int BenchTrain(int argc, char** argv) {
   if (threads < 1 || threads > 1024) return UsageError(kName, "--threads outside [1, 1024]");
   if (!(seconds > 0 && seconds <= 600)) return UsageError(kName, "--seconds outside (0, 600]");
   if (repeats < 1 || repeats > 100) return UsageError(kName, "--repeats outside [1, 100]");
+  if (!kernels.empty()) {
+    ml::CnnSimd cap = ml::CnnSimd::kAvx512;
+    if (!ParseCnnSimd(kernels, &cap))
+      return UsageError(kName, "--cnn-kernels '" + kernels + "' (expected avx512, avx2 or generic)");
+    if (static_cast<int>(cap) > static_cast<int>(ml::SupportedCnnSimd()))
+      return UsageError(kName, "--cnn-kernels " + kernels + ": this CPU runs at most " +
+                                   std::string(ml::CnnSimdName(ml::SupportedCnnSimd())));
+    ml::CapCnnSimd(cap);
+  }
   // Fashion-MNIST's shape, 1 x 28 x 28 (random values: speed does not depend on them).
   const std::int64_t shape[] = {1, 28, 28};
   auto model = ml::MakeModel(spec, shape, 10);
@@ -258,6 +281,10 @@ int BenchTrain(int argc, char** argv) {
 
   std::printf("model %s: %zu parameters, %.4f MFLOP per sample (forward + backward matrix products)\n",
               spec.c_str(), (*model)->layout().total_size(), flops / 1e6);
+  if (cnn != nullptr)
+    std::printf("direct convolution kernels: %s (this CPU: %s)\n",
+                std::string(ml::CnnSimdName(ml::ActiveCnnSimd())).c_str(),
+                std::string(ml::CnnSimdName(ml::SupportedCnnSimd())).c_str());
   if (cnn != nullptr) return BenchCnnTrain(*cnn, data, batch, threads, seconds, repeats);
   // The floor: the first layer's product at the chunk size the model multiplies
   // (its largest GEMM), and a large square product.

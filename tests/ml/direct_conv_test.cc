@@ -7,7 +7,9 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -44,26 +46,48 @@ double RelativeError(const std::vector<float>& a, const std::vector<double>& b) 
   return err / scale;
 }
 
+// The CPU's features as the kernel lists them in /proc/cpuinfo.
+std::vector<std::string> CpuFlags() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::vector<std::string> flags;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    for (std::string w; words >> w;) flags.push_back(w);
+    return flags;
+  }
+  return {};
+}
+
 TEST_CASE("The kernels dispatch on what the operating system says the CPU has") {
 #if defined(__x86_64__)
-  // The kernel's own list of the CPU's features, word for word.
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  REQUIRE(cpuinfo.good());
-  std::string line;
-  bool listed = false, avx512f = false;
-  while (!listed && std::getline(cpuinfo, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    listed = true;
-    std::istringstream words(line.substr(line.find(':') + 1));
-    for (std::string w; words >> w;) avx512f = avx512f || w == "avx512f";
-  }
-  REQUIRE(listed);
-  CHECK(HasAvx512() == avx512f);
+  const std::vector<std::string> flags = CpuFlags();
+  REQUIRE_FALSE(flags.empty());
+  auto has = [&](const char* f) { return std::find(flags.begin(), flags.end(), f) != flags.end(); };
+  const CnnSimd expected = has("avx512f")              ? CnnSimd::kAvx512
+                           : has("avx2") && has("fma") ? CnnSimd::kAvx2
+                                                       : CnnSimd::kGeneric;
+  CHECK(SupportedCnnSimd() == expected);
 #else
-  CHECK_FALSE(HasAvx512());
+  CHECK(SupportedCnnSimd() == CnnSimd::kGeneric);
 #endif
-  const std::string where = HasAvx512() ? "run" : "do not run";
-  MESSAGE("direct convolution kernels " << where << " on this CPU");
+  const std::string level(CnnSimdName(SupportedCnnSimd()));
+  MESSAGE("CNN kernels run " << level << " code on this CPU");
+}
+
+// Runs fn() with the kernels capped at each level this CPU supports, the
+// highest first, naming the level in failures.
+template <typename Fn>
+void AtEveryLevel(Fn fn) {
+  for (int l = static_cast<int>(SupportedCnnSimd()); l >= 0; --l) {
+    const auto level = static_cast<CnnSimd>(l);
+    const std::string name(CnnSimdName(level));
+    CAPTURE(name);
+    const CnnSimd previous = CapCnnSimd(level);
+    fn(level);
+    CapCnnSimd(previous);
+  }
 }
 
 TEST_CASE("Direct convolution: forward, weight and input gradients match the definition") {
@@ -78,71 +102,118 @@ TEST_CASE("Direct convolution: forward, weight and input gradients match the def
       {20, 7, 6, 70, 3, 2},    // two blocks of channels: 64 and 6
       {9, 5, 5, 130, 3, 1},    // three blocks; 81-entry patches
   };
-  Rng rng(5, 0, RngPurpose::kInit);
-  for (const Case& k : cases) {
-    const ConvGeometry g{{k.in_c, k.h, k.w}, k.out_c, k.kernel, 1, k.pad};
-    CAPTURE(k.in_c);
-    CAPTURE(k.out_c);
-    CAPTURE(k.kernel);
-    CAPTURE(k.pad);
-    if (!HasAvx512()) {
-      // Other CPUs run every convolution on im2col and a GEMM.
-      CHECK_FALSE(DirectConv::Supports(g));
-      continue;
-    }
-    REQUIRE(DirectConv::Supports(g));
-    const Shape3 in = g.in, out = g.out();
-    const std::int64_t patch = g.patch(), samples = 3;
-    const std::vector<float> w = Random(out.c * patch, rng), bias = Random(out.c, rng);
-    std::vector<std::vector<float>> x, dy;
-    for (std::int64_t i = 0; i < samples; ++i) {
-      x.push_back(Random(in.size(), rng));
-      dy.push_back(Random(out.size(), rng));
-    }
-    DirectConv d(g);
-    d.PackForward(w.data());
-    d.PackInputGradient(w.data());
-    auto weight = [&](std::int64_t o, std::int64_t c, std::int64_t i, std::int64_t j) {
-      return static_cast<double>(w[static_cast<std::size_t>(o * patch + (c * g.kernel + i) * g.kernel + j)]);
-    };
-    std::vector<double> dw_ref(static_cast<std::size_t>(out.c * patch), 0.0);
-    for (std::int64_t s = 0; s < samples; ++s) {
-      std::vector<float> y(static_cast<std::size_t>(out.size())),
-          dx(static_cast<std::size_t>(in.size()), 42.0f);
-      const bool relu = s == 1;
-      d.Forward(x[s].data(), bias.data(), relu, y.data());
-      d.AccumulateWeightGradient(x[s].data(), dy[s].data(), s == 0);
-      d.InputGradient(dy[s].data(), dx.data());
-      std::vector<double> y_ref(y.size(), 0.0), dx_ref(dx.size(), 0.0);
-      for (std::int64_t o = 0; o < out.c; ++o)
-        for (std::int64_t oy = 0; oy < out.h; ++oy)
-          for (std::int64_t ox = 0; ox < out.w; ++ox) {
-            const auto at = static_cast<std::size_t>((o * out.h + oy) * out.w + ox);
-            for (std::int64_t c = 0; c < in.c; ++c)
-              for (std::int64_t i = 0; i < g.kernel; ++i)
-                for (std::int64_t j = 0; j < g.kernel; ++j) {
-                  const std::int64_t iy = oy + i - g.pad, ix = ox + j - g.pad;
-                  const double v = At(x[s], in, c, iy, ix);
-                  y_ref[at] += weight(o, c, i, j) * v;
-                  dw_ref[static_cast<std::size_t>(o * patch + (c * g.kernel + i) * g.kernel + j)] +=
-                      dy[s][at] * v;
-                  if (iy >= 0 && iy < in.h && ix >= 0 && ix < in.w)
-                    dx_ref[static_cast<std::size_t>((c * in.h + iy) * in.w + ix)] +=
-                        weight(o, c, i, j) * dy[s][at];
-                }
+  AtEveryLevel([&](CnnSimd level) {
+    Rng rng(5, 0, RngPurpose::kInit);
+    for (const Case& k : cases) {
+      const ConvGeometry g{{k.in_c, k.h, k.w}, k.out_c, k.kernel, 1, k.pad};
+      CAPTURE(k.in_c);
+      CAPTURE(k.out_c);
+      CAPTURE(k.kernel);
+      CAPTURE(k.pad);
+      if (level == CnnSimd::kGeneric) {
+        // Without the vector kernels every convolution runs on im2col and a GEMM.
+        CHECK_FALSE(DirectConv::Supports(g));
+        continue;
+      }
+      REQUIRE(DirectConv::Supports(g));
+      const Shape3 in = g.in, out = g.out();
+      const std::int64_t patch = g.patch(), samples = 3;
+      const std::vector<float> w = Random(out.c * patch, rng), bias = Random(out.c, rng);
+      std::vector<std::vector<float>> x, dy;
+      for (std::int64_t i = 0; i < samples; ++i) {
+        x.push_back(Random(in.size(), rng));
+        dy.push_back(Random(out.size(), rng));
+      }
+      DirectConv d(g);
+      d.PackForward(w.data());
+      d.PackInputGradient(w.data());
+      auto weight = [&](std::int64_t o, std::int64_t c, std::int64_t i, std::int64_t j) {
+        return static_cast<double>(
+            w[static_cast<std::size_t>(o * patch + (c * g.kernel + i) * g.kernel + j)]);
+      };
+      std::vector<double> dw_ref(static_cast<std::size_t>(out.c * patch), 0.0);
+      for (std::int64_t s = 0; s < samples; ++s) {
+        std::vector<float> y(static_cast<std::size_t>(out.size())),
+            dx(static_cast<std::size_t>(in.size()), 42.0f);
+        const bool relu = s == 1;
+        d.Forward(x[s].data(), bias.data(), relu, y.data());
+        d.AccumulateWeightGradient(x[s].data(), dy[s].data(), s == 0);
+        d.InputGradient(dy[s].data(), dx.data());
+        std::vector<double> y_ref(y.size(), 0.0), dx_ref(dx.size(), 0.0);
+        for (std::int64_t o = 0; o < out.c; ++o)
+          for (std::int64_t oy = 0; oy < out.h; ++oy)
+            for (std::int64_t ox = 0; ox < out.w; ++ox) {
+              const auto at = static_cast<std::size_t>((o * out.h + oy) * out.w + ox);
+              for (std::int64_t c = 0; c < in.c; ++c)
+                for (std::int64_t i = 0; i < g.kernel; ++i)
+                  for (std::int64_t j = 0; j < g.kernel; ++j) {
+                    const std::int64_t iy = oy + i - g.pad, ix = ox + j - g.pad;
+                    const double v = At(x[s], in, c, iy, ix);
+                    y_ref[at] += weight(o, c, i, j) * v;
+                    dw_ref[static_cast<std::size_t>(o * patch + (c * g.kernel + i) * g.kernel + j)] +=
+                        dy[s][at] * v;
+                    if (iy >= 0 && iy < in.h && ix >= 0 && ix < in.w)
+                      dx_ref[static_cast<std::size_t>((c * in.h + iy) * in.w + ix)] +=
+                          weight(o, c, i, j) * dy[s][at];
+                  }
+            }
+        for (std::int64_t o = 0; o < out.c; ++o)
+          for (std::int64_t p = 0; p < out.h * out.w; ++p) {
+            double& v = y_ref[static_cast<std::size_t>(o * out.h * out.w + p)];
+            v += bias[static_cast<std::size_t>(o)];
+            if (relu) v = std::max(v, 0.0);
           }
-      for (std::int64_t o = 0; o < out.c; ++o)
-        for (std::int64_t p = 0; p < out.h * out.w; ++p) {
-          double& v = y_ref[static_cast<std::size_t>(o * out.h * out.w + p)];
-          v += bias[static_cast<std::size_t>(o)];
-          if (relu) v = std::max(v, 0.0);
-        }
-      CHECK(RelativeError(y, y_ref) < 1e-5);
-      CHECK(RelativeError(dx, dx_ref) < 1e-5);  // every element written: none keeps its 42
+        CHECK(RelativeError(y, y_ref) < 1e-5);
+        CHECK(RelativeError(dx, dx_ref) < 1e-5);  // every element written: none keeps its 42
+      }
+      std::vector<float> dw(dw_ref.size(), 42.0f);
+      d.WriteWeightGradient(dw.data());
+      CHECK(RelativeError(dw, dw_ref) < 1e-5);
     }
-    std::vector<float> dw(dw_ref.size(), 42.0f);
-    d.WriteWeightGradient(dw.data());
-    CHECK(RelativeError(dw, dw_ref) < 1e-5);
+  });
+}
+
+TEST_CASE("The AVX2 and the AVX-512 kernels compute the same bits") {
+  if (SupportedCnnSimd() != CnnSimd::kAvx512) {
+    MESSAGE("this CPU has no AVX-512F: the AVX2 kernel is checked against the definition alone");
+    return;
+  }
+  // Partial tiles and channel blocks on both kernels: 6 and 7 (or 14, 28)
+  // positions a tile, 1 to 4 vectors of channels, two blocks.
+  const ConvGeometry geometries[] = {{{32, 14, 14}, 64, 5, 1, 2},
+                                     {{8, 9, 11}, 20, 3, 1, 1},
+                                     {{20, 7, 6}, 70, 3, 1, 2},
+                                     {{8, 8, 8}, 40, 3, 1, 0}};
+  Rng rng(11, 0, RngPurpose::kInit);
+  for (const ConvGeometry& g : geometries) {
+    CAPTURE(g.in.c);
+    CAPTURE(g.out_channels);
+    const Shape3 out = g.out();
+    const std::vector<float> w = Random(out.c * g.patch(), rng), bias = Random(out.c, rng);
+    const std::vector<float> x = Random(g.in.size(), rng), x2 = Random(g.in.size(), rng);
+    const std::vector<float> dy = Random(out.size(), rng), dy2 = Random(out.size(), rng);
+    std::vector<std::vector<float>> results;
+    for (CnnSimd level : {CnnSimd::kAvx512, CnnSimd::kAvx2}) {
+      const CnnSimd previous = CapCnnSimd(level);
+      DirectConv d(g);
+      CapCnnSimd(previous);
+      d.PackForward(w.data());
+      d.PackInputGradient(w.data());
+      std::vector<float> y(static_cast<std::size_t>(out.size())), dx(static_cast<std::size_t>(g.in.size())),
+          dw(w.size());
+      std::vector<float> all;
+      d.Forward(x.data(), bias.data(), true, y.data());
+      all.insert(all.end(), y.begin(), y.end());
+      d.InputGradient(dy.data(), dx.data());
+      all.insert(all.end(), dx.begin(), dx.end());
+      d.AccumulateWeightGradient(x.data(), dy.data(), true);
+      d.AccumulateWeightGradient(x2.data(), dy2.data(), false);
+      d.WriteWeightGradient(dw.data());
+      all.insert(all.end(), dw.begin(), dw.end());
+      results.push_back(all);
+    }
+    REQUIRE(results[0].size() == results[1].size());
+    CHECK(std::memcmp(results[0].data(), results[1].data(), results[0].size() * sizeof(float)) == 0);
   }
 }
 
