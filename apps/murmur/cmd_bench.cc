@@ -82,11 +82,16 @@ bool ParseCnnSimd(const std::string& name, ml::CnnSimd* level) {
   return false;
 }
 
-double Median(std::vector<double> v) {
+// The q-quantile of v, interpolated between its nearest ranks.
+double Quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  const double at = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(at);
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (at - static_cast<double>(lo));
 }
+
+double Median(const std::vector<double>& v) { return Quantile(v, 0.5); }
 
 // One matrix product of the network, to be timed alone: its name, the
 // FLOPs of one call and per training sample, and the call (which owns its
@@ -166,10 +171,12 @@ double WeightedRate(const std::vector<Product>& products, const std::vector<doub
 
 // The convolutional model against its GEMM floor: the time its matrix
 // products take alone (time = sum of flops_i / rate_i over every product of
-// a training step). The floor and the training rate are measured in turn,
-// `repeats` times, each training measurement right after its floor, so that
-// a change in the machine's speed (a shared core, another process) moves
-// both; each pair gives a ratio, and the median ratio is the result.
+// a training step). The floor and the training rate are measured in turn in
+// short rounds: each round times every product for about 10 ms and then one
+// epoch of 4 training steps (about 0.1 s), so that the two are measured
+// within a fraction of a second of each other and a change in the machine's
+// speed (a shared core) moves both. Each round gives a ratio; the result is
+// the median over the rounds of `repeats` x `seconds`.
 int BenchCnnTrain(const ml::Cnn& cnn, const ml::Dataset& data, int batch, int threads, double seconds,
                   int repeats) {
   const std::int64_t rows = std::min<std::int64_t>(batch, cnn.options().chunk_rows);
@@ -178,42 +185,49 @@ int BenchCnnTrain(const ml::Cnn& cnn, const ml::Dataset& data, int batch, int th
   if (threads > 1) thread_counts.push_back(threads);
   std::vector<std::unique_ptr<TrainTimer>> timers;
   for (int t : thread_counts) timers.push_back(std::make_unique<TrainTimer>(cnn, data, batch, t));
+  // Calls of each product in about 10 ms.
+  std::vector<std::int64_t> calls;
+  for (const Product& p : products) {
+    const double rate = ProductRate(p.flops_per_call, 0.02, p.run);
+    calls.push_back(
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(0.01 * rate * 1e9 / p.flops_per_call)));
+  }
   std::vector<std::vector<double>> product_rates(products.size());
   std::vector<double> floors, forward_floors;
   std::vector<std::vector<double>> samples(thread_counts.size()), ratios(thread_counts.size());
-  for (int r = 0; r < repeats; ++r) {
+  const auto start = std::chrono::steady_clock::now();
+  do {
     std::vector<double> rates;
     for (std::size_t i = 0; i < products.size(); ++i) {
-      rates.push_back(ProductRate(products[i].flops_per_call, seconds / 8, products[i].run));
+      const auto begin = std::chrono::steady_clock::now();
+      for (std::int64_t c = 0; c < calls[i]; ++c) products[i].run();
+      rates.push_back(products[i].flops_per_call * static_cast<double>(calls[i]) / SecondsSince(begin) / 1e9);
       product_rates[i].push_back(rates.back());
     }
     floors.push_back(WeightedRate(products, rates, false));
     forward_floors.push_back(WeightedRate(products, rates, true));
-    std::printf("repeat %d: GEMM floor %.1f GFLOP/s", r + 1, floors.back());
     for (std::size_t j = 0; j < thread_counts.size(); ++j) {
-      samples[j].push_back(timers[j]->Measure(seconds));
-      const double achieved = samples[j].back() * cnn.FlopsPerSample() / 1e9;
-      ratios[j].push_back(achieved / (floors.back() * thread_counts[j]));
-      std::printf(", %d thread%s %.0f samples/s = %.2f of it", thread_counts[j],
-                  thread_counts[j] == 1 ? "" : "s", samples[j].back(), ratios[j].back());
+      samples[j].push_back(timers[j]->Measure(0));  // one epoch
+      ratios[j].push_back(samples[j].back() * cnn.FlopsPerSample() / 1e9 /
+                          (floors.back() * thread_counts[j]));
     }
-    std::printf("\n");
-  }
-  std::printf("medians of %d repeats:\n", repeats);
+  } while (SecondsSince(start) < seconds * repeats);
+  const std::size_t rounds = floors.size();
+  std::printf("medians of %zu rounds:\n", rounds);
   for (std::size_t i = 0; i < products.size(); ++i)
     std::printf("  Eigen GEMM, %s: %.1f GFLOP/s\n", products[i].name.c_str(), Median(product_rates[i]));
   std::printf(
       "GEMM floor of this network (every product of a training step, FLOP-weighted, one thread): "
-      "%.1f GFLOP/s (forward products alone: %.1f)\n",
-      Median(floors), Median(forward_floors));
+      "%.1f GFLOP/s (forward products alone: %.1f; rounds' quartiles %.1f-%.1f)\n",
+      Median(floors), Median(forward_floors), Quantile(floors, 0.25), Quantile(floors, 0.75));
   for (std::size_t j = 0; j < thread_counts.size(); ++j) {
     const int t = thread_counts[j];
     const double rate = Median(samples[j]);
-    const auto [lo, hi] = std::minmax_element(ratios[j].begin(), ratios[j].end());
     std::printf(
         "training batch %d, %d thread%s: %.0f samples/s = %.1f GFLOP/s; of the GEMM floor x %d, measured "
-        "in turn with it: %.2f (median; %.2f-%.2f)\n",
-        batch, t, t == 1 ? "" : "s", rate, rate * cnn.FlopsPerSample() / 1e9, t, Median(ratios[j]), *lo, *hi);
+        "in turn with it: %.2f (median of the rounds; quartiles %.2f-%.2f)\n",
+        batch, t, t == 1 ? "" : "s", rate, rate * cnn.FlopsPerSample() / 1e9, t, Median(ratios[j]),
+        Quantile(ratios[j], 0.25), Quantile(ratios[j], 0.75));
   }
   return kExitOk;
 }
@@ -227,7 +241,7 @@ int BenchTrain(int argc, char** argv) {
     ("batch", "mini-batch size", cxxopts::value<int>()->default_value("64"))
     ("seconds", "seconds per measurement", cxxopts::value<double>()->default_value("3"))
     ("cnn-kernels", "convolutional models: the direct convolution kernels to run at most: avx512, avx2 or generic (im2col and a GEMM); default: the best this CPU has", cxxopts::value<std::string>()->default_value(""))
-    ("repeats", "convolutional models: times the GEMM floor and the training rate are measured in turn (the median ratio is the result)", cxxopts::value<int>()->default_value("5"))
+    ("repeats", "convolutional models: measure for repeats x seconds, in rounds of the GEMM floor and an epoch of training in turn (the median ratio is the result)", cxxopts::value<int>()->default_value("5"))
     ("threads", "threads for the all-threads runs", cxxopts::value<int>()->default_value(std::to_string(HardwareThreads())))
     ("h,help", "show this help");
   // clang-format on
@@ -273,8 +287,8 @@ int BenchTrain(int argc, char** argv) {
   const auto* cnn = dynamic_cast<const ml::Cnn*>(model->get());
   const double flops = (*model)->FlopsPerSample();
   ml::BlobsOptions data_options;
-  // Epochs of well under a second (a timed measurement ends with an epoch).
-  data_options.num_samples = mlp != nullptr ? 8192 : cnn != nullptr ? 512 : 2048;
+  // A convolutional model's epochs are its rounds' training measurements (4 steps).
+  data_options.num_samples = mlp != nullptr ? 8192 : cnn != nullptr ? std::max(4 * batch, 128) : 2048;
   data_options.dim = 784;
   ml::Dataset data = ml::MakeGaussianBlobs(data_options);
   data.shape = {1, 28, 28};
