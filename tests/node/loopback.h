@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "compression/values.h"
@@ -42,14 +44,39 @@ inline void ForgetJobs(const std::string& data_dir) { std::filesystem::remove_al
 // now. They come from below Linux's ephemeral range (32768-60999), where
 // the local port of any outgoing connection of a concurrent test could take
 // a probed port before the listener binds it, and above what the shell
-// tests use (20000-31999); each process starts in its own block of 16.
+// tests use (20000-31999). Each process takes its ports from blocks of 64
+// that it holds alone: a block is claimed with an exclusive lock on its file
+// under the temporary directory, kept until the process exits, so that two
+// tests running at once never probe the same port (a port probed free by
+// one and not yet bound could otherwise be handed to the other as well).
 inline std::vector<std::uint16_t> FreeLoopbackPorts(std::size_t n) {
-  constexpr int kFirst = 12000, kLast = 19999;
-  static int next = kFirst + static_cast<int>(::getpid() % 400) * 16;
+  constexpr int kFirst = 12000, kBlock = 64, kBlocks = 125;  // 12000-19999
+  static std::mutex mu;
+  static int block = -1, next = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  // Claims the first free block from `from` on; -1 when every block is held.
+  auto claim = [](int from) {
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / "murmur-test-ports";
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    for (int i = 0; i < kBlocks; ++i) {
+      const int b = (from + i) % kBlocks;
+      const int fd = ::open((dir / std::to_string(b)).c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+      if (fd < 0) continue;
+      if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return b;  // fd stays open: the lock lasts the process
+      ::close(fd);
+    }
+    return -1;
+  };
   std::vector<std::uint16_t> ports;
-  for (int tried = 0; ports.size() < n && tried <= kLast - kFirst; ++tried) {
-    const auto port = static_cast<std::uint16_t>(next);
-    next = next == kLast ? kFirst : next + 1;
+  for (int blocks = 0; ports.size() < n && blocks < kBlocks;) {
+    if (block < 0 || next == kBlock) {
+      block = claim(block < 0 ? static_cast<int>(::getpid() % kBlocks) : block + 1);
+      next = 0;
+      ++blocks;
+      if (block < 0) break;
+    }
+    const auto port = static_cast<std::uint16_t>(kFirst + block * kBlock + next++);
     asio::io_context io;
     asio::ip::tcp::acceptor probe(io);
     asio::error_code ec;
