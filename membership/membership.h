@@ -14,7 +14,10 @@
 // its incarnation number. Otherwise it is declared *dead* when the dynamic
 // suspicion timeout runs out (Lifeguard: from Max toward Min as
 // independent confirmations arrive). A ping to a suspect member carries the
-// suspicion so it can refute at once (Lifeguard's buddy system).
+// suspicion so it can refute at once (Lifeguard's buddy system); besides the
+// period's probe, up to `indirect_probes` suspects are pinged so each
+// period, in turn, so that one lost ACK does not leave a live member to
+// time out into a death before the round-robin comes back to it.
 // Updates spread by piggybacking on every message, each at most
 // retransmit_mult * ceil(log10(n + 1)) times (membership/broadcast_queue.h).
 //
@@ -143,6 +146,7 @@ struct MembershipStats {
   std::uint64_t refutations = 0;        // times this node raised its incarnation
   std::uint64_t stale_accusations = 0;  // accusations of an older incarnation, answered with the current one
   std::uint64_t merge_checks = 0;       // PINGs to members a state exchange turned suspect
+  std::uint64_t suspect_checks = 0;     // PINGs to suspects besides the period's probe
 };
 
 class Membership final : public MessageSink {
@@ -213,6 +217,7 @@ class Membership final : public MessageSink {
   // Protocol period.
   void Tick();
   void StartProbe();
+  void CheckSuspects();
   void OnProbeTimeout();
   void FinishProbe();
   NodeId NextProbeTarget();
@@ -263,6 +268,7 @@ class Membership final : public MessageSink {
   mutable std::optional<MemberUpdate> self_update_;  // SelfUpdate, signed, until it changes
   std::vector<NodeId> probe_order_;
   std::size_t probe_pos_ = 0;
+  NodeId suspect_cursor_ = 0;  // CheckSuspects goes on from the first suspect at or after it
   std::optional<Probe> probe_;
   std::map<std::uint32_t, Relay> relays_;
   std::set<TimerId> timers_;  // every pending timer, cancelled by Stop

@@ -30,7 +30,35 @@ void Membership::Tick() {
   FinishProbe();
   Reap();
   StartProbe();
+  CheckSuspects();
   tick_timer_ = After(health_.Scale(options_.probe_interval), [this] { Tick(); });
+}
+
+// A suspect's refutation comes back on the ACK of a ping that carries its
+// suspicion (buddy system). The round-robin reaches a member once in up to
+// 2n - 1 periods, and a state exchange pings each member it suspects once
+// (OnMessage), so a single lost PING or ACK could leave a live member
+// suspected until its suspicion times out (Min is 4.5 periods for 8 members).
+// Each period therefore also pings up to `indirect_probes` suspects, going
+// round them in id order. Their ACKs match no probe and change no local
+// health; only the updates they carry count.
+void Membership::CheckSuspects() {
+  const auto limit = static_cast<std::size_t>(std::max(options_.indirect_probes, 0));
+  std::vector<NodeId> due;
+  auto visit = [&](auto begin, auto end) {
+    for (auto it = begin; it != end && due.size() < limit; ++it) {
+      if (it->second.member.state == MemberState::kSuspect && !(probe_ && probe_->target == it->first))
+        due.push_back(it->first);
+    }
+  };
+  const auto from = members_.lower_bound(suspect_cursor_);
+  visit(from, members_.end());
+  visit(members_.begin(), from);
+  for (NodeId member : due) {
+    ++stats_.suspect_checks;
+    Send(MembershipType::kPing, member, ++seq_, member);
+  }
+  if (!due.empty()) suspect_cursor_ = due.back() + 1;
 }
 
 NodeId Membership::NextProbeTarget() {
