@@ -279,6 +279,66 @@ TEST_CASE("Members a state exchange newly suspects are pinged at once with their
   CHECK(w.StateOf(3) == MemberState::kAlive);
 }
 
+TEST_CASE("Suspects are pinged with their suspicion every period, at most indirect_probes of them, in turn") {
+  // A merge suspects members 2-6 of eight; the merge check's PINGs are lost
+  // (none of them answers). Each later period pings 3 suspects (indirect_probes)
+  // besides its probe, going round them, so that each hears its suspicion again
+  // within two periods, long before the suspicion's timeout (Min = 5 log10(8) s).
+  Harness w(8);
+  w.RunUntil(seconds(1));
+  for (NodeId i = 2; i <= 6; ++i) w.answering.erase(i);
+  std::vector<MemberUpdate> view;
+  for (NodeId i = 2; i <= 6; ++i) view.push_back({MemberState::kDead, i, 0, 1, ""});
+  w.Deliver(1, MembershipType::kSync, view);
+  for (NodeId i = 2; i <= 6; ++i) REQUIRE(w.StateOf(i) == MemberState::kSuspect);
+  w.env.outbox().clear();
+  const Nanos start = w.env.Now();
+  // Steps of 10 ms; PINGs go out at a period's start, all in one step.
+  std::set<NodeId> pinged;
+  int periods = 0;
+  bool refuted = false;
+  while (!refuted && w.env.Now() - start < seconds(4)) {
+    w.env.AdvanceTo(w.env.Now() + milliseconds(10));
+    auto out = std::move(w.env.outbox());
+    w.env.outbox().clear();
+    int to_suspects = 0;
+    for (const auto& sent : out) {
+      auto msg = std::dynamic_pointer_cast<const MembershipMessage>(sent.msg);
+      REQUIRE(msg != nullptr);
+      const MembershipHeader& h = msg->header();
+      if (h.type == MembershipType::kPingReq) {  // a relay hears nothing from a silent suspect
+        w.Deliver(sent.to, MembershipType::kNack, {}, h.seq, h.target);
+        continue;
+      }
+      if (h.type != MembershipType::kPing) continue;
+      if (sent.to < 2 || sent.to > 6) {  // the probe of an answering member
+        w.Deliver(sent.to, MembershipType::kAck, {}, h.seq, sent.to);
+        continue;
+      }
+      ++to_suspects;
+      REQUIRE_FALSE(msg->updates().empty());
+      CHECK(msg->updates().front().member == sent.to);
+      CHECK(msg->updates().front().state == MemberState::kSuspect);
+      pinged.insert(sent.to);
+      // Once all five have been pinged, member 4 answers with its refutation.
+      if (sent.to == 4 && periods >= 2) {
+        w.Deliver(4, MembershipType::kAck, {w.Said({MemberState::kAlive, 4, 1, 4, ""})}, h.seq, 4);
+        refuted = true;
+      }
+    }
+    if (to_suspects > 0) ++periods;
+    CHECK(to_suspects <= 4);  // 3 checks and the period's probe
+  }
+  MESSAGE(periods << " periods pinged suspects in "
+                  << std::chrono::duration<double>(w.env.Now() - start).count() << " s");
+  CHECK(pinged == std::set<NodeId>{2, 3, 4, 5, 6});
+  CHECK(w.m->stats().suspect_checks >= 5);
+  REQUIRE(refuted);
+  CHECK(w.StateOf(4) == MemberState::kAlive);
+  for (NodeId i : {2, 3, 5, 6}) CHECK(w.StateOf(i) == MemberState::kSuspect);  // not yet timed out
+  CHECK(w.observer.dead.empty());
+}
+
 TEST_CASE("Forged, unsigned and misaddressed membership messages are dropped and counted") {
   Harness w(4);
   const auto& st = w.m->stats();
