@@ -442,9 +442,23 @@ bool Transport::AdmitMessage(NodeId peer, const std::string& address) {
   }
   if (!scores_.AllowMessage(address, now)) {
     ++stats_.messages_rate_limited;
+    WarnRateLimited(peer, address, now);
     return false;
   }
   return true;
+}
+
+void Transport::WarnRateLimited(NodeId peer, const std::string& address,
+                                std::chrono::steady_clock::time_point now) {
+  if (now < next_rate_warning_) return;
+  next_rate_warning_ = now + std::chrono::seconds(10);
+  MURMUR_LOG(kWarning) << "node " << options_.self << ": a message of node " << peer << " from " << address
+                       << " was skipped: the address is over its rate of "
+                       << options_.scoring.messages_per_second << " messages/s (burst "
+                       << options_.scoring.message_burst << "; " << stats_.messages_rate_limited.load()
+                       << " skipped so far). Daemons that share one address (a NAT, or loopback) need "
+                          "message_rate_per_address and message_burst_per_address above their combined "
+                          "message rate";
 }
 
 std::optional<crypto::SignPublicKey> Transport::PinnedKey(NodeId peer) const {

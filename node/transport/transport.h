@@ -305,6 +305,9 @@ class Transport {
   void OnSessionFailure(NodeId peer, const std::string& address, bool in_handshake, const Status& why);
   // Whether a message from `peer` (authenticated) at `address` is to be read.
   bool AdmitMessage(NodeId peer, const std::string& address);
+  // A message skipped for its address's rate is invisible to the job, which
+  // then waits out its round; says so in the log, at most every 10 s.
+  void WarnRateLimited(NodeId peer, const std::string& address, std::chrono::steady_clock::time_point now);
   void OnGraylisted(NodeId peer);
 
   asio::io_context& io_;
@@ -332,6 +335,7 @@ class Transport {
   PeerScores scores_;
   std::unique_ptr<ThreadPool> workers_;  // null without crypto threads
   bool stopped_ = false;
+  std::chrono::steady_clock::time_point next_rate_warning_{};  // WarnRateLimited's next
   TransportStats stats_;
 };
 
