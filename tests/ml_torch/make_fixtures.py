@@ -4,6 +4,11 @@ the first argument (the build tree; CTest runs this before the tests).
 
   mlp.pt          Linear(20, 32), ReLU, Linear(32, 10): the architecture of
                   murmur's native mlp:32 on synthetic:blobs (dim 20, 10 classes)
+  cnn_gn.pt       Conv2d(1, 8, 5, padding 2), GroupNorm(4, 8), ReLU, MaxPool2d(2),
+                  Conv2d(8, 16, 3, padding 1), ReLU, AvgPool2d(2), Flatten,
+                  Linear(784, 32), ReLU, Linear(32, 10): the architecture of
+                  murmur's native cnn:c8k5p2,gn4,pool2,c16k3p1,avg2,d32 on
+                  1x28x28 images (10 classes)
   cnn_bn.pt       Conv2d(1, 4, 3, padding 1), BatchNorm2d(4), ReLU, MaxPool2d(2),
                   Flatten, Linear(36, 3), on 1x6x6 inputs
   cnn_bn.x.txt    a batch of 8 such inputs (one sample per line, 36 values)
@@ -43,6 +48,14 @@ def write_rows(name, rows):
 
 
 save(nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 10)), "mlp.pt")
+
+cnn_gn = nn.Sequential(nn.Conv2d(1, 8, 5, padding=2), nn.GroupNorm(4, 8), nn.ReLU(), nn.MaxPool2d(2),
+                       nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2), nn.Flatten(),
+                       nn.Linear(16 * 7 * 7, 32), nn.ReLU(), nn.Linear(32, 10))
+with torch.no_grad():  # nonzero norm scales and shifts, so that they matter
+    cnn_gn[1].weight.uniform_(0.5, 1.5)
+    cnn_gn[1].bias.uniform_(-0.1, 0.1)
+save(cnn_gn, "cnn_gn.pt")
 
 cnn = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
                     nn.Flatten(), nn.Linear(36, 3))

@@ -138,6 +138,66 @@ TEST_CASE("torchscript: an MLP export gives the native mlp:32's losses over 100 
   CHECK(last < 0.5 * first);  // it learned: the comparison is not between two constant runs
 }
 
+TEST_CASE("torchscript: a CNN export gives the native CNN's losses over 100 SGD steps within 1e-4") {
+  // The native cnn:c8k5p2,gn4,pool2,c16k3p1,avg2,d32 and its PyTorch export
+  // (make_fixtures.py), from the export's initial weights, on the same
+  // batches of random 8-bit images: convolution, GroupNorm, both poolings
+  // and dense layers of two independent implementations, step for step.
+  Dataset data;
+  data.name = "random images";
+  data.num_samples = 1600;
+  data.dim = 784;
+  data.shape = {1, 28, 28};
+  data.num_classes = 10;
+  Rng rng(7, 0, RngPurpose::kGeneric);
+  for (std::int64_t i = 0; i < data.num_samples * data.dim; ++i)
+    data.features.push_back(static_cast<float>(rng.UniformInt(256)) * (1.0f / 255.0f));
+  for (std::int64_t i = 0; i < data.num_samples; ++i)
+    data.labels.push_back(static_cast<std::int32_t>(rng.UniformInt(10)));
+  REQUIRE(data.Validate().ok());
+  auto ts = Load("cnn_gn.pt", data.shape, 10);
+  auto native = MakeModel("cnn:c8k5p2,gn4,pool2,c16k3p1,avg2,d32", data.shape, 10);
+  REQUIRE(native.ok());
+  ParamVector p_ts(ts->layout()), p_nat((*native)->layout());
+  REQUIRE(ts->layout().num_tensors() == (*native)->layout().num_tensors());
+  Rng init(1, 0, RngPurpose::kInit);
+  ts->InitParams(p_ts, init);
+  // Convolution weights {out, in, k, k} are the native {out, in k k}; a
+  // Linear's {out, in} is transposed to the native dense weight's {in, out}.
+  for (std::size_t t = 0; t < ts->layout().num_tensors(); ++t) {
+    std::span<const float> from = p_ts.tensor_span(t);
+    std::span<float> to = p_nat.tensor_span(t);
+    REQUIRE(from.size() == to.size());
+    const auto& shape = ts->layout().tensor(t).shape;
+    if (shape.size() != 2) {
+      std::copy(from.begin(), from.end(), to.begin());
+      continue;
+    }
+    const auto out = static_cast<std::size_t>(shape[0]), in = static_cast<std::size_t>(shape[1]);
+    for (std::size_t o = 0; o < out; ++o)
+      for (std::size_t i = 0; i < in; ++i) to[i * out + o] = from[o * in + i];
+  }
+  ParamVector g_ts(ts->layout()), g_nat((*native)->layout());
+  auto ws_ts = ts->NewWorkspace();
+  auto ws_nat = (*native)->NewWorkspace();
+  std::vector<SampleIndex> batch(16);
+  double worst = 0, first = 0, last = 0;
+  for (int step = 0; step < 100; ++step) {
+    for (std::size_t i = 0; i < batch.size(); ++i) batch[i] = static_cast<SampleIndex>(step * 16 + i);
+    const double a = ts->LossAndGradient(p_ts, data, batch, g_ts, *ws_ts);
+    const double b = (*native)->LossAndGradient(p_nat, data, batch, g_nat, *ws_nat);
+    worst = std::max(worst, std::abs(a - b) / std::abs(b));
+    if (step == 0) first = b;
+    last = b;
+    p_ts.vec() -= 0.05f * g_ts.vec();
+    p_nat.vec() -= 0.05f * g_nat.vec();
+  }
+  MESSAGE("worst relative loss difference over 100 steps: " << worst << " (loss " << first << " to " << last
+                                                            << ")");
+  CHECK(worst < 1e-4);
+  CHECK(last < first);  // the weights moved: the comparison is not between two constant runs
+}
+
 TEST_CASE("torchscript: loss, gradient and BatchNorm statistics match PyTorch's own") {
   Dataset d = FixtureBatch({1, 6, 6});
   Ready r("cnn_bn.pt", {1, 6, 6}, 3);
