@@ -73,6 +73,11 @@ struct Cluster {
     c.set_network_id("fleet");
     c.set_log_level("warning");
     c.set_linger(0.5);
+    // Every daemon sends from 127.0.0.1: the per-address message budget
+    // counts all peers together, so it is that of tools/fleet.sh's fleets
+    // (a skipped message would stall its round for round_timeout).
+    c.set_message_rate_per_address(10000.0 * kNodes);
+    c.set_message_burst_per_address(20000.0 * kNodes);
     for (NodeId j = 0; j < kNodes; ++j) {
       if (j == i) continue;
       auto* p = c.add_peers();
