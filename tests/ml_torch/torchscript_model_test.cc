@@ -76,6 +76,55 @@ void CheckClose(std::span<const float> got, const std::vector<double>& want, dou
   }
 }
 
+// What TrainSideBySide measured: the worst relative difference of the two
+// models' losses, and the native model's first and last loss.
+struct SideBySide {
+  double worst = 0, first = 0, last = 0;
+};
+
+// `native` and `ts`, a TorchScript export of its architecture, trained side
+// by side from the export's initial weights with plain SGD at `lr` on the
+// same batches (consecutive samples of `data`, `batch` at a time) for
+// `steps` steps. The weights are copied into the native Layout as they lie,
+// but a Linear's {out, in} weight, which is transposed to the native dense
+// layer's {in, out}.
+SideBySide TrainSideBySide(const Model& ts, const Model& native, const Dataset& data, std::size_t batch,
+                           float lr, int steps) {
+  ParamVector p_ts(ts.layout()), p_nat(native.layout());
+  REQUIRE(ts.layout().num_tensors() == native.layout().num_tensors());
+  Rng rng(1, 0, RngPurpose::kInit);
+  ts.InitParams(p_ts, rng);
+  for (std::size_t t = 0; t < ts.layout().num_tensors(); ++t) {
+    std::span<const float> from = p_ts.tensor_span(t);
+    std::span<float> to = p_nat.tensor_span(t);
+    REQUIRE(from.size() == to.size());
+    const auto& shape = ts.layout().tensor(t).shape;
+    if (shape.size() != 2) {
+      std::copy(from.begin(), from.end(), to.begin());
+      continue;
+    }
+    const auto out = static_cast<std::size_t>(shape[0]), in = static_cast<std::size_t>(shape[1]);
+    for (std::size_t o = 0; o < out; ++o)
+      for (std::size_t i = 0; i < in; ++i) to[i * out + o] = from[o * in + i];
+  }
+  ParamVector g_ts(ts.layout()), g_nat(native.layout());
+  auto ws_ts = ts.NewWorkspace();
+  auto ws_nat = native.NewWorkspace();
+  std::vector<SampleIndex> samples(batch);
+  SideBySide r;
+  for (int step = 0; step < steps; ++step) {
+    for (std::size_t i = 0; i < batch; ++i) samples[i] = static_cast<SampleIndex>(step * batch + i);
+    const double a = ts.LossAndGradient(p_ts, data, samples, g_ts, *ws_ts);
+    const double b = native.LossAndGradient(p_nat, data, samples, g_nat, *ws_nat);
+    r.worst = std::max(r.worst, std::abs(a - b) / std::abs(b));
+    if (step == 0) r.first = b;
+    r.last = b;
+    p_ts.vec() -= lr * g_ts.vec();
+    p_nat.vec() -= lr * g_nat.vec();
+  }
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("torchscript: the Layout lists named_parameters with their shapes, then float buffers") {
@@ -98,44 +147,13 @@ TEST_CASE("torchscript: the Layout lists named_parameters with their shapes, the
 TEST_CASE("torchscript: an MLP export gives the native mlp:32's losses over 100 SGD steps within 1e-4") {
   auto data = LoadDatasetSpec("synthetic:blobs", "", 3);
   REQUIRE(data.ok());
-  const Dataset& train = data->train;
   auto ts = Load("mlp.pt", {20}, 10);
   auto native = MakeModel("mlp:32", 20, 10);
   REQUIRE(native.ok());
-  ParamVector p_ts(ts->layout()), p_nat((*native)->layout());
-  Rng rng(1, 0, RngPurpose::kInit);
-  ts->InitParams(p_ts, rng);
-  // PyTorch's Linear stores weight {out, in}; murmur's dense weight is {in, out}.
-  for (std::size_t t = 0; t < 4; ++t) {
-    std::span<const float> from = p_ts.tensor_span(t);
-    std::span<float> to = p_nat.tensor_span(t);
-    const auto& shape = ts->layout().tensor(t).shape;
-    if (shape.size() == 1) {
-      std::copy(from.begin(), from.end(), to.begin());
-      continue;
-    }
-    const auto out = static_cast<std::size_t>(shape[0]), in = static_cast<std::size_t>(shape[1]);
-    for (std::size_t o = 0; o < out; ++o)
-      for (std::size_t i = 0; i < in; ++i) to[i * out + o] = from[o * in + i];
-  }
-  ParamVector g_ts(ts->layout()), g_nat((*native)->layout());
-  auto ws_ts = ts->NewWorkspace();
-  auto ws_nat = (*native)->NewWorkspace();
-  std::vector<SampleIndex> batch(32);
-  double worst = 0, first = 0, last = 0;
-  for (int step = 0; step < 100; ++step) {
-    for (std::size_t i = 0; i < batch.size(); ++i) batch[i] = static_cast<SampleIndex>(step * 32 + i);
-    double a = ts->LossAndGradient(p_ts, train, batch, g_ts, *ws_ts);
-    double b = (*native)->LossAndGradient(p_nat, train, batch, g_nat, *ws_nat);
-    worst = std::max(worst, std::abs(a - b) / std::abs(b));
-    if (step == 0) first = b;
-    last = b;
-    p_ts.vec() -= 0.1f * g_ts.vec();
-    p_nat.vec() -= 0.1f * g_nat.vec();
-  }
-  MESSAGE("worst relative loss difference over 100 steps: " << worst);
-  CHECK(worst < 1e-4);
-  CHECK(last < 0.5 * first);  // it learned: the comparison is not between two constant runs
+  const SideBySide r = TrainSideBySide(*ts, **native, data->train, 32, 0.1f, 100);
+  MESSAGE("worst relative loss difference over 100 steps: " << r.worst);
+  CHECK(r.worst < 1e-4);
+  CHECK(r.last < 0.5 * r.first);  // it learned: the comparison is not between two constant runs
 }
 
 TEST_CASE("torchscript: a CNN export gives the native CNN's losses over 100 SGD steps within 1e-4") {
@@ -158,44 +176,11 @@ TEST_CASE("torchscript: a CNN export gives the native CNN's losses over 100 SGD 
   auto ts = Load("cnn_gn.pt", data.shape, 10);
   auto native = MakeModel("cnn:c8k5p2,gn4,pool2,c16k3p1,avg2,d32", data.shape, 10);
   REQUIRE(native.ok());
-  ParamVector p_ts(ts->layout()), p_nat((*native)->layout());
-  REQUIRE(ts->layout().num_tensors() == (*native)->layout().num_tensors());
-  Rng init(1, 0, RngPurpose::kInit);
-  ts->InitParams(p_ts, init);
-  // Convolution weights {out, in, k, k} are the native {out, in k k}; a
-  // Linear's {out, in} is transposed to the native dense weight's {in, out}.
-  for (std::size_t t = 0; t < ts->layout().num_tensors(); ++t) {
-    std::span<const float> from = p_ts.tensor_span(t);
-    std::span<float> to = p_nat.tensor_span(t);
-    REQUIRE(from.size() == to.size());
-    const auto& shape = ts->layout().tensor(t).shape;
-    if (shape.size() != 2) {
-      std::copy(from.begin(), from.end(), to.begin());
-      continue;
-    }
-    const auto out = static_cast<std::size_t>(shape[0]), in = static_cast<std::size_t>(shape[1]);
-    for (std::size_t o = 0; o < out; ++o)
-      for (std::size_t i = 0; i < in; ++i) to[i * out + o] = from[o * in + i];
-  }
-  ParamVector g_ts(ts->layout()), g_nat((*native)->layout());
-  auto ws_ts = ts->NewWorkspace();
-  auto ws_nat = (*native)->NewWorkspace();
-  std::vector<SampleIndex> batch(16);
-  double worst = 0, first = 0, last = 0;
-  for (int step = 0; step < 100; ++step) {
-    for (std::size_t i = 0; i < batch.size(); ++i) batch[i] = static_cast<SampleIndex>(step * 16 + i);
-    const double a = ts->LossAndGradient(p_ts, data, batch, g_ts, *ws_ts);
-    const double b = (*native)->LossAndGradient(p_nat, data, batch, g_nat, *ws_nat);
-    worst = std::max(worst, std::abs(a - b) / std::abs(b));
-    if (step == 0) first = b;
-    last = b;
-    p_ts.vec() -= 0.05f * g_ts.vec();
-    p_nat.vec() -= 0.05f * g_nat.vec();
-  }
-  MESSAGE("worst relative loss difference over 100 steps: " << worst << " (loss " << first << " to " << last
-                                                            << ")");
-  CHECK(worst < 1e-4);
-  CHECK(last < first);  // the weights moved: the comparison is not between two constant runs
+  const SideBySide r = TrainSideBySide(*ts, **native, data, 16, 0.05f, 100);
+  MESSAGE("worst relative loss difference over 100 steps: " << r.worst << " (loss " << r.first << " to "
+                                                            << r.last << ")");
+  CHECK(r.worst < 1e-4);
+  CHECK(r.last < r.first);  // the weights moved: the comparison is not between two constant runs
 }
 
 TEST_CASE("torchscript: loss, gradient and BatchNorm statistics match PyTorch's own") {
