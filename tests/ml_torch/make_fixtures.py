@@ -32,6 +32,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ml"))
+from torch_cnn_reference import network  # noqa: E402  (the same network as the native CNN test's reference)
+
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 torch.manual_seed(15)
@@ -49,13 +52,7 @@ def write_rows(name, rows):
 
 save(nn.Sequential(nn.Linear(20, 32), nn.ReLU(), nn.Linear(32, 10)), "mlp.pt")
 
-cnn_gn = nn.Sequential(nn.Conv2d(1, 8, 5, padding=2), nn.GroupNorm(4, 8), nn.ReLU(), nn.MaxPool2d(2),
-                       nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.AvgPool2d(2), nn.Flatten(),
-                       nn.Linear(16 * 7 * 7, 32), nn.ReLU(), nn.Linear(32, 10))
-with torch.no_grad():  # nonzero norm scales and shifts, so that they matter
-    cnn_gn[1].weight.uniform_(0.5, 1.5)
-    cnn_gn[1].bias.uniform_(-0.1, 0.1)
-save(cnn_gn, "cnn_gn.pt")
+save(network(), "cnn_gn.pt")
 
 cnn = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
                     nn.Flatten(), nn.Linear(36, 3))
