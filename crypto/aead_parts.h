@@ -19,8 +19,10 @@
 //
 // AESGCM (crypto/aes_gcm.h) seals the parts in pieces too, in one pass of
 // libcrypto's stitched AES-CTR and GHASH code; a message is opened whole, in
-// place (Open), since GCM's tag is checked only after the whole ciphertext
-// has passed. Verify and Xor are ChaChaPoly's alone (RandomAccess).
+// place (Open), or in order, piece by piece, wherever each piece goes
+// (aes_gcm::OpenStream with the slot's key and nonce), since GCM's tag is
+// checked only after the whole ciphertext has passed. Verify and Xor are
+// ChaChaPoly's alone (RandomAccess).
 //
 // Thread-safety: a slot is a value; its const methods may run concurrently.
 #pragma once

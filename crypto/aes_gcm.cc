@@ -67,6 +67,13 @@ CachedContext& Opener() {
   return context;
 }
 
+// OpenStream's context, and whether an OpenStream of this thread holds it.
+CachedContext& Streamer() {
+  thread_local CachedContext context(false);
+  return context;
+}
+thread_local bool stream_open = false;
+
 // Feeds [in, in + n) through the context into out (out == nullptr: as
 // associated data), in pieces that fit EVP's int lengths.
 void Update(EVP_CIPHER_CTX* ctx, const std::uint8_t* in, std::size_t n, std::uint8_t* out) {
@@ -117,17 +124,48 @@ void Seal(const Key& key, const Nonce& nonce, ByteSpan ad, std::span<const ByteS
   MURMUR_CHECK(EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, static_cast<int>(kTagSize), tag) == 1);
 }
 
+namespace {
+// Whether `tag` is the tag of what went through ctx (EVP_CTRL_GCM_SET_TAG
+// takes a non-const pointer and only reads it; the final call writes nothing).
+bool CheckTag(EVP_CIPHER_CTX* ctx, const std::uint8_t* tag) {
+  std::uint8_t expected[kTagSize];
+  std::memcpy(expected, tag, kTagSize);
+  MURMUR_CHECK(EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, static_cast<int>(kTagSize), expected) == 1);
+  std::uint8_t none[kTagSize];
+  int written = 0;
+  return EVP_CipherFinal_ex(ctx, none, &written) == 1;
+}
+}  // namespace
+
 bool Open(const Key& key, const Nonce& nonce, ByteSpan ad, const std::uint8_t* c, std::size_t clen,
           const std::uint8_t* tag, std::uint8_t* m) {
   EVP_CIPHER_CTX* ctx = Opener().Start(key, nonce);
   if (!ad.empty()) Update(ctx, ad.data(), ad.size(), nullptr);
   if (clen > 0) Update(ctx, c, clen, m);
-  // EVP_CTRL_GCM_SET_TAG takes a non-const pointer and only reads it.
-  std::uint8_t expected[kTagSize];
-  std::memcpy(expected, tag, kTagSize);
-  MURMUR_CHECK(EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, static_cast<int>(kTagSize), expected) == 1);
-  int written = 0;
-  return EVP_CipherFinal_ex(ctx, m + clen, &written) == 1;
+  return CheckTag(ctx, tag);
+}
+
+OpenStream::OpenStream(const Key& key, const Nonce& nonce) {
+  MURMUR_CHECK(!stream_open);  // one stream per thread at a time
+  stream_open = true;
+  ctx_ = Streamer().Start(key, nonce);
+}
+
+OpenStream::~OpenStream() {
+  if (!finished_) stream_open = false;
+}
+
+void OpenStream::Update(const std::uint8_t* c, std::size_t n, std::uint8_t* m) {
+  MURMUR_CHECK(!finished_);
+  if (n > 0) aes_gcm::Update(ctx_, c, n, m);
+}
+
+bool OpenStream::Finish(const std::uint8_t* tag) {
+  MURMUR_CHECK(!finished_);
+  finished_ = true;
+  const bool authentic = CheckTag(ctx_, tag);
+  stream_open = false;  // the context is free for the thread's next stream
+  return authentic;
 }
 
 }  // namespace murmur::crypto::aes_gcm

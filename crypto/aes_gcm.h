@@ -31,6 +31,8 @@
 
 #include "crypto/bytes.h"
 
+struct evp_cipher_ctx_st;  // OpenSSL's EVP_CIPHER_CTX, kept out of this header
+
 namespace murmur::crypto::aes_gcm {
 
 inline constexpr std::size_t kKeySize = 32;
@@ -53,5 +55,33 @@ void Seal(const Key& key, const Nonce& nonce, ByteSpan ad, std::span<const ByteS
 // false otherwise (m's contents are then unspecified). m may equal c.
 bool Open(const Key& key, const Nonce& nonce, ByteSpan ad, const std::uint8_t* c, std::size_t clen,
           const std::uint8_t* tag, std::uint8_t* m);
+
+// Opens one message in pieces, in order: each piece of ciphertext decrypted
+// wherever it is to go, the tag checked at the end (Finish), with no
+// associated data, in the same single pass of libcrypto's stitched code as
+// Open. Until Finish returns true the bytes it produced are unauthenticated:
+// a caller may keep them where they are being collected, but must not act
+// on them, and must discard them when Finish returns false.
+//
+// It uses its thread's one streaming context (keyed once per key and thread,
+// as Seal and Open are), from construction to Finish: at most one unfinished
+// OpenStream per thread at a time (checked).
+class OpenStream {
+ public:
+  OpenStream(const Key& key, const Nonce& nonce);
+  ~OpenStream();
+  OpenStream(const OpenStream&) = delete;
+  OpenStream& operator=(const OpenStream&) = delete;
+
+  // m[0, n) = the decryption of the next n bytes of ciphertext c[0, n). m may equal c.
+  // REQUIRES: Finish not called yet.
+  void Update(const std::uint8_t* c, std::size_t n, std::uint8_t* m);
+  // Whether `tag` is the tag of all the ciphertext given to Update. Once only.
+  bool Finish(const std::uint8_t* tag);
+
+ private:
+  evp_cipher_ctx_st* ctx_;  // the thread's streaming EVP_CIPHER_CTX
+  bool finished_ = false;
+};
 
 }  // namespace murmur::crypto::aes_gcm

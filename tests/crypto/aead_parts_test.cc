@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "crypto/aead_parts.h"
+#include "crypto/aes_gcm.h"
 #include "crypto/secure_channel.h"
 #include "tests/crypto/aes_here.h"
 
@@ -302,6 +303,66 @@ TEST_CASE("AESGCM slots: SealGather equals libsodium for every cut, Open opens i
     CHECK_FALSE(AeadSlot(key, n + 1, Cipher::kAesGcm).Open(c));
   }
   CHECK_FALSE(AeadSlot(key, 0, Cipher::kAesGcm).Open(std::span<std::uint8_t>()));
+}
+
+TEST_CASE(
+    "AESGCM OpenStream: pieces cut anywhere, in place or not, give libsodium's plaintext and check its tag") {
+  if (!LibsodiumAesRunsHere()) return;
+  CipherKey key;
+  randombytes_buf(key.data(), key.size());
+  for (std::size_t size : {0, 1, 13, 17, 1000, 65519}) {
+    const Bytes m = Random(size);
+    const std::uint64_t n = size * 3 + 2;
+    const Bytes c = AesReference(key, n, m);  // ciphertext || tag
+    const auto nonce = NoiseNonce(n, Cipher::kAesGcm);
+    const std::uint8_t* tag = c.data() + size;
+    // Cut in three at a and b (inside AES blocks too); the middle piece in place.
+    for (std::size_t a : {std::size_t{0}, std::size_t{1}, std::size_t{13}}) {
+      for (std::size_t b : {a, a + 3, a + 16, size}) {
+        if (b > size || a > size) continue;
+        CAPTURE(size);
+        CAPTURE(a);
+        CAPTURE(b);
+        Bytes work(c.begin(), c.begin() + static_cast<std::ptrdiff_t>(size));
+        Bytes out(size, 0xEE);
+        aes_gcm::OpenStream stream(key, nonce);
+        stream.Update(work.data(), a, out.data());
+        stream.Update(work.data() + a, b - a, work.data() + a);
+        std::copy(work.begin() + static_cast<std::ptrdiff_t>(a),
+                  work.begin() + static_cast<std::ptrdiff_t>(b),
+                  out.begin() + static_cast<std::ptrdiff_t>(a));
+        stream.Update(work.data() + b, size - b, out.data() + b);
+        CHECK(stream.Finish(tag));
+        CHECK(out == m);
+      }
+    }
+    // A flipped ciphertext bit, a flipped tag bit, another nonce: Finish says no.
+    auto opens = [&](Bytes text, std::uint64_t nonce_n) {
+      Bytes out(size);
+      aes_gcm::OpenStream stream(key, NoiseNonce(nonce_n, Cipher::kAesGcm));
+      stream.Update(text.data(), size, out.data());
+      return stream.Finish(text.data() + size);
+    };
+    CHECK(opens(c, n));
+    if (size > 0) {
+      Bytes flipped = c;
+      flipped[size / 2] ^= 0x10;
+      CHECK_FALSE(opens(flipped, n));
+    }
+    Bytes bad_tag = c;
+    bad_tag.back() ^= 0x01;
+    CHECK_FALSE(opens(bad_tag, n));
+    CHECK_FALSE(opens(c, n + 1));
+  }
+  // A stream dropped unfinished frees its thread's context for the next one.
+  const Bytes m = Random(100);
+  const Bytes c = AesReference(key, 5, m);
+  { aes_gcm::OpenStream dropped(key, NoiseNonce(4, Cipher::kAesGcm)); }
+  aes_gcm::OpenStream stream(key, NoiseNonce(5, Cipher::kAesGcm));
+  Bytes out(m.size());
+  stream.Update(c.data(), m.size(), out.data());
+  CHECK(stream.Finish(c.data() + m.size()));
+  CHECK(out == m);
 }
 
 TEST_CASE("AESGCM: keys alternating on a thread and slots on many threads at once give libsodium's bytes") {
