@@ -72,7 +72,7 @@ void AsioEnv::OnTransportMessage(NodeId from, ReceivedMessage message) {
     if (transport_ != nullptr) transport_->ReportMisbehaviour(from, Offence::kInvalidUpdate);
     return;
   }
-  Result<MessagePtr> msg = it->second(message.payload);
+  Result<MessagePtr> msg = it->second(message.payload.span());
   if (!msg.ok()) {
     ++undecodable_;
     MURMUR_LOG(kWarning) << "node " << self_ << ": undecodable message from node " << from << ": "

@@ -1,7 +1,10 @@
 #include "node/transport/envelope.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 #include <string>
+#include <utility>
 
 namespace murmur::node {
 
@@ -86,33 +89,60 @@ void EnvelopeReader::MaybeComplete(RecordEvent* event) {
   in_message_ = false;
 }
 
-void RecordSource::AppendTo(std::size_t offset, std::size_t n, crypto::Bytes* out) const {
-  const std::size_t at = out->size();
-  out->resize(at + n);
-  Read(offset, n, out->data() + at);
+Payload::Payload(crypto::ByteSpan bytes) { std::copy(bytes.begin(), bytes.end(), Extend(bytes.size())); }
+
+Payload::Payload(Payload&& other) noexcept
+    : bytes_(std::move(other.bytes_)),
+      size_(std::exchange(other.size_, 0)),
+      capacity_(std::exchange(other.capacity_, 0)) {}
+
+Payload& Payload::operator=(Payload&& other) noexcept {
+  bytes_ = std::move(other.bytes_);
+  size_ = std::exchange(other.size_, 0);
+  capacity_ = std::exchange(other.capacity_, 0);
+  return *this;
 }
 
-void SpanRecord::Read(std::size_t offset, std::size_t n, std::uint8_t* dst) const {
+bool Payload::operator==(crypto::ByteSpan other) const {
+  return std::equal(span().begin(), span().end(), other.begin(), other.end());
+}
+
+void Payload::Reserve(std::size_t n) {
+  if (n <= capacity_) return;
+  // realloc rather than a new block and a copy: the C library grows a large
+  // block where it lies when it can (into the free space after it, or by
+  // remapping its pages), and then what arrived is not copied again.
+  void* bigger = std::realloc(bytes_.get(), n);
+  if (bigger == nullptr) throw std::bad_alloc();
+  static_cast<void>(bytes_.release());  // realloc took it
+  bytes_.reset(static_cast<std::uint8_t*>(bigger));
+  capacity_ = n;
+}
+
+std::uint8_t* Payload::Extend(std::size_t n) {
+  Reserve(size_ + n);
+  std::uint8_t* at = bytes_.get() + size_;
+  size_ += n;
+  return at;
+}
+
+void SpanRecord::Read(std::size_t offset, std::size_t n, std::uint8_t* dst) {
   std::copy_n(bytes_.begin() + static_cast<std::ptrdiff_t>(offset), n, dst);
 }
 
-void SpanRecord::AppendTo(std::size_t offset, std::size_t n, crypto::Bytes* out) const {
-  const auto from = bytes_.begin() + static_cast<std::ptrdiff_t>(offset);
-  out->insert(out->end(), from, from + static_cast<std::ptrdiff_t>(n));
-}
-
 Status EnvelopeReader::Feed(crypto::ByteSpan record, RecordEvent* event, bool keep) {
-  return Feed(SpanRecord(record), event, keep);
+  SpanRecord source(record);
+  return Feed(source, event, keep);
 }
 
-void EnvelopeReader::Append(const RecordSource& record, std::size_t offset, std::size_t n) {
+void EnvelopeReader::Append(RecordSource& record, std::size_t offset, std::size_t n) {
   if (payload_.size() + n > payload_.capacity())
-    payload_.reserve(
+    payload_.Reserve(
         std::min<std::uint64_t>(total_, std::max(kGrowthFactor * payload_.capacity(), payload_.size() + n)));
-  record.AppendTo(offset, n, &payload_);
+  record.Read(offset, n, payload_.Extend(n));
 }
 
-Status EnvelopeReader::Feed(const RecordSource& source, RecordEvent* event, bool keep) {
+Status EnvelopeReader::Feed(RecordSource& source, RecordEvent* event, bool keep) {
   *event = RecordEvent{};
   if (failed_) return Status::FailedPrecondition("envelope reader failed earlier");
   const std::size_t size = source.size();
@@ -163,9 +193,9 @@ Status EnvelopeReader::Feed(const RecordSource& source, RecordEvent* event, bool
       in_message_ = true;
       keeping_ = keep;
       received_ = data;
-      payload_.clear();
+      payload_.Clear();
       if (keeping_) {
-        payload_.reserve(std::min<std::uint64_t>(total_, kInitialReserve));
+        payload_.Reserve(std::min<std::uint64_t>(total_, kInitialReserve));
         Append(source, kBeginHeaderSize, data);
       }
       event->type = RecordType::kBegin;

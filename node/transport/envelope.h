@@ -27,6 +27,8 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -79,23 +81,73 @@ struct RecordPieces {
 RecordPieces MessageRecord(std::uint32_t kind, crypto::ByteSpan payload, std::size_t max_plaintext,
                            std::size_t index);
 
+// A message's payload bytes, contiguous. Unlike crypto::Bytes (a
+// std::vector, which zero-fills whatever it grows by) it grows without
+// initialising the new bytes, so that a record's data is decrypted straight
+// into the message being reassembled: one pass over each byte, not a fill
+// and then a pass (docs/benchmarks.md, the transport's CPU per GB).
+//
+// Thread-safety: a value; one thread at a time.
+class Payload {
+ public:
+  Payload() = default;
+  explicit Payload(crypto::ByteSpan bytes);
+  Payload(Payload&& other) noexcept;
+  Payload& operator=(Payload&& other) noexcept;
+  Payload(const Payload&) = delete;
+  Payload& operator=(const Payload&) = delete;
+
+  const std::uint8_t* data() const { return bytes_.get(); }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  std::size_t capacity() const { return capacity_; }
+  crypto::ByteSpan span() const { return {bytes_.get(), size_}; }
+  bool operator==(crypto::ByteSpan other) const;
+
+  // Capacity for at least n bytes (what is held may move). Throws
+  // std::bad_alloc as a vector would.
+  void Reserve(std::size_t n);
+  // Adds n bytes of unspecified contents at the end (growing as Reserve
+  // does) and returns them, for the caller to fill.
+  std::uint8_t* Extend(std::size_t n);
+  void Clear() { size_ = 0; }
+
+ private:
+  struct Free {
+    void operator()(std::uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<std::uint8_t, Free> bytes_;  // from realloc (Reserve)
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;
+};
+
 struct ReceivedMessage {
   std::uint32_t kind = 0;
-  crypto::Bytes payload;
+  Payload payload;
 };
 
 // A record whose bytes are produced where the reader wants them, so that a
 // transport can decrypt a record's data straight into the message being
 // reassembled (no copy of the plaintext in between).
+//
+// EnvelopeReader::Feed reads a record in this order, on which a source may
+// rely: first its header, bytes [0, min(size, kBeginHeaderSize)); then at
+// most one run of later bytes, in increasing order without gaps or
+// overlaps, which may begin inside the header (its bytes there read again).
+// A source that decrypts as it is read (AES-GCM, which checks its tag only
+// after the last byte) says in Authenticate whether what was read is
+// authentic; whoever feeds the reader calls it after Feed and acts on
+// neither Feed's event nor its error before it returns OK.
 class RecordSource {
  public:
   virtual ~RecordSource() = default;
   virtual std::size_t size() const = 0;
-  // Writes the record's bytes [offset, offset + n) to dst. REQUIRES: offset + n <= size().
-  virtual void Read(std::size_t offset, std::size_t n, std::uint8_t* dst) const = 0;
-  // Appends the record's bytes [offset, offset + n) to *out (by default:
-  // grows it, zero-filled, and Reads into the new bytes).
-  virtual void AppendTo(std::size_t offset, std::size_t n, crypto::Bytes* out) const;
+  // Writes the record's bytes [offset, offset + n) to dst. REQUIRES: offset
+  // + n <= size(), and the order above.
+  virtual void Read(std::size_t offset, std::size_t n, std::uint8_t* dst) = 0;
+  // OK when the record is authentic (by default: it was checked before any
+  // byte was read); otherwise the error that ends the connection. Once, after Feed.
+  virtual Status Authenticate() { return Status::Ok(); }
 };
 
 // A record already in memory, in the clear.
@@ -103,9 +155,7 @@ class SpanRecord : public RecordSource {
  public:
   explicit SpanRecord(crypto::ByteSpan bytes) : bytes_(bytes) {}
   std::size_t size() const override { return bytes_.size(); }
-  void Read(std::size_t offset, std::size_t n, std::uint8_t* dst) const override;
-  // Copies without first zero-filling the new bytes (one pass over them, not two).
-  void AppendTo(std::size_t offset, std::size_t n, crypto::Bytes* out) const override;
+  void Read(std::size_t offset, std::size_t n, std::uint8_t* dst) override;
 
  private:
   crypto::ByteSpan bytes_;
@@ -132,9 +182,10 @@ class EnvelopeReader {
   // skips that message: its records are still checked as above, but no
   // payload byte is buffered and no message is produced.
   Status Feed(crypto::ByteSpan record, RecordEvent* event, bool keep = true);
-  // The same, reading the record through `record`: its header once, and each
-  // data byte once, straight into the message (never for a skipped one).
-  Status Feed(const RecordSource& record, RecordEvent* event, bool keep = true);
+  // The same, reading the record through `record` in the order RecordSource
+  // says: each data byte once, straight into the message (never for a
+  // skipped one).
+  Status Feed(RecordSource& record, RecordEvent* event, bool keep = true);
 
   bool in_message() const { return in_message_; }
   std::size_t buffered_bytes() const { return payload_.size(); }
@@ -144,7 +195,7 @@ class EnvelopeReader {
   void MaybeComplete(RecordEvent* event);
   // Appends the record's bytes [offset, offset + n) to the message, growing
   // the buffer as the class comment says.
-  void Append(const RecordSource& record, std::size_t offset, std::size_t n);
+  void Append(RecordSource& record, std::size_t offset, std::size_t n);
 
   std::uint64_t max_message_bytes_;
   bool failed_ = false;
@@ -153,7 +204,7 @@ class EnvelopeReader {
   std::uint64_t total_ = 0;
   std::uint64_t received_ = 0;  // payload bytes of the message in progress
   bool keeping_ = true;         // false: the message in progress is skipped
-  crypto::Bytes payload_;
+  Payload payload_;
 };
 
 }  // namespace murmur::node

@@ -1,9 +1,13 @@
 #include "node/transport/session.h"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <string>
 
+#include "core/check.h"
 #include "core/log.h"
+#include "crypto/aes_gcm.h"
 #include "node/transport/transport.h"
 
 namespace murmur::node {
@@ -24,13 +28,65 @@ class FrameRecord : public RecordSource {
   FrameRecord(const crypto::AeadSlot& slot, crypto::ByteSpan ciphertext)
       : slot_(slot), ciphertext_(ciphertext) {}
   std::size_t size() const override { return ciphertext_.size(); }
-  void Read(std::size_t offset, std::size_t n, std::uint8_t* dst) const override {
+  void Read(std::size_t offset, std::size_t n, std::uint8_t* dst) override {
     slot_.Xor(offset, ciphertext_.data() + offset, n, dst);
   }
 
  private:
   const crypto::AeadSlot& slot_;
   crypto::ByteSpan ciphertext_;
+};
+
+// An AES-GCM frame's record, decrypted as the envelope reader reads it, in
+// RecordSource's order: its header into a small buffer when made (read there
+// as often as asked), its data straight into the message being reassembled,
+// and whatever the reader skipped, in place, at Authenticate, which then
+// checks the tag. GCM's tag covers the whole ciphertext, so this is the one
+// way to open a frame in one pass with no copy of its plaintext; the price
+// is that the reader sees the record before it is authenticated, which
+// Session::OnRecord allows for (it acts on nothing before Authenticate).
+class GcmFrameRecord : public RecordSource {
+ public:
+  // REQUIRES: frame.size() >= kTagSize (SecureChannel::TakeOpenSlot checks it).
+  GcmFrameRecord(const crypto::AeadSlot& slot, std::span<std::uint8_t> frame)
+      : stream_(slot.key, crypto::NoiseNonce(slot.nonce, crypto::Cipher::kAesGcm)),
+        nonce_(slot.nonce),
+        ciphertext_(frame.first(frame.size() - crypto::kTagSize)),
+        tag_(frame.data() + ciphertext_.size()),
+        head_size_(std::min(ciphertext_.size(), head_.size())) {
+    stream_.Update(ciphertext_.data(), head_size_, head_.data());
+    next_ = head_size_;
+  }
+  std::size_t size() const override { return ciphertext_.size(); }
+  void Read(std::size_t offset, std::size_t n, std::uint8_t* dst) override {
+    if (offset < head_size_) {
+      const std::size_t k = std::min(n, head_size_ - offset);
+      std::copy_n(head_.data() + offset, k, dst);
+      offset += k;
+      dst += k;
+      n -= k;
+    }
+    if (n == 0) return;
+    MURMUR_CHECK(offset == next_);  // RecordSource's order
+    stream_.Update(ciphertext_.data() + offset, n, dst);
+    next_ += n;
+  }
+  Status Authenticate() override {
+    stream_.Update(ciphertext_.data() + next_, ciphertext_.size() - next_, ciphertext_.data() + next_);
+    next_ = ciphertext_.size();
+    if (stream_.Finish(tag_)) return Status::Ok();
+    return Status::Unauthenticated("authentication failed at nonce " + std::to_string(nonce_) +
+                                   " (tampered, replayed, reordered or wrong key)");
+  }
+
+ private:
+  crypto::aes_gcm::OpenStream stream_;
+  std::uint64_t nonce_;
+  std::span<std::uint8_t> ciphertext_;
+  const std::uint8_t* tag_;
+  std::array<std::uint8_t, kBeginHeaderSize> head_{};
+  const std::size_t head_size_;
+  std::size_t next_ = 0;
 };
 
 std::int64_t UnixNow() {
@@ -170,14 +226,16 @@ void Session::Read() {
 Status Session::OnFrame(std::span<std::uint8_t> frame) {
   if (!channel_.has_value()) return OnHandshakeFrame(frame);
   if (channel_->cipher() != crypto::Cipher::kChaChaPoly) {
-    // AES-GCM opens whole messages only: in place, then copied where the bytes go.
-    std::span<std::uint8_t> plaintext;
-    MURMUR_RETURN_IF_ERROR(channel_->OpenInPlace(frame, &plaintext));
-    return OnRecord(SpanRecord(plaintext));
+    // Decrypted as it is read, straight to where the bytes go; authenticated
+    // before anything is acted on (GcmFrameRecord, OnRecord).
+    MURMUR_ASSIGN_OR_RETURN(crypto::AeadSlot slot, channel_->TakeOpenSlot(frame.size()));
+    GcmFrameRecord record(slot, frame);
+    return OnRecord(record);
   }
   // Verified where the read put it; decrypted only where the bytes go.
   MURMUR_ASSIGN_OR_RETURN(crypto::AeadSlot slot, channel_->VerifyNext(frame));
-  return OnRecord(FrameRecord(slot, crypto::ByteSpan(frame).first(frame.size() - crypto::kTagSize)));
+  FrameRecord record(slot, crypto::ByteSpan(frame).first(frame.size() - crypto::kTagSize));
+  return OnRecord(record);
 }
 
 Status Session::OnSealedFrames(std::span<const std::span<std::uint8_t>> frames) {
@@ -205,8 +263,8 @@ Status Session::OnSealedFrames(std::span<const std::span<std::uint8_t>> frames) 
       return Status::Unauthenticated("authentication failed at nonce " + std::to_string(slots[i].nonce) +
                                      " (tampered, replayed, reordered or wrong key)");
     }
-    MURMUR_RETURN_IF_ERROR(
-        OnRecord(SpanRecord(crypto::ByteSpan(frames[i]).first(frames[i].size() - crypto::kTagSize))));
+    SpanRecord record(crypto::ByteSpan(frames[i]).first(frames[i].size() - crypto::kTagSize));
+    MURMUR_RETURN_IF_ERROR(OnRecord(record));
   }
   return refused;
 }
@@ -270,15 +328,25 @@ Status Session::OnPeerCertificate(crypto::ByteSpan bytes) {
   return Status::Ok();
 }
 
-Status Session::OnRecord(const RecordSource& record) {
+Status Session::OnRecord(RecordSource& record) {
   RecordEvent event;
   // A message from a graylisted node or over the address's rate is skipped
   // unread (decided on its BEGIN record, before any payload byte is kept).
+  // With AES-GCM that one byte is not yet authenticated: a forged frame can
+  // at most spend one of the address's message tokens before the session
+  // closes on its tag.
   std::uint8_t type = 0;
   if (record.size() > 0) record.Read(0, 1, &type);
   const bool begin = type == static_cast<std::uint8_t>(RecordType::kBegin);
   const bool keep = !(begin && ready_ && !transport_->AdmitMessage(peer_, address_));
-  MURMUR_RETURN_IF_ERROR(reader_.Feed(record, &event, keep));
+  const Status fed = reader_.Feed(record, &event, keep);
+  // A record that fails authentication is reported as such, whatever the
+  // reader made of its bytes; its event is never acted on.
+  if (Status authentic = record.Authenticate(); !authentic.ok()) {
+    channel_->FailOpen();
+    return authentic;
+  }
+  MURMUR_RETURN_IF_ERROR(fed);
   switch (event.type) {
     case RecordType::kHello: {
       if (peer_ != kNoNode) return Status::DataLoss("second HELLO on a session");

@@ -65,7 +65,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // the first that fails).
   Status OnSealedFrames(std::span<const std::span<std::uint8_t>> frames);
   Status OnHandshakeFrame(crypto::ByteSpan frame);
-  Status OnRecord(const RecordSource& record);
+  Status OnRecord(RecordSource& record);
   // A CERTIFICATE record: the peer's renewed certificate replaces the one in
   // peer_info_ when it passes the handshake's checks for the same node key
   // and Noise static key; otherwise it is refused (logged, counted) and the

@@ -24,8 +24,11 @@
 // in stats().send_queue_drops. Only the message being written is held sealed,
 // in batches of about `write_batch_bytes`. Each record is sealed straight
 // from the message's payload into the batch (crypto::AeadSlot::SealGather);
-// a received frame is verified where the socket read put it and decrypted
-// straight into the message being reassembled.
+// a received frame is decrypted straight from where the socket read put it
+// into the message being reassembled (node::Payload, never zero-filled):
+// ChaCha20-Poly1305 verifies the tag first, AES-GCM as it decrypts, with
+// nothing acted on before the tag verifies (node/transport/session.cc,
+// GcmFrameRecord).
 //
 // Crypto workers (`crypto_threads` > 0, a core::ThreadPool): the io thread
 // takes every frame's key and nonce from the channel in order and gives

@@ -2,7 +2,9 @@
 // docs/protocol.md section 7, and every malformed record refused.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "node/transport/envelope.h"
 
@@ -43,6 +45,77 @@ TEST_CASE("A message is cut into BEGIN and CONTINUE records and reassembled byte
     CHECK(got->payload == payload);
     CHECK_FALSE(reader.in_message());
   }
+}
+
+// A source that checks the order RecordSource promises (node/transport/envelope.h):
+// the header first, then one run of later bytes in increasing order, without gaps.
+class OrderCheckingRecord : public RecordSource {
+ public:
+  explicit OrderCheckingRecord(crypto::ByteSpan bytes)
+      : bytes_(bytes), head_(std::min(bytes.size(), kBeginHeaderSize)) {}
+  std::size_t size() const override { return bytes_.size(); }
+  void Read(std::size_t offset, std::size_t n, std::uint8_t* dst) override {
+    ++reads_;
+    if (reads_ == 1) {
+      CHECK(offset == 0);
+      CHECK(n == head_);
+    } else {
+      CHECK(offset <= head_);  // a run may begin inside the header
+      if (next_ != 0) CHECK(offset == next_);
+      next_ = offset + n;
+    }
+    std::copy_n(bytes_.begin() + static_cast<std::ptrdiff_t>(offset), n, dst);
+  }
+  int reads() const { return reads_; }
+
+ private:
+  crypto::ByteSpan bytes_;
+  std::size_t head_;
+  std::size_t next_ = 0;
+  int reads_ = 0;
+};
+
+TEST_CASE(
+    "A 5 MB message grows its buffer past the first 1 MiB, byte for byte, reading in RecordSource's order") {
+  const std::size_t max_plain = 65519, n = 5'000'000;
+  const crypto::Bytes payload = Pattern(n);
+  EnvelopeReader reader(n);
+  std::optional<ReceivedMessage> got;
+  const std::size_t count = RecordCount(n, max_plain);
+  for (std::size_t i = 0; i < count; ++i) {
+    crypto::Bytes rec;
+    AppendRecord(0x10, payload, max_plain, i, &rec);
+    OrderCheckingRecord source(rec);
+    RecordEvent ev;
+    REQUIRE(reader.Feed(source, &ev).ok());
+    CHECK(source.reads() == 2);  // the header, then the record's data in one read
+    if (ev.message) got = std::move(ev.message);
+  }
+  REQUIRE(got.has_value());
+  CHECK(got->payload.size() == n);
+  CHECK(got->payload == payload);
+}
+
+TEST_CASE("Payload: Extend keeps what is there as it grows, and a move leaves the source empty") {
+  Payload p;
+  CHECK(p.empty());
+  CHECK(p == crypto::ByteSpan());
+  const crypto::Bytes a = Pattern(1000), b = Pattern(3'000'000);
+  std::copy(a.begin(), a.end(), p.Extend(a.size()));
+  p.Reserve(10);  // below the capacity: nothing changes
+  CHECK(p == a);
+  std::copy(b.begin(), b.end(), p.Extend(b.size()));
+  CHECK(p.size() == a.size() + b.size());
+  CHECK(p.capacity() >= p.size());
+  crypto::Bytes both = a;
+  both.insert(both.end(), b.begin(), b.end());
+  CHECK(p == both);
+  Payload q = std::move(p);
+  CHECK(q == both);
+  CHECK(p.empty());  // NOLINT(bugprone-use-after-move): a moved-from Payload is empty
+  CHECK(p.capacity() == 0);
+  CHECK(Payload(crypto::ByteSpan(a)) == a);
+  CHECK_FALSE(Payload(crypto::ByteSpan(a)) == crypto::ByteSpan(a).first(999));
 }
 
 TEST_CASE("BEGIN's header is u8 2, u32 kind, u64 total, little-endian") {

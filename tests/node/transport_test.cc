@@ -130,11 +130,60 @@ TEST_CASE(
     auto overlong = send(6, intact, true);
     CHECK(overlong->ClosedByPeer());
     CHECK(stats.frames_rejected == 3);
-    CHECK(hub.sink().Count() == 1);  // none of the three messages was delivered, not even in part
+    // The record's type byte: CONTINUE turned BEGIN, which the reader refuses
+    // inside a message (with AES-GCM before the tag is checked: the tag's
+    // failure is what closes the session, and nothing is acted on).
+    auto retyped = send(8, [](crypto::Bytes& b) { b[0] ^= 0x01; });
+    CHECK(retyped->ClosedByPeer());
+    CHECK(stats.frames_rejected == 4);
+    CHECK(hub.sink().Count() == 1);  // none of the four messages was delivered, not even in part
 
     auto again = send(7, intact);
     CHECK(WaitFor([&] { return hub.sink().Count() == 2; }));
     CHECK(hub.Connected(3));
+  }
+}
+
+TEST_CASE("With either cipher a message skipped unread is still authenticated: a tampered one closes") {
+  auto coordinator = Seeded(100);
+  std::vector<bool> ciphers{false};
+  if (crypto::AesGcmAvailable()) ciphers.push_back(true);
+  crypto::Bytes payload;
+  DenseModel(1, 40000)->EncodeTo(payload);  // BEGIN and two CONTINUE records
+  const std::size_t max = crypto::ChannelOptions{}.max_plaintext;
+  REQUIRE(RecordCount(payload.size(), max) == 3);
+  for (bool aes : ciphers) {
+    CAPTURE(aes);
+    TransportOptions o;
+    o.scoring.message_burst = 1;  // the second message on is over the address's rate
+    o.scoring.messages_per_second = 0.001;
+    Endpoint hub(9, Creds(coordinator, 9), Policy(coordinator), o);
+    crypto::TrustPolicy policy = Policy(coordinator);
+    policy.allow_aes_gcm = aes;
+    const auto& stats = hub.transport().stats();
+    RawPeer p(hub.port());
+    REQUIRE(p.Handshake(Creds(coordinator, 3), policy).ok());
+    p.WriteFrame(p.Seal(HelloRecord(3)));
+    // Message 0 is delivered, 1 skipped intact, 2 skipped with a flipped bit in its last record.
+    for (int m = 0; m < 3; ++m) {
+      for (std::size_t i = 0; i < 3; ++i) {
+        crypto::Bytes record;
+        AppendRecord(gossip::kGossipMessageKind, payload, max, i, &record);
+        crypto::Bytes sealed = p.Seal(record);
+        if (m == 2 && i == 2) sealed[500] ^= 0x04;
+        p.WriteFrame(sealed);
+      }
+      if (m < 2) {
+        REQUIRE(WaitFor([&] { return stats.messages_rate_limited == static_cast<std::uint64_t>(m); }));
+        REQUIRE(WaitFor([&] { return hub.sink().Count() == 1; }));
+        CHECK(stats.frames_rejected == 0);
+      }
+    }
+    CHECK(p.ClosedByPeer());
+    CHECK(stats.messages_rate_limited == 2);
+    CHECK(stats.frames_rejected == 1);
+    CHECK(stats.sessions_aes_gcm == (aes ? 1u : 0u));
+    CHECK(hub.sink().Count() == 1);
   }
 }
 
