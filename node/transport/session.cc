@@ -1,13 +1,10 @@
 #include "node/transport/session.h"
 
-#include <algorithm>
-#include <array>
 #include <chrono>
 #include <string>
 
-#include "core/check.h"
 #include "core/log.h"
-#include "crypto/aes_gcm.h"
+#include "node/transport/frame_records.h"
 #include "node/transport/transport.h"
 
 namespace murmur::node {
@@ -20,74 +17,6 @@ namespace {
 constexpr std::size_t kReadBufferBytes = 256 * 1024;
 constexpr std::size_t kHandshakeReadBufferBytes =
     crypto::kFrameHeaderSize + crypto::kHandshakeFrameLimits.max_frame_size;
-
-// A verified frame's record, decrypted from the receive buffer wherever the
-// envelope reader asks for its bytes (into the message being reassembled).
-class FrameRecord : public RecordSource {
- public:
-  FrameRecord(const crypto::AeadSlot& slot, crypto::ByteSpan ciphertext)
-      : slot_(slot), ciphertext_(ciphertext) {}
-  std::size_t size() const override { return ciphertext_.size(); }
-  void Read(std::size_t offset, std::size_t n, std::uint8_t* dst) override {
-    slot_.Xor(offset, ciphertext_.data() + offset, n, dst);
-  }
-
- private:
-  const crypto::AeadSlot& slot_;
-  crypto::ByteSpan ciphertext_;
-};
-
-// An AES-GCM frame's record, decrypted as the envelope reader reads it, in
-// RecordSource's order: its header into a small buffer when made (read there
-// as often as asked), its data straight into the message being reassembled,
-// and whatever the reader skipped, in place, at Authenticate, which then
-// checks the tag. GCM's tag covers the whole ciphertext, so this is the one
-// way to open a frame in one pass with no copy of its plaintext; the price
-// is that the reader sees the record before it is authenticated, which
-// Session::OnRecord allows for (it acts on nothing before Authenticate).
-class GcmFrameRecord : public RecordSource {
- public:
-  // REQUIRES: frame.size() >= kTagSize (SecureChannel::TakeOpenSlot checks it).
-  GcmFrameRecord(const crypto::AeadSlot& slot, std::span<std::uint8_t> frame)
-      : stream_(slot.key, crypto::NoiseNonce(slot.nonce, crypto::Cipher::kAesGcm)),
-        nonce_(slot.nonce),
-        ciphertext_(frame.first(frame.size() - crypto::kTagSize)),
-        tag_(frame.data() + ciphertext_.size()),
-        head_size_(std::min(ciphertext_.size(), head_.size())) {
-    stream_.Update(ciphertext_.data(), head_size_, head_.data());
-    next_ = head_size_;
-  }
-  std::size_t size() const override { return ciphertext_.size(); }
-  void Read(std::size_t offset, std::size_t n, std::uint8_t* dst) override {
-    if (offset < head_size_) {
-      const std::size_t k = std::min(n, head_size_ - offset);
-      std::copy_n(head_.data() + offset, k, dst);
-      offset += k;
-      dst += k;
-      n -= k;
-    }
-    if (n == 0) return;
-    MURMUR_CHECK(offset == next_);  // RecordSource's order
-    stream_.Update(ciphertext_.data() + offset, n, dst);
-    next_ += n;
-  }
-  Status Authenticate() override {
-    stream_.Update(ciphertext_.data() + next_, ciphertext_.size() - next_, ciphertext_.data() + next_);
-    next_ = ciphertext_.size();
-    if (stream_.Finish(tag_)) return Status::Ok();
-    return Status::Unauthenticated("authentication failed at nonce " + std::to_string(nonce_) +
-                                   " (tampered, replayed, reordered or wrong key)");
-  }
-
- private:
-  crypto::aes_gcm::OpenStream stream_;
-  std::uint64_t nonce_;
-  std::span<std::uint8_t> ciphertext_;
-  const std::uint8_t* tag_;
-  std::array<std::uint8_t, kBeginHeaderSize> head_{};
-  const std::size_t head_size_;
-  std::size_t next_ = 0;
-};
 
 std::int64_t UnixNow() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
