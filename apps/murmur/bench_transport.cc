@@ -342,8 +342,8 @@ int BenchTransport(int argc, char** argv) {
       const double least = 2e3 / Median(x.aead_cpu) + Median(raw_cpu);
       std::printf(
           "  CPU s per GB, both threads: transport %.2f; least %.2f (raw TCP %.2f + 2 AEAD passes %.2f): "
-          "%.2f of it%s\n",
-          Median(x.tr_cpu), least, Median(raw_cpu), 2e3 / Median(x.aead_cpu), least / Median(x.tr_cpu),
+          "transport / least %.2f%s\n",
+          Median(x.tr_cpu), least, Median(raw_cpu), 2e3 / Median(x.aead_cpu), Median(x.tr_cpu) / least,
           io_only);
       // The physical bound (docs/benchmarks.md): with every core busy and no
       // waiting, `cores` CPU-seconds per second move cores / (CPU-s per MB)
