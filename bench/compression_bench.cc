@@ -15,9 +15,9 @@
 
 #include "compression/compressor.h"
 #include "compression/select.h"
-#include "compression/simd.h"
 #include "compression/values.h"
 #include "compression/zstd_frame.h"
+#include "core/simd.h"
 
 namespace murmur::compression {
 namespace {
@@ -169,7 +169,7 @@ void RunAtLevel(benchmark::State& state, double* scalar_rate, Body body) {
   }
   CapSimd(previous);
   const double rate = static_cast<double>(state.iterations()) * kN / seconds;
-  if (level == SimdLevel::kScalar) *scalar_rate = rate;
+  if (level == SimdLevel::kGeneric) *scalar_rate = rate;
   state.SetLabel(std::string(SimdName(level)));
   state.counters["elem/s"] = rate;
   state.counters["vs_scalar"] = *scalar_rate > 0 ? rate / *scalar_rate : 0.0;

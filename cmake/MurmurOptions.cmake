@@ -3,6 +3,14 @@ add_library(murmur_options INTERFACE)
 target_compile_options(murmur_options INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
   -Wcast-align -Woverloaded-virtual -Wimplicit-fallthrough>)
+# No floating-point contraction anywhere: GCC's default for C++ (even with
+# -std=c++20) fuses a * b + c into one fused multiply-add wherever the target
+# has FMA, so a -march=native build, a portable build (no FMA in its x86-64
+# baseline) and an aarch64 build rounded the same expression differently.
+# Where murmur wants a fused multiply-add it writes std::fma or an FMA
+# intrinsic (core/gemm.h, core/reduce.h, ml/exp.h), the same on every
+# machine (docs/simulator.md, "Same bits on every machine").
+target_compile_options(murmur_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off>)
 # GCC 12's AVX-512 intrinsic headers trip -Wmaybe-uninitialized (and, with
 # the sanitizers, -Wuninitialized) on their own _mm512_undefined_* temporaries
 # (GCC bug 105593) whenever Eigen vectorizes with -march=native on an AVX-512

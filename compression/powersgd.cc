@@ -1,18 +1,33 @@
 #include <cmath>
+#include <vector>
 
 #include "compression/powersgd.h"
+#include "core/gemm.h"
+#include "core/reduce.h"
 
 namespace murmur::compression {
 
 void OrthonormalizeColumns(RowMatrixXf& p) {
-  for (Eigen::Index c = 0; c < p.cols(); ++c) {
-    for (Eigen::Index prev = 0; prev < c; ++prev) p.col(c) -= p.col(prev).dot(p.col(c)) * p.col(prev);
-    float norm = p.col(c).norm();
-    if (norm > 1e-12f)
-      p.col(c) /= norm;
-    else
-      p.col(c).setZero();
+  // On a column-major copy, so that each column is contiguous for the
+  // fixed-order dot products (core/reduce.h).
+  const auto rows = static_cast<std::size_t>(p.rows()), cols = static_cast<std::size_t>(p.cols());
+  std::vector<float> t(rows * cols);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c)
+      t[c * rows + r] = p(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c));
+  for (std::size_t c = 0; c < cols; ++c) {
+    const std::span<float> col(t.data() + c * rows, rows);
+    for (std::size_t prev = 0; prev < c; ++prev) {
+      const std::span<const float> q(t.data() + prev * rows, rows);
+      const float d = FixedDot(q, col);
+      for (std::size_t r = 0; r < rows; ++r) col[r] -= d * q[r];
+    }
+    const float norm = std::sqrt(FixedSquaredNorm(col));
+    for (std::size_t r = 0; r < rows; ++r) col[r] = norm > 1e-12f ? col[r] / norm : 0.0f;
   }
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c)
+      p(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c)) = t[c * rows + r];
 }
 
 std::shared_ptr<const Update> PowerSgdCompressor::Compress(std::span<const float> delta, const Layout& layout,
@@ -54,22 +69,30 @@ std::shared_ptr<const Update> PowerSgdCompressor::Compress(std::span<const float
       segments.push_back(seg);
       continue;
     }
-    Eigen::Map<RowMatrixXf> m(m_data, static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols));
     std::vector<float>& q_store = state.powersgd_q[t];
     if (q_store.size() != cols * r) {  // first round: Q with i.i.d. N(0, 1) entries
       q_store.resize(cols * r);
       for (float& v : q_store) v = static_cast<float>(rng.Normal());
     }
-    Eigen::Map<RowMatrixXf> q(q_store.data(), static_cast<Eigen::Index>(cols), static_cast<Eigen::Index>(r));
-    RowMatrixXf p = m * q;
+    const MatrixView mv =
+        MatrixView::RowMajor(m_data, static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols));
+    const MatrixView qv =
+        MatrixView::RowMajor(q_store.data(), static_cast<std::int64_t>(cols), static_cast<std::int64_t>(r));
+    RowMatrixXf p(static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(r));
+    Gemm(mv, qv, p.data(), p.cols(), GemmMode::kSet);
     OrthonormalizeColumns(p);
-    q.noalias() = m.transpose() * p;
+    const MatrixView pv = MatrixView::RowMajor(p.data(), p.rows(), p.cols());
+    Gemm(mv.T(), pv, q_store.data(), static_cast<std::int64_t>(r), GemmMode::kSet);
     seg.rows = static_cast<std::uint32_t>(rows);
     seg.cols = static_cast<std::uint32_t>(cols);
     seg.rank = static_cast<std::uint32_t>(r);
     factors.insert(factors.end(), p.data(), p.data() + p.size());
     factors.insert(factors.end(), q_store.begin(), q_store.end());
-    if (error_feedback()) m.noalias() -= p * q.transpose();  // e = M - P Q^T
+    if (error_feedback()) {  // e = M - P Q^T: each chain of (-P) Q^T starts from M
+      RowMatrixXf minus_p = -p;
+      Gemm(MatrixView::RowMajor(minus_p.data(), minus_p.rows(), minus_p.cols()), qv.T(), m_data,
+           static_cast<std::int64_t>(cols), GemmMode::kAdd);
+    }
     segments.push_back(seg);
   }
   ++state.round;

@@ -10,8 +10,8 @@
 #include <immintrin.h>
 #endif
 
-#include "compression/simd.h"
 #include "core/check.h"
+#include "core/simd.h"
 
 namespace murmur::compression {
 

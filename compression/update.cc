@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "compression/wire_io.h"
+#include "core/gemm.h"
 #include "core/param_vector.h"
 #include "core/rng.h"
 
@@ -204,10 +205,11 @@ Status Update::AddTo(std::span<float> out, float scale) const {
           for (std::uint32_t i = 0; i < s.rows; ++i) o[i] += scale * f[i];
           continue;
         }
-        Eigen::Map<const RowMatrixXf> p(f, s.rows, s.rank);
-        Eigen::Map<const RowMatrixXf> q(f + static_cast<std::size_t>(s.rows) * s.rank, s.cols, s.rank);
-        Eigen::Map<RowMatrixXf> m(o, s.rows, s.cols);
-        m.noalias() += scale * (p * q.transpose());
+        // out += (scale P) Q^T, each output's chain starting from out (docs/protocol.md).
+        RowMatrixXf scaled_p = scale * Eigen::Map<const RowMatrixXf>(f, s.rows, s.rank);
+        const MatrixView q =
+            MatrixView::RowMajor(f + static_cast<std::size_t>(s.rows) * s.rank, s.cols, s.rank);
+        Gemm(MatrixView::RowMajor(scaled_p.data(), s.rows, s.rank), q.T(), o, s.cols, GemmMode::kAdd);
       }
       break;
   }

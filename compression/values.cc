@@ -9,8 +9,8 @@
 #include <immintrin.h>
 #endif
 
-#include "compression/simd.h"
 #include "core/check.h"
+#include "core/simd.h"
 
 namespace murmur::compression {
 

@@ -18,6 +18,8 @@
 
 #include <Eigen/Core>
 
+#include "core/gemm.h"
+
 #include "core/status.h"
 
 namespace murmur {
@@ -107,6 +109,11 @@ class ParamVector {
   // Tensor `i` as a row-major matrix rows() x cols(); a 1-D tensor of n elements is n x 1.
   MatrixMap matrix(std::size_t i);
   ConstMatrixMap matrix(std::size_t i) const;
+  // Tensor i as a row-major rows() x cols() view for core/gemm.h.
+  MatrixView matrix_view(std::size_t i) const {
+    const TensorSpec& t = layout_.tensor(i);
+    return MatrixView::RowMajor(data_.get() + t.offset, t.rows(), t.cols());
+  }
 
   void SetZero();
 

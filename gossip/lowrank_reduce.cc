@@ -6,6 +6,7 @@
 
 #include "compression/powersgd.h"
 #include "core/check.h"
+#include "core/gemm.h"
 #include "core/rng.h"
 
 namespace murmur::gossip {
@@ -49,6 +50,10 @@ Eigen::Map<RowMatrixXf> MatrixAt(float* data, std::size_t rows, std::size_t cols
   return {data, static_cast<Eigen::Index>(rows), static_cast<Eigen::Index>(cols)};
 }
 
+MatrixView ViewAt(const float* data, std::size_t rows, std::size_t cols) {
+  return MatrixView::RowMajor(data, static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols));
+}
+
 }  // namespace
 
 void LowRankReduce::First(std::span<const float> progress, std::span<float> out) {
@@ -62,8 +67,8 @@ void LowRankReduce::First(std::span<const float> progress, std::span<float> out)
                   out.begin() + static_cast<std::ptrdiff_t>(t.first_at));
       continue;
     }
-    MatrixAt(out.data() + t.first_at, t.rows, t.rank).noalias() =
-        MatrixAt(m_.data() + t.offset, t.rows, t.cols) * MatrixAt(q_.data() + t.q_at, t.cols, t.rank);
+    Gemm(ViewAt(m_.data() + t.offset, t.rows, t.cols), ViewAt(q_.data() + t.q_at, t.cols, t.rank),
+         out.data() + t.first_at, static_cast<std::int64_t>(t.rank), GemmMode::kSet);
   }
 }
 
@@ -75,8 +80,8 @@ void LowRankReduce::Second(std::span<const float> first_mean, std::span<float> o
     RowMatrixXf p = MatrixAt(p_hat_.data() + t.first_at, t.rows, t.rank);
     compression::OrthonormalizeColumns(p);
     MatrixAt(p_hat_.data() + t.first_at, t.rows, t.rank) = p;
-    MatrixAt(out.data() + t.q_at, t.cols, t.rank).noalias() =
-        MatrixAt(m_.data() + t.offset, t.rows, t.cols).transpose() * p;
+    Gemm(ViewAt(m_.data() + t.offset, t.rows, t.cols).T(), ViewAt(p.data(), t.rows, t.rank),
+         out.data() + t.q_at, static_cast<std::int64_t>(t.rank), GemmMode::kSet);
   }
 }
 
@@ -89,9 +94,8 @@ void LowRankReduce::Finish(std::span<const float> second_mean, std::span<float> 
                   agreed.begin() + static_cast<std::ptrdiff_t>(t.offset));
       continue;
     }
-    MatrixAt(agreed.data() + t.offset, t.rows, t.cols).noalias() =
-        MatrixAt(p_hat_.data() + t.first_at, t.rows, t.rank) *
-        MatrixAt(q_.data() + t.q_at, t.cols, t.rank).transpose();
+    Gemm(ViewAt(p_hat_.data() + t.first_at, t.rows, t.rank), ViewAt(q_.data() + t.q_at, t.cols, t.rank).T(),
+         agreed.data() + t.offset, static_cast<std::int64_t>(t.cols), GemmMode::kSet);
   }
   if (error_feedback_)
     for (std::size_t k = 0; k < m_.size(); ++k) residual_[k] = m_[k] - agreed[k];

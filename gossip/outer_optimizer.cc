@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/reduce.h"
+
 namespace murmur::gossip {
 
 OuterOptimizer::OuterOptimizer(OuterOptions options, const Layout& layout) : options_(options) {
@@ -36,8 +38,8 @@ void OuterOptimizer::Apply(ParamVector& mix) {
     return;
   }
   t_ += 1;
-  const auto c1 = static_cast<float>(1.0 / (1.0 - std::pow(o.momentum, t_)));
-  const auto c2 = static_cast<float>(1.0 / (1.0 - std::pow(o.beta2, t_)));
+  const auto c1 = static_cast<float>(1.0 / (1.0 - IntPow(o.momentum, static_cast<long long>(t_))));
+  const auto c2 = static_cast<float>(1.0 / (1.0 - IntPow(o.beta2, static_cast<long long>(t_))));
   const auto b2 = static_cast<float>(o.beta2);
   auto v = v_.vec();
   m = b1 * m + (1.0f - b1) * (start - x);

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <memory>
 
+#include "core/gemm.h"
+#include "core/reduce.h"
 #include "ml/chunks.h"
 #include "ml/direct_conv.h"
 #include "ml/softmax.h"
@@ -12,7 +14,6 @@
 namespace murmur::ml {
 namespace {
 
-using RowVectorMap = Eigen::Map<Eigen::RowVectorXf>;
 using ConstRowVectorMap = Eigen::Map<const Eigen::RowVectorXf>;
 using ColumnVectorMap = Eigen::Map<Eigen::VectorXf>;
 using ConstColumnVectorMap = Eigen::Map<const Eigen::VectorXf>;
@@ -34,7 +35,6 @@ struct Scratch {
   Buffer cols, dcols;                             // one sample's im2col matrix, the widest convolution's
   Buffer padded;                                  // one zero-padded sample, the widest convolution's (Im2Col)
   Buffer g0, g1;                                  // rows x widest activation: backpropagated gradients
-  Buffer row_max, row_sum;                        // rows
   std::vector<std::unique_ptr<DirectConv>> direct;  // per stage: a convolution's direct kernels, or none
 };
 
@@ -68,14 +68,21 @@ std::unique_ptr<Scratch> NewScratch(const std::vector<Cnn::Stage>& stages, std::
   s->dcols.resize(static_cast<std::size_t>(cols));
   s->g0.resize(r * static_cast<std::size_t>(widest));
   s->g1.resize(r * static_cast<std::size_t>(widest));
-  s->row_max.resize(r);
-  s->row_sum.resize(r);
   return s;
 }
 
 using CnnWorkspace = ChunkedWorkspace<Scratch>;
 
 CnnWorkspace& Cast(ModelWorkspace& ws) { return WorkspaceOf<Scratch>(ws, "Cnn"); }
+
+// db[c] = (first ? 0 : db[c]) + the sum of channel c's row of dy (channels
+// x positions, row-major), each row summed in core/reduce.h's fixed order.
+void AddChannelSums(const float* dy, std::int64_t channels, std::int64_t positions, bool first, float* db) {
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const float sum = FixedSum({dy + c * positions, static_cast<std::size_t>(positions)});
+    db[c] = first ? sum : db[c] + sum;
+  }
+}
 
 void Relu(float* v, std::int64_t n) {
   ColumnVectorMap x(v, n);
@@ -115,14 +122,17 @@ void Forward(const std::vector<Cnn::Stage>& stages, const Pass& pass, std::int64
         for (std::int64_t i = 0; i < m; ++i) {
           Im2Col(g, in + i * isz, s.cols.data(), s.padded.data());
           MatrixMap y(out + i * osz, st.out.c, positions);
-          y.noalias() = w * ConstMatrixMap(s.cols.data(), g.patch(), positions);
+          Gemm(pass.params.matrix_view(static_cast<std::size_t>(st.weight)),
+               MatrixView::RowMajor(s.cols.data(), g.patch(), positions), y.data(), positions,
+               GemmMode::kSet);
           y.colwise() += b;
         }
         break;
       }
       case CnnLayerKind::kDense: {
         MatrixMap z(out, m, osz);
-        z.noalias() = ConstMatrixMap(in, m, isz) * pass.params.matrix(static_cast<std::size_t>(st.weight));
+        Gemm(MatrixView::RowMajor(in, m, isz), pass.params.matrix_view(static_cast<std::size_t>(st.weight)),
+             out, osz, GemmMode::kSet);
         z.rowwise() +=
             ConstRowVectorMap(pass.params.tensor_span(static_cast<std::size_t>(st.bias)).data(), osz);
         break;
@@ -191,46 +201,37 @@ void Backward(const std::vector<Cnn::Stage>& stages, const ParamVector& params, 
           if (need_dx) d->PackInputGradient(w.data());
           for (std::int64_t i = 0; i < m; ++i) {
             d->AccumulateWeightGradient(in + i * isz, g + i * osz, /*first=*/i == 0);
-            ConstMatrixMap dy(g + i * osz, st.out.c, positions);
-            if (i == 0) {
-              db = dy.rowwise().sum();
-            } else {
-              db += dy.rowwise().sum();
-            }
+            AddChannelSums(g + i * osz, st.out.c, positions, i == 0, db.data());
             if (need_dx) d->InputGradient(g + i * osz, dx + i * isz);
           }
           d->WriteWeightGradient(dw.data());
           break;
         }
         for (std::int64_t i = 0; i < m; ++i) {
-          ConstMatrixMap dy(g + i * osz, st.out.c, positions);
+          const MatrixView dy = MatrixView::RowMajor(g + i * osz, st.out.c, positions);
           Im2Col(g3, in + i * isz, s.cols.data(), s.padded.data());
-          ConstMatrixMap cols(s.cols.data(), patch, positions);
-          if (i == 0) {
-            dw.noalias() = dy * cols.transpose();
-            db = dy.rowwise().sum();
-          } else {
-            dw.noalias() += dy * cols.transpose();
-            db += dy.rowwise().sum();
-          }
+          // Each weight's chain runs on over the samples: sample i continues
+          // the sum where sample i - 1 left it.
+          Gemm(dy, MatrixView::RowMajor(s.cols.data(), patch, positions).T(), dw.data(), patch,
+               i == 0 ? GemmMode::kSet : GemmMode::kAdd);
+          AddChannelSums(g + i * osz, st.out.c, positions, i == 0, db.data());
           if (need_dx) {
-            MatrixMap dcols(s.dcols.data(), patch, positions);
-            dcols.noalias() = w.transpose() * dy;
+            Gemm(params.matrix_view(static_cast<std::size_t>(st.weight)).T(), dy, s.dcols.data(), positions,
+                 GemmMode::kSet);
             Col2Im(g3, s.dcols.data(), dx + i * isz, s.padded.data());
           }
         }
         break;
       }
       case CnnLayerKind::kDense: {
-        ConstMatrixMap dy(g, m, osz);
-        ConstMatrixMap a(in, m, isz);
         const TensorSpec& wt = layout.tensor(static_cast<std::size_t>(st.weight));
         const TensorSpec& bt = layout.tensor(static_cast<std::size_t>(st.bias));
-        MatrixMap(out + wt.offset, isz, osz).noalias() = a.transpose() * dy;
-        RowVectorMap(out + bt.offset, osz) = dy.colwise().sum();
+        Gemm(MatrixView::RowMajor(in, m, isz).T(), MatrixView::RowMajor(g, m, osz), out + wt.offset, osz,
+             GemmMode::kSet);
+        ColumnSums(g, m, osz, osz, out + bt.offset);
         if (need_dx)
-          MatrixMap(dx, m, isz).noalias() =
-              dy * params.matrix(static_cast<std::size_t>(st.weight)).transpose();
+          Gemm(MatrixView::RowMajor(g, m, osz), params.matrix_view(static_cast<std::size_t>(st.weight)).T(),
+               dx, isz, GemmMode::kSet);
         break;
       }
       case CnnLayerKind::kMaxPool:
@@ -273,7 +274,7 @@ double ForwardChunk(const std::vector<Cnn::Stage>& stages, const ParamVector& pa
   data.Gather(part, s.x.data());
   Forward(stages, Pass{params, false}, m, s);
   MatrixMap p(s.act.back().data(), m, stages.back().out.size());
-  return SoftmaxCrossEntropy(p, data, part, s.row_max.data(), s.row_sum.data(), correct, pred);
+  return SoftmaxCrossEntropy(p, data, part, correct, pred);
 }
 
 }  // namespace
@@ -416,8 +417,7 @@ double Cnn::LossAndGradient(const ParamVector& params, const Dataset& data,
     data.Gather(part, s->x.data());
     Forward(stages_, Pass{params, true, noise_seed, b}, m, *s);
     MatrixMap p(s->act.back().data(), m, options_.num_classes);
-    ws.chunks.loss(c) =
-        SoftmaxCrossEntropy(p, data, part, s->row_max.data(), s->row_sum.data(), nullptr, nullptr);
+    ws.chunks.loss(c) = SoftmaxCrossEntropy(p, data, part, nullptr, nullptr);
     SoftmaxGradient(p, data, part, batch.size());
     float* out = ws.chunks.out(c, grad);
     Backward(stages_, params, m, *s, out, layout_);
@@ -430,7 +430,8 @@ double Cnn::LossAndGradient(const ParamVector& params, const Dataset& data,
       if (st.layer.kind != CnnLayerKind::kConv && st.layer.kind != CnnLayerKind::kDense) continue;
       ConstMatrixMap w = params.matrix(static_cast<std::size_t>(st.weight));
       grad.matrix(static_cast<std::size_t>(st.weight)) += l2 * w;
-      loss += 0.5 * options_.l2 * static_cast<double>(w.squaredNorm());
+      loss += 0.5 * options_.l2 *
+              static_cast<double>(FixedSquaredNorm({w.data(), static_cast<std::size_t>(w.size())}));
     }
   }
   return loss;

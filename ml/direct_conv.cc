@@ -1,10 +1,11 @@
 #include "ml/direct_conv.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/check.h"
-#include "ml/cpu.h"
+#include "core/simd.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -59,8 +60,8 @@ void Pack(std::int64_t channels, std::int64_t rows, At at, float* out) {
 // starting from tile[j][v] with `add` (else from zero), written to
 // tile[j][v]. NP x V accumulators stay in registers.
 template <int V, int NP>
-MURMUR_TARGET_AVX512F void Micro(const float* a, std::int64_t kn, const float* src, const std::int32_t* koff,
-                                 const std::int32_t* off, bool add, float* tile) {
+MURMUR_TARGET_AVX512 void Micro(const float* a, std::int64_t kn, const float* src, const std::int32_t* koff,
+                                const std::int32_t* off, bool add, float* tile) {
   __m512 acc[NP][V];
   for (int j = 0; j < NP; ++j)
     for (int v = 0; v < V; ++v)
@@ -88,9 +89,9 @@ MURMUR_TARGET_AVX512F void Micro(const float* a, std::int64_t kn, const float* s
 // back. A last partial tile goes through a copy whose extra offsets repeat
 // its last one.
 template <int V, int NP>
-MURMUR_TARGET_AVX512F void SumTiles(const float* a, std::int64_t kn, const float* src,
-                                    const std::int32_t* koff, const std::int32_t* off, std::int64_t n,
-                                    bool add, float* sum) {
+MURMUR_TARGET_AVX512 void SumTiles(const float* a, std::int64_t kn, const float* src,
+                                   const std::int32_t* koff, const std::int32_t* off, std::int64_t n,
+                                   bool add, float* sum) {
   constexpr std::int64_t row = V * kLanes;
   alignas(64) float tile[NP * row];
   std::int32_t last[NP];
@@ -112,9 +113,9 @@ MURMUR_TARGET_AVX512F void SumTiles(const float* a, std::int64_t kn, const float
 // the n offsets into `sum`, in the packed layout (block by block, n rows of
 // the block's width). The tile widths keep 28 accumulators (27 for 3
 // vectors) in the 32 registers.
-MURMUR_TARGET_AVX512F void SumBlocks(std::int64_t channels, const float* a, std::int64_t kn, const float* src,
-                                     const std::int32_t* koff, const std::int32_t* off, std::int64_t n,
-                                     bool add, float* sum) {
+MURMUR_TARGET_AVX512 void SumBlocks(std::int64_t channels, const float* a, std::int64_t kn, const float* src,
+                                    const std::int32_t* koff, const std::int32_t* off, std::int64_t n,
+                                    bool add, float* sum) {
   for (std::int64_t b = 0; b < Blocks(channels); ++b) {
     const std::int64_t vectors = Vectors(channels, b);
     switch (vectors) {
@@ -139,9 +140,9 @@ constexpr int kAvx2Offsets = 6;
 // acc[j][h] = sum over k of a[k * stride + 8 h ...] * src[koff[k] + off[j]]
 // for j < 6, starting from the tile's rows (row j at tile + j * tile_stride)
 // with `add`, else from zero; written back to them.
-MURMUR_TARGET_AVX2_FMA void MicroAvx2(const float* a, std::int64_t stride, std::int64_t kn, const float* src,
-                                      const std::int32_t* koff, const std::int32_t* off, bool add,
-                                      float* tile, std::int64_t tile_stride) {
+MURMUR_TARGET_AVX2 void MicroAvx2(const float* a, std::int64_t stride, std::int64_t kn, const float* src,
+                                  const std::int32_t* koff, const std::int32_t* off, bool add, float* tile,
+                                  std::int64_t tile_stride) {
   constexpr int NP = kAvx2Offsets;
   __m256 acc[NP][2];
   for (int j = 0; j < NP; ++j)
@@ -166,9 +167,9 @@ MURMUR_TARGET_AVX2_FMA void MicroAvx2(const float* a, std::int64_t stride, std::
 // SumBlocks on the AVX2 kernel: per channel block, per 16-channel group,
 // tiles of 6 offsets; a last partial tile goes through a copy whose extra
 // offsets repeat its last one.
-MURMUR_TARGET_AVX2_FMA void SumBlocksAvx2(std::int64_t channels, const float* a, std::int64_t kn,
-                                          const float* src, const std::int32_t* koff, const std::int32_t* off,
-                                          std::int64_t n, bool add, float* sum) {
+MURMUR_TARGET_AVX2 void SumBlocksAvx2(std::int64_t channels, const float* a, std::int64_t kn,
+                                      const float* src, const std::int32_t* koff, const std::int32_t* off,
+                                      std::int64_t n, bool add, float* sum) {
   constexpr std::int64_t NP = kAvx2Offsets;
   alignas(32) float tile[NP * kLanes];
   std::int32_t last[NP];
@@ -195,15 +196,52 @@ MURMUR_TARGET_AVX2_FMA void SumBlocksAvx2(std::int64_t channels, const float* a,
   }
 }
 
-// The sums of SumBlocks on the kernels of `level` (AVX-512F or AVX2).
-void Sum(CnnSimd level, std::int64_t channels, const float* a, std::int64_t kn, const float* src,
-         const std::int32_t* koff, const std::int32_t* off, std::int64_t n, bool add, float* sum) {
-  if (level == CnnSimd::kAvx512) {
-    SumBlocks(channels, a, kn, src, koff, off, n, add, sum);
-  } else {
-    MURMUR_CHECK(level == CnnSimd::kAvx2);
-    SumBlocksAvx2(channels, a, kn, src, koff, off, n, add, sum);
+#endif
+
+// The portable kernel: the same sums as the vector kernels, over the same
+// packed layout, four offsets at a time; each output is the same fused
+// multiply-adds in the same order, so it computes the same bits (and runs
+// wherever no vector kernel does: aarch64, x86-64 CPUs without AVX2).
+void SumBlocksGeneric(std::int64_t channels, const float* a, std::int64_t kn, const float* src,
+                      const std::int32_t* koff, const std::int32_t* off, std::int64_t n, bool add,
+                      float* sum) {
+  constexpr std::int64_t NP = 4;
+  float acc[NP][kBlock];
+  for (std::int64_t b = 0; b < Blocks(channels); ++b) {
+    const std::int64_t width = Vectors(channels, b) * kLanes;
+    for (std::int64_t j0 = 0; j0 < n; j0 += NP) {
+      const std::int64_t count = std::min(NP, n - j0);
+      for (std::int64_t j = 0; j < count; ++j)
+        for (std::int64_t c = 0; c < width; ++c) acc[j][c] = add ? sum[(j0 + j) * width + c] : 0.0f;
+      for (std::int64_t k = 0; k < kn; ++k) {
+        const float* ak = a + k * width;
+        const float* s = src + koff[k];
+        for (std::int64_t j = 0; j < count; ++j) {
+          const float x = s[off[j0 + j]];
+          for (std::int64_t c = 0; c < width; ++c) acc[j][c] = std::fma(ak[c], x, acc[j][c]);
+        }
+      }
+      for (std::int64_t j = 0; j < count; ++j) std::copy_n(acc[j], width, sum + (j0 + j) * width);
+    }
+    a += kn * width;
+    sum += n * width;
   }
+}
+
+// The sums of SumBlocks on the kernels of `level`.
+void Sum(SimdLevel level, std::int64_t channels, const float* a, std::int64_t kn, const float* src,
+         const std::int32_t* koff, const std::int32_t* off, std::int64_t n, bool add, float* sum) {
+  switch (level) {
+#if defined(__x86_64__)
+    case SimdLevel::kAvx512: SumBlocks(channels, a, kn, src, koff, off, n, add, sum); return;
+    case SimdLevel::kAvx2: SumBlocksAvx2(channels, a, kn, src, koff, off, n, add, sum); return;
+#else
+    case SimdLevel::kAvx512:
+    case SimdLevel::kAvx2:
+#endif
+    case SimdLevel::kGeneric: break;
+  }
+  SumBlocksGeneric(channels, a, kn, src, koff, off, n, add, sum);
 }
 
 // The packed `channels` x n sum transposed back: out[c * n + j] =
@@ -230,15 +268,13 @@ void PadInto(const float* x, std::int64_t c, std::int64_t h, std::int64_t w, std
                   static_cast<std::size_t>(w) * sizeof(float));
 }
 
-#endif
-
 }  // namespace
 
 bool DirectConv::Supports(const ConvGeometry& g) {
-  return ActiveCnnSimd() != CnnSimd::kGeneric && g.stride == 1 && g.pad < g.kernel && g.patch() >= kMinPatch;
+  return g.stride == 1 && g.pad < g.kernel && g.patch() >= kMinPatch;
 }
 
-DirectConv::DirectConv(const ConvGeometry& g) : g_(g), out_(g.out()), level_(ActiveCnnSimd()) {
+DirectConv::DirectConv(const ConvGeometry& g) : g_(g), out_(g.out()), level_(ActiveSimd()) {
   MURMUR_CHECK(Supports(g));
   const std::int64_t k = g.kernel;
   hp_ = g.in.h + 2 * g.pad;
@@ -284,7 +320,6 @@ void DirectConv::PackInputGradient(const float* w) {
       input_w_.data());
 }
 
-#if defined(__x86_64__)
 void DirectConv::Forward(const float* x, const float* bias, bool relu, float* y) {
   PadInto(x, g_.in.c, g_.in.h, g_.in.w, hp_, wp_, g_.pad, g_.pad, x_pad_.data());
   const std::int64_t positions = out_.h * out_.w;
@@ -316,11 +351,5 @@ void DirectConv::AccumulateWeightGradient(const float* x, const float* dy, bool 
 void DirectConv::WriteWeightGradient(float* dw) const {
   Unpack(out_.c, g_.patch(), dw_t_.data(), dw, [](std::int64_t, float v) { return v; });
 }
-#else
-void DirectConv::Forward(const float*, const float*, bool, float*) { MURMUR_CHECK(false); }
-void DirectConv::InputGradient(const float*, float*) { MURMUR_CHECK(false); }
-void DirectConv::AccumulateWeightGradient(const float*, const float*, bool) { MURMUR_CHECK(false); }
-void DirectConv::WriteWeightGradient(float*) const { MURMUR_CHECK(false); }
-#endif
 
 }  // namespace murmur::ml

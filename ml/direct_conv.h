@@ -1,5 +1,5 @@
-// Direct convolution of stride 1 (x86-64 CPUs with AVX-512F, or AVX2 and
-// FMA, chosen at run time: ml/cpu.h): the forward product, the weight
+// Direct convolution of stride 1 (AVX-512F, AVX2 with FMA or portable C++,
+// chosen at run time: core/simd.h): the forward product, the weight
 // gradient and the input gradient of a convolution computed straight from zero-padded copies of the sample
 // and of its output gradient, without an im2col matrix, its packing into a GEMM's panels, Eigen's clearing of
 // each product's destination, or col2im's scatter.
@@ -12,10 +12,12 @@
 // in registers (7 x 4 vectors of 16), and each k costs 4 loads of A, 7
 // broadcasts and 28 fused multiply-adds: the FMA units, not the loads, set
 // the pace. (The AVX2 kernel does the same sums 16 channels by 6 positions
-// a tile, as 12 vectors of 8.) Each output is one sum over k in a fixed
-// order, the same on both kernels, so the result does not depend on the
-// thread count or on which of the two ran (it differs from the im2col +
-// GEMM path's in the last bits: other sums in other orders).
+// a tile, as 12 vectors of 8; the portable kernel four positions by a row
+// of channels.) Each output is one chain of fused multiply-adds over k in a
+// fixed order, the same on every kernel, so the result does not depend on
+// the thread count, the CPU or which kernel ran. Whether a convolution runs
+// here or on im2col and a GEMM depends on its geometry alone (Supports), so
+// every machine takes the same path.
 //
 // On cnn-fedavg's second convolution (32 x 14 x 14 in, 64 out, 5 x 5, pad 2)
 // the forward product runs at 150-158 GFLOP/s where im2col and Eigen's
@@ -27,18 +29,17 @@
 #include <cstdint>
 #include <vector>
 
-#include "ml/cpu.h"
+#include "core/simd.h"
 #include "ml/layers.h"
 
 namespace murmur::ml {
 
 class DirectConv {
  public:
-  // Whether `g` runs directly: ActiveCnnSimd() is AVX2 or AVX-512 (checked
-  // at run time, so a portable build runs the kernels too; elsewhere every
-  // convolution runs on im2col and a GEMM), stride 1, padding below the
-  // kernel size, and at least 64 entries per patch (in.c x kernel^2;
-  // shorter sums do not pay for the tiles' stores).
+  // Whether `g` runs directly: stride 1, padding below the kernel size,
+  // and at least 64 entries per patch (in.c x kernel^2; shorter sums do not
+  // pay for the tiles' stores). On no account the CPU: every machine must
+  // take the same path to compute the same bits.
   static bool Supports(const ConvGeometry& g);
 
   explicit DirectConv(const ConvGeometry& g);
@@ -64,7 +65,7 @@ class DirectConv {
  private:
   ConvGeometry g_;
   Shape3 out_;
-  CnnSimd level_;                       // the kernels' (ActiveCnnSimd() when made)
+  SimdLevel level_;                     // the kernels' (ActiveSimd() when made)
   std::int64_t hp_, wp_;                // the padded input's rows and columns
   std::int64_t hq_, wq_;                // the padded output gradient's
   std::vector<std::int32_t> in_at_;     // per patch entry (c, i, j): its offset in the padded input

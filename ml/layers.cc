@@ -9,7 +9,7 @@
 #endif
 
 #include "core/rng.h"
-#include "ml/cpu.h"
+#include "core/simd.h"
 
 namespace murmur::ml {
 
@@ -150,12 +150,12 @@ void ForWindows(const Shape3& in, std::int64_t k, Fn fn) {
 
 #if defined(__x86_64__)
 // The mask of the first n of 16 lanes (none for n <= 0, all for n >= 16).
-MURMUR_TARGET_AVX512F __mmask16 FirstLanes(std::int64_t n) {
+MURMUR_TARGET_AVX512 __mmask16 FirstLanes(std::int64_t n) {
   return static_cast<__mmask16>(n <= 0 ? 0 : n >= 16 ? 0xFFFF : (1u << n) - 1);
 }
 
 // Twice each lane's index: the column offset of output lane i's window.
-MURMUR_TARGET_AVX512F __m512i TwiceLanes() {
+MURMUR_TARGET_AVX512 __m512i TwiceLanes() {
   return _mm512_slli_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), 1);
 }
 
@@ -167,9 +167,9 @@ MURMUR_TARGET_AVX512F __m512i TwiceLanes() {
 // loop's bit for bit. The compiler does not vectorize that loop (its
 // stride-2 loads and data-dependent selects), and on cnn-fedavg it was 3%
 // of a training step.
-MURMUR_TARGET_AVX512F void MaxPool2RowAvx512(const float* r0, const float* r1, std::int64_t top,
-                                             std::int64_t in_w, std::int64_t n, float* y,
-                                             std::int32_t* argmax) {
+MURMUR_TARGET_AVX512 void MaxPool2RowAvx512(const float* r0, const float* r1, std::int64_t top,
+                                            std::int64_t in_w, std::int64_t n, float* y,
+                                            std::int32_t* argmax) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
   const __m512i lane2 = TwiceLanes();
@@ -204,9 +204,9 @@ MURMUR_TARGET_AVX512F void MaxPool2RowAvx512(const float* r0, const float* r1, s
 // The gradient of one output row of 2 x 2 windows that tile dx: dy goes to
 // the window's argmax, zeros elsewhere, every dx element written once; the
 // scalar loop's values.
-MURMUR_TARGET_AVX512F void MaxPool2BackwardRowAvx512(const float* dy, const std::int32_t* argmax,
-                                                     std::int64_t top, std::int64_t in_w, std::int64_t n,
-                                                     float* r0, float* r1) {
+MURMUR_TARGET_AVX512 void MaxPool2BackwardRowAvx512(const float* dy, const std::int32_t* argmax,
+                                                    std::int64_t top, std::int64_t in_w, std::int64_t n,
+                                                    float* r0, float* r1) {
   const __m512i lane2 = TwiceLanes();
   const __m512i low = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i high = _mm512_add_epi32(low, _mm512_set1_epi32(8));
@@ -247,7 +247,7 @@ void MaxPoolForward(const Shape3& in, std::int64_t k, const float* x, float* y, 
         const float* r0 = x + top;
         const float* r1 = r0 + in.w;
 #if defined(__x86_64__)
-        if (ActiveCnnSimd() == CnnSimd::kAvx512) {
+        if (ActiveSimd() == SimdLevel::kAvx512) {
           MaxPool2RowAvx512(r0, r1, top, in.w, o.w, y + out, argmax + out);
           continue;
         }
@@ -288,7 +288,7 @@ void MaxPoolBackward(const Shape3& in, std::int64_t k, const float* dy, const st
         float* r0 = dx + top;
         float* r1 = r0 + in.w;
 #if defined(__x86_64__)
-        if (ActiveCnnSimd() == CnnSimd::kAvx512) {
+        if (ActiveSimd() == SimdLevel::kAvx512) {
           MaxPool2BackwardRowAvx512(dy + out, argmax + out, top, in.w, o.w, r0, r1);
           continue;
         }

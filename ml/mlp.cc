@@ -4,6 +4,8 @@
 #include <cmath>
 #include <memory>
 
+#include "core/gemm.h"
+#include "core/reduce.h"
 #include "ml/chunks.h"
 #include "ml/softmax.h"
 
@@ -13,7 +15,6 @@ namespace {
 // Rows per chunk when evaluating or predicting (no gradient, so any size works).
 constexpr std::int64_t kEvalRows = 256;
 
-using RowVectorMap = Eigen::Map<Eigen::RowVectorXf>;
 using ConstRowVectorMap = Eigen::Map<const Eigen::RowVectorXf>;
 
 // Scratch for one chunk of rows in flight on one thread.
@@ -21,7 +22,6 @@ struct Scratch {
   Buffer x;                 // rows x input_dim, the gathered samples
   std::vector<Buffer> act;  // per layer: rows x width (post-ReLU; the last holds logits, then P)
   Buffer g0, g1;            // rows x widest hidden layer: backpropagated gradients
-  Buffer row_max, row_sum;  // rows
 };
 
 std::unique_ptr<Scratch> NewScratch(const std::vector<std::int64_t>& widths, std::int64_t rows) {
@@ -35,8 +35,6 @@ std::unique_ptr<Scratch> NewScratch(const std::vector<std::int64_t>& widths, std
   }
   s->g0.resize(r * static_cast<std::size_t>(widest));
   s->g1.resize(r * static_cast<std::size_t>(widest));
-  s->row_max.resize(r);
-  s->row_sum.resize(r);
   return s;
 }
 
@@ -122,14 +120,15 @@ double ForwardChunk(const Mlp& model, const ParamVector& params, const Dataset& 
   std::size_t layers = widths.size() - 1;
   for (std::size_t l = 0; l < layers; ++l) {
     MatrixMap z(s.act[l].data(), m, widths[l + 1]);
-    z.noalias() = ConstMatrixMap(in, m, widths[l]) * params.matrix(2 * l);
+    Gemm(MatrixView::RowMajor(in, m, widths[l]), params.matrix_view(2 * l), z.data(), widths[l + 1],
+         GemmMode::kSet);
     std::span<const float> b = params.tensor_span(2 * l + 1);
     z.rowwise() += ConstRowVectorMap(b.data(), widths[l + 1]);
     if (l + 1 < layers) z = z.cwiseMax(0.0f);
     in = z.data();
   }
   MatrixMap p(s.act[layers - 1].data(), m, model.num_classes());
-  return SoftmaxCrossEntropy(p, data, rows, s.row_max.data(), s.row_sum.data(), correct, pred);
+  return SoftmaxCrossEntropy(p, data, rows, correct, pred);
 }
 
 }  // namespace
@@ -156,17 +155,18 @@ double Mlp::LossAndGradient(const ParamVector& params, const Dataset& data,
     float* g_data = g.data();
     for (std::size_t l = layers; l-- > 0;) {
       const std::int64_t in_w = widths_[l], out_w = widths_[l + 1];
-      ConstMatrixMap gl(g_data, m, out_w);
       const float* a_prev = l == 0 ? s->x.data() : s->act[l - 1].data();
       ConstMatrixMap a(a_prev, m, in_w);
       const TensorSpec& wt = layout_.tensor(2 * l);
       const TensorSpec& bt = layout_.tensor(2 * l + 1);
-      MatrixMap(out + wt.offset, in_w, out_w).noalias() = a.transpose() * gl;
-      RowVectorMap(out + bt.offset, out_w) = gl.colwise().sum();
+      Gemm(MatrixView::RowMajor(a_prev, m, in_w).T(), MatrixView::RowMajor(g_data, m, out_w), out + wt.offset,
+           out_w, GemmMode::kSet);
+      ColumnSums(g_data, m, out_w, out_w, out + bt.offset);
       if (l > 0) {
         float* next = g_data == s->g0.data() ? s->g1.data() : s->g0.data();
         MatrixMap gp(next, m, in_w);
-        gp.noalias() = gl * params.matrix(2 * l).transpose();
+        Gemm(MatrixView::RowMajor(g_data, m, out_w), params.matrix_view(2 * l).T(), next, in_w,
+             GemmMode::kSet);
         gp = (a.array() > 0.0f).select(gp, 0.0f);
         g_data = next;
       }
@@ -180,7 +180,7 @@ double Mlp::LossAndGradient(const ParamVector& params, const Dataset& data,
     for (std::size_t l = 0; l < layers; ++l) {
       ConstMatrixMap w = params.matrix(2 * l);
       grad.matrix(2 * l) += l2 * w;
-      loss += 0.5 * options_.l2 * static_cast<double>(w.squaredNorm());
+      loss += 0.5 * options_.l2 * static_cast<double>(FixedSquaredNorm(params.tensor_span(2 * l)));
     }
   }
   return loss;

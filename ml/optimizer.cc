@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/reduce.h"
+
 namespace murmur::ml {
 
 Sgd::Sgd(std::size_t size, SgdOptions options)
@@ -46,10 +48,10 @@ void AdamUpdate(std::span<float> x_span, std::span<const float> g_span, std::spa
   const float b1 = static_cast<float>(options.beta1), b2 = static_cast<float>(options.beta2);
   const float a1 = static_cast<float>(1 - options.beta1), a2 = static_cast<float>(1 - options.beta2);
   const float wd = static_cast<float>(options.weight_decay);
-  const double t = static_cast<double>(steps);
-  // Bias corrections: m_hat = m / c1 and sqrt(v_hat) = sqrt(v) / c2, exactly as in Algorithm 1.
-  const float c1 = static_cast<float>(1 - std::pow(options.beta1, t));
-  const float c2 = static_cast<float>(std::sqrt(1 - std::pow(options.beta2, t)));
+  // Bias corrections: m_hat = m / c1 and sqrt(v_hat) = sqrt(v) / c2, exactly as in Algorithm 1
+  // (the powers by repeated squaring: the same double on every machine).
+  const float c1 = static_cast<float>(1 - IntPow(options.beta1, steps));
+  const float c2 = static_cast<float>(std::sqrt(1 - IntPow(options.beta2, steps)));
   const float eps = static_cast<float>(options.epsilon);
   const float step = static_cast<float>(lr) / c1;
   // Element-wise, in blocks that stay in the L1 cache: the four passes over

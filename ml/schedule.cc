@@ -6,6 +6,8 @@
 #include <sstream>
 #include <string>
 
+#include "core/reduce.h"
+
 namespace murmur::ml {
 
 double LrSchedule::Base(std::int64_t t, std::int64_t span) const {
@@ -14,7 +16,7 @@ double LrSchedule::Base(std::int64_t t, std::int64_t span) const {
     case ScheduleKind::kConstant: return o.lr;
     case ScheduleKind::kStep: {
       std::int64_t size = std::max<std::int64_t>(1, o.step_size);
-      return o.lr * std::pow(o.gamma, static_cast<double>(t / size));
+      return o.lr * IntPow(o.gamma, t / size);
     }
     case ScheduleKind::kCosine: {
       double frac = span <= 0 ? 1.0 : std::min(1.0, static_cast<double>(t) / static_cast<double>(span));

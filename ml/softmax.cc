@@ -3,31 +3,63 @@
 #include <cmath>
 
 #include "core/check.h"
+#include "core/reduce.h"
+#include "core/simd.h"
+#include "ml/exp.h"
 
 namespace murmur::ml {
+namespace {
+
+// x_j = Exp(x_j - shift), each element on its own: the same bits at any
+// width. Compiled once per kernel level so that Exp's fused multiply-adds
+// are instructions, not calls, in a portable build too.
+[[gnu::always_inline]] inline void ShiftedExp(float* x, std::int64_t n, float shift) {
+  for (std::int64_t j = 0; j < n; ++j) x[j] = Exp(x[j] - shift);
+}
+void ShiftedExpGeneric(float* x, std::int64_t n, float shift) { ShiftedExp(x, n, shift); }
+#if defined(__x86_64__)
+MURMUR_TARGET_AVX2 void ShiftedExpAvx2(float* x, std::int64_t n, float shift) { ShiftedExp(x, n, shift); }
+MURMUR_TARGET_AVX512 void ShiftedExpAvx512(float* x, std::int64_t n, float shift) { ShiftedExp(x, n, shift); }
+#endif
+
+void ShiftedExpAt(SimdLevel level, float* x, std::int64_t n, float shift) {
+  switch (level) {
+#if defined(__x86_64__)
+    case SimdLevel::kAvx512: ShiftedExpAvx512(x, n, shift); return;
+    case SimdLevel::kAvx2: ShiftedExpAvx2(x, n, shift); return;
+#else
+    case SimdLevel::kAvx512:
+    case SimdLevel::kAvx2:
+#endif
+    case SimdLevel::kGeneric: break;
+  }
+  ShiftedExpGeneric(x, n, shift);
+}
+
+}  // namespace
 
 double SoftmaxCrossEntropy(MatrixMap p, const Dataset& data, std::span<const SampleIndex> rows,
-                           float* row_max, float* row_sum, std::int64_t* correct, std::int32_t* pred) {
-  using ColumnMap = Eigen::Map<Eigen::VectorXf>;
-  const Eigen::Index m = p.rows();
-  const auto c = static_cast<int>(p.cols());
-  ColumnMap mx(row_max, m), sum(row_sum, m);
-  mx = p.rowwise().maxCoeff();
-  p.colwise() -= mx;
+                           std::int64_t* correct, std::int32_t* pred) {
+  const std::int64_t m = p.rows(), c = p.cols();
+  const SimdLevel level = ActiveSimd();
   double loss = 0;
-  for (Eigen::Index i = 0; i < m; ++i) {
-    int y = data.labels[rows[static_cast<std::size_t>(i)]];
+  for (std::int64_t i = 0; i < m; ++i) {
+    float* z = p.data() + i * c;
+    const int y = data.labels[rows[static_cast<std::size_t>(i)]];
     MURMUR_CHECK(y >= 0 && y < c);
-    Eigen::Index arg;
-    p.row(i).maxCoeff(&arg);
+    // The first maximum (a NaN logit never wins, so a row of NaNs predicts class 0).
+    std::int64_t arg = 0;
+    for (std::int64_t j = 1; j < c; ++j)
+      if (z[j] > z[arg]) arg = j;
+    const float max = z[arg];
     if (correct != nullptr && arg == y) ++*correct;
     if (pred != nullptr) pred[i] = static_cast<std::int32_t>(arg);
-    loss -= p(i, y);  // z_y - max, before exponentiation
+    loss -= static_cast<double>(z[y] - max);  // z_y - max, before exponentiation
+    ShiftedExpAt(level, z, c, max);
+    const float sum = FixedSum({z, static_cast<std::size_t>(c)});
+    loss += std::log(static_cast<double>(sum));
+    for (std::int64_t j = 0; j < c; ++j) z[j] /= sum;
   }
-  p.array() = p.array().exp();
-  sum = p.rowwise().sum();
-  for (Eigen::Index i = 0; i < m; ++i) loss += std::log(static_cast<double>(sum[i]));
-  p.array().colwise() /= sum.array();
   return loss;
 }
 

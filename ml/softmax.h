@@ -16,11 +16,13 @@ namespace murmur::ml {
 
 // Turns `logits` (one row per sample of `rows`, one column per class) into
 // probabilities in place and returns the summed cross-entropy against the
-// samples' labels in `data`. Counts correct argmax predictions into *correct
-// and writes them to pred[i] when those are non-null. `row_max` and
-// `row_sum` are scratch of logits.rows() floats.
+// samples' labels in `data`. Counts correct argmax predictions (the first
+// largest logit) into *correct and writes them to pred[i] when those are
+// non-null. The exponentials are ml/exp.h's and each row's sum has the
+// fixed order of core/reduce.h, so the probabilities are the same bits on
+// every machine; the loss takes the C library's log in double.
 double SoftmaxCrossEntropy(MatrixMap logits, const Dataset& data, std::span<const SampleIndex> rows,
-                           float* row_max, float* row_sum, std::int64_t* correct, std::int32_t* pred);
+                           std::int64_t* correct, std::int32_t* pred);
 
 // Turns the probabilities left by SoftmaxCrossEntropy into the gradient of
 // the batch's mean loss with respect to the logits, (P - Y) / batch, in place.

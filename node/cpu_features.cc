@@ -1,8 +1,7 @@
 #include "node/cpu_features.h"
 
-#include "compression/simd.h"
+#include "core/simd.h"
 #include "crypto/cipher_state.h"
-#include "ml/cpu.h"
 
 namespace murmur::node {
 
@@ -14,9 +13,8 @@ std::string CpuFeaturesLine() {
 #else
   const std::string arch = "other";
 #endif
-  return "cpu: " + arch + ", compression kernels " +
-         std::string(compression::SimdName(compression::ActiveSimd())) + ", CNN kernels " +
-         std::string(ml::CnnSimdName(ml::ActiveCnnSimd())) + ", ciphers " +
+  return "cpu: " + arch + ", kernels " + std::string(SimdName(ActiveSimd())) + " (of " +
+         std::string(SimdName(SupportedSimd())) + "), ciphers " +
          (crypto::AesGcmAvailable() ? "AES-256-GCM and ChaCha20-Poly1305"
                                     : "ChaCha20-Poly1305 (no AES and carry-less multiply instructions)");
 }

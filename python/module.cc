@@ -3,6 +3,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include "core/simd.h"
 #include "python/bindings.h"
 
 namespace py = pybind11;
@@ -52,6 +53,10 @@ void RunErrors::Fail(py::handle type, const std::string& message) {
 PYBIND11_MODULE(_murmur, m) {
   m.doc() = "murmur's simulator, topologies and compressors (bindings; use the murmur package)";
   m.attr("__version__") = MURMUR_VERSION;
+  // As the programs do: MURMUR_SIMD caps the kernels (any other value is
+  // refused at import), and Eigen's blocking is pinned.
+  if (const murmur::Status s = murmur::CapSimdFromEnvironment(); !s.ok()) throw py::value_error(s.message());
+  murmur::PinEigenBlocking();
   murmur::python::BindSimulate(m);
   murmur::python::BindTopology(m);
   murmur::python::BindCompress(m);

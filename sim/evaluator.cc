@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/reduce.h"
 #include "core/sysinfo.h"
 #include "ml/ml_learner.h"
 
@@ -123,7 +124,7 @@ EvalPoint Evaluator::Evaluate(const std::vector<const ParamVector*>& params, std
   // numbers of those evaluated (evenly spread ids), gathered to rank 0.
   std::vector<float> dist(local);
   pool_.ParallelFor(local, 16, [&](std::size_t b, std::size_t e) {
-    for (std::size_t i = b; i < e; ++i) dist[i] = (params[i]->vec() - average_.vec()).squaredNorm();
+    for (std::size_t i = b; i < e; ++i) dist[i] = FixedSquaredDistance(params[i]->span(), average_.span());
   });
   const std::size_t k = std::min(eval_nodes_ == 0 ? n : eval_nodes_, n);
   std::vector<std::size_t> mine, at;  // evaluated models j (of k) this rank holds, and where in params

@@ -17,9 +17,11 @@
 
 #include "apps/murmur/bench.h"
 #include "apps/murmur/command.h"
+#include "core/simd.h"
 #include "core/sysinfo.h"
 #include "core/thread_pool.h"
 #include "ml/model_spec.h"
+#include "ml/synthetic.h"
 #include "sim/mpi/mpi.h"
 #include "sim/runner.h"
 
@@ -230,6 +232,21 @@ int BenchSim(int argc, char** argv) {
   const double read = MemoryReadRate(threads, seconds);
   std::printf("floors (%d threads): GEMM %dx784x128 %.1f GFLOP/s, memory read %.1f GB/s, axpy %.1f GB/s\n",
               threads, batch, gemm, read, axpy);
+  // The training part of a round against the core's FMA peak: each of 64
+  // nodes' own models takes its SGD step of a batch in turn on one thread,
+  // as the simulator's nodes do (random 784-dimensional samples: the speed
+  // does not depend on the values).
+  const double peak = FmaPeak(seconds / 4);
+  ml::BlobsOptions blobs;
+  blobs.num_samples = 4096;
+  blobs.dim = 784;
+  const ml::Dataset data = ml::MakeGaussianBlobs(blobs);
+  const double part = NodeStepRate(**model, data, 64, batch, seconds);
+  std::printf(
+      "training part (64 nodes' models, one SGD step of %d samples each, one thread): %.1f GFLOP/s = %.2f of "
+      "the "
+      "FMA peak of one core (%s, %.1f GFLOP/s)\n",
+      batch, part, part / peak, std::string(SimdName(SupportedSimd())).c_str(), peak);
   std::printf("%7s %10s %12s %12s %7s %12s %12s %12s\n", "nodes", "rounds/s", "floor r/s", "train+mix",
               "ratio", "peak RSS MB", "state MB", "RSS/state");
   struct Spread {

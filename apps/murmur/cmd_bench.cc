@@ -16,9 +16,9 @@
 #include "apps/murmur/bench.h"
 #include "apps/murmur/command.h"
 #include "core/param_vector.h"
+#include "core/simd.h"
 #include "core/thread_pool.h"
 #include "ml/cnn.h"
-#include "ml/cpu.h"
 #include "ml/mlp.h"
 #include "ml/model_spec.h"
 #include "ml/optimizer.h"
@@ -72,16 +72,6 @@ double TrainRate(const ml::Model& model, const ml::Dataset& data, int batch, int
   return TrainTimer(model, data, batch, threads).Measure(seconds);
 }
 
-bool ParseCnnSimd(const std::string& name, ml::CnnSimd* level) {
-  for (ml::CnnSimd l : {ml::CnnSimd::kGeneric, ml::CnnSimd::kAvx2, ml::CnnSimd::kAvx512}) {
-    if (name == ml::CnnSimdName(l)) {
-      *level = l;
-      return true;
-    }
-  }
-  return false;
-}
-
 // The q-quantile of v, interpolated between its nearest ranks.
 double Quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
@@ -102,6 +92,8 @@ struct Product {
   double flops_per_sample = 0;
   std::function<void()> run;
 };
+
+MatrixView View(const RowMatrixXf& m) { return MatrixView::RowMajor(m.data(), m.rows(), m.cols()); }
 
 // Every matrix product a training step of `cnn` does, at its shape and with
 // the operand transposes of ml/cnn.cc: per layer the forward product, the
@@ -132,12 +124,13 @@ std::vector<Product> CnnProducts(const ml::Cnn& cnn, std::int64_t rows) {
                                                    RowMatrixXf(m, n), RowMatrixXf::Random(m, n),
                                                    RowMatrixXf::Zero(m, k), RowMatrixXf(k, n)});
       const double flops = 2.0 * static_cast<double>(m * k * n);
-      add(dims("conv forward", m, k, n), flops, 1, [o] { o->y.noalias() = o->w * o->x; });
+      add(dims("conv forward", m, k, n), flops, 1,
+          [o] { Gemm(View(o->w), View(o->x), o->y.data(), o->y.cols(), GemmMode::kSet); });
       add(dims("conv weight gradient", m, n, k), flops, 1,
-          [o] { o->dw.noalias() += o->dy * o->x.transpose(); });
+          [o] { Gemm(View(o->dy), View(o->x).T(), o->dw.data(), o->dw.cols(), GemmMode::kAdd); });
       if (!first)
         add(dims("conv input gradient", k, m, n), flops, 1,
-            [o] { o->dx.noalias() = o->w.transpose() * o->dy; });
+            [o] { Gemm(View(o->w).T(), View(o->dy), o->dx.data(), o->dx.cols(), GemmMode::kSet); });
     } else if (st.layer.kind == ml::CnnLayerKind::kDense) {
       // z (rows x out) = a (rows x in) W (in x out).
       const std::int64_t r = rows, i = st.in.size(), n = st.out.size();
@@ -145,12 +138,13 @@ std::vector<Product> CnnProducts(const ml::Cnn& cnn, std::int64_t rows) {
                                                    RowMatrixXf(r, n), RowMatrixXf::Random(r, n),
                                                    RowMatrixXf::Zero(i, n), RowMatrixXf(r, i)});
       const double flops = 2.0 * static_cast<double>(r * i * n), per_sample = 1.0 / static_cast<double>(r);
-      add(dims("dense forward", r, i, n), flops, per_sample, [o] { o->y.noalias() = o->x * o->w; });
+      add(dims("dense forward", r, i, n), flops, per_sample,
+          [o] { Gemm(View(o->x), View(o->w), o->y.data(), o->y.cols(), GemmMode::kSet); });
       add(dims("dense weight gradient", i, r, n), flops, per_sample,
-          [o] { o->dw.noalias() += o->x.transpose() * o->dy; });
+          [o] { Gemm(View(o->x).T(), View(o->dy), o->dw.data(), o->dw.cols(), GemmMode::kSet); });
       if (!first)
         add(dims("dense input gradient", r, n, i), flops, per_sample,
-            [o] { o->dx.noalias() = o->dy * o->w.transpose(); });
+            [o] { Gemm(View(o->dy), View(o->w).T(), o->dx.data(), o->dx.cols(), GemmMode::kSet); });
     }
   }
   return products;
@@ -193,10 +187,12 @@ int BenchCnnTrain(const ml::Cnn& cnn, const ml::Dataset& data, int batch, int th
         std::max<std::int64_t>(1, static_cast<std::int64_t>(0.01 * rate * 1e9 / p.flops_per_call)));
   }
   std::vector<std::vector<double>> product_rates(products.size());
-  std::vector<double> floors, forward_floors;
-  std::vector<std::vector<double>> samples(thread_counts.size()), ratios(thread_counts.size());
+  std::vector<double> floors, forward_floors, peaks;
+  std::vector<std::vector<double>> samples(thread_counts.size()), ratios(thread_counts.size()),
+      peak_ratios(thread_counts.size());
   const auto start = std::chrono::steady_clock::now();
   do {
+    peaks.push_back(FmaPeak(0.01));
     std::vector<double> rates;
     for (std::size_t i = 0; i < products.size(); ++i) {
       const auto begin = std::chrono::steady_clock::now();
@@ -210,37 +206,45 @@ int BenchCnnTrain(const ml::Cnn& cnn, const ml::Dataset& data, int batch, int th
       samples[j].push_back(timers[j]->Measure(0));  // one epoch
       ratios[j].push_back(samples[j].back() * cnn.FlopsPerSample() / 1e9 /
                           (floors.back() * thread_counts[j]));
+      peak_ratios[j].push_back(samples[j].back() * cnn.FlopsPerSample() / 1e9 /
+                               (peaks.back() * thread_counts[j]));
     }
   } while (SecondsSince(start) < seconds * repeats);
   const std::size_t rounds = floors.size();
   std::printf("medians of %zu rounds:\n", rounds);
+  std::printf("FMA peak of one core (%s, measured in each round): %.1f GFLOP/s (quartiles %.1f-%.1f)\n",
+              std::string(SimdName(SupportedSimd())).c_str(), Median(peaks), Quantile(peaks, 0.25),
+              Quantile(peaks, 0.75));
   for (std::size_t i = 0; i < products.size(); ++i)
-    std::printf("  Eigen GEMM, %s: %.1f GFLOP/s\n", products[i].name.c_str(), Median(product_rates[i]));
+    std::printf("  murmur GEMM, %s: %.1f GFLOP/s\n", products[i].name.c_str(), Median(product_rates[i]));
   std::printf(
-      "GEMM floor of this network (every product of a training step, FLOP-weighted, one thread): "
+      "GEMM floor of this network (every product of a training step on im2col, FLOP-weighted, one thread): "
       "%.1f GFLOP/s (forward products alone: %.1f; rounds' quartiles %.1f-%.1f)\n",
       Median(floors), Median(forward_floors), Quantile(floors, 0.25), Quantile(floors, 0.75));
   for (std::size_t j = 0; j < thread_counts.size(); ++j) {
     const int t = thread_counts[j];
     const double rate = Median(samples[j]);
     std::printf(
-        "training batch %d, %d thread%s: %.0f samples/s = %.1f GFLOP/s; of the GEMM floor x %d, measured "
-        "in turn with it: %.2f (median of the rounds; quartiles %.2f-%.2f)\n",
-        batch, t, t == 1 ? "" : "s", rate, rate * cnn.FlopsPerSample() / 1e9, t, Median(ratios[j]),
+        "training batch %d, %d thread%s: %.0f samples/s = %.1f GFLOP/s; of the FMA peak x %d: %.2f "
+        "(quartiles %.2f-%.2f); of the GEMM floor x %d: %.2f (quartiles %.2f-%.2f); medians of the rounds, "
+        "each measured in turn with its floors\n",
+        batch, t, t == 1 ? "" : "s", rate, rate * cnn.FlopsPerSample() / 1e9, t, Median(peak_ratios[j]),
+        Quantile(peak_ratios[j], 0.25), Quantile(peak_ratios[j], 0.75), t, Median(ratios[j]),
         Quantile(ratios[j], 0.25), Quantile(ratios[j], 0.75));
   }
   return kExitOk;
 }
 
 int BenchTrain(int argc, char** argv) {
-  cxxopts::Options options("murmur bench train",
-                           "Training samples/s of a model against the Eigen GEMM rate of its layer sizes.");
+  cxxopts::Options options(
+      "murmur bench train",
+      "Training samples/s of a model against the core's FMA peak and the GEMM rate of its layer sizes.");
   // clang-format off
   options.add_options()
     ("model", "softmax, mlp:<width>,..., cnn:<layers>, cnn-fedavg or lenet5", cxxopts::value<std::string>()->default_value("mlp:256,128"))
     ("batch", "mini-batch size", cxxopts::value<int>()->default_value("64"))
     ("seconds", "seconds per measurement", cxxopts::value<double>()->default_value("3"))
-    ("cnn-kernels", "convolutional models: the direct convolution kernels to run at most: avx512, avx2 or generic (im2col and a GEMM); default: the best this CPU has", cxxopts::value<std::string>()->default_value(""))
+    ("kernels", "the kernel level to run at most (core/simd.h): avx512, avx2 or generic; every level computes the same bits; default: MURMUR_SIMD, else the best this CPU has", cxxopts::value<std::string>()->default_value(""))
     ("repeats", "convolutional models: measure for repeats x seconds, in rounds of the GEMM floor and an epoch of training in turn (the median ratio is the result)", cxxopts::value<int>()->default_value("5"))
     ("threads", "threads for the all-threads runs", cxxopts::value<int>()->default_value(std::to_string(HardwareThreads())))
     ("h,help", "show this help");
@@ -262,7 +266,7 @@ int BenchTrain(int argc, char** argv) {
     threads = args["threads"].as<int>();
     seconds = args["seconds"].as<double>();
     repeats = args["repeats"].as<int>();
-    kernels = args["cnn-kernels"].as<std::string>();
+    kernels = args["kernels"].as<std::string>();
   } catch (const cxxopts::exceptions::exception& e) {
     return UsageError(kName, e.what());
   }
@@ -271,13 +275,12 @@ int BenchTrain(int argc, char** argv) {
   if (!(seconds > 0 && seconds <= 600)) return UsageError(kName, "--seconds outside (0, 600]");
   if (repeats < 1 || repeats > 100) return UsageError(kName, "--repeats outside [1, 100]");
   if (!kernels.empty()) {
-    ml::CnnSimd cap = ml::CnnSimd::kAvx512;
-    if (!ParseCnnSimd(kernels, &cap))
-      return UsageError(kName, "--cnn-kernels '" + kernels + "' (expected avx512, avx2 or generic)");
-    if (static_cast<int>(cap) > static_cast<int>(ml::SupportedCnnSimd()))
-      return UsageError(kName, "--cnn-kernels " + kernels + ": this CPU runs at most " +
-                                   std::string(ml::CnnSimdName(ml::SupportedCnnSimd())));
-    ml::CapCnnSimd(cap);
+    const std::optional<SimdLevel> cap = ParseSimdLevel(kernels);
+    if (!cap) return UsageError(kName, "--kernels '" + kernels + "' (expected avx512, avx2 or generic)");
+    if (static_cast<int>(*cap) > static_cast<int>(SupportedSimd()))
+      return UsageError(kName, "--kernels " + kernels + ": this CPU runs at most " +
+                                   std::string(SimdName(SupportedSimd())));
+    CapSimd(*cap);
   }
   // Fashion-MNIST's shape, 1 x 28 x 28 (random values: speed does not depend on them).
   const std::int64_t shape[] = {1, 28, 28};
@@ -295,31 +298,32 @@ int BenchTrain(int argc, char** argv) {
 
   std::printf("model %s: %zu parameters, %.4f MFLOP per sample (forward + backward matrix products)\n",
               spec.c_str(), (*model)->layout().total_size(), flops / 1e6);
-  if (cnn != nullptr)
-    std::printf("direct convolution kernels: %s (this CPU: %s)\n",
-                std::string(ml::CnnSimdName(ml::ActiveCnnSimd())).c_str(),
-                std::string(ml::CnnSimdName(ml::SupportedCnnSimd())).c_str());
+  std::printf("kernels: %s (this CPU: %s)\n", std::string(SimdName(ActiveSimd())).c_str(),
+              std::string(SimdName(SupportedSimd())).c_str());
   if (cnn != nullptr) return BenchCnnTrain(*cnn, data, batch, threads, seconds, repeats);
-  // The floor: the first layer's product at the chunk size the model multiplies
-  // (its largest GEMM), and a large square product.
+  // The floors: the core's FMA peak, and the first layer's product at the
+  // chunk size the model multiplies (its largest GEMM) on murmur's GEMM.
+  const double peak = FmaPeak(seconds / 4);
+  std::printf("FMA peak of one core (%s): %.1f GFLOP/s\n", std::string(SimdName(SupportedSimd())).c_str(),
+              peak);
   std::int64_t rows = std::min<std::int64_t>(batch, mlp != nullptr ? mlp->options().chunk_rows : batch);
   std::int64_t out = mlp != nullptr ? mlp->widths()[1] : 10;
   double gemm1 = GemmRate(rows, 784, out, 1, seconds);
   double gemmn = GemmRate(rows, 784, out, threads, seconds);
   std::printf(
-      "Eigen GEMM %lldx784x%lld (first layer, one chunk): 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s\n",
-      static_cast<long long>(rows), static_cast<long long>(out), gemm1, threads, gemmn);
-  double big1 = GemmRate(1024, 1024, 1024, 1, seconds);
-  double bign = GemmRate(1024, 1024, 1024, threads, seconds);
-  std::printf("Eigen GEMM 1024x1024x1024: 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s\n", big1, threads,
-              bign);
+      "murmur GEMM %lldx784x%lld (first layer, one chunk; kernels %s): 1 thread %.1f GFLOP/s = %.2f of the "
+      "FMA "
+      "peak, %d threads %.1f GFLOP/s\n",
+      static_cast<long long>(rows), static_cast<long long>(out), std::string(SimdName(ActiveSimd())).c_str(),
+      gemm1, gemm1 / peak, threads, gemmn);
   for (int t : {1, threads}) {
     double rate = TrainRate(**model, data, batch, t, seconds);
     double achieved = rate * flops / 1e9;
-    double floor = t == 1 ? gemm1 : gemmn;
     std::printf(
-        "training batch %d, %d thread%s: %.0f samples/s = %.1f GFLOP/s = %.2f of the layer GEMM rate\n",
-        batch, t, t == 1 ? "" : "s", rate, achieved, achieved / floor);
+        "training batch %d, %d thread%s: %.0f samples/s = %.1f GFLOP/s = %.2f of the FMA peak x %d (%.2f of "
+        "the layer's GEMM rate)\n",
+        batch, t, t == 1 ? "" : "s", rate, achieved, achieved / (peak * t), t,
+        achieved / (t == 1 ? gemm1 : gemmn));
     if (threads == 1) break;
   }
   return kExitOk;
@@ -332,7 +336,7 @@ struct Benchmark {
 };
 
 constexpr Benchmark kBenchmarks[] = {
-    {"train", "training samples/s against the Eigen GEMM rate", BenchTrain},
+    {"train", "training samples/s against the core's FMA peak and murmur's GEMM", BenchTrain},
     {"sim", "simulated rounds/s and peak memory against the GEMM and memory-bandwidth floors", BenchSim},
     {"transport", "update exchange between two Transports against raw loopback TCP and the AEAD rate",
      BenchTransport},

@@ -1,10 +1,18 @@
-// Floors for `murmur bench`: GEMM rate and memory bandwidth, measured in the same run.
+// Floors for `murmur bench`: the FMA peak, GEMM rate and memory bandwidth, measured in the same run.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "apps/murmur/bench.h"
 #include "core/param_vector.h"
+#include "core/rng.h"
+#include "core/simd.h"
 #include "core/thread_pool.h"
+#include "ml/ml_learner.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace murmur::cli {
 
@@ -22,11 +30,15 @@ double GemmRate(std::int64_t m, std::int64_t k, std::int64_t n, int threads, dou
     o.b = RowMatrixXf::Random(k, n);
     o.c = RowMatrixXf::Zero(m, n);
   }
+  auto multiply = [&](Operands& o) {
+    Gemm(MatrixView::RowMajor(o.a.data(), m, k), MatrixView::RowMajor(o.b.data(), k, n), o.c.data(), n,
+         GemmMode::kSet);
+  };
   // Calibrate the repetitions on one thread, then run them on every thread at once.
   auto start = std::chrono::steady_clock::now();
   std::int64_t reps = 0;
   while (SecondsSince(start) < seconds / 4) {
-    ops[0].c.noalias() = ops[0].a * ops[0].b;
+    multiply(ops[0]);
     ++reps;
   }
   reps = std::max<std::int64_t>(1, reps * 4);
@@ -34,7 +46,7 @@ double GemmRate(std::int64_t m, std::int64_t k, std::int64_t n, int threads, dou
   start = std::chrono::steady_clock::now();
   pool.ParallelFor(static_cast<std::size_t>(threads), 1, [&](std::size_t b, std::size_t e) {
     for (std::size_t t = b; t < e; ++t)
-      for (std::int64_t r = 0; r < reps; ++r) ops[t].c.noalias() = ops[t].a * ops[t].b;
+      for (std::int64_t r = 0; r < reps; ++r) multiply(ops[t]);
   });
   double elapsed = SecondsSince(start);
   return 2.0 * static_cast<double>(m * k * n) * static_cast<double>(reps) * threads / elapsed / 1e9;
@@ -49,6 +61,121 @@ double ProductRate(double flops, double seconds, const std::function<void()>& ru
     ++reps;
   } while (SecondsSince(start) < seconds);
   return flops * static_cast<double>(reps) / SecondsSince(start) / 1e9;
+}
+
+namespace {
+
+// Each loop runs `iters` steps of its chains acc = acc * a + b (a just below
+// 1, so the values settle near b / (1 - a) and never turn subnormal) and
+// returns a sum of them, so that nothing is left out.
+constexpr float kA = 0.999f, kB = 0.001f;
+
+#if defined(__x86_64__)
+MURMUR_TARGET_AVX512 float FmaChainsAvx512(std::int64_t iters) {
+  constexpr int kChains = 24;
+  __m512 acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = _mm512_set1_ps(static_cast<float>(c));
+  const __m512 a = _mm512_set1_ps(kA), b = _mm512_set1_ps(kB);
+  for (std::int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 24
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm512_fmadd_ps(acc[c], a, b);
+  }
+  __m512 total = acc[0];
+  for (int c = 1; c < kChains; ++c) total = _mm512_add_ps(total, acc[c]);
+  return _mm512_reduce_add_ps(total);
+}
+
+MURMUR_TARGET_AVX2 float FmaChainsAvx2(std::int64_t iters) {
+  constexpr int kChains = 12;
+  __m256 acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = _mm256_set1_ps(static_cast<float>(c));
+  const __m256 a = _mm256_set1_ps(kA), b = _mm256_set1_ps(kB);
+  for (std::int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 12
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm256_fmadd_ps(acc[c], a, b);
+  }
+  __m256 total = acc[0];
+  for (int c = 1; c < kChains; ++c) total = _mm256_add_ps(total, acc[c]);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, total);
+  float sum = 0;
+  for (float v : lanes) sum += v;
+  return sum;
+}
+#endif
+
+float FmaChainsScalar(std::int64_t iters) {
+  constexpr int kChains = 8;
+  float acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = static_cast<float>(c);
+  for (std::int64_t i = 0; i < iters; ++i)
+    for (int c = 0; c < kChains; ++c) acc[c] = std::fma(acc[c], kA, kB);
+  float sum = 0;
+  for (float v : acc) sum += v;
+  return sum;
+}
+
+// Runs `iters` steps at `level`; returns the FLOPs done.
+double FmaChains(SimdLevel level, std::int64_t iters, volatile float* sink) {
+  switch (level) {
+#if defined(__x86_64__)
+    case SimdLevel::kAvx512:
+      *sink = FmaChainsAvx512(iters);
+      return 2.0 * 16 * 24 * static_cast<double>(iters);
+    case SimdLevel::kAvx2: *sink = FmaChainsAvx2(iters); return 2.0 * 8 * 12 * static_cast<double>(iters);
+#else
+    case SimdLevel::kAvx512:
+    case SimdLevel::kAvx2:
+#endif
+    case SimdLevel::kGeneric: break;
+  }
+  *sink = FmaChainsScalar(iters);
+  return 2.0 * 8 * static_cast<double>(iters);
+}
+
+}  // namespace
+
+double FmaPeak(double seconds) {
+  const SimdLevel level = SupportedSimd();
+  volatile float sink = 0;
+  // Steps of about a millisecond each, the fastest of as many as fit.
+  std::int64_t iters = 1024;
+  for (;;) {
+    const auto start = std::chrono::steady_clock::now();
+    FmaChains(level, iters, &sink);
+    if (SecondsSince(start) > 1e-3) break;
+    iters *= 2;
+  }
+  double best = 0;
+  const auto start = std::chrono::steady_clock::now();
+  do {
+    const auto begin = std::chrono::steady_clock::now();
+    const double flops = FmaChains(level, iters, &sink);
+    best = std::max(best, flops / SecondsSince(begin) / 1e9);
+  } while (SecondsSince(start) < seconds);
+  return best;
+}
+
+double NodeStepRate(const ml::Model& model, const ml::Dataset& data, int nodes, int batch, double seconds) {
+  std::vector<ParamVector> params;
+  Rng init(1, 0, RngPurpose::kInit);
+  for (int i = 0; i < nodes; ++i) {
+    params.emplace_back(model.layout());
+    model.InitParams(params.back(), init);
+  }
+  const std::vector<ml::SampleIndex> all = ml::AllIndices(data);
+  ml::MlLearnerOptions options;
+  options.batch = batch;
+  options.lr = 0.01;
+  ml::MlLearner learner(model, data, all, options, Rng(2, 0, RngPurpose::kBatch));
+  for (ParamVector& p : params) learner.Train(p, 1);  // warm-up: the thread's workspace
+  std::int64_t steps = 0;
+  const auto start = std::chrono::steady_clock::now();
+  do {
+    for (ParamVector& p : params) learner.Train(p, 1);
+    steps += nodes;
+  } while (SecondsSince(start) < seconds);
+  return static_cast<double>(steps) * batch * model.FlopsPerSample() / SecondsSince(start) / 1e9;
 }
 
 namespace {

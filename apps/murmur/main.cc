@@ -5,6 +5,7 @@
 #include <string>
 
 #include "apps/murmur/command.h"
+#include "core/simd.h"
 #include "node/cpu_features.h"
 
 namespace murmur::cli {
@@ -83,6 +84,13 @@ int main(int argc, char** argv) {
     std::printf("murmur %s\n%s\n", MURMUR_VERSION, murmur::node::CpuFeaturesLine().c_str());
     return kExitOk;
   }
+  // Every kernel level computes the same bits; MURMUR_SIMD picks a lower one
+  // (to check exactly that, or to measure it).
+  if (const murmur::Status s = murmur::CapSimdFromEnvironment(); !s.ok()) {
+    std::fprintf(stderr, "murmur: %s\n", s.message().c_str());
+    return kExitUsage;
+  }
+  murmur::PinEigenBlocking();
   auto it = Commands().find(argv[1]);
   if (it == Commands().end()) {
     std::fprintf(stderr, "murmur: unknown command '%s' (murmur --help lists them)\n", argv[1]);

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "core/log.h"
+#include "core/simd.h"
 #include "node/config.h"
 #include "node/cpu_features.h"
 #include "node/daemon.h"
@@ -41,6 +42,12 @@ int main(int argc, char** argv) {
     std::cerr << "murmurd: " << e.what() << "\n";
     return 2;
   }
+  // Every kernel level computes the same bits; MURMUR_SIMD picks a lower one.
+  if (const murmur::Status s = murmur::CapSimdFromEnvironment(); !s.ok()) {
+    std::cerr << "murmurd: " << s.message() << "\n";
+    return 2;
+  }
+  murmur::PinEigenBlocking();
   auto config = murmur::node::LoadNodeConfig(path);
   if (!config.ok()) {
     std::cerr << "murmurd: " << config.status().ToString() << "\n";

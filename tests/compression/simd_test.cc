@@ -1,9 +1,9 @@
-// The run-time dispatch of the compression kernels (compression/simd.h):
+// The run-time dispatch of the compression kernels (core/simd.h):
 // the level detected agrees with the kernel's own account of the CPU
 // (/proc/cpuinfo), and every level the CPU has computes the same bytes as the
 // scalar code, with and without error feedback, at lengths that end inside
 // a vector and for values across the float range.
-#include "compression/simd.h"
+#include "core/simd.h"
 
 #include <doctest/doctest.h>
 
@@ -21,17 +21,6 @@
 
 namespace murmur::compression {
 namespace {
-
-// Restores the uncapped level when a case ends, whatever it checked.
-struct Uncap {
-  ~Uncap() { CapSimd(SimdLevel::kAvx512); }
-};
-
-std::vector<SimdLevel> LevelsHere() {
-  std::vector<SimdLevel> levels;
-  for (int l = 0; l <= static_cast<int>(SupportedSimd()); ++l) levels.push_back(static_cast<SimdLevel>(l));
-  return levels;
-}
 
 // Values over many binades, both signs, zeros, subnormals and values beyond
 // fp16's range, so that rounding, overflow and the signs are all exercised.
@@ -68,22 +57,22 @@ std::set<std::string> CpuFlags() {
 #endif
 
 TEST_CASE("the detected SIMD level is what the kernel reports in /proc/cpuinfo, and capping lowers it") {
-  Uncap uncap;
+  const ScopedSimdCap uncap(SimdLevel::kAvx512);
 #if defined(__x86_64__)
   const std::set<std::string> flags = CpuFlags();
   REQUIRE_FALSE(flags.empty());
-  const bool avx2 = flags.count("avx2") && flags.count("f16c");
+  const bool avx2 = flags.count("avx2") && flags.count("fma") && flags.count("f16c");
   const SimdLevel expected =
-      !avx2 ? SimdLevel::kScalar : (flags.count("avx512f") ? SimdLevel::kAvx512 : SimdLevel::kAvx2);
+      !avx2 ? SimdLevel::kGeneric : (flags.count("avx512f") ? SimdLevel::kAvx512 : SimdLevel::kAvx2);
   CHECK(SupportedSimd() == expected);
 #else
-  CHECK(SupportedSimd() == SimdLevel::kScalar);
+  CHECK(SupportedSimd() == SimdLevel::kGeneric);
 #endif
-  MESSAGE("compression kernels run " << SimdName(SupportedSimd()) << " code here");
+  MESSAGE("the kernels run " << SimdName(SupportedSimd()) << " code here");
   CHECK(ActiveSimd() == SupportedSimd());
-  CHECK(CapSimd(SimdLevel::kScalar) == SimdLevel::kAvx512);
-  CHECK(ActiveSimd() == SimdLevel::kScalar);
-  CHECK(CapSimd(SimdLevel::kAvx2) == SimdLevel::kScalar);
+  CHECK(CapSimd(SimdLevel::kGeneric) == SimdLevel::kAvx512);
+  CHECK(ActiveSimd() == SimdLevel::kGeneric);
+  CHECK(CapSimd(SimdLevel::kAvx2) == SimdLevel::kGeneric);
   CHECK(static_cast<int>(ActiveSimd()) <= static_cast<int>(SimdLevel::kAvx2));
   CHECK(SimdName(SimdLevel::kAvx512) == "avx512");
 }
@@ -101,7 +90,7 @@ bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
 
 TEST_CASE(
     "every SIMD level packs fp16, bf16, int8, sign, ternary and QSGD values to the scalar code's bytes") {
-  Uncap uncap;
+  const ScopedSimdCap uncap(SimdLevel::kAvx512);
   std::vector<ValueCoding> codings = {{ValueType::kF16},
                                       {ValueType::kBF16},
                                       {ValueType::kSign},
@@ -112,11 +101,11 @@ TEST_CASE(
     for (std::size_t n : {0, 1, 7, 8, 9, 15, 16, 17, 33, 100, 1000, 4099}) {
       const std::vector<float> x = Values(n, 11 + n);
       const std::vector<float> residual0 = Values(n, 911 + n);
-      CapSimd(SimdLevel::kScalar);
+      CapSimd(SimdLevel::kGeneric);
       std::vector<float> r_scalar = residual0;
       const PackedValues plain_scalar = PackValues(x, {}, coding, 42 + n);
       const PackedValues ef_scalar = PackValues(x, r_scalar, coding, 42 + n);
-      for (SimdLevel level : LevelsHere()) {
+      for (SimdLevel level : SupportedSimdLevels()) {
         CAPTURE(SimdName(level));
         CAPTURE(ValueTypeName(coding.type));
         CAPTURE(coding.block);
@@ -132,7 +121,7 @@ TEST_CASE(
 }
 
 TEST_CASE("every SIMD level selects the same top-k and threshold indices as the scalar code") {
-  Uncap uncap;
+  const ScopedSimdCap uncap(SimdLevel::kAvx512);
   for (std::size_t n : {1, 15, 16, 17, 31, 100, 1000, 5003}) {
     const std::vector<float> x = Values(n, 3 + n), r0 = Values(n, 303 + n);
     const std::size_t k = 1 + n / 10;
@@ -155,10 +144,10 @@ TEST_CASE("every SIMD level selects the same top-k and threshold indices as the 
       ThresholdSelectAccumulate(o.r3, x, tau, o.thr_acc);
       return o;
     };
-    CapSimd(SimdLevel::kScalar);
+    CapSimd(SimdLevel::kGeneric);
     const Out scalar = run();
     CHECK(scalar.exact.size() == k);
-    for (SimdLevel level : LevelsHere()) {
+    for (SimdLevel level : SupportedSimdLevels()) {
       CAPTURE(SimdName(level));
       CAPTURE(n);
       CapSimd(level);

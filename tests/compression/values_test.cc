@@ -1,5 +1,5 @@
 #include "compression/values.h"
-#include "compression/simd.h"
+#include "core/simd.h"
 
 #include <doctest/doctest.h>
 
@@ -88,7 +88,7 @@ TEST_CASE("int8 codes a NaN as -127 at every SIMD level, as the GPU kernel does"
   x[20] = std::nanf("");  // in the last full 16-wide step
   x[37] = std::nanf("");  // in the scalar tail of a 16-wide loop
   const ValueCoding int8{ValueType::kInt8, 40, 0};
-  for (SimdLevel level : {SimdLevel::kScalar, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
+  for (SimdLevel level : {SimdLevel::kGeneric, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
     const SimdLevel before = CapSimd(level);
     PackedValues pv = PackValues(x, {}, int8, 1);
     CapSimd(before);

@@ -10,15 +10,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/rng.h"
+#include "core/simd.h"
 #include "ml/cnn.h"
 #include "ml/cnn_spec.h"
-#include "ml/cpu.h"
 #include "ml/dataset.h"
 
 namespace murmur::ml {
@@ -46,47 +44,17 @@ double RelativeError(const std::vector<float>& a, const std::vector<double>& b) 
   return err / scale;
 }
 
-// The CPU's features as the kernel lists them in /proc/cpuinfo.
-std::vector<std::string> CpuFlags() {
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(cpuinfo, line)) {
-    if (line.rfind("flags", 0) != 0) continue;
-    std::vector<std::string> flags;
-    std::istringstream words(line.substr(line.find(':') + 1));
-    for (std::string w; words >> w;) flags.push_back(w);
-    return flags;
-  }
-  return {};
-}
-
-TEST_CASE("The kernels dispatch on what the operating system says the CPU has") {
-#if defined(__x86_64__)
-  const std::vector<std::string> flags = CpuFlags();
-  REQUIRE_FALSE(flags.empty());
-  auto has = [&](const char* f) { return std::find(flags.begin(), flags.end(), f) != flags.end(); };
-  const CnnSimd expected = has("avx512f")              ? CnnSimd::kAvx512
-                           : has("avx2") && has("fma") ? CnnSimd::kAvx2
-                                                       : CnnSimd::kGeneric;
-  CHECK(SupportedCnnSimd() == expected);
-#else
-  CHECK(SupportedCnnSimd() == CnnSimd::kGeneric);
-#endif
-  const std::string level(CnnSimdName(SupportedCnnSimd()));
-  MESSAGE("CNN kernels run " << level << " code on this CPU");
-}
-
 // Runs fn() with the kernels capped at each level this CPU supports, the
 // highest first, naming the level in failures.
 template <typename Fn>
 void AtEveryLevel(Fn fn) {
-  for (int l = static_cast<int>(SupportedCnnSimd()); l >= 0; --l) {
-    const auto level = static_cast<CnnSimd>(l);
-    const std::string name(CnnSimdName(level));
+  for (int l = static_cast<int>(SupportedSimd()); l >= 0; --l) {
+    const auto level = static_cast<SimdLevel>(l);
+    const std::string name(SimdName(level));
     CAPTURE(name);
-    const CnnSimd previous = CapCnnSimd(level);
+    const SimdLevel previous = CapSimd(level);
     fn(level);
-    CapCnnSimd(previous);
+    CapSimd(previous);
   }
 }
 
@@ -102,7 +70,7 @@ TEST_CASE("Direct convolution: forward, weight and input gradients match the def
       {20, 7, 6, 70, 3, 2},    // two blocks of channels: 64 and 6
       {9, 5, 5, 130, 3, 1},    // three blocks; 81-entry patches
   };
-  AtEveryLevel([&](CnnSimd level) {
+  AtEveryLevel([&](SimdLevel) {
     Rng rng(5, 0, RngPurpose::kInit);
     for (const Case& k : cases) {
       const ConvGeometry g{{k.in_c, k.h, k.w}, k.out_c, k.kernel, 1, k.pad};
@@ -110,12 +78,7 @@ TEST_CASE("Direct convolution: forward, weight and input gradients match the def
       CAPTURE(k.out_c);
       CAPTURE(k.kernel);
       CAPTURE(k.pad);
-      if (level == CnnSimd::kGeneric) {
-        // Without the vector kernels every convolution runs on im2col and a GEMM.
-        CHECK_FALSE(DirectConv::Supports(g));
-        continue;
-      }
-      REQUIRE(DirectConv::Supports(g));
+      REQUIRE(DirectConv::Supports(g));  // at every level: the path depends on the geometry alone
       const Shape3 in = g.in, out = g.out();
       const std::int64_t patch = g.patch(), samples = 3;
       const std::vector<float> w = Random(out.c * patch, rng), bias = Random(out.c, rng);
@@ -173,12 +136,10 @@ TEST_CASE("Direct convolution: forward, weight and input gradients match the def
   });
 }
 
-TEST_CASE("The AVX2 and the AVX-512 kernels compute the same bits") {
-  if (SupportedCnnSimd() != CnnSimd::kAvx512) {
-    MESSAGE("this CPU has no AVX-512F: the AVX2 kernel is checked against the definition alone");
-    return;
-  }
-  // Partial tiles and channel blocks on both kernels: 6 and 7 (or 14, 28)
+TEST_CASE("Every kernel level (AVX-512, AVX2, portable) computes the same bits") {
+  if (SupportedSimd() == SimdLevel::kGeneric)
+    MESSAGE("this CPU has no AVX2: the portable kernel is checked against the definition alone");
+  // Partial tiles and channel blocks on every kernel: 4, 6 and 7 (or 14, 28)
   // positions a tile, 1 to 4 vectors of channels, two blocks.
   const ConvGeometry geometries[] = {{{32, 14, 14}, 64, 5, 1, 2},
                                      {{8, 9, 11}, 20, 3, 1, 1},
@@ -193,10 +154,10 @@ TEST_CASE("The AVX2 and the AVX-512 kernels compute the same bits") {
     const std::vector<float> x = Random(g.in.size(), rng), x2 = Random(g.in.size(), rng);
     const std::vector<float> dy = Random(out.size(), rng), dy2 = Random(out.size(), rng);
     std::vector<std::vector<float>> results;
-    for (CnnSimd level : {CnnSimd::kAvx512, CnnSimd::kAvx2}) {
-      const CnnSimd previous = CapCnnSimd(level);
+    for (int l = static_cast<int>(SupportedSimd()); l >= 0; --l) {
+      const SimdLevel previous = CapSimd(static_cast<SimdLevel>(l));
       DirectConv d(g);
-      CapCnnSimd(previous);
+      CapSimd(previous);
       d.PackForward(w.data());
       d.PackInputGradient(w.data());
       std::vector<float> y(static_cast<std::size_t>(out.size())), dx(static_cast<std::size_t>(g.in.size())),
@@ -212,8 +173,11 @@ TEST_CASE("The AVX2 and the AVX-512 kernels compute the same bits") {
       all.insert(all.end(), dw.begin(), dw.end());
       results.push_back(all);
     }
-    REQUIRE(results[0].size() == results[1].size());
-    CHECK(std::memcmp(results[0].data(), results[1].data(), results[0].size() * sizeof(float)) == 0);
+    for (std::size_t r = 1; r < results.size(); ++r) {
+      CAPTURE(r);
+      REQUIRE(results[0].size() == results[r].size());
+      CHECK(std::memcmp(results[0].data(), results[r].data(), results[0].size() * sizeof(float)) == 0);
+    }
   }
 }
 

@@ -1,0 +1,113 @@
+#include "core/reduce.h"
+
+#include <cmath>
+#include <cstddef>
+
+#include "core/check.h"
+#include "core/simd.h"
+
+namespace murmur {
+namespace {
+
+constexpr std::size_t kLanes = 16;
+
+// Runs term(i) into the lanes in the documented order and combines them.
+template <typename Term>
+[[gnu::always_inline]] inline float LaneSum(std::size_t n, Term term) {
+  float lane[kLanes] = {};
+  std::size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (std::size_t l = 0; l < kLanes; ++l) lane[l] = term(i + l, lane[l]);
+  for (std::size_t l = 0; i + l < n; ++l) lane[l] = term(i + l, lane[l]);
+  for (std::size_t width = kLanes / 2; width >= 1; width /= 2)
+    for (std::size_t l = 0; l < width; ++l) lane[l] += lane[l + width];
+  return lane[0];
+}
+
+// The four sums, as one kernel per level over the same source, so that
+// their fused multiply-adds are instructions rather than calls in a
+// portable build too.
+enum class Kind { kSum, kDot, kSquaredNorm, kSquaredDistance };
+
+template <Kind K>
+[[gnu::always_inline]] inline float Run(const float* a, const float* b, std::size_t n) {
+  if constexpr (K == Kind::kSum) {
+    return LaneSum(n, [&](std::size_t i, float acc) { return acc + a[i]; });
+  } else if constexpr (K == Kind::kDot) {
+    return LaneSum(n, [&](std::size_t i, float acc) { return std::fma(a[i], b[i], acc); });
+  } else if constexpr (K == Kind::kSquaredNorm) {
+    return LaneSum(n, [&](std::size_t i, float acc) { return std::fma(a[i], a[i], acc); });
+  } else {
+    return LaneSum(n, [&](std::size_t i, float acc) {
+      const float d = a[i] - b[i];
+      return std::fma(d, d, acc);
+    });
+  }
+}
+
+template <Kind K>
+float RunGeneric(const float* a, const float* b, std::size_t n) {
+  return Run<K>(a, b, n);
+}
+#if defined(__x86_64__)
+template <Kind K>
+MURMUR_TARGET_AVX2 float RunAvx2(const float* a, const float* b, std::size_t n) {
+  return Run<K>(a, b, n);
+}
+template <Kind K>
+MURMUR_TARGET_AVX512 float RunAvx512(const float* a, const float* b, std::size_t n) {
+  return Run<K>(a, b, n);
+}
+#endif
+
+template <Kind K>
+float Dispatch(const float* a, const float* b, std::size_t n) {
+  switch (ActiveSimd()) {
+#if defined(__x86_64__)
+    case SimdLevel::kAvx512: return RunAvx512<K>(a, b, n);
+    case SimdLevel::kAvx2: return RunAvx2<K>(a, b, n);
+#else
+    case SimdLevel::kAvx512:
+    case SimdLevel::kAvx2:
+#endif
+    case SimdLevel::kGeneric: break;
+  }
+  return RunGeneric<K>(a, b, n);
+}
+
+}  // namespace
+
+float FixedSum(std::span<const float> x) { return Dispatch<Kind::kSum>(x.data(), nullptr, x.size()); }
+
+float FixedDot(std::span<const float> a, std::span<const float> b) {
+  MURMUR_CHECK(a.size() == b.size());
+  return Dispatch<Kind::kDot>(a.data(), b.data(), a.size());
+}
+
+float FixedSquaredNorm(std::span<const float> x) {
+  return Dispatch<Kind::kSquaredNorm>(x.data(), nullptr, x.size());
+}
+
+float FixedSquaredDistance(std::span<const float> a, std::span<const float> b) {
+  MURMUR_CHECK(a.size() == b.size());
+  return Dispatch<Kind::kSquaredDistance>(a.data(), b.data(), a.size());
+}
+
+void ColumnSums(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, float* out) {
+  for (std::int64_t j = 0; j < cols; ++j) out[j] = 0.0f;
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t j = 0; j < cols; ++j) out[j] += x[r * ld + j];
+}
+
+double IntPow(double x, long long n) {
+  MURMUR_CHECK(n >= 0);
+  double result = 1.0;
+  while (n > 0) {
+    if (n & 1) result *= x;
+    x *= x;
+    n >>= 1;
+  }
+  return result;
+}
+
+}  // namespace murmur
