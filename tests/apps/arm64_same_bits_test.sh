@@ -48,6 +48,7 @@ compare() {  # TITLE ARGS...
 compare "D-PSGD, top-1%" --nodes 8 --rounds 20 --eval-every 10 --eval-samples 500
 compare "a CNN" --model cnn:c8k5p2,gn4,pool2,c16k3p1,avg2,d32 --nodes 2 --rounds 2 --eval-every 2 --batch 8 \
   --eval-samples 200 --momentum 0.9 --compression none
-compare "FedAvg" --algorithm fedavg --model mlp:32 --nodes 10 --rounds 5 --eval-every 5 --eval-samples 500
+compare "FedAvg" --algorithm fedavg --model mlp:32 --nodes 10 --rounds 5 --eval-every 5 --eval-samples 500 \
+  --local-epochs 0 --local-steps 20
 [ $failures -eq 0 ] || exit 1
 echo "arm64 same bits test passed"
