@@ -11,6 +11,12 @@ target_compile_options(murmur_options INTERFACE
 # intrinsic (core/gemm.h, core/reduce.h, ml/exp.h), the same on every
 # machine (docs/simulator.md, "Same bits on every machine").
 target_compile_options(murmur_options INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off>)
+# Eigen's "fast math" (on by default) takes a float vector's square root as
+# an approximate reciprocal square root (rsqrtps, rsqrt14ps) refined by one
+# Newton step: not the correctly rounded root, different at each vector
+# width, and rsqrtps's approximation is the CPU maker's own (Intel's and
+# AMD's differ). Adam's update takes such roots, so it is off everywhere.
+target_compile_definitions(murmur_options INTERFACE EIGEN_FAST_MATH=0)
 # GCC 12's AVX-512 intrinsic headers trip -Wmaybe-uninitialized (and, with
 # the sanitizers, -Wuninitialized) on their own _mm512_undefined_* temporaries
 # (GCC bug 105593) whenever Eigen vectorizes with -march=native on an AVX-512

@@ -50,10 +50,18 @@ Result<std::unique_ptr<Model>> MakeModel(std::string_view spec, std::span<const 
   mlp.chunk_rows = options.chunk_rows;
   if (spec == "softmax") return std::unique_ptr<Model>(std::make_unique<Mlp>(mlp));
   constexpr std::string_view kMlp = "mlp:";
-  if (!spec.starts_with(kMlp))
-    return Status::InvalidArgument(quoted +
-                                   " unknown (expected 'softmax', 'mlp:<width>,<width>,...', 'cnn:<layers>', "
-                                   "'cnn-fedavg' or 'lenet5')");
+  if (!spec.starts_with(kMlp)) {
+    // A file name is most likely a TorchScript module given without its prefix.
+    const bool file =
+        spec.ends_with(".pt") || spec.ends_with(".pth") || spec.find('/') != std::string_view::npos;
+    return Status::InvalidArgument(
+        quoted +
+        " unknown (expected 'softmax', 'mlp:<width>,<width>,...', 'cnn:<layers>', "
+        "'cnn-fedavg', 'lenet5' or 'torchscript:FILE.pt'" +
+        (file ? std::string("; a TorchScript file is named torchscript:") + std::string(spec)
+              : std::string()) +
+        ")");
+  }
   std::string_view rest = spec.substr(kMlp.size());
   std::int64_t params = 0, prev = input_dim;
   for (;;) {

@@ -100,13 +100,14 @@ Result<std::unique_ptr<Optimizer>> MakeOptimizer(std::string_view name, std::siz
     return std::unique_ptr<Optimizer>(std::make_unique<Sgd>(size, SgdOptions{momentum, false, weight_decay}));
   if (name == "nesterov")
     return std::unique_ptr<Optimizer>(std::make_unique<Sgd>(size, SgdOptions{momentum, true, weight_decay}));
-  if (name == "adam") {
+  if (name == "adam" || name == "adamw") {
     AdamOptions o;
     o.weight_decay = weight_decay;
+    o.decoupled = name == "adamw";
     return std::unique_ptr<Optimizer>(std::make_unique<Adam>(size, o));
   }
   return Status::InvalidArgument("optimizer '" + std::string(name) +
-                                 "' unknown (expected sgd, momentum, nesterov or adam)");
+                                 "' unknown (expected sgd, momentum, nesterov, adam or adamw)");
 }
 
 }  // namespace murmur::ml

@@ -88,8 +88,11 @@ class Adam final : public Optimizer {
 void AdamUpdate(std::span<float> x, std::span<const float> g, std::span<float> m, std::span<float> v,
                 std::int64_t t, double lr, const AdamOptions& options);
 
-// "sgd" (no momentum), "momentum" (heavy ball), "nesterov" or "adam", with
-// `momentum` for the two momentum kinds and `weight_decay` for all.
+// "sgd" (no momentum), "momentum" (heavy ball), "nesterov", "adam" or
+// "adamw" (Adam with decoupled weight decay, Loshchilov and Hutter 2019, as
+// the simulator's and murmurd's nodes take it), with `momentum` for the two
+// momentum kinds and `weight_decay` for all (added to the gradient, but for
+// adamw: x -= lr weight_decay x).
 Result<std::unique_ptr<Optimizer>> MakeOptimizer(std::string_view name, std::size_t size, double momentum,
                                                  double weight_decay);
 

@@ -227,6 +227,7 @@ proto::JobStatus DaemonImpl::JobStatus() const {
   s.set_algorithm(job_->config().spec().algorithm());
   s.set_role(job_->role());
   s.set_topology(job_->config().spec().topology());
+  s.set_owner_tag(OwnerTag(job_->config()));
   s.set_rounds_done(job_->rounds_done());
   s.set_epsilon(job_->epsilon());  // after rounds_done: at least that round's
   s.set_rounds_total(job_->config().spec().rounds());

@@ -10,6 +10,7 @@
 // time, in the scenario's order (ExternalLearning::concurrent false), so a
 // run stays deterministic. The first exception a callback raises stops the
 // run between events and is raised by simulate().
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,6 +29,11 @@ namespace py = pybind11;
 namespace murmur::python {
 
 namespace {
+
+// The most FLOPs a Python learner may say one step costs: 10^15 (a step
+// of days on the simulator's slowest device profiles) keeps every finish
+// time inside the simulator's nanosecond clock.
+constexpr double kMaxFlopsPerStep = 1e15;
 
 // A NumPy view of `n` values at `data` (no copy; the memory's owner outlives the call).
 template <typename T>
@@ -192,6 +198,15 @@ std::unique_ptr<sim::ExternalLearning> MakePythonLearning(const py::object& make
       }
       double flops = share.flops_per_step;
       if (py::hasattr(learner, "flops_per_step")) flops = learner.attr("flops_per_step").cast<double>();
+      // What a step costs sets the node's virtual time: a negative, NaN,
+      // infinite or absurd count would run time backwards or past the
+      // clock's range, so it is refused here, as a device trace's are.
+      if (!(std::isfinite(flops) && flops >= 0 && flops <= kMaxFlopsPerStep)) {
+        errors.Fail(PyExc_ValueError, "learner.flops_per_step of node " + std::to_string(share.node) +
+                                          " must be a finite number of FLOPs in [0, 1e15], got " +
+                                          std::string(py::str(py::float_(flops))));
+        return cancelled;
+      }
       ml::ScheduleOptions schedule = share.options.schedule;
       schedule.lr = share.options.lr;  // as ml::MlLearner: the spec's lr is the base rate
       return std::unique_ptr<LocalLearner>(
@@ -222,6 +237,11 @@ std::unique_ptr<sim::ExternalLearning> MakePythonLearning(const py::object& make
         py::object r =
             evaluate(ParamsView(params, false), Features(test, *cache), Labels(test), Samples(samples));
         auto [accuracy, loss] = r.cast<std::pair<double, double>>();
+        if (!(accuracy >= 0 && accuracy <= 1)) {
+          errors.Fail(PyExc_ValueError, "evaluate must return an accuracy in [0, 1], got " +
+                                            std::string(py::str(py::float_(accuracy))));
+          return e;
+        }
         e.accuracy = accuracy;
         e.loss = loss;
       } catch (py::error_already_set& ex) {

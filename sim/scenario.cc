@@ -38,6 +38,12 @@ Status ValidateScenario(const proto::Scenario& s) {
   if (s.threads() > 1024) return Bad("threads", "must be at most 1024");
   if (s.placement() != "auto" && s.placement() != "graph" && s.placement() != "blocks")
     return Bad("placement", "'" + s.placement() + "' is not one of auto, graph, blocks");
+  // Refused whatever the number of ranks, so that a scenario one process
+  // accepts also runs under mpirun (docs/simulator.md).
+  if (federated && s.placement() == "graph")
+    return Bad("placement",
+               "graph is for gossip runs: federated runs place clients in id blocks, the server on the last "
+               "rank and, with auto, each edge aggregator with its clients (use auto or blocks)");
   if (s.links() != "uniform") {
     if (federated)
       return Bad("links",

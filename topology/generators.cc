@@ -170,6 +170,11 @@ Graph Exponential(NodeId n) {
 }
 
 Result<Graph> RandomRegular(NodeId n, std::uint32_t d, std::uint64_t seed, int max_attempts) {
+  // Degree 0 connects nothing and degree 1 only pairs: refused here, not
+  // after max_attempts samples that cannot succeed.
+  if ((d == 0 && n > 1) || (d == 1 && n > 2))
+    return Status::InvalidArgument("degree " + std::to_string(d) + ": a connected regular graph on " +
+                                   std::to_string(n) + " nodes needs degree at least 2");
   if (n > 0 && d >= n)
     return Status::InvalidArgument("degree " + std::to_string(d) + " needs more than " + std::to_string(d) +
                                    " nodes, got " + std::to_string(n));

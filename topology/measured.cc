@@ -65,8 +65,12 @@ Result<MeasuredLinks> ReadMeasuredLinks(const std::string& path, std::uint32_t n
     largest = std::max({largest, r.from, r.to});
     rows.push_back(r);
   }
+  if (rows.empty())
+    return Status::InvalidArgument(
+        "measured links '" + path +
+        "': no rows (expected from,to,rtt_ms[,mbps] lines, as murmur peers --rtt-csv writes them)");
   MeasuredLinks m;
-  m.nodes = std::max<std::uint32_t>(nodes_hint, rows.empty() ? 0 : static_cast<std::uint32_t>(largest + 1));
+  m.nodes = std::max<std::uint32_t>(nodes_hint, static_cast<std::uint32_t>(largest + 1));
   for (const Row& r : rows) m.pairs[r.from << 32 | r.to] = MeasuredLink{r.rtt_ms, r.mbps};
   return m;
 }

@@ -149,8 +149,7 @@ int BenchSimRun(const std::vector<std::uint32_t>& node_counts, unsigned rounds, 
   for (std::uint32_t n : node_counts) {
     auto run = TimeRun(BenchScenario(n, model, compression, rounds, threads), ranks.get());
     if (!run.ok())
-      ranks->Abort("murmur bench sim: rank " + std::to_string(ranks->rank()) + ": " +
-                   run.status().ToString());
+      ranks->Abort("murmur bench sim: rank " + std::to_string(ranks->rank()) + ": " + run.status().message());
     if (ranks->rank() == 0) {
       std::printf(kRanksLine, ranks->size(), n, run->rounds_per_s,
                   static_cast<double>(run->summary.peak_rss_bytes));
@@ -205,7 +204,21 @@ int BenchSim(int argc, char** argv) {
       return UsageError(kCmd, "unexpected argument '" + args.unmatched()[0] + "'");
     std::stringstream ss(args["nodes"].as<std::string>());
     std::string item;
-    while (std::getline(ss, item, ',')) node_counts.push_back(static_cast<std::uint32_t>(std::stoul(item)));
+    while (std::getline(ss, item, ',')) {
+      // Every count is checked here, before the floors take their seconds.
+      std::size_t used = 0;
+      unsigned long n = 0;
+      try {
+        n = std::stoul(item, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used == 0 || used != item.size() || n < 2 || n > 10000000)
+        return UsageError(kCmd,
+                          "--nodes: each count must be a whole number in [2, 10000000], got '" + item + "'");
+      node_counts.push_back(static_cast<std::uint32_t>(n));
+    }
+    if (node_counts.empty()) return UsageError(kCmd, "--nodes: no node count given");
     rounds = args["rounds"].as<unsigned>();
     threads = args["threads"].as<int>();
     seconds = args["seconds"].as<double>();
@@ -256,7 +269,7 @@ int BenchSim(int argc, char** argv) {
   std::vector<Spread> spread;
   for (std::uint32_t n : node_counts) {
     auto run = TimeRun(BenchScenario(n, model_spec, compression, rounds, threads));
-    if (!run.ok()) return Failure(kCmd, run.status().ToString());
+    if (!run.ok()) return Failure(kCmd, run.status().message());
     // Floor of one round: every node's batch through the model at the GEMM
     // rate, plus the least memory traffic mixing can take: per node, read its
     // own model and its 2 neighbours' and write the mixed model once.

@@ -264,7 +264,7 @@ int BenchTransport(int argc, char** argv) {
   const std::uint64_t total = count * message_bytes;
 
   auto idle = IdleRss();
-  if (!idle.ok()) return Failure(kCmd, idle.status().ToString());
+  if (!idle.ok()) return Failure(kCmd, idle.status().message());
   std::printf("idle RSS, one listening Transport + AsioEnv in this process: %.1f MB (target < 20 MB)\n",
               static_cast<double>(*idle) / 1e6);
 
@@ -273,9 +273,9 @@ int BenchTransport(int argc, char** argv) {
   std::vector<std::unique_ptr<TransportPair>> pairs;
   for (crypto::Cipher c : ciphers) {
     auto pair = TransportPair::Make(2 * total + message_bytes, crypto_threads, write_batch_kib * 1024, c);
-    if (!pair.ok()) return Failure(kCmd, pair.status().ToString());
+    if (!pair.ok()) return Failure(kCmd, pair.status().message());
     // Warm-up: the first message each way (allocator, TCP windows).
-    if (auto w = (*pair)->Exchange(payload, 1, true); !w.ok()) return Failure(kCmd, w.status().ToString());
+    if (auto w = (*pair)->Exchange(payload, 1, true); !w.ok()) return Failure(kCmd, w.status().message());
     pairs.push_back(std::move(*pair));
   }
 
@@ -307,7 +307,7 @@ int BenchTransport(int argc, char** argv) {
         x.aead.push_back(a.wall);
         x.aead_cpu.push_back(a.cpu);
         auto t = pairs[c]->Exchange(payload, count, both);
-        if (!t.ok()) return Failure(kCmd, t.status().ToString());
+        if (!t.ok()) return Failure(kCmd, t.status().message());
         x.tr.push_back(moved / t->seconds / 1e6);
         x.tr_busy.push_back(moved / std::max(t->cpu[0], t->cpu[1]) / 1e6);
         x.tr_cpu.push_back((t->cpu[0] + t->cpu[1]) / moved * 1e9);

@@ -100,7 +100,7 @@ int Issue(int argc, char** argv) {
   auto node = crypto::PublicKeyFromArg(args["node-pub"].as<std::string>());
   if (!node.ok()) return UsageError(kName, "--node-pub: " + node.status().message());
   auto coordinator = crypto::Identity::LoadKeyFile(args["coordinator-key"].as<std::string>());
-  if (!coordinator.ok()) return Failure(kName, coordinator.status().ToString());
+  if (!coordinator.ok()) return Failure(kName, coordinator.status().message());
 
   crypto::Certificate cert;
   cert.node_key = *node;
@@ -118,7 +118,7 @@ int Issue(int argc, char** argv) {
   }
   if (Status s = crypto::SignCertificate(*coordinator, &cert); !s.ok()) return UsageError(kName, s.message());
   const std::string out = args["out"].as<std::string>();
-  if (Status s = crypto::SaveCertificateFile(out, cert); !s.ok()) return Failure(kName, s.ToString());
+  if (Status s = crypto::SaveCertificateFile(out, cert); !s.ok()) return Failure(kName, s.message());
   std::fprintf(stderr, "wrote %s: serial %llu, node %s, network %s, roles %s, valid until %s\n", out.c_str(),
                static_cast<unsigned long long>(cert.serial), NodeIdText(cert).c_str(), network.c_str(),
                crypto::RolesToString(cert.roles).c_str(), FormatTime(cert.not_after).c_str());
@@ -136,7 +136,7 @@ int Show(int argc, char** argv) {
   if (int rc = Parse(options, argc, argv, &args); rc >= 0) return rc;
   if (!args.count("file")) return UsageError(kName, "show: missing FILE");
   auto cert = crypto::LoadCertificateFile(args["file"].as<std::string>());
-  if (!cert.ok()) return Failure(kName, cert.status().ToString());
+  if (!cert.ok()) return Failure(kName, cert.status().message());
   std::printf("version     %u\n", cert->version);
   std::printf("node key    %s\n", crypto::ToHex(cert->node_key).c_str());
   std::printf("node id     %s\n", NodeIdText(*cert).c_str());
@@ -173,7 +173,7 @@ int Verify(int argc, char** argv) {
   auto key = crypto::PublicKeyFromArg(args[key_flag].as<std::string>());
   if (!key.ok()) return UsageError(kName, std::string("--") + key_flag + ": " + key.status().message());
   auto cert = crypto::LoadCertificateFile(args["file"].as<std::string>());
-  if (!cert.ok()) return Failure(kName, cert.status().ToString());
+  if (!cert.ok()) return Failure(kName, cert.status().message());
   const std::int64_t now =
       args.count("at") ? args["at"].as<std::int64_t>() : static_cast<std::int64_t>(std::time(nullptr));
   Status s = crypto::VerifyCertificate(*cert, *key, args["network"].as<std::string>(), now);
@@ -195,13 +195,13 @@ int Reload(int argc, char** argv) {
   cxxopts::ParseResult args;
   if (auto rc = ParseFlags(options, argc, argv, kName, &args)) return *rc;
   auto ctx = LoadOperatorContext(args);
-  if (!ctx.ok()) return UsageError(kName, ctx.status().ToString());
+  if (!ctx.ok()) return UsageError(kName, ctx.status().message());
   proto::ControlRequest request;
   request.mutable_cert_reload();
   int bad = 0;
   for (const DaemonReply& r : CallAll(*ctx, request)) {
     if (!r.response.ok()) {
-      std::printf("%-22s failed: %s\n", r.address.c_str(), r.response.status().ToString().c_str());
+      std::printf("%-22s failed: %s\n", r.address.c_str(), r.response.status().message().c_str());
       ++bad;
       continue;
     }

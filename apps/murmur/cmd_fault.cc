@@ -27,7 +27,7 @@ int Send(const OperatorContext& ctx, const proto::ControlRequest& request) {
   for (const DaemonReply& r : CallAll(ctx, request)) {
     if (!r.response.ok() || !r.response->ok()) {
       std::printf("%-22s refused: %s\n", r.address.c_str(),
-                  r.response.ok() ? r.response->error().c_str() : r.response.status().ToString().c_str());
+                  r.response.ok() ? r.response->error().c_str() : r.response.status().message().c_str());
       ++bad;
       continue;
     }
@@ -69,9 +69,9 @@ int Set(int argc, char** argv) {
   if (args.count("partition")) f.set_partition(args["partition"].as<std::string>());
   if (Status st = engine::ValidateFaults(f, engine::kMaxFaultNodeId, engine::FaultTime::kUntilCleared);
       !st.ok())
-    return UsageError(kName, st.ToString());
+    return UsageError(kName, st.message());
   auto ctx = LoadOperatorContext(args);
-  if (!ctx.ok()) return UsageError(kName, ctx.status().ToString());
+  if (!ctx.ok()) return UsageError(kName, ctx.status().message());
   return Send(*ctx, request);
 }
 
@@ -82,7 +82,7 @@ int Clear(int argc, char** argv) {
   cxxopts::ParseResult args;
   if (auto rc = ParseFlags(options, argc, argv, kName, &args)) return *rc;
   auto ctx = LoadOperatorContext(args);
-  if (!ctx.ok()) return UsageError(kName, ctx.status().ToString());
+  if (!ctx.ok()) return UsageError(kName, ctx.status().message());
   proto::ControlRequest request;
   request.mutable_fault_clear();
   return Send(*ctx, request);

@@ -60,7 +60,7 @@ int PrintReplies(const std::vector<DaemonReply>& replies, bool header) {
   int bad = 0;
   for (const DaemonReply& r : replies) {
     if (!r.response.ok()) {
-      std::printf("%-22s unreachable: %s\n", r.address.c_str(), r.response.status().ToString().c_str());
+      std::printf("%-22s unreachable: %s\n", r.address.c_str(), r.response.status().message().c_str());
       ++bad;
       continue;
     }
@@ -94,7 +94,7 @@ std::string Named(const DaemonReply& r) {
 
 // Why a reply is not a yes: unreachable, or the daemon's refusal.
 std::string WhyNot(const DaemonReply& r) {
-  return r.response.ok() ? r.response->error() : "unreachable: " + r.response.status().ToString();
+  return r.response.ok() ? r.response->error() : "unreachable: " + r.response.status().message();
 }
 
 // The daemons' node ids (from their status replies) against the job's nodes
@@ -206,12 +206,12 @@ int Submit(int argc, char** argv) {
   if (!args.count("job")) return UsageError(kName, "submit: missing JOB (a JobConfig file)");
   std::vector<std::string> warnings;
   auto job = engine::LoadJobConfig(args["job"].as<std::string>(), &warnings);
-  if (!job.ok()) return UsageError(kName, job.status().ToString());
+  if (!job.ok()) return UsageError(kName, job.status().message());
   for (const auto& w : warnings) std::fprintf(stderr, "murmur job submit: warning: %s\n", w.c_str());
   if (Status hashed = FillModelHash(args["job"].as<std::string>(), "submit", &*job); !hashed.ok())
     return UsageError(kName, hashed.message());
   auto ctx = LoadOperatorContext(args);
-  if (!ctx.ok()) return UsageError(kName, ctx.status().ToString());
+  if (!ctx.ok()) return UsageError(kName, ctx.status().message());
   const double model_bytes = args["model-bytes"].as<double>();
   if (!(model_bytes > 0) || !std::isfinite(model_bytes))
     return UsageError(kName, "--model-bytes must be positive");
@@ -289,7 +289,7 @@ int Status(int argc, char** argv) {
   cxxopts::ParseResult args;
   if (auto rc = ParseFlags(options, argc, argv, kName, &args)) return *rc;
   auto ctx = LoadOperatorContext(args);
-  if (!ctx.ok()) return UsageError(kName, ctx.status().ToString());
+  if (!ctx.ok()) return UsageError(kName, ctx.status().message());
   const double interval = args["interval"].as<double>();
   if (!(interval >= 0.1 && interval <= 3600))
     return UsageError(kName, "--interval must be in [0.1, 3600] seconds");
@@ -348,7 +348,7 @@ int Stop(int argc, char** argv) {
   cxxopts::ParseResult args;
   if (auto rc = ParseFlags(options, argc, argv, kName, &args)) return *rc;
   auto ctx = LoadOperatorContext(args);
-  if (!ctx.ok()) return UsageError(kName, ctx.status().ToString());
+  if (!ctx.ok()) return UsageError(kName, ctx.status().message());
   proto::ControlRequest request;
   request.mutable_stop();
   if (args.count("job-id")) request.mutable_stop()->set_job_id(args["job-id"].as<std::string>());

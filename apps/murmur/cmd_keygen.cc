@@ -42,7 +42,7 @@ int RunKeygen(int argc, char** argv) {
   crypto::Identity id = crypto::Identity::Generate();
   Status s = id.Save(dir, args.count("force") > 0);
   if (s.code() == StatusCode::kAlreadyExists) return Failure(kName, s.message() + " (use --force)");
-  if (!s.ok()) return Failure(kName, s.ToString());
+  if (!s.ok()) return Failure(kName, s.message());
   std::printf("%s\n", id.PublicKeyHex().c_str());
   std::fprintf(stderr, "wrote %s/%s and %s/%s\n", dir.c_str(), crypto::kIdentityKeyFile, dir.c_str(),
                crypto::kIdentityPubFile);

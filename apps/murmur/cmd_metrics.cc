@@ -15,14 +15,14 @@ int RunMetrics(int argc, char** argv) {
   cxxopts::ParseResult args;
   if (auto rc = ParseFlags(options, argc, argv, "metrics", &args)) return *rc;
   auto ctx = LoadOperatorContext(args);
-  if (!ctx.ok()) return UsageError("metrics", ctx.status().ToString());
+  if (!ctx.ok()) return UsageError("metrics", ctx.status().message());
   proto::ControlRequest request;
   request.mutable_metrics();
   int bad = 0;
   for (const DaemonReply& r : CallAll(*ctx, request)) {
     if (!r.response.ok() || !r.response->ok()) {
       std::printf("# daemon %s: %s\n", r.address.c_str(),
-                  r.response.ok() ? r.response->error().c_str() : r.response.status().ToString().c_str());
+                  r.response.ok() ? r.response->error().c_str() : r.response.status().message().c_str());
       ++bad;
       continue;
     }

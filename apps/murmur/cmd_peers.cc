@@ -19,7 +19,7 @@ int RunPeers(int argc, char** argv) {
   cxxopts::ParseResult args;
   if (auto rc = ParseFlags(options, argc, argv, "peers", &args)) return *rc;
   auto ctx = LoadOperatorContext(args);
-  if (!ctx.ok()) return UsageError("peers", ctx.status().ToString());
+  if (!ctx.ok()) return UsageError("peers", ctx.status().message());
   proto::ControlRequest request;
   request.mutable_peers();
   int bad = 0;
@@ -27,7 +27,7 @@ int RunPeers(int argc, char** argv) {
   for (const DaemonReply& r : replies) {
     if (!r.response.ok() || !r.response->ok()) {
       std::printf("%s: %s\n", r.address.c_str(),
-                  r.response.ok() ? r.response->error().c_str() : r.response.status().ToString().c_str());
+                  r.response.ok() ? r.response->error().c_str() : r.response.status().message().c_str());
       ++bad;
       continue;
     }

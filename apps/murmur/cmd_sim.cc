@@ -4,8 +4,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "apps/murmur/command.h"
 #include "apps/murmur/plot.h"
@@ -16,6 +18,7 @@
 #include "engine/federated_builder.h"
 #include "engine/files.h"
 #include "engine/gossip_builder.h"
+#include "engine/scenario_fields.h"
 #include "ml/text.h"
 #include "sim/mpi/mpi.h"
 #include "sim/runner.h"
@@ -24,6 +27,31 @@
 namespace murmur::cli {
 
 namespace {
+
+// " (did you mean --a or --b?)" for cxxopts' "Option 'x' does not exist",
+// from the scenario fields nearest to x (as murmur.simulate suggests them);
+// empty when none is near.
+std::string FlagSuggestion(const std::string& error) {
+  // cxxopts quotes the name with U+2018 and U+2019 (or, in other builds, ').
+  std::size_t open = error.find("\xe2\x80\x98"), close = error.rfind("\xe2\x80\x99"), width = 3;
+  if (open == std::string::npos || close == std::string::npos) {
+    open = error.find('\'');
+    close = error.rfind('\'');
+    width = 1;
+  }
+  if (open == std::string::npos || close == std::string::npos || close <= open + width) return "";
+  std::string name = error.substr(open + width, close - open - width);
+  std::replace(name.begin(), name.end(), '-', '_');
+  const std::vector<std::string> near = engine::SimilarScenarioFields(name);
+  if (near.empty()) return "";
+  std::string out = " (did you mean ";
+  for (std::size_t i = 0; i < near.size(); ++i) {
+    std::string flag = near[i];
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    out += (i == 0 ? "--" : i + 1 == near.size() ? " or --" : ", --") + flag;
+  }
+  return out + "?)";
+}
 
 std::string Megabytes(std::uint64_t bytes) {
   char buf[32];
@@ -205,6 +233,8 @@ int RunSim(int argc, char** argv) {
   cxxopts::ParseResult result;
   try {
     result = options.parse(argc, argv);
+  } catch (const cxxopts::exceptions::no_such_option& e) {
+    return UsageError("sim", e.what() + FlagSuggestion(e.what()));
   } catch (const std::exception& e) {
     return UsageError("sim", e.what());
   }
@@ -280,11 +310,12 @@ int RunSim(int argc, char** argv) {
   sim::RunOptions run_options;
   run_options.ranks = ranks.get();
   auto run = sim::RunScenario(scenario, progress, run_options);
-  if (!quiet) bar.Finish(status);
+  if (!quiet && run.ok()) bar.Finish(status);
+  if (!quiet && !run.ok()) bar.Abandon();  // no "sim done" before the error
   if (!run.ok()) {
     if (sim::FailedOnAnotherRank(run.status())) return kExitFailure;
     return Failure("sim", (launched > 1 ? "rank " + std::to_string(rank) + ": " : std::string()) +
-                              run.status().ToString());
+                              run.status().message());
   }
   std::printf("%s\n", run->description.c_str());
   PrintTable(*run, IsTextDataset(scenario.spec()));

@@ -197,7 +197,7 @@ int RunTopology(int argc, char** argv) {
   if (!made.ok()) {
     if (made.status().code() == StatusCode::kInvalidArgument)
       return UsageError(kName, made.status().message());
-    return Failure(kName, made.status().ToString());
+    return Failure(kName, made.status().message());
   }
   topology::Schedule& schedule = **made;
   const double build_seconds = SecondsSince(start);

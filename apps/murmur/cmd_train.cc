@@ -65,13 +65,13 @@ int RunTrain(int argc, char** argv) {
     ("test-csv", "test set for --dataset csv:PATH (default: hold out 20%)", cxxopts::value<std::string>()->default_value(""))
     ("epochs", "passes over the training set", cxxopts::value<int>()->default_value("10"))
     ("batch", "mini-batch size", cxxopts::value<int>()->default_value("64"))
-    ("optimizer", "sgd, momentum, nesterov or adam", cxxopts::value<std::string>()->default_value("adam"))
-    ("lr", "peak learning rate (default: 0.002 for adam, 0.05 otherwise)", cxxopts::value<double>())
+    ("optimizer", "sgd, momentum, nesterov, adam or adamw (decoupled weight decay, as murmur sim's adamw)", cxxopts::value<std::string>()->default_value("adam"))
+    ("lr", "peak learning rate (default: 0.002 for adam and adamw, 0.05 otherwise)", cxxopts::value<double>())
     ("momentum", "momentum for momentum and nesterov", cxxopts::value<double>()->default_value("0.9"))
     ("schedule", "constant, step or cosine", cxxopts::value<std::string>()->default_value("cosine"))
     ("step-epochs", "for --schedule step: epochs between decays by 10x", cxxopts::value<int>()->default_value("5"))
     ("warmup", "linear warm-up over this many steps", cxxopts::value<int>()->default_value("0"))
-    ("weight-decay", "weight decay (L2 added to the gradient)", cxxopts::value<double>()->default_value("0"))
+    ("weight-decay", "weight decay (L2 added to the gradient; adamw: decoupled, x -= lr wd x)", cxxopts::value<double>()->default_value("0"))
     ("seed", "random seed (initialization and batch order)", cxxopts::value<std::uint64_t>()->default_value("1"))
     ("threads", "threads per batch (results do not depend on it)",
      cxxopts::value<int>()->default_value(std::to_string(HardwareThreads())))
@@ -106,7 +106,7 @@ int RunTrain(int argc, char** argv) {
     return UsageError(kName, "--threads " + std::to_string(threads) + " outside [1, 1024]");
   if (warmup < 0) return UsageError(kName, "--warmup " + std::to_string(warmup) + " must be >= 0");
   if (step_epochs < 1) return UsageError(kName, "--step-epochs must be at least 1");
-  double lr = lr_flag.value_or(optimizer_name == "adam" ? 2e-3 : 0.05);
+  double lr = lr_flag.value_or(optimizer_name == "adam" || optimizer_name == "adamw" ? 2e-3 : 0.05);
   if (!(lr > 0 && lr < 1e3)) return UsageError(kName, "--lr " + std::to_string(lr) + " outside (0, 1000)");
   Result<ml::ScheduleKind> kind = ml::ParseScheduleKind(schedule_name);
   if (!kind.ok()) return UsageError(kName, kind.status().message());

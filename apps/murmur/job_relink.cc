@@ -25,6 +25,7 @@
 #include "engine/files.h"
 #include "engine/gossip_builder.h"
 #include "engine/topology.h"
+#include "node/job/job_store.h"
 #include "topology/edge_list.h"
 #include "topology/link_aware.h"
 
@@ -132,6 +133,17 @@ Pass RelinkOnce(const OperatorContext& ctx, const proto::JobConfig& job, const R
                        "): relink follows a running job; submit it first (murmur job submit)");
     return Pass::kFailed;
   }
+  // The file must be the running job's configuration but for its topology
+  // and rounds (what OwnerTag leaves out): a resubmission of anything else
+  // is refused after the stop, and the job would be left stopped.
+  const std::uint64_t tag = node::OwnerTag(job);
+  for (const DaemonReply& r : fleet) {
+    if (!r.response->job().has_owner_tag() || r.response->job().owner_tag() == tag) continue;
+    Failure(kName, "job " + id + " on node " + std::to_string(r.response->node_id()) +
+                       " has another configuration than the file's (they may differ only in topology and "
+                       "rounds, else the daemons refuse the resubmission); nothing stopped, the job runs on");
+    return Pass::kFailed;
+  }
   const std::string running = fleet.front().response->job().topology();
   bool agree = true;
   for (const DaemonReply& r : fleet) agree = agree && r.response->job().topology() == running;
@@ -234,7 +246,7 @@ int Relink(int argc, char** argv) {
 
   std::vector<std::string> warnings;
   auto job = engine::LoadJobConfig(args["job"].as<std::string>(), &warnings);
-  if (!job.ok()) return UsageError(kName, job.status().ToString());
+  if (!job.ok()) return UsageError(kName, job.status().message());
   for (const auto& w : warnings) std::fprintf(stderr, "murmur job relink: warning: %s\n", w.c_str());
   const proto::JobSpec& spec = job->spec();
   if (!engine::IsLinkAware(spec.topology()))
@@ -249,7 +261,7 @@ int Relink(int argc, char** argv) {
   if (Status hashed = FillModelHash(args["job"].as<std::string>(), "relink", &*job); !hashed.ok())
     return UsageError(kName, hashed.message());
   auto ctx = LoadOperatorContext(args);
-  if (!ctx.ok()) return UsageError(kName, ctx.status().ToString());
+  if (!ctx.ok()) return UsageError(kName, ctx.status().message());
   while (true) {
     const Pass pass = RelinkOnce(*ctx, *job, o);
     std::fflush(stdout);

@@ -1,6 +1,7 @@
 #include "apps/murmur/plot.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -27,6 +28,20 @@ constexpr int kPanelHeight = 500;  // the panels, their titles, ticks and axis l
 constexpr int kKeyLine = 20;       // one legend row
 constexpr int kMaxKeyColumns = 4;
 
+// A run of a language model reports perplexity, not accuracy: its points
+// carry no accuracy at all (murmur sim prints perplexity, exp(loss), for
+// text datasets).
+bool LanguageModelRuns(const std::vector<std::vector<sim::EvalPoint>>& runs) {
+  for (const auto& run : runs)
+    for (const sim::EvalPoint& p : run)
+      if (p.avg_acc != 0 || p.acc_mean != 0 || p.acc_max != 0) return false;
+  return true;
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 }  // namespace
 
 std::string PlotScript(const std::vector<std::vector<sim::EvalPoint>>& runs,
@@ -41,18 +56,28 @@ std::string PlotScript(const std::vector<std::vector<sim::EvalPoint>>& runs,
   // labels and the x axis label (70 px).
   const double panel_bottom = static_cast<double>(key_height + 70) / height;
   const double key_top = static_cast<double>(key_height) / height;
+  // Language models are drawn by test perplexity (exp of the loss, on a log
+  // scale), the others by test accuracy.
+  const bool perplexity = LanguageModelRuns(runs);
+  const std::string measure = perplexity ? "test perplexity" : "test accuracy";
   std::ostringstream script;
-  script << "set terminal pngcairo size " << kWidth << "," << height << " font ',11'\n"
+  script << (EndsWith(png_path, ".svg") ? "set terminal svg size " : "set terminal pngcairo size ") << kWidth
+         << "," << height << " font ',11'\n"
          << "set output " << Quoted(png_path) << "\n";
   for (std::size_t r = 0; r < runs.size(); ++r) {
     script << "$run" << r << " << EOD\n";
-    for (const auto& p : runs[r])
-      script << p.round << ' ' << p.avg_acc << ' ' << p.acc_mean << ' ' << p.bytes_sent / 1e6 << ' '
-             << p.virtual_s << '\n';
+    for (const auto& p : runs[r]) {
+      const double model = perplexity ? std::exp(p.avg_loss) : p.avg_acc;
+      const double nodes = perplexity ? std::exp(p.loss_mean) : p.acc_mean;
+      script << p.round << ' ' << model << ' ' << nodes << ' ' << p.bytes_sent / 1e6 << ' ' << p.virtual_s
+             << '\n';
+    }
     script << "EOD\n";
   }
   script << "set multiplot layout 1,3\n"
-         << "set grid\nset yrange [0:1]\nset bmargin at screen " << panel_bottom << "\n"
+         << "set grid\n"
+         << (perplexity ? "set logscale y\n" : "set yrange [0:1]\n") << "set bmargin at screen "
+         << panel_bottom << "\n"
          << "set key at screen 0.5, screen " << key_top << " center top vertical maxrows " << rows
          << " box\n";
   std::string rounds_plot = "plot ", bytes_plot = "plot ", time_plot = "plot ";
@@ -68,12 +93,14 @@ std::string PlotScript(const std::vector<std::vector<sim::EvalPoint>>& runs,
   }
   rounds_plot +=
       "NaN with lines dashtype 2 linecolor 'black' title 'dashed: node mean (solid: averaged model)'\n";
-  script << "set title 'test accuracy vs rounds'\nset xlabel 'round'\nset ylabel 'accuracy'\n" << rounds_plot;
-  script << "unset key\nset title 'test accuracy vs data sent'\nset xlabel 'MB sent (all nodes)'\nset "
-            "logscale x\n"
+  script << "set title '" << measure << " vs rounds'\nset xlabel 'round'\nset ylabel '"
+         << (perplexity ? "perplexity" : "accuracy") << "'\n"
+         << rounds_plot;
+  script << "unset key\nset title '" << measure
+         << " vs data sent'\nset xlabel 'MB sent (all nodes)'\nset logscale x\n"
          << bytes_plot;
   // Simulated time: what communication-efficient training is for (time to accuracy on slow links).
-  script << "set title 'test accuracy vs virtual time'\nset xlabel 'virtual seconds'\nunset logscale x\n"
+  script << "set title '" << measure << " vs virtual time'\nset xlabel 'virtual seconds'\nunset logscale x\n"
          << time_plot << "unset multiplot\n";
   return script.str();
 }
@@ -81,6 +108,15 @@ std::string PlotScript(const std::vector<std::vector<sim::EvalPoint>>& runs,
 Status PlotMetrics(const std::vector<std::vector<sim::EvalPoint>>& runs,
                    const std::vector<std::string>& labels, const std::string& png_path,
                    const std::string& script_path) {
+  if (!EndsWith(png_path, ".png") && !EndsWith(png_path, ".svg"))
+    return Status::InvalidArgument("--out '" + png_path + "': the plot is written as .png or .svg");
+  const std::filesystem::path parent = std::filesystem::path(png_path).parent_path();
+  if (!parent.empty() && !std::filesystem::is_directory(parent))
+    return Status::NotFound("--out '" + png_path + "': no directory '" + parent.string() + "'");
+  for (std::size_t r = 0; r < runs.size(); ++r)
+    if (runs[r].empty())
+      return Status::InvalidArgument("'" + (r < labels.size() ? labels[r] : std::to_string(r)) +
+                                     "' has no rows of metrics to plot");
   const std::string script = PlotScript(runs, labels, png_path);
   if (!script_path.empty()) {
     std::ofstream out(script_path);
@@ -91,8 +127,10 @@ Status PlotMetrics(const std::vector<std::vector<sim::EvalPoint>>& runs,
     return Status::FailedPrecondition(
         "gnuplot is not installed (apt-get install gnuplot-nox); no plot drawn");
   }
-  // gnuplot reads the script on its standard input; its errors pass through.
-  FILE* gnuplot = popen("gnuplot", "w");
+  // gnuplot reads the script on its standard input; its errors pass through
+  // on stderr, and nothing it writes reaches murmur's standard output (were
+  // `set output` to fail, the image would go there).
+  FILE* gnuplot = popen("gnuplot >/dev/null", "w");
   if (gnuplot == nullptr) return Status::Internal("cannot run gnuplot");
   const bool written = std::fwrite(script.data(), 1, script.size(), gnuplot) == script.size();
   if (pclose(gnuplot) != 0 || !written) return Status::Internal("gnuplot failed drawing '" + png_path + "'");
@@ -109,10 +147,11 @@ int RunPlot(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::printf(
-          "usage: murmur plot [--out FILE.png] [--script FILE.gp] METRICS.csv [MORE.csv ...]\n\n"
-          "Draws test accuracy versus rounds, megabytes sent and virtual time, one curve per metrics file\n"
-          "(written by murmur sim --metrics-csv), named by its file name, with the legend below\n"
-          "the panels. --script also writes the gnuplot script (data inline) to edit and rerun.\n"
+          "usage: murmur plot [--out FILE.png|FILE.svg] [--script FILE.gp] METRICS.csv [MORE.csv ...]\n\n"
+          "Draws test accuracy (language models: test perplexity) versus rounds, megabytes sent and\n"
+          "virtual time, one curve per metrics file (written by murmur sim --metrics-csv), named by its\n"
+          "file name, with the legend below the panels, as PNG or SVG by --out's extension. --script\n"
+          "also writes the gnuplot script (data inline) to edit and rerun.\n"
           "Needs gnuplot (Debian: gnuplot-nox).\n");
       return kExitOk;
     }

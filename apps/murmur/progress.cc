@@ -46,6 +46,7 @@ void ProgressBar::Update(std::uint64_t done, const std::string& status) {
     int filled = static_cast<int>(frac * kWidth);
     std::string bar(static_cast<std::size_t>(filled), '#');
     bar.append(static_cast<std::size_t>(kWidth - filled), '.');
+    drawn_ = true;
     std::fprintf(stderr, "\r%s [%s] %3d%% %llu/%llu %s ETA %s  %s\x1b[K", label_.c_str(), bar.c_str(),
                  percent, static_cast<unsigned long long>(done), static_cast<unsigned long long>(total_),
                  FormatSeconds(elapsed).c_str(), FormatSeconds(eta).c_str(), status.c_str());
@@ -58,6 +59,11 @@ void ProgressBar::Update(std::uint64_t done, const std::string& status) {
                  static_cast<unsigned long long>(done), static_cast<unsigned long long>(total_),
                  FormatSeconds(elapsed).c_str(), FormatSeconds(eta).c_str(), status.c_str());
   }
+}
+
+void ProgressBar::Abandon() {
+  if (tty_ && drawn_) std::fputc('\n', stderr);
+  drawn_ = false;
 }
 
 void ProgressBar::Finish(const std::string& status) {

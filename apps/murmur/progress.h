@@ -22,6 +22,9 @@ class ProgressBar {
   void Update(std::uint64_t done, const std::string& status = "");
   // Ends the line (terminal) and prints the elapsed time.
   void Finish(const std::string& status = "");
+  // For a job that failed: ends a line drawn on a terminal so that the
+  // error starts on its own, and claims nothing was done.
+  void Abandon();
 
   double elapsed_seconds() const;
 
@@ -31,6 +34,7 @@ class ProgressBar {
   int plain_every_;
   int last_plain_percent_ = -1;
   bool tty_;
+  bool drawn_ = false;  // a line was drawn on the terminal
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_;
 };

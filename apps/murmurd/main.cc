@@ -50,17 +50,17 @@ int main(int argc, char** argv) {
   murmur::PinEigenBlocking();
   auto config = murmur::node::LoadNodeConfig(path);
   if (!config.ok()) {
-    std::cerr << "murmurd: " << config.status().ToString() << "\n";
+    std::cerr << "murmurd: " << config.status().message() << "\n";
     return 2;
   }
   auto daemon = murmur::node::Daemon::Create(*config);
   if (!daemon.ok()) {
-    std::cerr << "murmurd: " << daemon.status().ToString() << "\n";
+    std::cerr << "murmurd: " << daemon.status().message() << "\n";
     return 1;
   }
   murmur::Status st = (*daemon)->Run(/*handle_signals=*/true);
   if (!st.ok()) {
-    std::cerr << "murmurd: " << st.ToString() << "\n";
+    std::cerr << "murmurd: " << st.message() << "\n";
     return 1;
   }
   return 0;

@@ -122,3 +122,36 @@ def test_learner_errors_reach_the_caller():
 
     with pytest.raises(TypeError, match="go with learner="):
         murmur.simulate(SMALL, initial=np.zeros(7, dtype=np.float32))
+
+
+@pytest.mark.parametrize("flops", [-1e12, -5.0, float("nan"), float("inf"), 1e20])
+def test_a_learners_flops_per_step_is_refused_unless_finite_and_in_range(flops):
+    # These hung the run (inf, 1e20: the virtual clock overflowed), aborted the
+    # interpreter on a CHECK (nan) or ran time backwards (negative).
+    class Costly(SoftmaxRegression):
+        pass
+
+    Costly.flops_per_step = flops
+    with pytest.raises(ValueError, match=r"learner.flops_per_step of node 0 must be a finite number of FLOPs "
+                                         r"in \[0, 1e15\], got"):
+        murmur.simulate(SMALL, learner=Costly)
+
+
+def test_a_learners_flops_per_step_in_range_is_taken():
+    class Costly(SoftmaxRegression):
+        flops_per_step = 1e9
+
+    class Free(SoftmaxRegression):
+        flops_per_step = 0.0
+
+    slow = murmur.simulate(SMALL, learner=Costly)
+    free = murmur.simulate(SMALL, learner=Free)
+    assert slow.final.virtual_s > free.final.virtual_s
+
+
+def test_evaluate_must_return_an_accuracy_in_0_1():
+    def evaluate(params, features, labels, samples):
+        return 1.5, 0.0
+
+    with pytest.raises(ValueError, match=r"evaluate must return an accuracy in \[0, 1\], got 1.5"):
+        murmur.simulate(SMALL, algorithm="dpsgd", learner=SoftmaxRegression, evaluate=evaluate)

@@ -3,7 +3,8 @@
 # machine"): short runs of the aarch64 cross build under qemu-aarch64 write
 # the same metrics file, wall_s left out, as the x86-64 build of the same
 # tree: D-PSGD with top-1% (the main job's algorithm and model), a
-# convolutional network with every layer kind, and FedAvg.
+# convolutional network with every layer kind, FedAvg, and DiLoCo with
+# AdamW inside and Adam outside.
 # usage: arm64_same_bits_test.sh ARM64_MURMUR X86_64_MURMUR EMULATOR...
 set -uo pipefail
 ARM=$(realpath "$1")
@@ -50,5 +51,7 @@ compare "a CNN" --model cnn:c8k5p2,gn4,pool2,c16k3p1,avg2,d32 --nodes 2 --rounds
   --eval-samples 200 --momentum 0.9 --compression none
 compare "FedAvg" --algorithm fedavg --model mlp:32 --nodes 10 --rounds 5 --eval-every 5 --eval-samples 500 \
   --local-epochs 0 --local-steps 20
+compare "DiLoCo with Adam" --algorithm diloco --optimizer adamw --lr 0.002 --outer-optimizer adam --outer-lr 0.3 \
+  --local-steps 5 --nodes 4 --model mlp:32 --rounds 4 --eval-every 4 --eval-samples 500
 [ $failures -eq 0 ] || exit 1
 echo "arm64 same bits test passed"

@@ -20,6 +20,7 @@
 #  9. a running job stopped and submitted again on a graph chosen anew goes
 #     on from its checkpoints (how a job follows links that changed);
 # 10. `murmur job relink` keeps a graph the measured links do not improve on,
+#     refuses a file of another configuration before stopping anything,
 #     replaces it when told to (the job goes on from its checkpoints), then
 #     finds the job on the graph they choose; with --every it follows the
 #     job until it ends.
@@ -227,6 +228,14 @@ for i in 0 1 2; do
 done
 "$MURMUR" job relink "$FLEET/r2aware.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "relink r2 again"; }
 grep -q "job r2 runs on the graph its measured links choose" "$FLEET/out" || { cat "$FLEET/out"; fail "r2 is not on the triangle"; }
+# A file whose job differs in more than its topology and rounds (here: lr)
+# is refused before anything stops: the daemons would refuse it after the
+# stop and leave the job stopped.
+sed 's|lr: [0-9.e-]*|lr: 0.0123|' "$FLEET/r2aware.job" >"$FLEET/r2lr.job"
+grep -q "lr: 0.0123" "$FLEET/r2lr.job" || fail "r2lr.job has no changed lr"
+"$MURMUR" job relink "$FLEET/r2lr.job" --force "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 && { cat "$FLEET/out"; fail "relink of another configuration succeeded"; }
+grep -q "has another configuration than the file's .*nothing stopped, the job runs on" "$FLEET/out" || { cat "$FLEET/out"; fail "relink of another configuration: no reason given"; }
+[ "$(states)" = "running running running " ] || fail "relink of another configuration stopped r2: $(states)"
 # --every: passes until the job ends (here: stopped by the operator).
 timeout 60 "$MURMUR" job relink "$FLEET/r2aware.job" --every 0.2 "${FLEET_OP[@]}" >"$FLEET/follow" 2>&1 &
 follower=$!

@@ -15,7 +15,8 @@
 # The scenarios: the README's main job (murmur sim with its defaults:
 # CHOCO-SGD with top-1%, 64 nodes, 300 rounds), a convolutional network
 # with every layer kind (a first convolution on im2col, a direct one, group
-# norm, max and average pooling, dense; with momentum), and FedAvg.
+# norm, max and average pooling, dense; with momentum), FedAvg, and DiLoCo
+# with AdamW inside and Adam outside (square roots, bias corrections).
 # usage: same_bits_test.sh MURMUR PORTABLE_MURMUR
 set -uo pipefail
 MURMUR=$(realpath "$1")
@@ -96,6 +97,8 @@ scenario "the main job" "--rounds 20 --eval-every 10"
 scenario "a CNN" "--rounds 3 --eval-every 3" --model cnn:c8k5p2,gn4,pool2,c16k3p1,avg2,d32 --nodes 6 --rounds 6 \
   --eval-every 3 --batch 16 --momentum 0.9 --compression none
 scenario "FedAvg" "--rounds 5 --eval-every 5" --algorithm fedavg --model mlp:64 --nodes 40 --rounds 20 --eval-every 5
+scenario "DiLoCo with Adam" "--rounds 4 --eval-every 4" --algorithm diloco --optimizer adamw --lr 0.002 \
+  --outer-optimizer adam --outer-lr 0.3 --local-steps 5 --nodes 8 --model mlp:32 --rounds 12 --eval-every 4
 
 if [ $failures -gt 0 ]; then
   echo "$failures of $compared comparisons failed"

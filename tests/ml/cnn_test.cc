@@ -401,6 +401,15 @@ TEST_CASE("Bad convolutional specs are refused, naming the layer and what is wro
   auto flat = MakeModel("lenet5", 784, 10);
   REQUIRE(!flat.ok());
   CHECK(flat.status().message().find("needs image samples") != std::string::npos);
+  // A TorchScript file without its prefix: the error says how to name it.
+  for (const char* file : {"cnn.pt", "models/cnn.pth", "/tmp/lm"}) {
+    CAPTURE(file);
+    auto bare = MakeModel(file, mnist, 10);
+    REQUIRE(!bare.ok());
+    CHECK(bare.status().message().find(std::string("a TorchScript file is named torchscript:") + file) !=
+          std::string::npos);
+  }
+  CHECK(MakeModel("mlpp", mnist, 10).status().message().find("torchscript:FILE.pt") != std::string::npos);
 }
 
 TEST_SUITE("slow") {

@@ -81,6 +81,15 @@ TEST_CASE("Random regular graphs are simple, d-regular, connected and seed-deter
   CHECK(EdgeSet(RandomRegular(50, 4, 1).value()) != EdgeSet(RandomRegular(50, 4, 2).value()));
   CHECK(RandomRegular(5, 3, 1).status().code() == StatusCode::kInvalidArgument);  // n d odd
   CHECK(RandomRegular(4, 4, 1).status().code() == StatusCode::kInvalidArgument);  // d >= n
+  // Degrees 0 and 1 cannot connect more than one or two nodes: refused up
+  // front with the reason, not as "no connected graph in 100 samples".
+  for (std::uint32_t d : {0u, 1u}) {
+    CAPTURE(d);
+    const Status s = RandomRegular(16, d, 1).status();
+    CHECK(s.code() == StatusCode::kInvalidArgument);
+    CHECK(s.message().find("needs degree at least 2") != std::string::npos);
+  }
+  CHECK(RandomRegular(2, 1, 1).ok());  // one edge joins two nodes
 }
 
 TEST_CASE("Erdos-Renyi edge counts follow Binomial(n(n-1)/2, p)") {

@@ -57,6 +57,8 @@ TEST_CASE("A malformed measured-links file is refused naming the file and line")
       {"0,1,2,1e-300\n", "throughput '1e-300'"},
       {"0,70000,2\n", "node id over"},
       {"0,1,2,3,4\n", "expected from,to,rtt_ms"},
+      {"", "no rows"},                               // an empty file
+      {"from,to,rtt_ms\n# nothing\n\n", "no rows"},  // a header and comments only
   };
   for (const auto& [text, want] : cases) {
     CAPTURE(text);
