@@ -44,7 +44,11 @@ void OuterOptimizer::Apply(ParamVector& mix) {
   auto v = v_.vec();
   m = b1 * m + (1.0f - b1) * (start - x);
   v = b2 * v + (1.0f - b2) * (start - x).cwiseAbs2();
-  x = start - lr * ((c1 * m).array() / ((c2 * v).array().sqrt() + 1e-8f)).matrix();
+  // A plain loop, which the compiler vectorizes (correctly rounded sqrtps).
+  float* xd = mix.data();
+  const float *sd = start_.data(), *md = m_.data(), *vd = v_.data();
+  const std::size_t n = mix.size();
+  for (std::size_t i = 0; i < n; ++i) xd[i] = sd[i] - lr * ((c1 * md[i]) / (std::sqrt(c2 * vd[i]) + 1e-8f));
 }
 
 void OuterOptimizer::ExportState(NodeState& out) const {

@@ -71,7 +71,12 @@ void AdamUpdate(std::span<float> x_span, std::span<const float> g_span, std::spa
       m = b1 * m + a1 * (g + wd * x);
       v = b2 * v + a2 * (g + wd * x).cwiseAbs2();
     }
-    x.array() -= step * m.array() / (v.array().sqrt() / c2 + eps);
+    // A plain loop: Eigen evaluates this line element by element without
+    // its approximate square root (EIGEN_FAST_MATH=0), and the compiler
+    // vectorizes the loop with correctly rounded sqrtps (-fno-math-errno).
+    float* xd = x.data();
+    const float *md = m.data(), *vd = v.data();
+    for (Eigen::Index i = 0; i < n; ++i) xd[i] -= step * md[i] / (std::sqrt(vd[i]) / c2 + eps);
   }
 }
 

@@ -3,8 +3,8 @@
 # machine"): the metrics file of a run does not depend on which kernels ran
 # or how the program was built. Each scenario below runs
 #   - on this build (-march=native) at every kernel level this CPU has,
-#     forced with MURMUR_SIMD (generic, avx2, avx512), and with 1 and 2
-#     worker threads;
+#     forced with MURMUR_SIMD (generic, avx2, avx512), and with 1, 2 and 8
+#     worker threads (8: what a larger machine runs by default);
 #   - on the portable build (no -march: the package's x86-64 baseline, SSE2,
 #     so no fused multiply-add outside the dispatched kernels), at its best
 #     level and at the generic level, whose fused multiply-adds are then C
@@ -80,8 +80,9 @@ scenario() {
     run "native-$level" "$MURMUR" "$level" "$@"
   done
   run native-1-thread "$MURMUR" "${LEVELS[-1]}" "$@" --threads 1
+  run native-8-threads "$MURMUR" "${LEVELS[-1]}" "$@" --threads 8
   run portable-best "$PORTABLE" "${LEVELS[-1]}" "$@"
-  for name in "${LEVELS[@]/#/native-}" native-1-thread portable-best; do
+  for name in "${LEVELS[@]/#/native-}" native-1-thread native-8-threads portable-best; do
     [ "$name" = native-generic ] && continue
     [ -f "$WORK/native-generic.csv" ] && [ -f "$WORK/$name.csv" ] && same native-generic "$name" "$title"
   done
