@@ -41,6 +41,17 @@ Status ValidateCommon(const proto::JobSpec& s) {
   const bool federated = IsFederatedAlgorithm(s.algorithm());
   if (!federated && !IsGossipAlgorithm(s.algorithm()))
     return Bad("algorithm", "'" + s.algorithm() + "' is not one of " + AlgorithmList());
+  if (s.algorithm() != "diloco" && s.algorithm() != "diloco-allreduce") {
+    // DiLoCo's outer step exists only in DiLoCo: a value other than the
+    // default elsewhere would be silently ignored, so it is refused (as
+    // groups, overlap and collective are outside the all-reduce).
+    const proto::JobSpec defaults;
+    const std::string applies = "applies to diloco and diloco-allreduce (got " + s.algorithm() + ")";
+    if (s.outer_optimizer() != defaults.outer_optimizer()) return Bad("outer_optimizer", applies);
+    if (s.outer_lr() != defaults.outer_lr()) return Bad("outer_lr", applies);
+    if (s.outer_momentum() != defaults.outer_momentum()) return Bad("outer_momentum", applies);
+    if (s.outer_beta2() != defaults.outer_beta2()) return Bad("outer_beta2", applies);
+  }
   if (federated) {
     if (s.nodes() < 1 || s.nodes() > kMaxFederatedClients)
       return Bad("nodes", "must be in [1, " + std::to_string(kMaxFederatedClients) + "] clients, got " +

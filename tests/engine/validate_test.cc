@@ -145,6 +145,24 @@ TEST_CASE("What an algorithm cannot run is refused in both hosts alike") {
                         s.set_algorithm("diloco");
                         s.set_outer_beta2(-0.1);
                       }},
+                     // The outer step's options where no outer step runs: refused, not ignored.
+                     {"outer_optimizer",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("allreduce");
+                        s.set_topology("ring");
+                        s.set_outer_optimizer("adam");
+                      }},
+                     {"outer_lr", [](proto::JobSpec& s) { s.set_outer_lr(0.3); }},  // the default dpsgd
+                     {"outer_momentum",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("fedavg");
+                        s.set_outer_momentum(0.5);
+                      }},
+                     {"outer_beta2",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("push-sum");
+                        s.set_outer_beta2(0.9);
+                      }},
                      // DSGT takes one gradient step per round and no momentum.
                      {"local_steps",
                       [](proto::JobSpec& s) {
