@@ -152,4 +152,26 @@ std::vector<NodeId> NeighboursOf(topology::Schedule& schedule, NodeId self) {
   return {peers.begin(), peers.end()};
 }
 
+Status ApplyTopologyKindText(topology::TopologySpec& spec, bool nodes_given) {
+  const std::string text = spec.kind;
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos) return Status::Ok();
+  proto::JobSpec job;
+  job.set_topology(text);
+  job.set_seed(spec.seed);
+  MURMUR_ASSIGN_OR_RETURN(topology::TopologySpec parsed, GraphSpecOf(job, spec.nodes));
+  spec.kind = parsed.kind;
+  if (colon + 1 < text.size()) {
+    if (spec.kind == "regular" || spec.kind == "small-world" || spec.kind == "link-aware")
+      spec.degree = parsed.degree;
+    if (spec.kind == "small-world") spec.beta = parsed.beta;
+    if (spec.kind == "erdos-renyi") spec.prob = parsed.prob;
+    if (spec.kind == "geometric") spec.radius = parsed.radius;
+    if (spec.kind == "edges") spec.edges = parsed.edges;
+    if (spec.kind == "file") spec.file = parsed.file;
+  }
+  if ((spec.kind == "edges" || spec.kind == "file") && !nodes_given) spec.nodes = 0;
+  return Status::Ok();
+}
+
 }  // namespace murmur::engine

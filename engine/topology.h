@@ -45,6 +45,14 @@ Result<topology::WeightOptions> WeightsFor(const proto::JobSpec& spec, bool* giv
 // parameters parsed from the text. InvalidArgument names the field.
 Result<topology::TopologySpec> GraphSpecOf(const proto::JobSpec& spec, NodeId nodes);
 
+// `murmur topology KIND` and murmur.topology(KIND) take KIND also as a job's
+// topology field writes it ("regular:4", "erdos-renyi:0.3", "edges:0 1;1 2"):
+// when spec.kind holds such a text, this parses it (GraphSpecOf's reading)
+// and its parameters replace spec's own, and spec.kind becomes the bare
+// kind. A listed kind (edges, file) takes its list's node count unless
+// `nodes_given`. A kind without ':' is left as it is.
+Status ApplyTopologyKindText(topology::TopologySpec& spec, bool nodes_given);
+
 struct GraphTopology {
   std::unique_ptr<topology::Schedule> schedule;
   std::unique_ptr<gossip::RoundTopology> rounds;  // reads `schedule`: keep both

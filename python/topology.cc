@@ -11,6 +11,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "engine/topology.h"
 #include "python/bindings.h"
 #include "topology/report.h"
 
@@ -68,6 +69,9 @@ py::dict MakeTopology(const std::string& kind, std::uint32_t nodes, std::uint64_
   spec.file = file;
   spec.edges = edge_list;
   spec.directed = directed;
+  // KIND as a job's topology field writes it ("regular:4", "edges:0 1;1 2"),
+  // read as `murmur topology` reads it.
+  RaiseIfError(engine::ApplyTopologyKindText(spec, /*nodes_given=*/nodes > 0), topology_error);
   if (!weights.empty()) {
     auto w = topology::ParseWeightOptions(weights);
     RaiseIfError(w.status(), topology_error);
@@ -97,7 +101,7 @@ py::dict MakeTopology(const std::string& kind, std::uint32_t nodes, std::uint64_
     e(static_cast<py::ssize_t>(i), 1) = edges[i].v;
   }
   py::dict d;
-  d["kind"] = kind;
+  d["kind"] = spec.kind;
   d["nodes"] = r.nodes;
   d["num_edges"] = r.edges;
   d["directed"] = r.directed;

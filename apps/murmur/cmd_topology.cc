@@ -118,25 +118,8 @@ int RunTopology(int argc, char** argv) {
   if (args.count("edges")) spec.edges = args["edges"].as<std::string>();
   // KIND may also be written as in a job's topology field (regular:4,
   // erdos-renyi:0.3, "edges:0 1;1 2"): its parameters then replace the flags'.
-  if (const std::string kind = args["kind"].as<std::string>(); kind.find(':') != std::string::npos) {
-    proto::JobSpec job;
-    job.set_topology(kind);
-    job.set_seed(spec.seed);
-    auto parsed = engine::GraphSpecOf(job, spec.nodes);
-    if (!parsed.ok()) return UsageError(kName, parsed.status().message());
-    spec.kind = parsed->kind;
-    if (kind.find(':') + 1 < kind.size()) {
-      if (spec.kind == "regular" || spec.kind == "small-world" || spec.kind == "link-aware")
-        spec.degree = parsed->degree;
-      if (spec.kind == "small-world") spec.beta = parsed->beta;
-      if (spec.kind == "erdos-renyi") spec.prob = parsed->prob;
-      if (spec.kind == "geometric") spec.radius = parsed->radius;
-      if (spec.kind == "edges") spec.edges = parsed->edges;
-      if (spec.kind == "file") spec.file = parsed->file;
-    }
-    if (spec.kind == "edges" || spec.kind == "file")
-      spec.nodes = args.count("nodes") ? args["nodes"].as<std::uint32_t>() : 0;
-  }
+  if (Status st = engine::ApplyTopologyKindText(spec, args.count("nodes") > 0); !st.ok())
+    return UsageError(kName, st.message());
   if (args.count("weights")) {
     auto w = topology::ParseWeightOptions(args["weights"].as<std::string>());
     if (!w.ok()) return UsageError(kName, w.status().message());

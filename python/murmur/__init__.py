@@ -469,6 +469,10 @@ def topology(kind: str = "ring", nodes: Optional[int] = None, *, seed: int = 1, 
              rounds: Optional[int] = None, edges: Optional[str] = None) -> Topology:
     """Builds a topology as `murmur topology KIND` does and returns its figures.
 
+    `kind` is a kind's name or, as in a job's topology field, the name with
+    its parameters ("regular:4", "erdos-renyi:0.3", "edges:0 1;1 2;2 0"),
+    which then replace the keywords'.
+
     Parameters are the CLI's flags: nodes (default 16; kinds 'file' and
     'edges': the list's), seed, weights (uniform, mh, maxdeg, lazy-*, push-sum; None: the
     kind's default), degree (regular, small-world), prob (erdos-renyi; 0:
@@ -478,8 +482,10 @@ def topology(kind: str = "ring", nodes: Optional[int] = None, *, seed: int = 1, 
     time-varying kind; None: its period or ceil(log2 n)). Raises
     TopologyError naming a bad parameter.
     """
-    if nodes is None:
-        nodes = 0 if kind in ("file", "edges") else 16
+    if not isinstance(kind, str):
+        raise TypeError(f"topology kind wants a string, got {type(kind).__name__} {kind!r}")
+    if nodes is None:  # a listed kind ("edges", "edges:0 1;1 2", "file:F") takes its list's count
+        nodes = 0 if kind.split(":", 1)[0] in ("file", "edges") else 16
     for name, value in (("nodes", nodes), ("seed", seed), ("degree", degree)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise TypeError(f"topology {name} wants a whole number, got {value!r}")

@@ -131,6 +131,25 @@ def test_bad_parameters_are_named():
         murmur.topology("edges", edges="0 1;2 2")
 
 
+@pytest.mark.parametrize("text,kind,params", [
+    ("regular:4", "regular", dict(degree=4)),
+    ("erdos-renyi:0.3", "erdos-renyi", dict(prob=0.3)),
+    ("small-world:4:0.2", "small-world", dict(degree=4, beta=0.2)),
+])
+def test_a_kind_with_parameters_is_read_as_the_cli_reads_it(cli, text, kind, params):
+    # "regular:4" was "unknown topology" in Python while `murmur topology regular:4` took it.
+    t = murmur.topology(text, 16, seed=3)
+    same = murmur.topology(kind, 16, seed=3, **params)
+    assert t.kind == kind
+    assert sorted(map(tuple, t.edges.tolist())) == sorted(map(tuple, same.edges.tolist()))
+    f = _cli_figures(cli, text, "--nodes", "16", "--seed", "3")
+    assert f["rho"].split()[0] == f"{t.spectral.rho:.9f}"
+    edges = murmur.topology("edges:0 1;1 2;2 0")
+    assert (edges.nodes, edges.num_edges) == (3, 3)
+    with pytest.raises(TypeError, match="topology kind wants a string"):
+        murmur.topology(4)
+
+
 def test_an_inline_edge_list_is_the_graph_it_lists():
     # A 4-cycle with one chord: the nodes, edges and degrees the list gives.
     t = murmur.topology("edges", edges="0 1;1 2;2 3;3 0;0 2")
