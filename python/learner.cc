@@ -3,8 +3,10 @@
 // algorithms drive through LocalLearner like their own ml::MlLearner. The
 // node's ParamVector reaches Python as a NumPy view of its floats (no copy),
 // writable for train() and grad, read-only for gradient()'s params; the
-// node's data as read-only views of the spec's dataset. A view is valid
-// during the call only.
+// node's share holds its own read-only arrays of the spec's training data
+// (copies, the features one copy shared by all nodes), which a learner may
+// keep after the run; the params and evaluate()'s test arrays are views,
+// valid during the call only.
 //
 // Every call takes the GIL and runs on the simulation's thread, one at a
 // time, in the scenario's order (ExternalLearning::concurrent false), so a
@@ -156,12 +158,36 @@ class PyLearner final : public LocalLearner {
   bool custom_rate_;
 };
 
+// An array that owns a copy of `n` values (a learner may keep it after
+// simulate returns, when the run's memory is gone).
+template <typename T>
+py::array_t<T> Copy(const T* data, std::vector<py::ssize_t> shape) {
+  py::array_t<T> a(std::move(shape), data);  // no base object: pybind11 copies
+  a.attr("setflags")(py::arg("write") = false);
+  return a;
+}
+
+// The training samples as Features gives them, but always an array that
+// owns its floats: a float dataset is copied once into `cache` (shared by
+// every node's share, like a byte dataset's conversion).
+py::array_t<float> OwnedFeatures(const ml::Dataset& d, py::dict& cache) {
+  if (d.type != ml::SampleType::kFloat32) return Features(d, cache);
+  py::int_ key(reinterpret_cast<std::uintptr_t>(&d));
+  if (cache.contains(key)) return cache[key].cast<py::array_t<float>>();
+  py::array_t<float> a =
+      Copy(d.features.data(), {static_cast<py::ssize_t>(d.num_samples), static_cast<py::ssize_t>(d.dim)});
+  cache[key] = a;
+  return a;
+}
+
+// A node's share: its arrays are its own (copies, or the run's shared
+// conversion), so that a learner may keep them beyond the run.
 py::object ShareObject(const sim::NodeShare& share, py::dict& cache) {
   py::dict d;
   d["node"] = share.node;
-  d["samples"] = Samples(share.samples);
-  d["features"] = Features(*share.train, cache);
-  d["labels"] = Labels(*share.train);
+  d["samples"] = Copy(share.samples.data(), {static_cast<py::ssize_t>(share.samples.size())});
+  d["features"] = OwnedFeatures(*share.train, cache);
+  d["labels"] = Copy(share.train->labels.data(), {static_cast<py::ssize_t>(share.train->labels.size())});
   d["num_classes"] = share.train->num_classes;
   d["batch"] = share.options.batch;
   d["lr"] = share.options.lr;

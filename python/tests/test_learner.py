@@ -149,6 +149,30 @@ def test_a_learners_flops_per_step_in_range_is_taken():
     assert slow.final.virtual_s > free.final.virtual_s
 
 
+@pytest.mark.parametrize("dataset", ["synthetic:blobs", "fashion-mnist"])
+def test_a_learner_keeps_its_share_after_simulate_returns(dataset):
+    # share.features of a float dataset was a view of the run's memory: reading
+    # it after simulate() returned read freed memory (a segfault).
+    kept = []
+
+    class Keeper(SoftmaxRegression):
+        def __init__(self, share):
+            super().__init__(share)
+            kept.append(share)
+
+    murmur.simulate(SMALL, dataset=dataset, model="softmax", learner=Keeper, rounds=2, eval_every=2)
+    import gc
+    gc.collect()
+    assert len(kept) == SMALL["nodes"]
+    first = kept[0]
+    assert first.features.shape[0] == first.labels.shape[0] > 0
+    assert np.isfinite(first.features.sum())
+    assert set(np.unique(first.labels)) <= set(range(first.num_classes))
+    assert first.samples.max() < first.features.shape[0]
+    # Every node's share reads one copy of the features.
+    assert all(k.features is first.features or np.shares_memory(k.features, first.features) for k in kept)
+
+
 def test_evaluate_must_return_an_accuracy_in_0_1():
     def evaluate(params, features, labels, samples):
         return 1.5, 0.0
