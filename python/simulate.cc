@@ -82,13 +82,18 @@ const char* TypeName(const FieldDescriptor* f) {
   }
 }
 
-// Every name simulate takes: [(name, type, repeated, default text, help)].
+// Every name simulate takes: [(name, type, repeated, default text, help,
+// path)], the path where a scenario file nests it ("spec.nodes",
+// "faults.drop", "threads").
 py::list ScenarioFieldList() {
   py::list out;
   for (const engine::ScenarioField& field : engine::ScenarioFields()) {
     const FieldDescriptor* f = field.field;
+    const std::string path = field.holder != nullptr ? field.holder->name() + "." + f->name()
+                             : f->containing_type() == proto::JobSpec::descriptor() ? "spec." + f->name()
+                                                                                     : f->name();
     out.append(py::make_tuple(field.name, TypeName(f), f->is_repeated(), engine::DefaultText(f),
-                              f->options().GetExtension(proto::help)));
+                              f->options().GetExtension(proto::help), path));
   }
   return out;
 }

@@ -57,9 +57,38 @@ class FieldInfo:
     repeated: bool  # a list of ints (attackers)
     default: str
     help: str
+    path: str = ""  # where a scenario file nests it: "spec.nodes", "faults.drop", "threads"
 
 
 _FIELDS: Dict[str, FieldInfo] = {f[0]: FieldInfo(*f) for f in _murmur.scenario_fields()}
+# A nested field's flat name by its path ("spec.nodes" -> "nodes"), and each
+# nesting message's prefix of flat names ("faults" -> "fault_").
+_BY_PATH: Dict[str, str] = {f.path: f.name for f in _FIELDS.values()}
+_PREFIXES: Dict[str, str] = {}
+for _f in _FIELDS.values():
+    if "." in _f.path:
+        _holder, _leaf = _f.path.split(".", 1)
+        _PREFIXES.setdefault(_holder, _f.name[: len(_f.name) - len(_leaf)])
+
+
+def _flatten_nested(holder: str, values: dict, flat: List[Tuple[str, Any]]) -> bool:
+    """Appends `values` ({"nodes": 4} of holder "spec") to `flat` under the
+    flat names the keywords use, so that a nested dict is converted and
+    refused as the flat form is; False (nothing appended) when the message
+    has fields that are not flat names (they go through the scenario text)."""
+    if holder not in _PREFIXES:
+        return False
+    items = []
+    for key, value in values.items():
+        if not isinstance(key, str):
+            raise TypeError(f"scenario keys are field names (str), got {key!r}")
+        if isinstance(value, dict):
+            return False
+        # A key that names no field keeps its name, which the C++ side refuses
+        # with the nearest fields, as it does a flat one.
+        items.append((_BY_PATH.get(f"{holder}.{key}", _PREFIXES[holder] + key), value))
+    flat.extend(items)
+    return True
 
 
 def scenario_fields() -> List[FieldInfo]:
@@ -149,7 +178,8 @@ def load_scenario(scenario: ScenarioLike = None, **overrides: Any) -> Scenario:
             if not isinstance(key, str):
                 raise TypeError(f"scenario keys are field names (str), got {key!r}")
             if isinstance(value, dict):
-                nested[key] = value
+                if not _flatten_nested(key, value, flat):
+                    nested[key] = value
             else:
                 flat.append((key, value))
         if nested:

@@ -21,6 +21,24 @@ def test_an_unknown_field_in_text_or_a_nested_dict_is_named():
         murmur.load_scenario({"spec": {"node_count": 3}})
 
 
+def test_a_nested_dict_is_converted_and_refused_as_the_flat_form():
+    # {"spec": {"nodes": "4"}} was taken (protobuf's JSON reads "4" and 4.0 as
+    # numbers) while nodes="4" raised TypeError; True gave "invalid value true
+    # for type TYPE_UINT32" and a misspelt key no suggestion.
+    for value, kind in (("4", "str"), (4.0, "float"), (True, "bool")):
+        with pytest.raises(TypeError, match=f"scenario field 'nodes' wants a whole number, got {kind}"):
+            murmur.load_scenario({"spec": {"nodes": value}})
+    with pytest.raises(murmur.ScenarioError, match=r"unknown scenario field 'nodez' \(did you mean 'nodes'"):
+        murmur.load_scenario({"spec": {"nodez": 8}})
+    with pytest.raises(murmur.ScenarioError, match=r"unknown scenario field 'fault_dorp' \(did you mean 'fault_drop'"):
+        murmur.load_scenario({"faults": {"dorp": 0.1}})
+    with pytest.raises(TypeError, match="scenario field 'fault_drop' wants a number, got str"):
+        murmur.load_scenario({"faults": {"drop": "0.1"}})
+    nested = murmur.load_scenario({"spec": {"nodes": 12, "lr": 0.5}, "faults": {"drop": 0.25}, "threads": 1})
+    flat = murmur.load_scenario(nodes=12, lr=0.5, fault_drop=0.25, threads=1)
+    assert nested.text() == flat.text()
+
+
 def test_a_bad_value_is_named_as_the_cli_names_it(cli):
     cli_message = cli("sim", "--nodes", 0, check=False).stderr
     assert "spec field 'nodes' must be in [2, 10000000], got 0" in cli_message
