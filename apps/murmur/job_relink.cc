@@ -168,10 +168,11 @@ Pass RelinkOnce(const OperatorContext& ctx, const proto::JobConfig& job, const R
   const double before = comparable ? topology::CostOf(*now, cost).busiest : 0;
   const double gain = comparable && before > 0 ? 1 - after.busiest / before : 1;
   if (comparable && !o.force && gain < o.min_gain) {
+    // A graph that would load the busiest node more is "more", not "-x% less".
     std::printf(
         "job %s: the graph its measured links choose would load the busiest node %.6f s a round against "
-        "%.6f s now (%.1f%% less, under --min-gain %.1f%%): kept\n",
-        id.c_str(), after.busiest, before, 100 * gain, 100 * o.min_gain);
+        "%.6f s now (%.1f%% %s, under --min-gain %.1f%%): kept\n",
+        id.c_str(), after.busiest, before, 100 * std::fabs(gain), gain < 0 ? "more" : "less", 100 * o.min_gain);
     return Pass::kKept;
   }
   if (comparable) {

@@ -547,8 +547,33 @@ def compress(spec: str, array, state: Optional[CompressorState] = None, *, seed:
     `array` must be a one-dimensional, contiguous float32 NumPy array
     (TypeError / CompressionError otherwise); it is read in place.
     """
-    shape_list = [list(map(int, s)) for s in shapes] if shapes is not None else []
-    return _murmur.compress(spec, array, state, int(seed), int(node), shape_list)
+    if not isinstance(spec, str):
+        raise TypeError(f"compress spec wants a string, got {type(spec).__name__}")
+    if state is not None and not isinstance(state, CompressorState):
+        raise TypeError(f"compress state wants a CompressorState or None, got {type(state).__name__}")
+    seed = _whole(seed, "compress seed", 0, (1 << 64) - 1)
+    node = _whole(node, "compress node", 0, (1 << 32) - 1)
+    shape_list = []
+    if shapes is not None:
+        # A list of tensor shapes: [[5000, 5000]] for one 5000 x 5000 matrix.
+        if isinstance(shapes, (str, bytes)) or not isinstance(shapes, (list, tuple)):
+            raise TypeError(f"compress shapes wants a list of tensor shapes such as [[rows, cols]], got {shapes!r}")
+        for s in shapes:
+            if isinstance(s, (str, bytes)) or not isinstance(s, (list, tuple, np.ndarray)):
+                raise TypeError("compress shapes wants a list of tensor shapes such as [[rows, cols]], got an "
+                                f"entry {s!r} (a shape is a list of whole numbers)")
+            shape_list.append([_whole(d, "compress shapes' dimension", 0, (1 << 62)) for d in s])
+    return _murmur.compress(spec, array, state, seed, node, shape_list)
+
+
+def _whole(value: Any, what: str, low: int, high: int) -> int:
+    """`value` as an int in [low, high]: TypeError for a non-integer (bool
+    included), ValueError naming `what` and the range otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{what} wants a whole number, got {type(value).__name__} {value!r}")
+    if not low <= int(value) <= high:
+        raise ValueError(f"{what} must be in [{low}, {high}], got {int(value)}")
+    return int(value)
 
 
 def decompress(wire: bytes, *, max_elements: int = 1 << 30):
@@ -560,4 +585,4 @@ def decompress(wire: bytes, *, max_elements: int = 1 << 30):
     """
     if not isinstance(wire, (bytes, bytearray, memoryview)):
         raise TypeError(f"wire must be bytes, got {type(wire).__name__}")
-    return _murmur.decompress(bytes(wire), int(max_elements))
+    return _murmur.decompress(bytes(wire), _whole(max_elements, "decompress max_elements", 1, (1 << 64) - 1))

@@ -218,6 +218,7 @@ sed 's|topology: "ring"|topology: "link-aware:2"|' "$FLEET/r2.job" >"$FLEET/r2aw
 for _ in $(seq 100); do [ "$(min_round)" -ge 20 ] && break; sleep 0.1; done
 "$MURMUR" job relink "$FLEET/r2aware.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "relink r2"; }
 grep -q "under --min-gain 10.0%): kept" "$FLEET/out" || { cat "$FLEET/out"; fail "r2's path was not kept"; }
+grep -q -- "-[0-9.]*% less" "$FLEET/out" && { cat "$FLEET/out"; fail "a negative gain printed as '-x% less'"; }
 [ "$(states)" = "running running running " ] || fail "r2 stopped on a kept graph: $(states)"
 "$MURMUR" job relink "$FLEET/r2aware.job" --force "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "relink r2 --force"; }
 grep -q "job r2 goes on from its checkpoints" "$FLEET/out" || { cat "$FLEET/out"; fail "r2 was not submitted again"; }
