@@ -30,7 +30,10 @@ Status ValidateScenario(const proto::Scenario& s) {
   }
   if (!(s.loss() >= 0 && s.loss() < 1)) return Bad("loss", "must be in [0, 1)");
   if (!(s.jitter() >= 0 && s.jitter() < 1)) return Bad("jitter", "must be in [0, 1)");
-  if (!(s.latency_ms() >= 0) || !std::isfinite(s.latency_ms())) return Bad("latency_ms", "must be >= 0");
+  // A day: far past any link's latency, and what keeps a round's time inside
+  // the nanosecond clock (1e300 reached a check of the event loop).
+  if (!(s.latency_ms() >= 0 && s.latency_ms() <= 86400000))
+    return Bad("latency_ms", "must be in [0, 86400000] ms (a day), got " + std::to_string(s.latency_ms()));
   if (!(s.churn_online() >= 0) || !std::isfinite(s.churn_online()))
     return Bad("churn_online", "must be >= 0 seconds");
   if (!(s.time_budget() >= 0) || !std::isfinite(s.time_budget()))

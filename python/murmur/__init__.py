@@ -521,6 +521,9 @@ def topology(kind: str = "ring", nodes: Optional[int] = None, *, seed: int = 1, 
             raise TypeError(f"topology {name} wants a whole number, got {value!r}")
         if value < 0:
             raise TopologyError(f"topology {name} must not be negative, got {value}")
+    for name, value in (("prob", prob), ("beta", beta), ("radius", radius)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"topology {name} wants a number, got {type(value).__name__} {value!r}")
     if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, numbers.Integral) or rounds < 1):
         raise TopologyError(f"rounds must be in [1, 4096], got {rounds!r}")
     raw = _murmur.topology(kind, int(nodes), int(seed), weights or "", int(degree), float(prob), float(beta),
