@@ -13,6 +13,7 @@
 
 #include "engine/topology.h"
 #include "python/bindings.h"
+#include "sim/link_costs.h"
 #include "topology/report.h"
 
 namespace py = pybind11;
@@ -57,7 +58,8 @@ py::tuple Csr(const topology::MixingMatrix& w) {
 py::dict MakeTopology(const std::string& kind, std::uint32_t nodes, std::uint64_t seed,
                       const std::string& weights, std::uint32_t degree, double prob, double beta,
                       double radius, const std::string& file, bool directed, std::uint64_t rounds,
-                      const std::string& edge_list) {
+                      const std::string& edge_list, const std::string& devices, const std::string& links,
+                      const std::string& measured, double model_bytes) {
   topology::TopologySpec spec;
   spec.kind = kind;
   spec.nodes = nodes;
@@ -77,6 +79,21 @@ py::dict MakeTopology(const std::string& kind, std::uint32_t nodes, std::uint64_
     RaiseIfError(w.status(), topology_error);
     spec.weights = *w;
     spec.weights_given = true;
+  }
+  // Link costs for the link-aware kinds, read as `murmur topology` reads its
+  // --devices, --links, --measured and --model-bytes (sim/link_costs.h).
+  sim::LinkCostOptions cost_options;
+  cost_options.devices = devices;
+  cost_options.links = links;
+  cost_options.measured = measured;
+  cost_options.model_bytes = model_bytes;
+  cost_options.nodes = spec.nodes;
+  cost_options.seed = spec.seed;
+  auto costs = sim::LinkCosts::Make(cost_options);
+  RaiseIfError(costs.status(), topology_error);
+  if ((*costs)->any()) {
+    spec.nodes = (*costs)->nodes();
+    spec.link_cost = (*costs)->cost();
   }
   RaiseIfError(topology::CheckTopologySpec(spec), topology_error);
   if (rounds > 4096) Raise(topology_error, "rounds must be in [1, 4096], got " + std::to_string(rounds));
@@ -135,7 +152,8 @@ void BindTopology(py::module_& m) {
   m.def("topology_kinds", &topology::TopologyKinds, "the kinds topology() builds");
   m.def("topology", &MakeTopology, py::arg("kind"), py::arg("nodes"), py::arg("seed"), py::arg("weights"),
         py::arg("degree"), py::arg("prob"), py::arg("beta"), py::arg("radius"), py::arg("file"),
-        py::arg("directed"), py::arg("rounds"), py::arg("edges"),
+        py::arg("directed"), py::arg("rounds"), py::arg("edges"), py::arg("devices"), py::arg("links"),
+        py::arg("measured"), py::arg("model_bytes"),
         "round 0's edges and mixing matrix (CSR arrays) and the figures murmur topology prints");
 }
 

@@ -14,9 +14,7 @@
 
 #include "apps/murmur/command.h"
 #include "engine/topology.h"
-#include "sim/device.h"
-#include "sim/links.h"
-#include "topology/measured.h"
+#include "sim/link_costs.h"
 #include "topology/topology.h"
 
 namespace murmur::cli {
@@ -127,40 +125,19 @@ int RunTopology(int argc, char** argv) {
     spec.weights_given = true;
   }
   // Link-aware kinds: costs from the same device and link models as the
-  // simulator's, or measured on a fleet.
-  std::vector<sim::DeviceProfile> devices;
-  std::unique_ptr<sim::LinkModel> links;
-  topology::MeasuredLinks measured;
-  if (args.count("measured")) {
-    if (args.count("links") || args["devices"].as<std::string>() != "uniform")
-      return UsageError(kName, "--measured replaces --links and --devices; give one or the other");
-    auto read =
-        topology::ReadMeasuredLinks(args["measured"].as<std::string>(), args.count("nodes") ? spec.nodes : 0);
-    if (!read.ok()) return UsageError(kName, "--measured: " + read.status().message());
-    measured = std::move(read).value();
-    if (args.count("nodes") && measured.nodes > spec.nodes)
-      return UsageError(kName, "--measured names node " + std::to_string(measured.nodes - 1) +
-                                   " but --nodes is " + std::to_string(spec.nodes));
-    spec.nodes = measured.nodes;
-    const double bits = 8 * args["model-bytes"].as<double>();
-    if (!(bits > 0) || !std::isfinite(bits)) return UsageError(kName, "--model-bytes must be positive");
-    spec.link_cost = topology::MeasuredCost(measured, bits);
-  } else if (args.count("links") || args["devices"].as<std::string>() != "uniform") {
-    const std::string d = args["devices"].as<std::string>();
-    auto made_devices = d.rfind("trace:", 0) == 0 ? sim::ReadDeviceTrace(d.substr(6), spec.nodes)
-                                                  : sim::MakeDeviceProfiles(d, spec.nodes, spec.seed);
-    if (!made_devices.ok()) return UsageError(kName, "--devices: " + made_devices.status().message());
-    devices = std::move(made_devices).value();
-    if (args.count("links")) {
-      auto made_links = sim::MakeLinkModel(args["links"].as<std::string>(), spec.nodes, spec.seed);
-      if (!made_links.ok()) return UsageError(kName, "--links: " + made_links.status().message());
-      links = std::move(made_links).value();
-    }
-    const double bits = 8 * args["model-bytes"].as<double>();
-    if (!(bits > 0) || !std::isfinite(bits)) return UsageError(kName, "--model-bytes must be positive");
-    spec.link_cost = [&devices, l = links.get(), bits](NodeId u, NodeId v) {
-      return sim::PathSeconds(l, devices, u, v, bits);
-    };
+  // simulator's, or measured on a fleet (sim/link_costs.h, as murmur.topology reads them).
+  sim::LinkCostOptions cost_options;
+  cost_options.devices = args["devices"].as<std::string>();
+  if (args.count("links")) cost_options.links = args["links"].as<std::string>();
+  if (args.count("measured")) cost_options.measured = args["measured"].as<std::string>();
+  cost_options.model_bytes = args["model-bytes"].as<double>();
+  cost_options.nodes = args.count("measured") && !args.count("nodes") ? 0 : spec.nodes;
+  cost_options.seed = spec.seed;
+  auto costs = sim::LinkCosts::Make(cost_options);
+  if (!costs.ok()) return UsageError(kName, costs.status().message());
+  if ((*costs)->any()) {
+    spec.nodes = (*costs)->nodes();
+    spec.link_cost = (*costs)->cost();
   }
   if (Status st = topology::CheckTopologySpec(spec); !st.ok()) return UsageError(kName, st.message());
   std::uint64_t rounds = 0;  // the schedule's default
@@ -207,7 +184,7 @@ int RunTopology(int argc, char** argv) {
   std::printf("build time      %.3f s\n", build_seconds);
   if (spec.link_cost) {  // what a round's slowest edge and all edges cost in the link model
     const topology::EdgeCosts c = topology::CostOf(schedule.GraphAt(0), spec.link_cost);
-    std::printf("links           %s\n", links ? links->Describe().c_str() : "the devices' own");
+    std::printf("links           %s\n", (*costs)->Describe().c_str());
     std::printf("slowest edge    %.6f s a model  (all edges %.6f s)\n", c.slowest, c.total);
   }
   std::printf("rho             %.9f%s  (%s, %.3f s)\n", r.spectral.rho,

@@ -496,7 +496,9 @@ class Topology:
 def topology(kind: str = "ring", nodes: Optional[int] = None, *, seed: int = 1, weights: Optional[str] = None,
              degree: int = 4, prob: float = 0.0, beta: float = 0.1, radius: float = 0.0,
              file: Optional[Union[str, "os.PathLike[str]"]] = None, directed: bool = False,
-             rounds: Optional[int] = None, edges: Optional[str] = None) -> Topology:
+             rounds: Optional[int] = None, edges: Optional[str] = None, devices: str = "uniform",
+             links: Optional[str] = None, measured: Optional[Union[str, "os.PathLike[str]"]] = None,
+             model_bytes: float = 407080) -> Topology:
     """Builds a topology as `murmur topology KIND` does and returns its figures.
 
     `kind` is a kind's name or, as in a job's topology field, the name with
@@ -509,13 +511,16 @@ def topology(kind: str = "ring", nodes: Optional[int] = None, *, seed: int = 1, 
     2 ln(n)/n), beta (small-world), radius (geometric; 0: sqrt(2 ln(n)/(pi n))),
     file and directed (kind 'file'), edges (kind 'edges': the same lines
     inline, separated by ';', "0 1;1 2;2 0"), rounds (the product's length for a
-    time-varying kind; None: its period or ceil(log2 n)). Raises
-    TopologyError naming a bad parameter.
+    time-varying kind; None: its period or ceil(log2 n)); the link-aware kinds
+    take their costs from devices and links (the simulator's models, as
+    `murmur sim --devices --links` names them) or measured (a `murmur peers
+    --rtt-csv` file), for messages of model_bytes. Raises TopologyError
+    naming a bad parameter.
     """
     if not isinstance(kind, str):
         raise TypeError(f"topology kind wants a string, got {type(kind).__name__} {kind!r}")
-    if nodes is None:  # a listed kind ("edges", "edges:0 1;1 2", "file:F") takes its list's count
-        nodes = 0 if kind.split(":", 1)[0] in ("file", "edges") else 16
+    if nodes is None:  # a listed kind ("edges", "edges:0 1;1 2", "file:F") or measured links: their count
+        nodes = 0 if kind.split(":", 1)[0] in ("file", "edges") or measured is not None else 16
     for name, value in (("nodes", nodes), ("seed", seed), ("degree", degree)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise TypeError(f"topology {name} wants a whole number, got {value!r}")
@@ -526,9 +531,15 @@ def topology(kind: str = "ring", nodes: Optional[int] = None, *, seed: int = 1, 
             raise TypeError(f"topology {name} wants a number, got {type(value).__name__} {value!r}")
     if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, numbers.Integral) or rounds < 1):
         raise TopologyError(f"rounds must be in [1, 4096], got {rounds!r}")
+    for name, value in (("devices", devices), ("links", links)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"topology {name} wants a string, got {type(value).__name__} {value!r}")
+    if isinstance(model_bytes, bool) or not isinstance(model_bytes, numbers.Real):
+        raise TypeError(f"topology model_bytes wants a number, got {type(model_bytes).__name__} {model_bytes!r}")
     raw = _murmur.topology(kind, int(nodes), int(seed), weights or "", int(degree), float(prob), float(beta),
                            float(radius), os.fspath(file) if file is not None else "", bool(directed),
-                           int(rounds or 0), edges or "")
+                           int(rounds or 0), edges or "", devices or "uniform", links or "",
+                           os.fspath(measured) if measured is not None else "", float(model_bytes))
     return Topology(raw)
 
 

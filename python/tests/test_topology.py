@@ -150,6 +150,36 @@ def test_a_kind_with_parameters_is_read_as_the_cli_reads_it(cli, text, kind, par
         murmur.topology(4)
 
 
+@pytest.mark.parametrize("flags,params", [
+    (["--links", "sites:4:1000:10"], dict(links="sites:4:1000:10")),
+    (["--devices", "phone:0.5,iot:0.5", "--model-bytes", "1000000"], dict(devices="phone:0.5,iot:0.5", model_bytes=1e6)),
+])
+def test_link_aware_kinds_take_the_clis_link_costs(cli, flags, params):
+    # murmur.topology("link-aware", 16) told the user to pass --links or --devices,
+    # and links= was a TypeError.
+    for kind in ("link-aware", "link-aware-ring"):
+        t = murmur.topology(kind, 16, seed=2, **params)
+        exported = json.loads(cli("topology", kind, "--nodes", 16, "--seed", 2, *flags, "--export", "json").stdout)
+        cli_edges = sorted(tuple(sorted((u, v))) for u, v, _ in exported["edges"])
+        assert sorted(tuple(sorted(e)) for e in t.edges.tolist()) == cli_edges
+
+
+def test_link_aware_kinds_take_measured_links(tmp_path):
+    rtt = tmp_path / "rtt.csv"
+    rtt.write_text("from,to,rtt_ms\n" + "".join(f"{u},{v},{0.2 if (u < 4) == (v < 4) else 30}\n"
+                                                 for u in range(8) for v in range(8) if u != v))
+    ring = murmur.topology("link-aware-ring", measured=rtt)
+    assert ring.nodes == 8
+    crossings = sum((u < 4) != (v < 4) for u, v in ring.edges.tolist())
+    assert crossings == 2
+    with pytest.raises(murmur.TopologyError, match="measured links replace links and devices"):
+        murmur.topology("link-aware-ring", measured=rtt, links="sites:2:1000:10")
+    with pytest.raises(murmur.TopologyError, match="devices: "):
+        murmur.topology("link-aware", 8, devices="toaster:1")
+    with pytest.raises(TypeError, match="topology links wants a string"):
+        murmur.topology("link-aware", 8, links=3)
+
+
 def test_an_inline_edge_list_is_the_graph_it_lists():
     # A 4-cycle with one chord: the nodes, edges and degrees the list gives.
     t = murmur.topology("edges", edges="0 1;1 2;2 3;3 0;0 2")
