@@ -177,6 +177,53 @@ void PackedValues::AddTo(std::span<float> out, float scale) const {
   }
 }
 
+void PackedValues::DecodeTo(std::span<float> out) const {
+  MURMUR_CHECK(out.size() == count);
+  float* o = out.data();
+  switch (coding.type) {
+    case ValueType::kF32:
+      if (count > 0) std::memcpy(o, payload.data(), 4 * count);
+      return;
+    case ValueType::kInt8:
+      for (std::size_t b = 0; b * coding.block < count; ++b) {
+        std::size_t lo = b * coding.block, hi = std::min(count, lo + coding.block);
+        // 1 * s, then s * v: AddTo's products, each added to 0.
+        const float s = 1.0f * scales[b];
+        for (std::size_t i = lo; i < hi; ++i)
+          o[i] = s * static_cast<float>(static_cast<std::int8_t>(payload[i]));
+      }
+      return;
+    case ValueType::kF16: {
+      // HalfToFloat without branches, so that the loop vectorizes: every
+      // half's float is exact, so this gives Get's bits.
+      const std::uint8_t* p = payload.data();
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::uint32_t h =
+            static_cast<std::uint32_t>(p[2 * i]) | (static_cast<std::uint32_t>(p[2 * i + 1]) << 8);
+        const std::uint32_t sign = (h & 0x8000u) << 16, em = h & 0x7FFFu;
+        const std::uint32_t normal = (em << 13) + (112u << 23);
+        const std::uint32_t special = 0x7F800000u | ((em & 0x3FFu) << 13);
+        const std::uint32_t subnormal = std::bit_cast<std::uint32_t>(static_cast<float>(em) * 0x1p-24f);
+        const std::uint32_t bits = em >= 0x7C00u ? special : (em < 0x400u ? subnormal : normal);
+        o[i] = std::bit_cast<float>(sign | bits);
+      }
+      return;
+    }
+    case ValueType::kBF16: {
+      const std::uint8_t* p = payload.data();
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::uint32_t b =
+            static_cast<std::uint32_t>(p[2 * i]) | (static_cast<std::uint32_t>(p[2 * i + 1]) << 8);
+        o[i] = std::bit_cast<float>(b << 16);
+      }
+      return;
+    }
+    default:
+      for (std::size_t i = 0; i < count; ++i) o[i] = Get(i);
+      return;
+  }
+}
+
 void PackedValues::ScatterAddTo(std::span<const std::uint32_t> indices, std::span<float> out,
                                 float scale) const {
   MURMUR_CHECK(indices.size() == count);

@@ -64,6 +64,9 @@ struct PackedValues {
   float Get(std::size_t i) const;
   // out[i] += scale * value i for every i. REQUIRES: out.size() == count.
   void AddTo(std::span<float> out, float scale) const;
+  // out[i] = value i for every i (what AddTo adds to zeros, without reading
+  // out). REQUIRES: out.size() == count.
+  void DecodeTo(std::span<float> out) const;
   // out[indices[i]] += scale * value i. REQUIRES: indices.size() == count, indices within out.
   void ScatterAddTo(std::span<const std::uint32_t> indices, std::span<float> out, float scale) const;
 

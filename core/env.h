@@ -48,6 +48,22 @@ class Message {
 };
 using MessagePtr = std::shared_ptr<const Message>;
 
+// Why a node refused a message a peer sent it, after it decoded
+// (docs/security.md "Insiders"): what the receiver checked before using it.
+// The message is dropped, never mixed or aggregated; the Env counts the
+// refusal by reason and, in a daemon, books it against the sender.
+enum class Refusal : std::uint8_t {
+  kWrongLength,    // an update whose size is not the model's
+  kWrongEncoding,  // an update format the job's codec never sends (a sparse update in a dense job)
+  kNotFinite,      // NaN or infinite values
+  kImplausible,    // beyond the plausibility bound (a model far from the receiver's own, an absurd weight)
+  kNotAggregator,  // federated control from a node that is not the job's aggregator
+};
+inline constexpr std::size_t kRefusalKinds = 5;
+// "wrong_length", "wrong_encoding", "not_finite", "implausible", "not_aggregator":
+// the label of the daemon's metric and the simulator's report.
+const char* RefusalName(Refusal why);
+
 // Receives messages addressed to a node.
 class MessageSink {
  public:
@@ -83,6 +99,13 @@ class Env {
     (void)flops;
     work();
     done();
+  }
+
+  // A message of `from` was refused for `why` (see Refusal). The default
+  // ignores it; the simulator counts it, a daemon counts, logs and books it.
+  virtual void Refuse(NodeId from, Refusal why) {
+    (void)from;
+    (void)why;
   }
 };
 

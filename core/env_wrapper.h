@@ -31,6 +31,7 @@ class EnvWrapper : public Env {
   void Offload(double flops, std::function<void()> work, std::function<void()> done) override {
     target_->Offload(flops, std::move(work), std::move(done));
   }
+  void Refuse(NodeId from, Refusal why) override { target_->Refuse(from, why); }
 
  private:
   Env* target_;

@@ -31,6 +31,7 @@ class ManualEnv final : public Env {
   void CancelTimer(TimerId id) override;
   void Send(NodeId to, MessagePtr msg) override { outbox_.push_back({to, std::move(msg), now_}); }
   Rng MakeRng(RngPurpose purpose) const override { return Rng(seed_, self_, purpose); }
+  void Refuse(NodeId from, Refusal why) override { refused_.push_back({from, why}); }
 
   // Moves the clock forward, firing every timer due on the way (including
   // timers that those callbacks start, if they fall due before the target).
@@ -39,6 +40,8 @@ class ManualEnv final : public Env {
   std::size_t pending_timers() const { return timers_.size(); }
 
   std::vector<Sent>& outbox() { return outbox_; }
+  // Every Refuse call, in order.
+  const std::vector<std::pair<NodeId, Refusal>>& refused() const { return refused_; }
 
  private:
   NodeId self_;
@@ -49,6 +52,7 @@ class ManualEnv final : public Env {
   std::map<std::pair<Nanos, TimerId>, std::function<void()>> timers_;
   std::map<TimerId, Nanos> deadline_of_;
   std::vector<Sent> outbox_;
+  std::vector<std::pair<NodeId, Refusal>> refused_;
 };
 
 }  // namespace murmur

@@ -172,6 +172,7 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
     if (!rule.ok()) return rule.status().WithContext("spec field 'gossip_aggregation'");
     o.mixing = rule.value();
     o.mixing.honest_majority = spec.clip_honest_majority();
+    o.plausibility = spec.plausibility();
     return std::unique_ptr<gossip::Node>(std::make_unique<gossip::DecentralizedSgdNode>(
         *host.env, *host.topology, *host.learner, std::move(x0), std::move(codec), o, host.observer));
   }

@@ -226,6 +226,13 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
       if (!w.ok()) return w.status().WithContext("spec field 'weights'");
     }
   }
+  if (!(s.plausibility() >= 0 && s.plausibility() <= 1e6))
+    return Bad("plausibility", "must be in [0, 1e6] (0: no bound), got " + Num(s.plausibility()));
+  if (s.max_weight() != 0)
+    return Bad("max_weight", "bounds federated results' weights; gossip mixes by the topology's weights");
+  if (s.plausibility() != 10 && !dpsgd)
+    return Bad("plausibility",
+               "bounds the whole models of dpsgd, dpsgd-cta and diloco; leave it at its default");
   // Robust mixing and gossip attackers.
   if (s.gossip_aggregation() != "mean") {
     if (!dpsgd)
@@ -238,9 +245,6 @@ Status ValidateGossip(const proto::JobSpec& s, Host host) {
                  "'" + s.gossip_aggregation() +
                      "' mixes whole models; use compression none, fp16, bf16 or int8 (got '" + compression +
                      "')");
-    if (host == Host::kDaemon)
-      return Bad("gossip_aggregation",
-                 "'" + s.gossip_aggregation() + "' runs in the simulator only (murmurd mixes with the mean)");
   }
   if (!(s.attack_fraction() >= 0 && s.attack_fraction() < 1))
     return Bad("attack_fraction", "must be in [0, 1)");
@@ -377,6 +381,13 @@ Status ValidateFederated(const proto::JobSpec& s, Host host) {
   const bool mean = robust.value().rule == federated::AggregationRule::kMean;
   if (s.gossip_aggregation() != "mean")
     return Bad("gossip_aggregation", "applies to gossip mixing; federated rounds aggregate with 'robust'");
+  if (!(s.max_weight() >= 0 && std::isfinite(s.max_weight())))
+    return Bad("max_weight",
+               "must be a finite number >= 0 (0: the largest client share), got " + Num(s.max_weight()));
+  if (s.plausibility() != 10)
+    return Bad("plausibility",
+               "bounds gossip mixing's whole models; federated results are bounded by "
+               "the server's own checks (docs/security.md, Insiders)");
   MURMUR_RETURN_IF_ERROR(ValidateAttack(s, host));
   if (!(s.dp_clip() >= 0) || !Finite(s.dp_clip())) return Bad("dp_clip", "must be >= 0");
   if (!(s.dp_noise() >= 0) || !Finite(s.dp_noise())) return Bad("dp_noise", "must be >= 0");

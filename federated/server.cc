@@ -188,6 +188,17 @@ void FedServer::OnMessage(NodeId from, MessagePtr msg) {
     ++dropped_;
     return;
   }
+  if (auto why = Inadmissible(m)) {
+    // Refused (docs/security.md, Insiders): it counts as this client's
+    // answer, an empty one, so the round does not wait for it.
+    ++dropped_;
+    env_.Refuse(from, *why);
+    pending_[from] = 0;
+    --outstanding_;
+    if (!options_.async) return MaybeClose();
+    for (NodeId c : selector_.Select(1, pending_)) SendTask(c);  // keep `concurrency` clients training
+    return;
+  }
   pending_[from] = 0;
   --outstanding_;
   if (!contributed_[from]) {
@@ -197,6 +208,25 @@ void FedServer::OnMessage(NodeId from, MessagePtr msg) {
   selector_.Report(from, h.weight, h.loss,
                    std::chrono::duration<double>(env_.Now() - task_time_[from]).count());
   OnResult(from, m);
+}
+
+std::optional<Refusal> FedServer::Inadmissible(const FedMessage& m) const {
+  const FedHeader& h = m.header();
+  // A weight is a sample count: positive, and at most the public bound, so
+  // that no result outweighs the largest honest one.
+  if (!std::isfinite(h.weight) || h.weight <= 0 ||
+      (options_.max_weight > 0 && h.weight > options_.max_weight))
+    return Refusal::kImplausible;
+  if (!std::isfinite(h.loss)) return Refusal::kNotFinite;
+  for (const auto& u : m.updates()) {
+    // The wire decoder refuses non-finite values already; this covers updates
+    // that were never encoded (the simulator).
+    if (const float* v = u->dense_f32(); v != nullptr) {
+      for (std::size_t j = 0; j < u->size(); ++j)
+        if (!std::isfinite(v[j])) return Refusal::kNotFinite;
+    }
+  }
+  return std::nullopt;
 }
 
 void FedServer::LoadDelta(const FedMessage& m) {

@@ -54,6 +54,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,10 @@ struct ServerOptions {
   bool fednova = false;
   bool scaffold = false;
   bool request_model = false;  // ask for models instead of differences (lossless, exact FedAvg)
+  // A public bound on a result's weight (the sample count n_i it claims):
+  // the largest client share of the job's partition, or with edge
+  // aggregators all of it. 0: no bound (a daemon's clients with local data).
+  double max_weight = 0;
   SelectionOptions selection;
   // Which clients a failure detector holds reachable (empty: all): a client
   // it returns false for is never selected, whatever the selection kind (a
@@ -158,6 +163,8 @@ class FedServer final : public MessageSink {
 
  private:
   bool Buffered() const;
+  // Why a result that the round expects is refused (weight, loss, values), or nullopt.
+  std::optional<Refusal> Inadmissible(const FedMessage& m) const;
   void StartRound();
   void SendTask(NodeId client);
   void OnResult(NodeId from, const FedMessage& m);

@@ -56,6 +56,7 @@ class Codec {
   bool lossless_fp32() const { return spec_.lossless_fp32; }
   double FlopsPerElement() const { return spec_.flops_per_element; }
   const std::string& spec() const { return spec_.spec; }
+  const CodecSpec& codec_spec() const { return spec_; }
 
   // C(v).
   UpdatePtr Compress(std::span<const float> v, std::uint64_t round);

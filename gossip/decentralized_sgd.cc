@@ -14,17 +14,46 @@ namespace {
 double SelfWeight(const topology::MixingMatrix& w, NodeId i) { return w.At(i, i); }
 
 // acc = own x + sum_k weights[k] inputs[k], in one fused pass over cache-sized
-// blocks that reads each input once and writes the result once.
+// blocks that reads each input once and writes the result once. An input
+// with codes[k] set is int8 codes instead (inputs[k] unused), added as
+// Update::AddTo adds them: (weights[k] s) v, s its scale block's scale. With
+// `d2`, each block of each input is also judged (gossip/admission.h) while
+// it is in cache: (*d2)[k] and *own2 get the squared distances and own norm.
 void MixDense(float own, const ParamVector& x, const std::vector<const float*>& inputs,
-              const std::vector<float>& weights, ParamVector& acc) {
-  constexpr std::size_t kBlock = 2048;
+              const std::vector<float>& weights, ParamVector& acc, std::vector<double>* d2 = nullptr,
+              double* own2 = nullptr, const std::vector<const compression::PackedValues*>* codes = nullptr) {
+  constexpr std::size_t kBlock = kAdmissionBlock;
   const std::size_t n = x.size();
+  if (d2 != nullptr) {
+    d2->assign(inputs.size(), 0.0);
+    *own2 = 0;
+  }
+  std::vector<float> decoded(codes != nullptr ? kBlock : 0);
   for (std::size_t b = 0; b < n; b += kBlock) {
-    const auto len = static_cast<Eigen::Index>(std::min(kBlock, n - b));
-    Eigen::Map<Eigen::VectorXf> out(acc.data() + b, len);
-    out = own * Eigen::Map<const Eigen::VectorXf>(x.data() + b, len);
+    const std::size_t len = std::min(kBlock, n - b);
+    Eigen::Map<Eigen::VectorXf> out(acc.data() + b, static_cast<Eigen::Index>(len));
+    out = own * Eigen::Map<const Eigen::VectorXf>(x.data() + b, static_cast<Eigen::Index>(len));
     for (std::size_t k = 0; k < inputs.size(); ++k) {
-      out += weights[k] * Eigen::Map<const Eigen::VectorXf>(inputs[k] + b, len);
+      const float* in = inputs[k] + (inputs[k] != nullptr ? b : 0);
+      if (codes != nullptr && (*codes)[k] != nullptr) {
+        // int8: its values (s v, for the judging) and its addends, scale block by scale block.
+        const compression::PackedValues& v = *(*codes)[k];
+        const std::size_t per_scale = v.coding.block;
+        for (std::size_t lo = b; lo < b + len;) {
+          const std::size_t block = lo / per_scale, hi = std::min(b + len, (block + 1) * per_scale);
+          const float s = v.scales[block], ws = weights[k] * s;
+          for (std::size_t i = lo; i < hi; ++i) {
+            const auto code = static_cast<float>(static_cast<std::int8_t>(v.payload[i]));
+            decoded[i - b] = s * code;
+            acc[i] += ws * code;
+          }
+          lo = hi;
+        }
+        in = decoded.data();
+      } else {
+        out += weights[k] * Eigen::Map<const Eigen::VectorXf>(in, static_cast<Eigen::Index>(len));
+      }
+      if (d2 != nullptr) AddBlockDistances(in, x.data() + b, len, (*d2)[k], k == 0 ? own2 : nullptr);
     }
   }
 }
@@ -53,6 +82,7 @@ DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, Lo
       options_(options),
       observer_(observer),
       choco_(!codec_->full_model_safe()),
+      admission_(codec_->codec_spec(), options_.plausibility),
       x_(std::make_shared<ParamVector>(std::move(x0))),
       outer_(options_.outer, x_->layout()) {
   MURMUR_CHECK_MSG(!choco_ || topology_.is_static(),
@@ -138,7 +168,7 @@ void DecentralizedSgdNode::OnResync(NodeId from, const GossipMessage& m) {
       // Its last difference was of round m.round() - 1: as if that had come.
       std::uint64_t& latest = latest_[from];
       latest = std::max(latest, m.round() - 1);
-      ahead_ = std::max(ahead_, latest);
+      ahead_ = std::max(ahead_, Corroborated());
     }
   }
   // Answered when the asker holds a copy of this node's x^ (W_{from,self} > 0).
@@ -164,7 +194,7 @@ void DecentralizedSgdNode::OnLate(NodeId from, const GossipMessage& m) {
   // those that come after it, and the resync dropped those held before.)
   if (!choco_) return;
   double w = topology_.In(m.round()).At(env_.self(), from);
-  if (w <= 0 || m.update().size() != s_.size()) return;
+  if (w <= 0) return;
   Absorb(from, m.update(), static_cast<float>(w));
 }
 
@@ -304,6 +334,25 @@ void DecentralizedSgdNode::OnMessage(NodeId from, MessagePtr msg) {
   auto m = std::static_pointer_cast<const GossipMessage>(msg);
   if (m->channel() == Channel::kResync && !resync()) return;
   if (m->channel() != Channel::kModel && m->channel() != Channel::kResync) return;
+  // Checked before anything is held or used (gossip/admission.h); the
+  // plausibility of a whole model is judged when it is mixed. A resync
+  // carries x^_j whole, in fp32 whatever the codec.
+  const bool resync_msg = m->channel() == Channel::kResync;
+  // Whole models are judged when mixed (MixFull); the rest have their values checked now.
+  const bool values = choco_ || resync_msg || admission_.plausibility() <= 0;
+  if (auto refused = admission_.Check(m->update(), x_->size(), resync_msg, values)) {
+    env_.Refuse(from, *refused);
+    // A refused model is the neighbour's answer for its round, an empty one:
+    // the round does not wait for it until round_timeout.
+    // Only rounds a neighbour may legitimately be at are kept, so a flood of
+    // refused messages for far rounds holds nothing.
+    if (m->channel() == Channel::kModel && m->round() >= round_ && m->round() <= round_ + lead_ &&
+        topology_.In(m->round()).At(env_.self(), from) > 0) {
+      refused_.emplace(m->round(), from);
+      MaybeCombine();
+    }
+    return;
+  }
   // Messages that wait keep their order: a resync replaces what came before
   // it from its sender, not what came after.
   if (!deferred_.empty()) return Defer(from, std::move(m));
@@ -313,11 +362,6 @@ void DecentralizedSgdNode::OnMessage(NodeId from, MessagePtr msg) {
 void DecentralizedSgdNode::Dispatch(NodeId from, std::shared_ptr<const GossipMessage> m) {
   const NodeId self = env_.self();
   if (m->channel() == Channel::kResync) {
-    if (m->update().size() != x_->size()) {
-      MURMUR_LOG(kWarning) << "node " << self << ": resync from " << from << " has " << m->update().size()
-                           << " elements, model has " << x_->size();
-      return;
-    }
     // It reads x^ (written while the outgoing difference is computed) and
     // writes s (read while mixing).
     if (busy()) return Defer(from, std::move(m));
@@ -332,24 +376,43 @@ void DecentralizedSgdNode::Dispatch(NodeId from, std::shared_ptr<const GossipMes
     if (mixing_) return Defer(from, std::move(m));  // s is being read
     return OnLate(from, *m);
   }
-  if (m->update().size() != x_->size()) {
-    MURMUR_LOG(kWarning) << "node " << self << ": update from " << from << " has " << m->update().size()
-                         << " elements, model has " << x_->size();
-    return;
-  }
   if (topology_.In(m->round()).At(self, from) <= 0) return;   // not an in-neighbour this round
   if (inbox_.Has(m->round(), Channel::kModel, from)) return;  // duplicate
   const std::uint64_t round = m->round();
+  // A whole model for a round beyond any a neighbour can legitimately be at
+  // replaces the sender's earlier such ones: one far-future model per sender
+  // is held (it is the one a catch-up to that round would mix).
+  const std::uint64_t near = round_ + lead_ + 1;
+  if (!choco_ && round > near) inbox_.DropFromAbove(from, near);
   inbox_.Add(from, std::move(m));
   if (options_.catch_up) {
     std::uint64_t& latest = latest_[from];
     latest = std::max(latest, round);
   }
   if (options_.catch_up && round > ahead_) {
-    ahead_ = round;
-    if (FellBehind()) return Combine();
+    const std::uint64_t corroborated = Corroborated();
+    if (corroborated > ahead_) {
+      ahead_ = corroborated;
+      if (FellBehind()) return Combine();
+    }
   }
   MaybeCombine();
+}
+
+std::uint64_t DecentralizedSgdNode::Corroborated() const {
+  const NodeId self = env_.self();
+  std::vector<std::uint64_t> claims;
+  for (const auto& e : topology_.In(round_).Row(self)) {
+    if (e.col == self) continue;
+    auto seen = latest_.find(e.col);
+    claims.push_back(seen == latest_.end() ? 0 : seen->second);
+  }
+  if (claims.empty()) return 0;
+  // The round that a strict majority of the in-neighbours have reached.
+  const std::size_t m = claims.size() / 2 + 1;
+  std::nth_element(claims.begin(), claims.begin() + static_cast<std::ptrdiff_t>(m - 1), claims.end(),
+                   std::greater<>());
+  return claims[m - 1];
 }
 
 void DecentralizedSgdNode::MaybeCombine() {
@@ -375,6 +438,7 @@ void DecentralizedSgdNode::MaybeCombine() {
       auto below = resynced_below_.find(e.col);
       gone = gone || (below != resynced_below_.end() && below->second > round_);
     }
+    gone = gone || refused_.contains({round_, e.col});
     if (has || (alive && !gone)) ++expected;
   }
   if (inbox_.Count(round_, Channel::kModel) >= expected) Combine();
@@ -389,6 +453,7 @@ void DecentralizedSgdNode::Combine() {
   const NodeId self = env_.self();
   const auto& w = topology_.In(round_);
   auto got = std::make_shared<std::vector<Received>>(inbox_.Close(round_));
+  refused_.erase(refused_.begin(), refused_.lower_bound({round_ + 1, 0}));
   // Mix in sender order, so the float sum does not depend on arrival order.
   std::sort(got->begin(), got->end(), [](const Received& a, const Received& b) { return a.from < b.from; });
   std::vector<float> weights;
@@ -405,6 +470,8 @@ void DecentralizedSgdNode::Combine() {
       mix_flops, [this, got, weights = std::move(weights)] { Mix(*got, weights); },
       [this] {
         mixing_ = false;
+        for (const auto& [from, why] : judged_out_) env_.Refuse(from, why);
+        judged_out_.clear();
         const std::uint64_t done = round_++;
         if (options_.catch_up && ahead_ >= round_ + lead_ && ahead_ < options_.rounds) {
           MURMUR_LOG(kInfo) << "node " << env_.self() << ": catching up from round " << round_ << " to "
@@ -443,46 +510,109 @@ void DecentralizedSgdNode::Mix(const std::vector<Received>& got, const std::vect
 void DecentralizedSgdNode::MixFull(const std::vector<Received>& got, std::vector<float> weights) {
   const float gamma = static_cast<float>(options_.gamma);
   const MixingOptions& rule = options_.mixing;
+  const bool judge = admission_.plausibility() > 0;
   // x may be shared with this round's messages, so the result goes to acc,
   // which then becomes x.
   Exclusive(acc_);
   const ParamVector& x = *x_;
   ParamVector& acc = *acc_;
   std::vector<const float*> dense;
-  for (const Received& r : got) dense.push_back(r.msg->update().dense_f32());
+  std::vector<std::size_t> index;  // of each entry of dense (and weights) in got
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    dense.push_back(got[k].msg->update().dense_f32());
+    index.push_back(k);
+  }
   bool all_dense = std::find(dense.begin(), dense.end(), nullptr) == dense.end();
-  if (rule.rule != MixingRule::kMean && !all_dense) {
-    // Robust rules look at every coordinate of every model: decode the value codings once.
+  // Judged and mixed: int8 models are mixed from their codes, as Update::AddTo adds them.
+  std::vector<const compression::PackedValues*> codes(got.size(), nullptr);
+  if ((judge || rule.rule != MixingRule::kMean) && !all_dense) {
+    // Judging and the robust rules look at every coordinate of every model:
+    // decode the value codings once, into the buffers of an earlier round
+    // (no fresh pages to fault in).
     decoded_.resize(got.size());
     for (std::size_t k = 0; k < got.size(); ++k) {
       if (dense[k] != nullptr) continue;
-      decoded_[k] = got[k].msg->update().ToDense();
+      const compression::Update& u = got[k].msg->update();
+      Status st;
+      if (rule.rule == MixingRule::kMean && u.values().coding.type == compression::ValueType::kInt8) {
+        codes[k] = &u.values();
+        continue;
+      } else if (rule.rule == MixingRule::kMean) {
+        // fp16, bf16: decoded exactly, so W_ij v is what AddTo adds.
+        decoded_[k].resize(x.size());
+        u.values().DecodeTo(decoded_[k]);
+      } else {
+        decoded_[k].assign(x.size(), 0.0f);  // the robust rules' values: 0 + v, as they always were
+        st = u.AddTo(decoded_[k]);
+      }
+      MURMUR_CHECK_MSG(st.ok(), st.ToString());
       dense[k] = decoded_[k].data();
     }
     all_dense = true;
   }
-  if (rule.rule == MixingRule::kMedian || rule.rule == MixingRule::kTrimmedMean) {
-    MixNeighbourhood(rule, x.span(), dense, acc.span());
-  } else {
-    if (rule.rule == MixingRule::kClipped) {
-      // ClippedGossip as reweighting (gossip/robust_mixing.h): W_ij -> W_ij min(1, tau_i / d_j).
-      std::vector<double> distances(got.size());
-      for (std::size_t k = 0; k < got.size(); ++k) {
-        distances[k] = std::sqrt(robust::SquaredDistance({dense[k], x.size()}, x.span()));
+  // Leaves out the models judged out: their weight stays on this node's own
+  // model, as a neighbour's that missed the round. Returns whether any was.
+  auto drop_judged_out = [&](const std::vector<std::optional<Refusal>>& verdicts) {
+    std::size_t kept = 0;
+    for (std::size_t k = 0; k < dense.size(); ++k) {
+      if (verdicts[k]) {
+        judged_out_.emplace_back(got[index[k]].from, *verdicts[k]);
+        continue;
       }
-      ClipWeights(distances, ClipRadius(rule, distances, weights), weights);
+      dense[kept] = dense[k];
+      codes[kept] = codes[k];
+      weights[kept] = weights[k];
+      index[kept] = index[k];
+      ++kept;
     }
-    // acc = (1 - sum of received weights) x + sum_j W_ij x_j: a neighbour that
-    // missed the round leaves its weight on the node itself.
+    const bool dropped = kept < dense.size();
+    dense.resize(kept);
+    codes.resize(kept);
+    weights.resize(kept);
+    index.resize(kept);
+    return dropped;
+  };
+  auto own_weight = [&] {
+    // 1 - the sum of received weights: a neighbour that missed the round
+    // leaves its weight on the node itself.
     float own = 1.0f;
     for (float wij : weights) own -= wij;
-    if (all_dense) {
-      MixDense(own, x, dense, weights, acc);
+    return own;
+  };
+  std::vector<std::optional<Refusal>> verdicts(got.size());
+  if (rule.rule == MixingRule::kMean && judge) {
+    // Mixed and judged in one pass; mixed again without what it refused (rare).
+    std::vector<double> d2;
+    double own2 = 0;
+    MixDense(own_weight(), x, dense, weights, acc, &d2, &own2, &codes);
+    for (std::size_t k = 0; k < got.size(); ++k) verdicts[k] = admission_.Verdict(d2[k], own2);
+    if (drop_judged_out(verdicts)) MixDense(own_weight(), x, dense, weights, acc, nullptr, nullptr, &codes);
+  } else {
+    if (judge) {
+      for (std::size_t k = 0; k < got.size(); ++k)
+        verdicts[k] = admission_.Judge({dense[k], x.size()}, x.span());
+      drop_judged_out(verdicts);
+    }
+    if (rule.rule == MixingRule::kMedian || rule.rule == MixingRule::kTrimmedMean) {
+      MixNeighbourhood(rule, x.span(), dense, acc.span());
     } else {
-      acc.vec() = own * x.vec();
-      for (std::size_t k = 0; k < got.size(); ++k) {
-        Status st = got[k].msg->update().AddTo(acc.span(), weights[k]);
-        MURMUR_CHECK_MSG(st.ok(), st.ToString());
+      if (rule.rule == MixingRule::kClipped) {
+        // ClippedGossip as reweighting (gossip/robust_mixing.h): W_ij -> W_ij min(1, tau_i / d_j).
+        std::vector<double> distances(dense.size());
+        for (std::size_t k = 0; k < dense.size(); ++k) {
+          distances[k] = std::sqrt(robust::SquaredDistance({dense[k], x.size()}, x.span()));
+        }
+        ClipWeights(distances, ClipRadius(rule, distances, weights), weights);
+      }
+      const float own = own_weight();
+      if (all_dense) {
+        MixDense(own, x, dense, weights, acc);
+      } else {
+        acc.vec() = own * x.vec();
+        for (std::size_t k = 0; k < index.size(); ++k) {
+          Status st = got[index[k]].msg->update().AddTo(acc.span(), weights[k]);
+          MURMUR_CHECK_MSG(st.ok(), st.ToString());
+        }
       }
     }
   }

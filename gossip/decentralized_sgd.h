@@ -66,6 +66,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "core/env.h"
@@ -73,6 +74,7 @@
 #include "core/local_tensors.h"
 #include "core/param_vector.h"
 #include "core/round_observer.h"
+#include "gossip/admission.h"
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
 #include "gossip/node.h"
@@ -97,10 +99,13 @@ struct DecentralizedSgdOptions {
   // The first round this node runs (a daemon resuming from a checkpoint after
   // round r starts at r); the node still stops before round `rounds`.
   std::uint64_t first_round = 0;
-  // A node that finds an in-neighbour further ahead than waiting allows
-  // (RoundTopology::InNeighbourLead: one round on an undirected graph) (it
-  // was down, or slow past the timeouts) ends its round at once and jumps to the
-  // neighbour's round instead of timing out round after round. With CHOCO
+  // A node that finds a strict majority of its in-neighbours (floor(k/2) + 1
+  // of k) further ahead than waiting allows (RoundTopology::InNeighbourLead:
+  // one round on an undirected graph) (it was down, or slow past the
+  // timeouts) ends its round at once and jumps to the highest round that
+  // majority has reached instead of timing out round after round; one
+  // neighbour's round number alone moves nothing (with k = 1 it is the
+  // majority). Far-future messages are held one per sender. With CHOCO
   // it also keeps each in-neighbour's public copy x^_j, and a node resuming
   // at first_round > 0 resynchronises the copies with its neighbours (see
   // "CHOCO resynchronisation" above).
@@ -112,6 +117,10 @@ struct DecentralizedSgdOptions {
   std::function<bool(NodeId)> peer_alive;
   // How whole models are combined; anything but `mean` REQUIRES a full-model codec.
   MixingOptions mixing;
+  // What every received update must pass before it is used (gossip/admission.h):
+  // a whole model farther than `plausibility` times ||x_i|| from x_i is
+  // refused (0: no bound; the spec field `plausibility`).
+  double plausibility = 10;
   // DiLoCo's outer step. REQUIRES: kNone unless order is kAdaptThenCombine.
   OuterOptions outer;
   // Tensors this node keeps to itself (core/local_tensors.h): mixing and the
@@ -162,6 +171,10 @@ class DecentralizedSgdNode final : public Node {
   bool resync() const { return choco_ && options_.catch_up; }
   // catch_up: an in-neighbour is further ahead than waiting allows, so it will
   // not send this round's message again, and the round's own work is done.
+  // catch_up: the highest round a strict majority of the in-neighbours
+  // (floor(k / 2) + 1 of k) have sent a message of: how far a jump may go,
+  // so that one neighbour's round number alone moves nothing.
+  std::uint64_t Corroborated() const;
   bool FellBehind() const { return ahead_ > round_ + lead_ && sent_ && trained_ && !mixing_ && !finished(); }
   void SendResync(NodeId to, bool want_reply);
   void OnResync(NodeId from, const GossipMessage& m);
@@ -183,6 +196,12 @@ class DecentralizedSgdNode final : public Node {
   DecentralizedSgdOptions options_;
   RoundObserver* observer_;
   bool choco_;
+  UpdateAdmission admission_;
+  // The senders of the models MixFull judged out, and why: reported when the mix is done.
+  std::vector<std::pair<NodeId, Refusal>> judged_out_;
+  // (round, sender) of the models refused on arrival for rounds not yet
+  // mixed: that sender has answered the round (with nothing usable).
+  std::set<std::pair<std::uint64_t, NodeId>> refused_;
 
   // x_ is shared with the round's outgoing message in lossless fp32 mode and
   // written only while the node holds it alone (Exclusive).
@@ -203,7 +222,7 @@ class DecentralizedSgdNode final : public Node {
   UpdatePtr outgoing_;
   RoundInbox inbox_;
   std::uint64_t round_ = 0;
-  std::uint64_t ahead_ = 0;                 // catch_up: the highest round seen from an in-neighbour
+  std::uint64_t ahead_ = 0;                 // catch_up: the highest Corroborated() round so far
   std::uint64_t lead_ = 1;                  // catch_up: RoundTopology::InNeighbourLead of this node
   std::map<NodeId, std::uint64_t> latest_;  // catch_up: the highest round seen from each
   bool sent_ = false;

@@ -71,4 +71,13 @@ std::size_t RoundInbox::DropFrom(NodeId from) {
   return dropped;
 }
 
+std::size_t RoundInbox::DropFromAbove(NodeId from, std::uint64_t round) {
+  std::size_t dropped = 0;
+  for (auto it = by_round_.upper_bound(round); it != by_round_.end();) {
+    dropped += std::erase_if(it->second, [from](const Received& r) { return r.from == from; });
+    it = it->second.empty() ? by_round_.erase(it) : std::next(it);
+  }
+  return dropped;
+}
+
 }  // namespace murmur::gossip

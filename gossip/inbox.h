@@ -42,6 +42,8 @@ class RoundInbox {
   // Forgets every message held from `from` (a CHOCO resynchronisation
   // replaces what they carried); returns how many there were.
   std::size_t DropFrom(NodeId from);
+  // Forgets the messages held from `from` for rounds above `round`; returns how many there were.
+  std::size_t DropFromAbove(NodeId from, std::uint64_t round);
   std::uint64_t closed_below() const { return closed_below_; }
   std::size_t pending_rounds() const { return by_round_.size(); }
 

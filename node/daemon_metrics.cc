@@ -63,6 +63,16 @@ std::string DaemonImpl::RenderMetrics() const {
   out +=
       PrometheusMetric("murmur_messages_undecodable_total", "counter",
                        "Received payloads that failed to decode.", static_cast<double>(env_->undecodable()));
+  {
+    std::vector<std::pair<std::string, double>> refused;
+    for (std::size_t k = 0; k < kRefusalKinds; ++k) {
+      const auto why = static_cast<Refusal>(k);
+      refused.emplace_back(RefusalName(why), static_cast<double>(env_->refused(why)));
+    }
+    out += PrometheusLabeled("murmur_updates_refused_total", "counter",
+                             "Decoded messages refused before use, by reason (docs/security.md, Insiders).",
+                             "reason", refused);
+  }
   const std::pair<const char*, const std::atomic<std::uint64_t>*> scoring[] = {
       {"offences", &s.offences},
       {"graylistings", &s.graylistings},

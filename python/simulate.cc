@@ -91,7 +91,7 @@ py::list ScenarioFieldList() {
     const FieldDescriptor* f = field.field;
     const std::string path = field.holder != nullptr ? field.holder->name() + "." + f->name()
                              : f->containing_type() == proto::JobSpec::descriptor() ? "spec." + f->name()
-                                                                                     : f->name();
+                                                                                    : f->name();
     out.append(py::make_tuple(field.name, TypeName(f), f->is_repeated(), engine::DefaultText(f),
                               f->options().GetExtension(proto::help), path));
   }
@@ -231,8 +231,12 @@ py::dict SummaryDict(const sim::RunSummary& r, const proto::Scenario& s) {
   faults["reordered"] = r.faults.reordered;
   faults["delayed"] = r.faults.delayed;
   faults["corrupt_rejected"] = r.corrupt_rejected;
+  py::dict refused;
+  for (std::size_t k = 0; k < kRefusalKinds; ++k)
+    refused[RefusalName(static_cast<Refusal>(k))] = r.refused[k];
   faults["corrupt_accepted"] = r.corrupt_accepted;
   d["faults"] = faults;
+  d["refused"] = refused;
   d["stop_reason"] = r.stop_reason;
   d["epsilon"] = r.epsilon;
   d["contributors"] = r.contributors;

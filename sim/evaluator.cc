@@ -262,7 +262,9 @@ void FinishSummary(const Simulator& sim, std::uint64_t rounds_done, double wall_
   summary->wall_s = wall_s;
   summary->virtual_s = std::chrono::duration<double>(sim.now()).count();
   summary->peak_rss_bytes = PeakRssBytes();
-  summary->messages_sent = sim.TotalTraffic().messages_sent;
+  const TrafficStats t = sim.TotalTraffic();
+  summary->messages_sent = t.messages_sent;
+  summary->refused = t.refused;
 }
 
 }  // namespace murmur::sim

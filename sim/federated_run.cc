@@ -185,6 +185,17 @@ Status FederatedRun::Build() {
       fed_host;  // SecAgg+ secrets from the run's streams; the server plays every attacker
   MURMUR_ASSIGN_OR_RETURN(federated::ServerOptions o, engine::MakeServerOptions(spec_, fed_host));
   federated::SignKeyDirectory directory;
+  // The bound on a result's weight: the largest client share, or with edge
+  // aggregators (whose results weigh their clients' sum) the whole partition.
+  double largest_share = 1, all_shares = 0;
+  for (NodeId i = 0; i < n; ++i) {
+    const auto share = static_cast<double>(world_->partition->node(i).size());
+    largest_share = std::max(largest_share, share);
+    all_shares += share;
+  }
+  o.max_weight = spec_.max_weight() > 0 ? spec_.max_weight()
+                 : num_edges > 0        ? std::max(all_shares, 1.0)
+                                        : largest_share;
   double max_samples = 1;
   if (spec_.secure_aggregation()) {
     identities_.reserve(n);

@@ -6,6 +6,7 @@
 // Thread-safety: a value.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -40,8 +41,10 @@ struct RunSummary {
   FaultStats faults;
   std::uint64_t corrupt_rejected = 0;  // corrupted messages the receivers' decoder refused
   std::uint64_t corrupt_accepted = 0;  // corrupted messages that still decoded (and were delivered)
-  std::string stop_reason;             // why the run ended (also the last point's `stop`)
-  double epsilon = 0;                  // DP-FedAvg: (epsilon, dp_delta) spent; 0 otherwise
+  // Received updates the nodes refused (Env::Refuse), by core::Refusal, over every rank.
+  std::array<std::uint64_t, kRefusalKinds> refused{};
+  std::string stop_reason;  // why the run ended (also the last point's `stop`)
+  double epsilon = 0;       // DP-FedAvg: (epsilon, dp_delta) spent; 0 otherwise
   // Federated: clients (flat) or edges with at least one accepted result, of `clients`.
   std::size_t contributors = 0;
   std::size_t clients = 0;

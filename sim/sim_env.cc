@@ -20,4 +20,9 @@ void SimEnv::Offload(double flops, std::function<void()> work, std::function<voi
   sim_->Offload(self_, flops, std::move(work), std::move(done));
 }
 
+void SimEnv::Refuse(NodeId from, Refusal why) {
+  (void)from;
+  ++sim_->traffic_[self_].refused[static_cast<std::size_t>(why)];
+}
+
 }  // namespace murmur::sim

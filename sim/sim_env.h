@@ -20,6 +20,7 @@ class SimEnv final : public Env {
   void Send(NodeId to, MessagePtr msg) override;
   Rng MakeRng(RngPurpose purpose) const override;
   void Offload(double flops, std::function<void()> work, std::function<void()> done) override;
+  void Refuse(NodeId from, Refusal why) override;
 
  private:
   Simulator* sim_;  // not owned; the Simulator owns this SimEnv

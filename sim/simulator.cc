@@ -300,6 +300,7 @@ TrafficStats Simulator::TotalTraffic() const {
     t.messages_sent += s.messages_sent;
     t.messages_received += s.messages_received;
     t.messages_lost += s.messages_lost;
+    for (std::size_t k = 0; k < kRefusalKinds; ++k) t.refused[k] += s.refused[k];
   }
   return t;
 }

@@ -26,6 +26,7 @@
 // other threads.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -84,6 +85,8 @@ struct TrafficStats {
   std::uint64_t messages_sent = 0;
   std::uint64_t messages_received = 0;
   std::uint64_t messages_lost = 0;  // lost on the link or at an offline receiver
+  // Received messages the node refused (Env::Refuse), by core::Refusal.
+  std::array<std::uint64_t, kRefusalKinds> refused{};
 };
 
 // The network's totals over this simulator's nodes, and how many of them are

@@ -86,6 +86,7 @@ void FinishSpreadSummary(const Simulator& sim, RankGroup& ranks, const WindowsRu
   summary->state_bytes = sums[0];
   summary->cross_rank_messages = sums[1];
   summary->cross_rank_bytes = sums[2];
+  ranks.AllReduceSum(summary->refused);
   auto rss = static_cast<std::int64_t>(summary->peak_rss_bytes);
   ranks.AllReduceMax(std::span(&rss, 1));
   summary->peak_rss_bytes = static_cast<std::uint64_t>(rss);

@@ -172,6 +172,14 @@ void PrintSummary(const sim::RunSummary& r, const proto::Scenario& s) {
         static_cast<unsigned long long>(f.corrupted), static_cast<unsigned long long>(r.corrupt_rejected),
         static_cast<unsigned long long>(r.corrupt_accepted));
   }
+  std::string refused;
+  for (std::size_t k = 0; k < kRefusalKinds; ++k) {
+    if (r.refused[k] == 0) continue;
+    refused += (refused.empty() ? "" : ", ") + std::to_string(r.refused[k]) + " " +
+               RefusalName(static_cast<Refusal>(k));
+  }
+  // What the receivers' checks kept out of every model (docs/security.md, Insiders).
+  if (!refused.empty()) std::printf("refused updates: %s\n", refused.c_str());
   if (r.ranks > 1) {
     std::printf("ranks: %d (%s placement), %llu messages (%s MB) crossed between them, %llu time windows\n",
                 r.ranks, r.placement.c_str(), static_cast<unsigned long long>(r.cross_rank_messages),

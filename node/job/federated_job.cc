@@ -164,6 +164,14 @@ Status FederatedJobImpl::InitServer(ParamVector x0) {
   if (peer_alive_) o.available = [this](NodeId c) { return peer_alive_(map_.ToNode(c)); };
   if (spec_.dp_clip() > 0) index_env_.MakeSecret(RngPurpose::kPrivacy);  // DP noise from real randomness
   if (spec_.secure_aggregation()) o.secagg.directory = Directory();
+  // The bound on a result's weight: the spec's, or the largest share of the
+  // job's partition (the clients' sample counts when they train on it).
+  if (spec_.max_weight() > 0) {
+    o.max_weight = spec_.max_weight();
+  } else {
+    MURMUR_ASSIGN_OR_RETURN(std::size_t largest, LargestShard(job_, map_.clients));
+    o.max_weight = static_cast<double>(largest);
+  }
   server_ = std::make_unique<federated::FedServer>(index_env_, std::move(x0), o, this);
   joined_.assign(map_.clients, false);
   if (ckpt.ok()) MURMUR_RETURN_IF_ERROR(Resume(*ckpt));
@@ -280,6 +288,8 @@ void FederatedJobImpl::OnMessage(NodeId from, MessagePtr msg) {
       if (server_started_) server_->SetOnline(index, true);
       if (joined_count_ == map_.clients) StartServer();
     } else if (!is_server() && m.what() == FedControlMessage::What::kDone) {
+      // The job's end is the aggregator's to say (docs/protocol.md).
+      if (from != job_.aggregator()) return env_.Refuse(from, Refusal::kNotAggregator);
       rounds_done_ = std::max<std::uint64_t>(rounds_done_, m.round());
       End(Job::End::kCompleted);
     }
@@ -287,7 +297,8 @@ void FederatedJobImpl::OnMessage(NodeId from, MessagePtr msg) {
   }
   if (msg->kind() != federated::kFedMessageKind && msg->kind() != federated::kSecAggMessageKind) return;
   if (is_server()) return server_->OnMessage(index, std::move(msg));
-  if (from != job_.aggregator()) return;  // tasks come from the aggregator only
+  // Tasks and SecAgg+ requests come from the aggregator only.
+  if (from != job_.aggregator()) return env_.Refuse(from, Refusal::kNotAggregator);
   if (msg->kind() == federated::kFedMessageKind) {
     const auto& m = static_cast<const federated::FedMessage&>(*msg);
     if (m.header().kind == federated::FedKind::kTask) OnTask(m);

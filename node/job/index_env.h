@@ -38,6 +38,7 @@ class IndexEnv final : public EnvWrapper {
   IndexEnv(JobEnv& target, IdMap map, std::uint64_t seed) : EnvWrapper(&target), map_(map), seed_(seed) {}
   NodeId self() const override { return map_.ToIndex(EnvWrapper::self()); }
   void Send(NodeId to, MessagePtr msg) override { EnvWrapper::Send(map_.ToNode(to), std::move(msg)); }
+  void Refuse(NodeId from, Refusal why) override { EnvWrapper::Refuse(map_.ToNode(from), why); }
   Rng MakeRng(RngPurpose purpose) const override {
     if (secret_.count(purpose) == 0) return Rng(seed_, self(), purpose);
     const crypto::MaskSeed random = crypto::RandomSeed();

@@ -63,6 +63,13 @@ void AsioEnv::Offload(double flops, std::function<void()> work, std::function<vo
   });
 }
 
+void AsioEnv::Refuse(NodeId from, Refusal why) {
+  ++refused_[static_cast<std::size_t>(why)];
+  MURMUR_LOG(kWarning) << "node " << self_ << ": refused a message of node " << from << ": "
+                       << RefusalName(why) << " (docs/security.md, Insiders)";
+  if (transport_ != nullptr) transport_->ReportMisbehaviour(from, Offence::kRefusedUpdate);
+}
+
 void AsioEnv::OnTransportMessage(NodeId from, ReceivedMessage message) {
   auto it = decoders_.find(message.kind);
   if (it == decoders_.end()) {

@@ -20,6 +20,7 @@
 // destroy it after the io_context has stopped (the pool is joined then).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -56,8 +57,12 @@ class AsioEnv final : public Env {
   void Send(NodeId to, MessagePtr msg) override;
   Rng MakeRng(RngPurpose purpose) const override { return Rng(seed_, self_, purpose); }
   void Offload(double flops, std::function<void()> work, std::function<void()> done) override;
+  // Counts the refusal, logs it and books it against `from` (Offence::kRefusedUpdate).
+  void Refuse(NodeId from, Refusal why) override;
 
   std::uint64_t undecodable() const { return undecodable_; }
+  // Messages refused for `why` since the start.
+  std::uint64_t refused(Refusal why) const { return refused_[static_cast<std::size_t>(why)]; }
   std::size_t pending_timers() const { return timers_.size(); }
 
  private:
@@ -72,6 +77,7 @@ class AsioEnv final : public Env {
   std::map<TimerId, std::unique_ptr<asio::steady_timer>> timers_;
   TimerId next_timer_ = 1;
   std::atomic<std::uint64_t> undecodable_{0};
+  std::array<std::atomic<std::uint64_t>, kRefusalKinds> refused_{};
 };
 
 }  // namespace murmur::node

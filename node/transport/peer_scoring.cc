@@ -12,6 +12,7 @@ const char* OffenceName(Offence offence) {
     case Offence::kBadSignature: return "bad signature or failed authentication";
     case Offence::kProtocolViolation: return "protocol violation";
     case Offence::kHandshakeFailure: return "handshake failure";
+    case Offence::kRefusedUpdate: return "refused update";
   }
   return "offence";
 }
@@ -29,6 +30,7 @@ double PeerScores::Penalty(Offence offence) const {
     case Offence::kBadSignature: return options_.bad_signature_penalty;
     case Offence::kProtocolViolation: return options_.protocol_violation_penalty;
     case Offence::kHandshakeFailure: return options_.handshake_failure_penalty;
+    case Offence::kRefusedUpdate: return options_.refused_update_penalty;
   }
   return 0;
 }

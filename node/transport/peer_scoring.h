@@ -40,6 +40,8 @@ enum class Offence {
   kBadSignature,       // a signature that does not verify; a frame failing authentication
   kProtocolViolation,  // a malformed record, a bad frame length, a record out of order
   kHandshakeFailure,   // a failed handshake (wrong network, bad certificate, garbage)
+  kRefusedUpdate,      // a decoded message its job refused (core::Refusal: wrong length or encoding,
+                       // not finite, implausible, federated control from a non-aggregator)
 };
 
 const char* OffenceName(Offence offence);
@@ -50,6 +52,7 @@ struct PeerScoringOptions {
   double bad_signature_penalty = 25;
   double protocol_violation_penalty = 20;
   double handshake_failure_penalty = 20;
+  double refused_update_penalty = 10;
   // Graylisted at or below this score: the 10th undecodable update in a row.
   double graylist_threshold = -100;
   // Score regained per second, up to 0: one offence per 10 s is forgiven.

@@ -283,6 +283,8 @@ class Final:
     contributors: int  # federated: clients or edges with an accepted result
     clients: int
     faults: Dict[str, int] = field(default_factory=dict)
+    # Received updates the nodes refused before use, by reason (docs/security.md, Insiders).
+    refused: Dict[str, int] = field(default_factory=dict)
 
 
 class SimulationResult:
@@ -303,7 +305,8 @@ class SimulationResult:
             evaluated_nodes=s["evaluated_nodes"], learning_nodes=s["learning_nodes"],
             params_per_node=s["params_per_node"], messages_sent=s["messages_sent"],
             dense_bytes=s["dense_bytes"], peak_rss_bytes=s["peak_rss_bytes"], state_bytes=s["state_bytes"],
-            epsilon=s["epsilon"], contributors=s["contributors"], clients=s["clients"], faults=s["faults"])
+            epsilon=s["epsilon"], contributors=s["contributors"], clients=s["clients"], faults=s["faults"],
+            refused=s["refused"])
         self.scenario = scenario
 
     def __repr__(self) -> str:

@@ -239,3 +239,19 @@ def test_runs_in_two_threads_at_once_give_their_own_results():
         t.join()
     assert np.array_equal(out[1], murmur.simulate(SMALL, seed=1).metrics["consensus"])
     assert np.array_equal(out[2], murmur.simulate(SMALL, seed=2).metrics["consensus"])
+
+
+def test_refused_updates_are_counted_by_reason():
+    # Sign-flip attackers scaled by 100 send models 100 times an honest one's
+    # size: the plausibility bound (10 ||x_i||) refuses every one of them.
+    attacked = dict(dataset="synthetic:blobs", model="softmax", nodes=12, rounds=20, eval_every=20,
+                    compression="none", attack="sign-flip", attack_scale=100, attack_fraction=0.25,
+                    topology="ring")
+    r = murmur.simulate(attacked)
+    assert set(r.final.refused) == {"wrong_length", "wrong_encoding", "not_finite", "implausible",
+                                    "not_aggregator"}
+    assert r.final.refused["implausible"] > 0
+    assert sum(r.final.refused.values()) == r.final.refused["implausible"]
+    unbounded = murmur.simulate(attacked, plausibility=0)
+    assert sum(unbounded.final.refused.values()) == 0
+    assert unbounded.final.avg_acc < r.final.avg_acc

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace murmur::compression {
@@ -40,6 +41,34 @@ TEST_CASE("fp16 and bf16 conversions match known encodings") {
 // The fixed-order reductions (compression/values.h) that the GPU kernels
 // reproduce: each case is decided by where a rounding happens, worked out by
 // hand, so a different order gives a different answer.
+TEST_CASE("DecodeTo writes each value's Get, bit for bit, for all 65536 halves and bfloat16s and for int8") {
+  for (ValueType type : {ValueType::kF16, ValueType::kBF16}) {
+    PackedValues v;
+    v.coding.type = type;
+    v.count = 65536;
+    for (std::uint32_t h = 0; h < 65536; ++h) {
+      v.payload.push_back(static_cast<std::uint8_t>(h & 0xFF));
+      v.payload.push_back(static_cast<std::uint8_t>(h >> 8));
+    }
+    std::vector<float> out(v.count, 7.0f);
+    v.DecodeTo(out);
+    std::size_t same = 0;
+    for (std::size_t i = 0; i < v.count; ++i) {
+      const float g = v.Get(i);
+      same += std::memcmp(&g, &out[i], 4) == 0;
+    }
+    CHECK(same == v.count);
+  }
+  ValueCoding int8;
+  int8.type = ValueType::kInt8;
+  int8.block = 4;
+  const std::vector<float> x = {1.5f, -3.0f, 0.25f, 100.0f, -7.0f, 0.0f};
+  const PackedValues v = PackValues(x, {}, int8, 0);
+  std::vector<float> out(x.size());
+  v.DecodeTo(out);
+  for (std::size_t i = 0; i < x.size(); ++i) CHECK(out[i] == v.Get(i));
+}
+
 TEST_CASE("The one-scale reductions add in their documented order") {
   const double two53 = 0x1p53, two54 = 0x1p54;
   SUBCASE("pairwise over the block totals") {

@@ -5,7 +5,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 
 namespace murmur::engine {
@@ -255,11 +257,6 @@ TEST_CASE(
          s.set_topology("vehicles");
          s.set_compression("fp16");
        }},
-      {"gossip_aggregation", "simulator only",
-       [](proto::JobSpec& s) {
-         s.set_compression("none");
-         s.set_gossip_aggregation("clipped");
-       }},
       {"attack", "simulator only",
        [](proto::JobSpec& s) {
          s.set_compression("none");
@@ -331,6 +328,47 @@ TEST_CASE("clients_per_round 0 takes every client, and the default compression f
     g.set_algorithm(a);
     CHECK(ValidateJobSpec(g, Host::kSimulator).ok());
     CHECK(ValidateJobSpec(g, Host::kDaemon).ok());
+  }
+}
+
+}  // namespace
+}  // namespace murmur::engine
+
+namespace murmur::engine {
+namespace {
+
+TEST_CASE("plausibility and max_weight take their ranges and only the algorithms they bound") {
+  proto::JobSpec gossip;
+  gossip.set_algorithm("dpsgd");
+  gossip.set_compression("none");
+  proto::JobSpec fed;
+  fed.set_algorithm("fedavg");
+  for (Host host : {Host::kSimulator, Host::kDaemon}) {
+    CheckRefused(gossip, host,
+                 {
+                     {"plausibility", [](proto::JobSpec& s) { s.set_plausibility(-1); }},
+                     {"plausibility", [](proto::JobSpec& s) { s.set_plausibility(std::nan("")); }},
+                     {"plausibility", [](proto::JobSpec& s) { s.set_plausibility(1e7); }},
+                     {"plausibility",
+                      [](proto::JobSpec& s) {
+                        s.set_algorithm("push-sum");
+                        s.set_plausibility(3);
+                      }},
+                     {"max_weight", [](proto::JobSpec& s) { s.set_max_weight(100); }},
+                 });
+    CheckRefused(fed, host,
+                 {
+                     {"max_weight", [](proto::JobSpec& s) { s.set_max_weight(-1); }},
+                     {"max_weight",
+                      [](proto::JobSpec& s) { s.set_max_weight(std::numeric_limits<double>::infinity()); }},
+                     {"plausibility", [](proto::JobSpec& s) { s.set_plausibility(3); }},
+                 });
+    gossip.set_plausibility(0);  // no bound
+    CHECK(ValidateJobSpec(gossip, host).ok());
+    gossip.set_plausibility(10);
+    fed.set_max_weight(6000);
+    CHECK(ValidateJobSpec(fed, host).ok());
+    fed.set_max_weight(0);
   }
 }
 

@@ -2,6 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "core/manual_env.h"
 
 namespace murmur::federated {
@@ -72,6 +75,56 @@ TEST_CASE("Sample weighting, over-commitment and late results") {
   server.OnMessage(c, Result(0, 1, 1, {100}));  // the straggler of round 0
   CHECK(server.results_dropped() == 1);
   CHECK(server.params()[0] == doctest::Approx(6.0));
+}
+
+// One round of every one of `clients` clients; the public bound on a weight is 10.
+ServerOptions OneRoundOf(NodeId clients) {
+  ServerOptions o;
+  o.num_clients = clients;
+  o.clients_per_round = clients;
+  o.rounds = 1;
+  o.max_weight = 10;
+  return o;
+}
+
+TEST_CASE(
+    "Results with an absurd, zero or non-finite weight or values are refused, booked and not waited for") {
+  // Three clients, every one each round; the public bound on a weight is 10.
+  // Client 2 lies each round in another way; its result is refused at once,
+  // and the round closes on the two honest ones: (1 x 4 + 3 x 8) / 4 = 7.
+  struct Lie {
+    double weight;
+    float value;
+    Refusal why;
+  };
+  const float nan = std::nanf(""), inf = std::numeric_limits<float>::infinity();
+  for (const Lie& lie : {Lie{1e300, 1, Refusal::kImplausible}, Lie{10.5, 1, Refusal::kImplausible},
+                         Lie{0, 1e30f, Refusal::kImplausible}, Lie{-1, 1, Refusal::kImplausible},
+                         Lie{std::nan(""), 1, Refusal::kImplausible}, Lie{1, nan, Refusal::kNotFinite},
+                         Lie{1, inf, Refusal::kNotFinite}}) {
+    CAPTURE(lie.weight);
+    CAPTURE(lie.value);
+    ManualEnv env(3);
+    Counter counter;
+    FedServer server(env, ParamVector(1), OneRoundOf(3), &counter);
+    server.Start();
+    server.OnMessage(0, Result(0, 1, 1, {4}));
+    server.OnMessage(2, Result(0, lie.weight, 1, {lie.value}));
+    CHECK(counter.rounds == 0);
+    server.OnMessage(1, Result(0, 3, 1, {8}));
+    REQUIRE(counter.rounds == 1);
+    CHECK(server.params()[0] == doctest::Approx(7.0));
+    REQUIRE(env.refused().size() == 1);
+    CHECK(env.refused()[0] == std::pair<NodeId, Refusal>{2, lie.why});
+  }
+  // At the bound the weight counts in full.
+  ManualEnv env(3);
+  FedServer server(env, ParamVector(1), OneRoundOf(2), nullptr);
+  server.Start();
+  server.OnMessage(0, Result(0, 10, 1, {1}));
+  server.OnMessage(1, Result(0, 10, 1, {3}));
+  CHECK(server.params()[0] == doctest::Approx(2.0));
+  CHECK(env.refused().empty());
 }
 
 TEST_CASE("A client the availability predicate calls dead is never selected, even by uniform selection") {

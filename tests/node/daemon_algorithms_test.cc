@@ -340,8 +340,6 @@ TEST_CASE("Gossip job fields murmurd cannot run are refused with errors naming t
   refused([](proto::JobConfig& j) { j.mutable_spec()->set_compression("powersgd:2"); }, "compression");
   refused([](proto::JobConfig& j) { j.mutable_spec()->set_compression("zip:9"); }, "compression");
   refused([](proto::JobConfig& j) { j.mutable_spec()->set_topology("vehicles"); }, "topology");
-  refused([](proto::JobConfig& j) { j.mutable_spec()->set_gossip_aggregation("clipped"); },
-          "gossip_aggregation");
   refused(
       [](proto::JobConfig& j) {
         j.mutable_spec()->set_attack("sign-flip");

@@ -110,8 +110,10 @@ TEST_CASE("One spec: every synchronous gossip algorithm ends with the simulator'
     const char* algorithm;
     const char* compression;
     const char* topology;
+    const char* aggregation = "mean";
   };
-  for (const Case& c : {Case{"dpsgd", "none", "ring"}, Case{"dpsgd-cta", "fp16", "ring"},
+  for (const Case& c : {Case{"dpsgd", "none", "ring"}, Case{"dpsgd", "none", "ring", "clipped"},
+                        Case{"dpsgd-cta", "fp16", "ring", "median"}, Case{"dpsgd-cta", "fp16", "ring"},
                         Case{"dpsgd", "topk:0.1", "ring"}, Case{"dpsgd", "fp16", "one-peer-exponential"},
                         Case{"push-sum", "none", "exponential"}, Case{"dsgt", "none", "ring"},
                         Case{"diloco", "int8", "ring"}, Case{"diloco-allreduce", "none", "ring"}}) {
@@ -122,8 +124,16 @@ TEST_CASE("One spec: every synchronous gossip algorithm ends with the simulator'
     proto::JobSpec spec = BaseSpec(c.algorithm);
     spec.set_compression(c.compression);
     spec.set_topology(c.topology);
+    spec.set_gossip_aggregation(c.aggregation);
+    CAPTURE(spec.gossip_aggregation());
     const Models sim = InSimulator(spec);
-    const Models daemons = OnDaemons(spec, std::string("one-spec-") + c.algorithm);
+    if (spec.gossip_aggregation() != "mean") {
+      // The rule changes the models (so the daemons ran it, not the mean).
+      proto::JobSpec mean = spec;
+      mean.set_gossip_aggregation("mean");
+      CHECK(InSimulator(mean).models != sim.models);
+    }
+    const Models daemons = OnDaemons(spec, std::string("one-spec-") + c.algorithm + "-" + c.aggregation);
     REQUIRE(daemons.models.size() == sim.models.size());
     for (std::size_t i = 0; i < sim.models.size(); ++i) {
       CAPTURE(i);

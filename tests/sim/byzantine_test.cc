@@ -163,7 +163,7 @@ struct AttackedRing {
   static constexpr NodeId kNodes = 12;
   static constexpr std::size_t kDim = 4;
 
-  double Run(GossipAttack attack, double scale, gossip::MixingRule rule) {
+  double Run(GossipAttack attack, double scale, gossip::MixingRule rule, double plausibility = 10) {
     Simulator sim(SimulatorOptions{}, std::vector<DeviceProfile>(kNodes));
     gossip::RoundTopology topo(topology::UniformWeights(topology::Ring(kNodes)));
     std::vector<bool> byzantine(kNodes, false);
@@ -180,6 +180,7 @@ struct AttackedRing {
     gossip::DecentralizedSgdOptions o;
     o.rounds = 150;
     o.mixing.rule = rule;
+    o.plausibility = plausibility;
     for (NodeId i = 0; i < kNodes; ++i) {
       std::vector<float> b(kDim);
       Rng rng(11, i, RngPurpose::kGeneric);
@@ -208,6 +209,7 @@ struct AttackedRing {
     for (auto& nd : nodes) nd->Start();
     sim.RunUntil(Nanos::max());
     if (coalition != nullptr) crafted = coalition->models_crafted();
+    refused = sim.TotalTraffic().refused[static_cast<std::size_t>(Refusal::kImplausible)];
     double dist = 0;
     for (auto& nd : nodes) {
       REQUIRE(nd->finished());
@@ -219,6 +221,7 @@ struct AttackedRing {
     return dist;
   }
   std::uint64_t crafted = 0;
+  std::uint64_t refused = 0;  // crafted models refused as implausible
 };
 
 TEST_CASE("On an attacked ring plain gossip leaves the honest optimum, ClippedGossip stays near it") {
@@ -237,10 +240,11 @@ TEST_CASE("On an attacked ring plain gossip leaves the honest optimum, ClippedGo
                  Case{GossipAttack::kIpm, 1}, Case{GossipAttack::kDissensus, 1.5}}) {
     CAPTURE(static_cast<int>(c.attack));
     CAPTURE(c.scale);
-    const double plain = ring.Run(c.attack, c.scale, MixingRule::kMean);
+    // The plausibility bound (rho = 10) off: the attack alone against the mixing rule.
+    const double plain = ring.Run(c.attack, c.scale, MixingRule::kMean, 0);
     // Every honest node that borders an attacker gets one crafted model per round.
     CHECK(ring.crafted == (c.attack == GossipAttack::kSignFlip ? 2u : 4u) * 150u);
-    const double clipped = ring.Run(c.attack, c.scale, MixingRule::kClipped);
+    const double clipped = ring.Run(c.attack, c.scale, MixingRule::kClipped, 0);
     MESSAGE("plain ", plain, ", clipped ", clipped);
     // ||c|| = 10: plain gossip is pulled at least halfway to the attackers' target...
     CHECK((std::isnan(plain) || plain > 5.0));  // sign flip with s = 100 overflows to NaN
@@ -248,6 +252,23 @@ TEST_CASE("On an attacked ring plain gossip leaves the honest optimum, ClippedGo
     // whatever its size: within 1.5 of the optimum (the attack-free run's 0.23
     // plus a bias of the order of the b_i's spread), the same for s = 1 and s = 100.
     CHECK(clipped < 1.5);
+    // With the bound, plain gossip refuses what lies more than 10 ||x_i||
+    // away: -100 x_b, which would move an honest model by 100 times its
+    // size, and none of the crafted models of the attacks that stay near
+    // the honest models, which are then the ruin they were without it.
+    const double bounded = ring.Run(c.attack, c.scale, MixingRule::kMean);
+    MESSAGE("plain with the plausibility bound ", bounded, ": ", ring.refused, " of ", ring.crafted,
+            " crafted models refused");
+    if (c.scale == 100) {
+      // Each attacker's one sign-flipped model a round goes to both its ring neighbours.
+      CHECK(ring.refused == 2 * ring.crafted);
+      CHECK(bounded < 1.5);
+    } else if (c.attack != GossipAttack::kDissensus) {
+      CHECK(ring.refused == 0);
+      CHECK(bounded == plain);
+    } else {
+      CHECK(bounded > 5.0);  // dissensus pulls by the honest step's size: the bound is no defence
+    }
   }
 }
 

@@ -1,0 +1,16 @@
+#include "core/env.h"
+
+namespace murmur {
+
+const char* RefusalName(Refusal why) {
+  switch (why) {
+    case Refusal::kWrongLength: return "wrong_length";
+    case Refusal::kWrongEncoding: return "wrong_encoding";
+    case Refusal::kNotFinite: return "not_finite";
+    case Refusal::kImplausible: return "implausible";
+    case Refusal::kNotAggregator: return "not_aggregator";
+  }
+  return "unknown";
+}
+
+}  // namespace murmur

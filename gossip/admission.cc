@@ -1,0 +1,90 @@
+#include "gossip/admission.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/check.h"
+#include "core/reduce.h"
+#include "core/rng.h"
+
+namespace murmur::gossip {
+
+UpdateAdmission::UpdateAdmission(const CodecSpec& codec, double plausibility) : plausibility_(plausibility) {
+  MURMUR_CHECK(plausibility >= 0);
+  if (codec.value_coding) {
+    // What the codec sends, taken from the codec itself: the coding of one value.
+    compression::CompressorState state;
+    Rng rng(0, 0, RngPurpose::kCompression);
+    const float probe[1] = {1.0f};
+    auto sample = codec.compressor->Compress(std::span<const float>(probe, 1), Layout(), state, rng);
+    dense_only_ = true;
+    value_type_ =
+        sample->dense_f32() != nullptr ? compression::ValueType::kF32 : sample->values().coding.type;
+  }
+}
+
+void AddBlockDistances(const float* theirs, const float* own, std::size_t len, double& d2, double* own2) {
+  const std::span<const float> t(theirs, len), o(own, len);
+  const float block_d2 = FixedSquaredDistance(t, o);
+  if (std::isfinite(block_d2)) {
+    d2 += block_d2;
+  } else {
+    double sum = 0;
+    for (std::size_t k = 0; k < len; ++k) {
+      const double d = static_cast<double>(theirs[k]) - own[k];
+      sum += d * d;
+    }
+    d2 += sum;
+  }
+  if (own2 == nullptr) return;
+  const float block_own2 = FixedSquaredNorm(o);
+  if (std::isfinite(block_own2)) {
+    *own2 += block_own2;
+    return;
+  }
+  double sum = 0;
+  for (std::size_t k = 0; k < len; ++k) sum += static_cast<double>(own[k]) * own[k];
+  *own2 += sum;
+}
+
+std::optional<Refusal> UpdateAdmission::Check(const compression::Update& u, std::size_t size, bool fp32,
+                                              bool values) const {
+  if (u.size() != size) return Refusal::kWrongLength;
+  const float* f32 = u.dense_f32();
+  if (fp32) {
+    if (f32 == nullptr) return Refusal::kWrongEncoding;
+  } else if (dense_only_) {
+    if (u.format() != compression::UpdateFormat::kDense) return Refusal::kWrongEncoding;
+    const compression::ValueType type =
+        f32 != nullptr ? compression::ValueType::kF32 : u.values().coding.type;
+    if (type != value_type_) return Refusal::kWrongEncoding;
+  }
+  if (values && f32 != nullptr && !std::isfinite(FixedSum({f32, size}))) {
+    // A finite sum has finite terms; an overflowing one is summed again in double.
+    double sum = 0;
+    for (std::size_t k = 0; k < size; ++k) sum += f32[k];
+    if (!std::isfinite(sum)) return Refusal::kNotFinite;
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> UpdateAdmission::Verdict(double d2, double own2) const {
+  if (!std::isfinite(d2)) return Refusal::kNotFinite;
+  if (plausibility_ > 0 && own2 > 0 && std::isfinite(own2) && d2 > plausibility_ * plausibility_ * own2)
+    return Refusal::kImplausible;
+  return std::nullopt;
+}
+
+std::optional<Refusal> UpdateAdmission::Judge(std::span<const float> theirs,
+                                              std::span<const float> own) const {
+  MURMUR_CHECK(theirs.size() == own.size());
+  double d2 = 0, own2 = 0;
+  for (std::size_t b = 0; b < own.size(); b += kAdmissionBlock) {
+    AddBlockDistances(theirs.data() + b, own.data() + b, std::min(kAdmissionBlock, own.size() - b), d2,
+                      &own2);
+  }
+  return Verdict(d2, own2);
+}
+
+}  // namespace murmur::gossip

@@ -1,0 +1,87 @@
+// UpdateAdmission: what a gossip node checks in every update a neighbour
+// sends before it uses it (docs/security.md "Insiders").
+//
+// A certified peer can still send anything its codec could decode. The
+// receiver refuses, counts (Env::Refuse) and never mixes:
+//
+//   wrong_length    an update whose size is not the model's;
+//   wrong_encoding  a format the job's codec never sends: with a value coding
+//                   (none, fp16, bf16, int8) only dense updates of that
+//                   coding, so a sparse update in a dense job is refused;
+//   not_finite      NaN or infinite values (the wire decoder refuses them
+//                   already; this also covers the simulator, which moves
+//                   messages without encoding them);
+//   implausible     a whole model x_j farther from the receiver's own x_i
+//                   than `plausibility` times ||x_i||: ||x_j - x_i|| >
+//                   rho ||x_i||. Honest models of one job stay close to one
+//                   another (D-PSGD keeps them near consensus; independently
+//                   initialized ones are about sqrt(2) ||x|| apart), so a
+//                   bound of 10 leaves honest traffic alone and stops absurd
+//                   values (1e30, 3.4e38, -50 x) at the first hop, before
+//                   they reach any model. A model that is 0 cannot judge
+//                   distances: nothing is implausible then. rho = 0 turns
+//                   the check off.
+//
+// Length and encoding are checked as a message arrives, so a refused one
+// is the sender's (empty) answer for its round and nobody waits for it.
+// Whole models are judged (not_finite, implausible) when the round is mixed,
+// in the same pass over memory as the mix; with rho = 0, and for coded
+// differences (CHOCO), whose size carries no scale the receiver could
+// compare with, finiteness is checked on arrival.
+//
+// The norms are core/reduce.h's fixed-order sums over blocks of 2048 values
+// added in double (in double throughout where a float sum overflows): the
+// verdict is the same on every machine, in the simulator and in the daemon.
+//
+// Thread-safety: immutable after construction.
+#pragma once
+
+#include <optional>
+#include <span>
+
+#include "compression/update.h"
+#include "core/env.h"
+#include "gossip/codec.h"
+
+namespace murmur::gossip {
+
+// The squared distance of one block of a neighbour's model from the own
+// model's block, and the own block's squared norm, added to d2 and own2:
+// core/reduce.h's fixed-order float sums of the block, taken again in double
+// where a float sum overflows (values near 1.8e19 and up), so that only NaN
+// or infinite values make d2 non-finite. Whole vectors are judged block by
+// block (kAdmissionBlock values each, in order), so that a caller that mixes
+// block by block can judge in the same pass and reach the same verdict.
+inline constexpr std::size_t kAdmissionBlock = 2048;
+// `own2` may be null (the own norm was taken with another input's block).
+void AddBlockDistances(const float* theirs, const float* own, std::size_t len, double& d2, double* own2);
+
+class UpdateAdmission {
+ public:
+  // `plausibility`: rho above (0: off). REQUIRES: plausibility >= 0.
+  UpdateAdmission(const CodecSpec& codec, double plausibility);
+
+  // Length, encoding and, with `values`, finiteness (of dense fp32 updates:
+  // the wire decoder refuses non-finite values of every other coding) of a
+  // neighbour's update of a model of `size` values: the reason to refuse
+  // it, or nullopt. Reads only the update, so it runs as the message
+  // arrives. `fp32`: the update must be dense fp32 whatever the codec (a
+  // CHOCO resynchronisation's x^_j).
+  std::optional<Refusal> Check(const compression::Update& u, std::size_t size, bool fp32 = false,
+                               bool values = true) const;
+  // The verdict on a whole model from its squared distance d2 to the own
+  // model and the own model's squared norm own2 (AddBlockDistances over
+  // every block): not_finite, implausible, or nullopt to accept it.
+  std::optional<Refusal> Verdict(double d2, double own2) const;
+  // Verdict over the whole of `theirs` against `own` (same size).
+  std::optional<Refusal> Judge(std::span<const float> theirs, std::span<const float> own) const;
+
+  double plausibility() const { return plausibility_; }
+
+ private:
+  bool dense_only_ = false;
+  compression::ValueType value_type_ = compression::ValueType::kF32;
+  double plausibility_ = 0;
+};
+
+}  // namespace murmur::gossip

@@ -1,0 +1,237 @@
+// What a gossip node checks in a neighbour's update before it uses it
+// (gossip/admission.h, docs/security.md "Insiders"): each refusal against
+// values worked by hand, and on a simulated ring an insider whose every
+// model is refused leaves the honest nodes' models exactly as a neighbour
+// that sent nothing would, counted by reason, without waiting for timeouts.
+#include "gossip/admission.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <vector>
+
+#include "compression/values.h"
+#include "gossip/decentralized_sgd.h"
+#include "sim/simulator.h"
+#include "tests/gossip/quadratic.h"
+#include "topology/generators.h"
+#include "topology/weights.h"
+
+namespace murmur::gossip {
+namespace {
+
+using compression::Update;
+
+UpdateAdmission Admission(const std::string& codec, double rho = 10) {
+  return UpdateAdmission(CodecSpec::Parse(codec).value(), rho);
+}
+
+Update DenseOf(std::vector<float> v, compression::ValueType type = compression::ValueType::kF32) {
+  compression::ValueCoding coding;
+  coding.type = type;
+  return Update::Dense(v.size(), compression::PackValues(v, {}, coding, 0));
+}
+
+TEST_CASE("An update of another size or another encoding than the job's codec sends is refused") {
+  const UpdateAdmission none = Admission("none");
+  CHECK(!none.Check(DenseOf({1, 2, 3}), 3).has_value());
+  CHECK(none.Check(DenseOf({1, 2}), 3) == Refusal::kWrongLength);
+  // A sparse update in a dense job, and fp16 values in an fp32 job.
+  const Update sparse = Update::Sparse(3, {1}, compression::PackValues(std::vector<float>{5}, {}, {}, 0));
+  CHECK(none.Check(sparse, 3) == Refusal::kWrongEncoding);
+  CHECK(none.Check(DenseOf({1, 2, 3}, compression::ValueType::kF16), 3) == Refusal::kWrongEncoding);
+  // The fp16 job takes fp16 and refuses fp32; CHOCO's resynchronisation is fp32 whatever the codec.
+  const UpdateAdmission fp16 = Admission("fp16");
+  CHECK(!fp16.Check(DenseOf({1, 2, 3}, compression::ValueType::kF16), 3).has_value());
+  CHECK(fp16.Check(DenseOf({1, 2, 3}), 3) == Refusal::kWrongEncoding);
+  CHECK(!fp16.Check(DenseOf({1, 2, 3}), 3, /*fp32=*/true).has_value());
+  CHECK(fp16.Check(DenseOf({1, 2, 3}, compression::ValueType::kF16), 3, /*fp32=*/true) ==
+        Refusal::kWrongEncoding);
+  // A sparsifying codec sends sparse updates: they are its own.
+  CHECK(!Admission("topk:0.5,choco").Check(sparse, 3).has_value());
+}
+
+TEST_CASE("NaN and infinite values are refused, the largest finite floats are not (they are implausible)") {
+  const UpdateAdmission a = Admission("none");
+  const float inf = std::numeric_limits<float>::infinity(), big = std::numeric_limits<float>::max();
+  CHECK(a.Check(DenseOf({1, std::nanf(""), 3}), 3) == Refusal::kNotFinite);
+  CHECK(a.Check(DenseOf({1, inf, 3}), 3) == Refusal::kNotFinite);
+  CHECK(a.Check(DenseOf({-inf, inf, 3}), 3) == Refusal::kNotFinite);
+  // Their float sum overflows; in double it does not.
+  CHECK(!a.Check(DenseOf({big, big, big}), 3).has_value());
+  const std::vector<float> own = {3, 4, 0};
+  CHECK(a.Judge(std::vector<float>{big, big, big}, own) == Refusal::kImplausible);
+  CHECK(a.Judge(std::vector<float>{1e30f, 0, 0}, own) == Refusal::kImplausible);
+  // Judged when mixed: NaN or infinity anywhere, in any block, is not finite.
+  std::vector<float> mine(5000, 1.0f), theirs(5000, 1.0f);
+  CHECK(!a.Judge(theirs, mine).has_value());
+  theirs[4500] = std::nanf("");
+  CHECK(a.Judge(theirs, mine) == Refusal::kNotFinite);
+  theirs[4500] = -inf;
+  CHECK(a.Judge(theirs, mine) == Refusal::kNotFinite);
+  // Whole models judged when mixed are not scanned on arrival.
+  CHECK(!a.Check(DenseOf({1, std::nanf(""), 3}), 3, false, /*values=*/false).has_value());
+}
+
+TEST_CASE("The plausibility bound is ||x_j - x_i|| <= rho ||x_i||, at the boundary and on either side") {
+  // ||x_i|| = 5: with rho = 10 the bound is a distance of 50.
+  const std::vector<float> own = {3, 4};
+  const UpdateAdmission a = Admission("none", 10);
+  CHECK(!a.Judge(std::vector<float>{3, 54}, own).has_value());                  // distance 50 exactly
+  CHECK(a.Judge(std::vector<float>{3, 54.01f}, own) == Refusal::kImplausible);  // just past it
+  CHECK(!a.Judge(std::vector<float>{-27, -36}, own).has_value());               // -9 x_i: distance 10 ||x_i||
+  CHECK(a.Judge(std::vector<float>{-150, -200}, own) == Refusal::kImplausible);       // -50 x_i
+  CHECK(!Admission("none", 0).Judge(std::vector<float>{1e30f, 0}, own).has_value());  // rho = 0: no bound
+  // A zero model cannot judge a distance.
+  CHECK(!a.Judge(std::vector<float>{1e30f, 0}, std::vector<float>{0, 0}).has_value());
+}
+
+// Nodes 0 and 1 are honest D-PSGD nodes of a 3-node ring (every weight 1/3);
+// node 2 is an insider that answers each model it gets with `craft(x)` for
+// the same round (nothing when craft returns null).
+// `claim` > 0: its answers to round 2 also carry a copy labelled round `claim`.
+struct Insider final : public MessageSink {
+  sim::Simulator* sim = nullptr;
+  std::function<UpdatePtr(std::span<const float>)> craft;
+  std::uint64_t claim = 0;
+  void OnMessage(NodeId from, MessagePtr msg) override {
+    const auto& m = static_cast<const GossipMessage&>(*msg);
+    UpdatePtr u = craft(m.update().ToDense());
+    if (u == nullptr) return;
+    sim->env(2).Send(from, std::make_shared<const GossipMessage>(Channel::kModel, m.round(), 0.0, u));
+    if (claim > 0 && m.round() == 2)
+      sim->env(2).Send(from, std::make_shared<const GossipMessage>(Channel::kModel, claim, 0.0, u));
+  }
+};
+
+struct RoundCounter final : public RoundObserver {
+  std::vector<std::uint64_t> rounds = std::vector<std::uint64_t>(3, 0);
+  void OnRoundDone(NodeId node, std::uint64_t, double) override { ++rounds[node]; }
+};
+
+struct InsiderRing {
+  std::vector<std::vector<float>> models;
+  std::array<std::uint64_t, kRefusalKinds> refused{};
+  double virtual_s = 0;
+
+  RoundCounter counter;  // rounds each honest node mixed
+
+  explicit InsiderRing(std::function<UpdatePtr(std::span<const float>)> craft, double rho = 10,
+                       std::uint64_t claim = 0) {
+    sim::Simulator sim(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(3));
+    RoundTopology topo(topology::UniformWeights(topology::Ring(3)));
+    Insider insider;
+    insider.sim = &sim;
+    insider.craft = std::move(craft);
+    insider.claim = claim;
+    sim.SetSink(2, &insider);
+    DecentralizedSgdOptions o;
+    o.rounds = 20;
+    o.plausibility = rho;
+    o.round_timeout = std::chrono::seconds(30);
+    o.catch_up = true;  // as on a daemon
+    std::vector<std::unique_ptr<testing::QuadraticLearner>> learners;
+    std::vector<std::unique_ptr<DecentralizedSgdNode>> nodes;
+    for (NodeId i = 0; i < 2; ++i) {
+      std::vector<float> b = {i == 0 ? 1.0f : 5.0f, 2.0f, -3.0f};
+      learners.push_back(std::make_unique<testing::QuadraticLearner>(b, 0.1));
+      ParamVector x0(3);
+      for (std::size_t k = 0; k < 3; ++k) x0[k] = b[k];
+      nodes.push_back(std::make_unique<DecentralizedSgdNode>(
+          sim.env(i), topo, *learners.back(), std::move(x0),
+          std::make_unique<Codec>(CodecSpec::Parse("none").value(), i, Layout(),
+                                  Rng(7, i, RngPurpose::kCompression)),
+          o, &counter));
+      sim.SetSink(i, nodes.back().get());
+    }
+    for (auto& n : nodes) n->Start();
+    sim.RunUntil(Nanos::max());
+    for (auto& n : nodes) {
+      REQUIRE(n->finished());
+      models.emplace_back(n->params().span().begin(), n->params().span().end());
+    }
+    refused = sim.TotalTraffic().refused;
+    virtual_s = std::chrono::duration<double>(sim.now()).count();
+  }
+};
+
+TEST_CASE(
+    "An insider whose every model is refused changes the honest models exactly as a silent one, without "
+    "timeouts") {
+  // The reference: node 2 sends nothing, so each round ends on its timeout
+  // and node 2's weight stays on the receiver.
+  const InsiderRing silent([](std::span<const float>) { return UpdatePtr(); });
+  CHECK(silent.virtual_s > 20 * 30);
+  struct Case {
+    const char* what;
+    Refusal why;
+    std::function<UpdatePtr(std::span<const float>)> craft;
+  };
+  const std::vector<Case> cases = {
+      {"1e30 everywhere", Refusal::kImplausible,
+       [](std::span<const float> x) {
+         return compression::DenseF32Update(std::vector<float>(x.size(), 1e30f));
+       }},
+      {"-50 x", Refusal::kImplausible,
+       [](std::span<const float> x) {
+         std::vector<float> v(x.begin(), x.end());
+         for (float& e : v) e *= -50;
+         return compression::DenseF32Update(v);
+       }},
+      {"NaN", Refusal::kNotFinite,
+       [](std::span<const float> x) {
+         return compression::DenseF32Update(std::vector<float>(x.size(), std::nanf("")));
+       }},
+      {"a sparse update", Refusal::kWrongEncoding,
+       [](std::span<const float> x) {
+         return std::make_shared<const Update>(
+             Update::Sparse(x.size(), {0}, compression::PackValues(std::vector<float>{1e3f}, {}, {}, 0)));
+       }},
+      {"one value too few", Refusal::kWrongLength,
+       [](std::span<const float> x) { return compression::DenseF32Update(x.subspan(1)); }},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    const InsiderRing attacked(c.craft);
+    CHECK(attacked.models == silent.models);
+    // Every model it sent (one to each honest node per round) refused, for its reason only.
+    for (std::size_t k = 0; k < kRefusalKinds; ++k)
+      CHECK(attacked.refused[k] == (k == static_cast<std::size_t>(c.why) ? 40u : 0u));
+    if (c.why != Refusal::kImplausible) {
+      // Refused on arrival: the round goes on at once instead of waiting 30 s.
+      CHECK(attacked.virtual_s < 20 * 30);
+    }
+  }
+  // Without the bound the -50 x model is mixed and the honest models go their way.
+  const InsiderRing unbounded(cases[1].craft, 0);
+  CHECK(unbounded.models != silent.models);
+  CHECK(unbounded.refused[static_cast<std::size_t>(Refusal::kImplausible)] == 0);
+}
+
+TEST_CASE("Honest neighbours' models pass: a ring of honest nodes mixes as without the bound") {
+  const auto honest = [](std::span<const float> x) { return compression::DenseF32Update(x); };
+  const InsiderRing bounded(honest, 10), unbounded(honest, 0);
+  CHECK(bounded.models == unbounded.models);
+  for (std::uint64_t n : bounded.refused) CHECK(n == 0);
+}
+
+}  // namespace
+}  // namespace murmur::gossip
+
+namespace murmur::gossip {
+namespace {
+
+TEST_CASE("One neighbour's message labelled a late round makes nobody skip: a catch-up needs a majority") {
+  const auto honest = [](std::span<const float> x) { return compression::DenseF32Update(x); };
+  const InsiderRing plain(honest);
+  // At round 2 the insider also sends a model labelled round 18 of 20.
+  const InsiderRing steered(honest, 10, 18);
+  CHECK(steered.counter.rounds[0] == 20);
+  CHECK(steered.counter.rounds[1] == 20);
+  CHECK(plain.counter.rounds[0] == 20);
+}
+
+}  // namespace
+}  // namespace murmur::gossip
