@@ -324,6 +324,7 @@ void DecentralizedSgdNode::ArmTimeout() {
     timeout_ = 0;
     if (round_ == r && sent_ && trained_ && !mixing_) {
       MURMUR_LOG(kDebug) << "node " << env_.self() << " round " << r << " timed out waiting for neighbours";
+      if (options_.catch_up) CountSilent();
       Combine();
     }
   });
@@ -415,31 +416,50 @@ std::uint64_t DecentralizedSgdNode::Corroborated() const {
   return claims[m - 1];
 }
 
+bool DecentralizedSgdNode::Waited(NodeId j) const {
+  bool alive = !options_.peer_alive || options_.peer_alive(j);
+  bool gone = false;
+  if (options_.catch_up) {
+    if (auto seen = latest_.find(j); seen != latest_.end()) {
+      // A neighbour already past this round without its message here sent
+      // it before this node was listening (a restart); it will not come.
+      gone = seen->second > round_;
+      // One whose message of the last round came is running, whatever the
+      // membership view says (a restarted daemon it has not taken back
+      // yet). Waiting for it costs one round_timeout if it is in fact gone.
+      alive = alive || seen->second + 1 >= round_;
+    }
+    // With CHOCO, a resync past this round holds that message already.
+    auto below = resynced_below_.find(j);
+    gone = gone || (below != resynced_below_.end() && below->second > round_);
+    // Silent through kSilentRounds timeouts in a row: not waited for until
+    // a model of it is mixed again.
+    auto silent = silent_.find(j);
+    gone = gone || (silent != silent_.end() && silent->second >= kSilentRounds);
+  }
+  return alive && !gone && !refused_.contains({round_, j});
+}
+
+void DecentralizedSgdNode::CountSilent() {
+  const NodeId self = env_.self();
+  for (const auto& e : topology_.In(round_).Row(self)) {
+    if (e.col == self || inbox_.Has(round_, Channel::kModel, e.col) || !Waited(e.col)) continue;
+    if (++silent_[e.col] == kSilentRounds) {
+      MURMUR_LOG(kWarning)
+          << "node " << self << ": neighbour " << e.col << " sent nothing for " << kSilentRounds
+          << " rounds in a row while counted alive; its rounds no longer wait for it until a "
+             "model of it is mixed again (docs/security.md, Insiders)";
+    }
+  }
+}
+
 void DecentralizedSgdNode::MaybeCombine() {
   if (finished() || mixing_ || !sent_ || !trained_) return;
   const NodeId self = env_.self();
   std::size_t expected = 0;  // every live in-neighbour but self
   for (const auto& e : topology_.In(round_).Row(self)) {
     if (e.col == self) continue;
-    const bool has = inbox_.Has(round_, Channel::kModel, e.col);
-    bool alive = !options_.peer_alive || options_.peer_alive(e.col);
-    bool gone = false;
-    if (options_.catch_up) {
-      if (auto seen = latest_.find(e.col); seen != latest_.end()) {
-        // A neighbour already past this round without its message here sent
-        // it before this node was listening (a restart); it will not come.
-        gone = seen->second > round_;
-        // One whose message of the last round came is running, whatever the
-        // membership view says (a restarted daemon it has not taken back
-        // yet). Waiting for it costs one round_timeout if it is in fact gone.
-        alive = alive || seen->second + 1 >= round_;
-      }
-      // With CHOCO, a resync past this round holds that message already.
-      auto below = resynced_below_.find(e.col);
-      gone = gone || (below != resynced_below_.end() && below->second > round_);
-    }
-    gone = gone || refused_.contains({round_, e.col});
-    if (has || (alive && !gone)) ++expected;
+    if (inbox_.Has(round_, Channel::kModel, e.col) || Waited(e.col)) ++expected;
   }
   if (inbox_.Count(round_, Channel::kModel) >= expected) Combine();
 }
@@ -456,6 +476,7 @@ void DecentralizedSgdNode::Combine() {
   refused_.erase(refused_.begin(), refused_.lower_bound({round_ + 1, 0}));
   // Mix in sender order, so the float sum does not depend on arrival order.
   std::sort(got->begin(), got->end(), [](const Received& a, const Received& b) { return a.from < b.from; });
+  for (const Received& r : *got) silent_.erase(r.from);  // it answered this round
   std::vector<float> weights;
   weights.reserve(got->size());
   for (const Received& r : *got) weights.push_back(static_cast<float>(w.At(self, r.from)));

@@ -105,7 +105,10 @@ struct DecentralizedSgdOptions {
   // timeouts) ends its round at once and jumps to the highest round that
   // majority has reached instead of timing out round after round; one
   // neighbour's round number alone moves nothing (with k = 1 it is the
-  // majority). Far-future messages are held one per sender. With CHOCO
+  // majority). Far-future messages are held one per sender. An in-neighbour
+  // whose model was missing at kSilentRounds (3) timeouts in a row while it
+  // was counted alive is no longer waited for, until a model of it is mixed
+  // again (docs/security.md, "Insiders"). With CHOCO
   // it also keeps each in-neighbour's public copy x^_j, and a node resuming
   // at first_round > 0 resynchronises the copies with its neighbours (see
   // "CHOCO resynchronisation" above).
@@ -171,6 +174,12 @@ class DecentralizedSgdNode final : public Node {
   bool resync() const { return choco_ && options_.catch_up; }
   // catch_up: an in-neighbour is further ahead than waiting allows, so it will
   // not send this round's message again, and the round's own work is done.
+  // Whether this round waits for in-neighbour j's model (alive, not gone
+  // past it or resynchronised beyond it, not refused, not silent).
+  bool Waited(NodeId j) const;
+  // catch_up, at a round's timeout: one more silent round for each waited-for
+  // in-neighbour whose model is missing.
+  void CountSilent();
   // catch_up: the highest round a strict majority of the in-neighbours
   // (floor(k / 2) + 1 of k) have sent a message of: how far a jump may go,
   // so that one neighbour's round number alone moves nothing.
@@ -202,6 +211,10 @@ class DecentralizedSgdNode final : public Node {
   // (round, sender) of the models refused on arrival for rounds not yet
   // mixed: that sender has answered the round (with nothing usable).
   std::set<std::pair<std::uint64_t, NodeId>> refused_;
+  // catch_up: timeouts in a row at which each in-neighbour's model was missing
+  // though it was waited for; from kSilentRounds on it is not waited for.
+  std::map<NodeId, int> silent_;
+  static constexpr int kSilentRounds = 3;
 
   // x_ is shared with the round's outgoing message in lossless fp32 mode and
   // written only while the node holds it alone (Exclusive).
