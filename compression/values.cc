@@ -9,6 +9,7 @@
 #include <immintrin.h>
 #endif
 
+#include "core/bytes.h"
 #include "core/check.h"
 #include "core/simd.h"
 
@@ -129,8 +130,8 @@ float PackedValues::Get(std::size_t i) const {
       std::memcpy(&v, p + 4 * i, 4);
       return v;
     }
-    case ValueType::kF16: return HalfToFloat(static_cast<std::uint16_t>(p[2 * i] | (p[2 * i + 1] << 8)));
-    case ValueType::kBF16: return Bf16ToFloat(static_cast<std::uint16_t>(p[2 * i] | (p[2 * i + 1] << 8)));
+    case ValueType::kF16: return HalfToFloat(ReadLittleEndian<std::uint16_t>(p + 2 * i));
+    case ValueType::kBF16: return Bf16ToFloat(ReadLittleEndian<std::uint16_t>(p + 2 * i));
     case ValueType::kInt8:
       return static_cast<float>(static_cast<std::int8_t>(p[i])) * scales[i / coding.block];
     case ValueType::kSign: return (p[i / 8] >> (i % 8)) & 1 ? -scales[0] : scales[0];
@@ -198,8 +199,7 @@ void PackedValues::DecodeTo(std::span<float> out) const {
       // half's float is exact, so this gives Get's bits.
       const std::uint8_t* p = payload.data();
       for (std::size_t i = 0; i < count; ++i) {
-        const std::uint32_t h =
-            static_cast<std::uint32_t>(p[2 * i]) | (static_cast<std::uint32_t>(p[2 * i + 1]) << 8);
+        const std::uint32_t h = ReadLittleEndian<std::uint16_t>(p + 2 * i);
         const std::uint32_t sign = (h & 0x8000u) << 16, em = h & 0x7FFFu;
         const std::uint32_t normal = (em << 13) + (112u << 23);
         const std::uint32_t special = 0x7F800000u | ((em & 0x3FFu) << 13);
@@ -211,11 +211,9 @@ void PackedValues::DecodeTo(std::span<float> out) const {
     }
     case ValueType::kBF16: {
       const std::uint8_t* p = payload.data();
-      for (std::size_t i = 0; i < count; ++i) {
-        const std::uint32_t b =
-            static_cast<std::uint32_t>(p[2 * i]) | (static_cast<std::uint32_t>(p[2 * i + 1]) << 8);
-        o[i] = std::bit_cast<float>(b << 16);
-      }
+      for (std::size_t i = 0; i < count; ++i)
+        o[i] = std::bit_cast<float>(static_cast<std::uint32_t>(ReadLittleEndian<std::uint16_t>(p + 2 * i))
+                                    << 16);
       return;
     }
     default:

@@ -188,19 +188,17 @@ void FedServer::OnMessage(NodeId from, MessagePtr msg) {
     ++dropped_;
     return;
   }
+  pending_[from] = 0;
+  --outstanding_;
   if (auto why = Inadmissible(m)) {
     // Refused (docs/security.md, Insiders): it counts as this client's
     // answer, an empty one, so the round does not wait for it.
     ++dropped_;
     env_.Refuse(from, *why);
-    pending_[from] = 0;
-    --outstanding_;
     if (!options_.async) return MaybeClose();
     for (NodeId c : selector_.Select(1, pending_)) SendTask(c);  // keep `concurrency` clients training
     return;
   }
-  pending_[from] = 0;
-  --outstanding_;
   if (!contributed_[from]) {
     contributed_[from] = 1;
     ++contributors_;

@@ -172,7 +172,8 @@ Pass RelinkOnce(const OperatorContext& ctx, const proto::JobConfig& job, const R
     std::printf(
         "job %s: the graph its measured links choose would load the busiest node %.6f s a round against "
         "%.6f s now (%.1f%% %s, under --min-gain %.1f%%): kept\n",
-        id.c_str(), after.busiest, before, 100 * std::fabs(gain), gain < 0 ? "more" : "less", 100 * o.min_gain);
+        id.c_str(), after.busiest, before, 100 * std::fabs(gain), gain < 0 ? "more" : "less",
+        100 * o.min_gain);
     return Pass::kKept;
   }
   if (comparable) {
