@@ -1,7 +1,10 @@
 # Shell functions for a murmur fleet on loopback: keys, certificates and
 # configs for N daemons, starting and stopping them, and the operator's
 # arguments. Sourced by examples/local-cluster.sh and the multi-process tests
-# (tests/apps/). Every address is 127.0.0.1.
+# (tests/apps/). Every address is 127.0.0.1, unless fleet_addr is defined
+# before sourcing (the network test bed, tools/netbed/netbed.sh: daemon I at
+# its namespace's address, started by fleet_exec I, the operator's commands
+# run by FLEET_OP_LAUNCH).
 #
 # Set before sourcing: MURMUR, MURMURD (binaries), FLEET (a fresh directory),
 # and optionally BASE_PORT (transport ports BASE_PORT+i, control BASE_PORT+100+i)
@@ -10,6 +13,9 @@
 FLEET_NETWORK=${FLEET_NETWORK:-local-demo}
 BASE_PORT=${BASE_PORT:-17100}
 FLEET_PIDS=()
+FLEET_OP_LAUNCH=(${FLEET_OP_LAUNCH[@]+"${FLEET_OP_LAUNCH[@]}"})
+declare -F fleet_addr >/dev/null || fleet_addr() { echo 127.0.0.1; }
+declare -F fleet_exec >/dev/null || fleet_exec() { shift; "$@"; }
 
 # fleet_make N: a coordinator, an operator and N daemons' identities,
 # certificates and configs (no job: the daemons start idle). Every daemon
@@ -31,8 +37,8 @@ fleet_make() {
       --node-id "$i" --network "$FLEET_NETWORK" --roles node --days 1 --out "$d/node.cert" >/dev/null 2>&1
     {
       echo "node_id: $i"
-      echo "listen: \"127.0.0.1:$((BASE_PORT + i))\""
-      echo "control_listen: \"127.0.0.1:$((BASE_PORT + 100 + i))\""
+      echo "listen: \"$(fleet_addr "$i"):$((BASE_PORT + i))\""
+      echo "control_listen: \"$(fleet_addr "$i"):$((BASE_PORT + 100 + i))\""
       echo "data_dir: \"$d\""
       echo "network_id: \"$FLEET_NETWORK\""
       echo "coordinator_key: \"$FLEET/coordinator/identity.pub\""
@@ -42,10 +48,10 @@ fleet_make() {
       echo "message_rate_per_address: $((10000 * n))"
       echo "message_burst_per_address: $((20000 * n))"
       for j in $(seq 0 $((n - 1))); do
-        [ "$j" -eq "$i" ] || echo "peers { id: $j address: \"127.0.0.1:$((BASE_PORT + j))\" }"
+        [ "$j" -eq "$i" ] || echo "peers { id: $j address: \"$(fleet_addr "$j"):$((BASE_PORT + j))\" }"
       done
     } >"$d/node.conf"
-    echo "127.0.0.1:$((BASE_PORT + 100 + i))" >>"$FLEET/cluster"
+    echo "$(fleet_addr "$i"):$((BASE_PORT + 100 + i))" >>"$FLEET/cluster"
   done
   FLEET_OP=(--cluster "$FLEET/cluster" --identity "$FLEET/operator/identity.key"
             --cert "$FLEET/operator/operator.cert" --coordinator-key "$FLEET/coordinator/identity.pub")
@@ -53,7 +59,7 @@ fleet_make() {
 
 # fleet_metric I NAME: daemon I's value of metric NAME (from `murmur metrics`), or -1.
 fleet_metric() {
-  "$MURMUR" metrics --daemon "127.0.0.1:$((BASE_PORT + 100 + $1))" "${FLEET_OP[@]:2}" 2>/dev/null |
+  ${FLEET_OP_LAUNCH[@]+"${FLEET_OP_LAUNCH[@]}"} "$MURMUR" metrics --daemon "$(fleet_addr "$1"):$((BASE_PORT + 100 + $1))" "${FLEET_OP[@]:2}" 2>/dev/null |
     awk -v n="$2" '$1 == n { print $2; found = 1 } END { if (!found) print -1 }'
 }
 
@@ -61,7 +67,7 @@ fleet_metric() {
 fleet_start() {
   local i=$1 d=$FLEET/node$1
   rm -f "$d/ports"
-  ${FLEET_LAUNCH[@]+"${FLEET_LAUNCH[@]}"} "$MURMURD" --config "$d/node.conf" 2>>"$d/log" &
+  fleet_exec "$i" ${FLEET_LAUNCH[@]+"${FLEET_LAUNCH[@]}"} "$MURMURD" --config "$d/node.conf" 2>>"$d/log" &
   FLEET_PIDS[$i]=$!
   for _ in $(seq 200); do [ -s "$d/ports" ] && return 0; sleep 0.05; done
   echo "fleet: daemon $i did not start:" >&2
@@ -96,7 +102,7 @@ fleet_done() {
 # fleet_rounds I [JOB]: rounds done by daemon I's job (from `murmur job status`),
 # or -1; with JOB, -1 unless that is the job it has.
 fleet_rounds() {
-  "$MURMUR" job status --daemon "127.0.0.1:$((BASE_PORT + 100 + $1))" "${FLEET_OP[@]:2}" 2>/dev/null |
+  ${FLEET_OP_LAUNCH[@]+"${FLEET_OP_LAUNCH[@]}"} "$MURMUR" job status --daemon "$(fleet_addr "$1"):$((BASE_PORT + 100 + $1))" "${FLEET_OP[@]:2}" 2>/dev/null |
     awk -v job="${2:-}" 'NR == 2 && (job == "" || $3 == job) { split($5, r, "/"); print r[1]; found = 1 }
                          END { if (!found) print -1 }'
 }
