@@ -3,8 +3,8 @@
 # arguments. Sourced by examples/local-cluster.sh and the multi-process tests
 # (tests/apps/). Every address is 127.0.0.1, unless fleet_addr is defined
 # before sourcing (the network test bed, tools/netbed/netbed.sh: daemon I at
-# its namespace's address, started by fleet_exec I, the operator's commands
-# run by FLEET_OP_LAUNCH).
+# its namespace's address, started after the words fleet_prefix I prints;
+# the operator's commands run after FLEET_OP_LAUNCH).
 #
 # Set before sourcing: MURMUR, MURMURD (binaries), FLEET (a fresh directory),
 # and optionally BASE_PORT (transport ports BASE_PORT+i, control BASE_PORT+100+i)
@@ -15,7 +15,8 @@ BASE_PORT=${BASE_PORT:-17100}
 FLEET_PIDS=()
 FLEET_OP_LAUNCH=(${FLEET_OP_LAUNCH[@]+"${FLEET_OP_LAUNCH[@]}"})
 declare -F fleet_addr >/dev/null || fleet_addr() { echo 127.0.0.1; }
-declare -F fleet_exec >/dev/null || fleet_exec() { shift; "$@"; }
+# fleet_prefix I: the words that run a command where daemon I lives (none here).
+declare -F fleet_prefix >/dev/null || fleet_prefix() { :; }
 
 # fleet_make N: a coordinator, an operator and N daemons' identities,
 # certificates and configs (no job: the daemons start idle). Every daemon
@@ -67,7 +68,9 @@ fleet_metric() {
 fleet_start() {
   local i=$1 d=$FLEET/node$1
   rm -f "$d/ports"
-  fleet_exec "$i" ${FLEET_LAUNCH[@]+"${FLEET_LAUNCH[@]}"} "$MURMURD" --config "$d/node.conf" 2>>"$d/log" &
+  local prefix=()
+  read -ra prefix <<<"$(fleet_prefix "$i")"  # words, not a function: $! must be the daemon itself
+  ${prefix[@]+"${prefix[@]}"} ${FLEET_LAUNCH[@]+"${FLEET_LAUNCH[@]}"} "$MURMURD" --config "$d/node.conf" 2>>"$d/log" &
   FLEET_PIDS[$i]=$!
   for _ in $(seq 200); do [ -s "$d/ports" ] && return 0; sleep 0.05; done
   echo "fleet: daemon $i did not start:" >&2

@@ -40,7 +40,7 @@ netbed_hub() { ip netns exec "$NETBED_HUB" "$@"; }
 
 # fleet.sh's hooks: daemon I in namespace I, the operator in the hub.
 fleet_addr() { netbed_addr "$1"; }
-fleet_exec() { netbed_exec "$@"; }
+fleet_prefix() { echo ip netns exec "$(netbed_ns "$1")"; }
 FLEET_OP_LAUNCH=(ip netns exec "$NETBED_HUB")
 
 # netbed_devices N SPEC: fills NETBED_UP/DOWN (Mbit/s) and NETBED_LATENCY (ms)
