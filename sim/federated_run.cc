@@ -169,9 +169,7 @@ Status FederatedRun::Build() {
   SimulatorOptions so;
   so.seed = spec_.seed();
   so.threads = s_.threads() == 0 ? HardwareThreads() : static_cast<int>(s_.threads());
-  so.network.loss = s_.loss();
-  so.network.extra_latency = FromSeconds(s_.latency_ms() / 1000);
-  so.network.jitter = s_.jitter();
+  so.network = ScenarioNetwork(s_);
   so.serial_work = options_.learning != nullptr && !options_.learning->concurrent;
   so.interrupt = options_.interrupt;
   so.placement = PlaceFederated(n, num_edges);

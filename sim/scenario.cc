@@ -20,6 +20,27 @@ Status Bad(const std::string& field, const std::string& why) {
 
 }  // namespace
 
+NetworkOptions ScenarioNetwork(const proto::Scenario& s) {
+  NetworkOptions n;
+  n.message_loss = s.message_loss() > 0 ? s.message_loss() : s.loss();
+  n.packet_loss = s.packet_loss();
+  n.transport = s.transport() == "ideal" ? LinkTransport::kIdeal : LinkTransport::kTcp;
+  n.tcp_idle_restart = s.tcp_slow_start_after_idle();
+  n.extra_latency = FromSeconds(s.latency_ms() / 1000);
+  n.jitter = s.jitter();
+  return n;
+}
+
+std::vector<std::string> ScenarioWarnings(const proto::Scenario& s) {
+  std::vector<std::string> out;
+  if (s.loss() > 0)
+    out.push_back(
+        "scenario field 'loss' (--loss) is the chance that a whole message is lost, read as "
+        "message_loss; for a link's packet loss, which TCP recovers at some cost in rate, set "
+        "packet_loss (--packet-loss)");
+  return out;
+}
+
 Status ValidateScenario(const proto::Scenario& s) {
   const proto::JobSpec& spec = s.spec();
   MURMUR_RETURN_IF_ERROR(engine::ValidateJobSpec(spec, engine::Host::kSimulator));
@@ -29,6 +50,15 @@ Status ValidateScenario(const proto::Scenario& s) {
     if (!attack.ok()) return attack.status().WithContext("spec field 'attack'");
   }
   if (!(s.loss() >= 0 && s.loss() < 1)) return Bad("loss", "must be in [0, 1)");
+  if (!(s.message_loss() >= 0 && s.message_loss() < 1)) return Bad("message_loss", "must be in [0, 1)");
+  if (s.loss() > 0 && s.message_loss() > 0)
+    return Bad("loss", "is the old name of message_loss: set one of them, not both");
+  if (!(s.packet_loss() >= 0 && s.packet_loss() <= 0.5)) return Bad("packet_loss", "must be in [0, 0.5]");
+  if (s.transport() != "tcp" && s.transport() != "ideal")
+    return Bad("transport", "'" + s.transport() + "' is not one of tcp, ideal");
+  if (s.packet_loss() > 0 && s.transport() != "tcp")
+    return Bad("packet_loss",
+               "needs transport tcp: an ideal link has no packets to lose (message_loss loses messages)");
   if (!(s.jitter() >= 0 && s.jitter() < 1)) return Bad("jitter", "must be in [0, 1)");
   // A day: far past any link's latency, and what keeps a round's time inside
   // the nanosecond clock (1e300 reached a check of the event loop).

@@ -4,21 +4,27 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 #include "core/check.h"
 #include "sim/sim_env.h"
+#include "sim/tcp_model.h"
 
 namespace murmur::sim {
 
 namespace {
+double Seconds(Nanos t) { return static_cast<double>(t.count()) * 1e-9; }
+Nanos TransferTime(double bytes, double bits_per_second) {
+  return Nanos(static_cast<std::int64_t>(std::ceil(bytes * 8.0 / bits_per_second * 1e9)));
+}
 Nanos TransferTime(std::size_t bytes, double bits_per_second) {
-  return Nanos(
-      static_cast<std::int64_t>(std::ceil(static_cast<double>(bytes) * 8.0 / bits_per_second * 1e9)));
+  return TransferTime(static_cast<double>(bytes), bits_per_second);
 }
 
 // One message in an outbox: its arrival key, ends, kind and encoding.
 struct OutboxHeader {
   std::int64_t arrive_ns;
+  std::int64_t first_ns;  // its first byte's arrival
   std::uint64_t sequence;
   NodeId from;
   NodeId to;
@@ -85,12 +91,14 @@ EventQueue::EventId Simulator::AtNodeTimeline(NodeId node, Nanos at, std::functi
   return queue_.Schedule(EventKey{at, node, queue_.NextTimelineSequence(node)}, std::move(fn));
 }
 
-// A message leaves through the sender's uplink (FIFO: it waits for earlier
-// messages, then takes bytes / min(up_bps, the path's rate)), crosses the
-// link (both ends' access latency, the path's and the extra latency, with
-// jitter), then enters the receiver's
-// downlink (FIFO, bytes / down_bps). Loss is decided at sending time from the
-// sender's own stream, so it does not depend on event interleaving.
+// A message leaves through the sender's uplink (kIdeal: FIFO, it waits for
+// earlier messages, then takes bytes / min(up_bps, the path's rate)), crosses
+// the link (both ends' access latency, the path's and the extra latency, with
+// jitter), then enters the receiver's downlink (FIFO, bytes / down_bps):
+// kIdeal once its last byte arrived, kTcp as its first byte arrives. kTcp
+// collects what a node sends in one event and sends it together (FlushBurst).
+// Loss and jitter are drawn from the sender's own stream, in the order the
+// node sent, so they do not depend on event interleaving.
 void Simulator::Send(NodeId from, NodeId to, MessagePtr msg) {
   MURMUR_CHECK(to < devices_.size());
   if (!online_[from]) return;
@@ -100,52 +108,161 @@ void Simulator::Send(NodeId from, NodeId to, MessagePtr msg) {
   ++out.messages_sent;
   totals_.bytes_sent += bytes;
   ++totals_.messages_sent;
+  const NetworkOptions& net = options_.network;
+  if (net.transport == LinkTransport::kTcp) {
+    auto& burst = bursts_[from];
+    if (burst.empty()) {  // the node's sends of this event leave together, once it returns
+      queue_.Schedule(EventKey{now_, from, queue_.NextSequence(from)}, [this, from] { FlushBurst(from); });
+    }
+    burst.push_back(Outgoing{to, bytes, std::move(msg)});
+    return;
+  }
   Rng& rng = link_rng_[from];
-  bool lost = options_.network.loss > 0 && rng.Bernoulli(options_.network.loss);
-  double jitter = options_.network.jitter > 0
-                      ? rng.Uniform(1 - options_.network.jitter, 1 + options_.network.jitter)
-                      : 1.0;
-  const DeviceProfile& src = devices_[from];
-  const DeviceProfile& dst = devices_[to];
-  const LinkModel* links = options_.network.links.get();
-  const double rate = links == nullptr ? src.up_bps : std::min(src.up_bps, links->Bps(from, to));
-  Nanos depart = std::max(now_, uplink_free_[from]) + TransferTime(bytes, rate);
+  bool lost = net.message_loss > 0 && rng.Bernoulli(net.message_loss);
+  double jitter = net.jitter > 0 ? rng.Uniform(1 - net.jitter, 1 + net.jitter) : 1.0;
+  const Nanos propagation = Propagation(from, to, jitter);
+  const Nanos depart = std::max(now_, uplink_free_[from]) + TransferTime(bytes, UplinkRate(from, to));
   uplink_free_[from] = depart;
+  Deliver(from, to, bytes, std::move(msg), lost, depart + propagation, depart + propagation);
+}
+
+double Simulator::UplinkRate(NodeId from, NodeId to) const {
+  const LinkModel* links = options_.network.links.get();
+  return links == nullptr ? devices_[from].up_bps : std::min(devices_[from].up_bps, links->Bps(from, to));
+}
+
+Nanos Simulator::Propagation(NodeId from, NodeId to, double jitter) const {
+  const NetworkOptions& net = options_.network;
+  Nanos path = devices_[from].latency + devices_[to].latency + net.extra_latency;
+  if (net.links != nullptr) path += net.links->Latency(from, to);
+  return Nanos(static_cast<std::int64_t>(static_cast<double>(path.count()) * jitter));
+}
+
+// kTcp: the messages a node sent in one event share its uplink as parallel
+// TCP connections do (processor sharing). Each holds the uplink for its
+// bytes at min(up_bps, its path's rate) (a slow path holds it longer, as in
+// kIdeal); sorted by that time, the j-th shortest of k ends after the times
+// of those before it plus (k - j) times its own. Each also ends no sooner
+// than its own connection's slow start and loss-limited rate allow
+// (TcpDeparture).
+void Simulator::FlushBurst(NodeId from) {
+  auto found = bursts_.find(from);
+  MURMUR_CHECK(found != bursts_.end());
+  std::vector<Outgoing> burst = std::move(found->second);
+  bursts_.erase(found);
+  const NetworkOptions& net = options_.network;
+  const Nanos start = std::max(now_, uplink_free_[from]);
+  const std::size_t k = burst.size();
+  std::vector<Nanos> hold(k);
+  std::vector<std::size_t> order(k);
+  for (std::size_t i = 0; i < k; ++i) {
+    hold[i] =
+        TransferTime(TcpModel::WireBytes(static_cast<double>(burst[i].bytes)), UplinkRate(from, burst[i].to));
+    order[i] = i;
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return hold[a] < hold[b]; });
+  std::vector<Nanos> shared(k);
+  Nanos before{0};
+  for (std::size_t j = 0; j < k; ++j) {
+    const std::size_t i = order[j];
+    shared[i] = start + before + hold[i] * static_cast<std::int64_t>(k - j);
+    before += hold[i];
+  }
+  uplink_free_[from] = start + before;
+  Rng& rng = link_rng_[from];
+  for (std::size_t i = 0; i < k; ++i) {
+    Outgoing& m = burst[i];
+    const bool lost = net.message_loss > 0 && rng.Bernoulli(net.message_loss);
+    const double jitter = net.jitter > 0 ? rng.Uniform(1 - net.jitter, 1 + net.jitter) : 1.0;
+    const Nanos unjittered = Propagation(from, m.to, 1.0);
+    const Nanos propagation = Propagation(from, m.to, jitter);
+    auto [leaves, depart] =
+        TcpDeparture(from, m.to, m.bytes, start, UplinkRate(from, m.to), Seconds(unjittered), shared[i]);
+    Deliver(from, m.to, m.bytes, std::move(m.msg), lost, leaves + propagation, depart + propagation);
+  }
+}
+
+void Simulator::Deliver(NodeId from, NodeId to, std::size_t bytes, MessagePtr msg, bool lost, Nanos first,
+                        Nanos arrive) {
   if (lost) {
     if (options_.placement.local(to)) ++traffic_[to].messages_lost;
     ++totals_.messages_lost;
     return;
   }
-  Nanos path = src.latency + dst.latency + options_.network.extra_latency;
-  if (links != nullptr) path += links->Latency(from, to);
-  auto propagation = static_cast<double>(path.count()) * jitter;
-  Nanos arrive = depart + Nanos(static_cast<std::int64_t>(propagation));
   const EventKey key{arrive, from, queue_.NextSequence(from)};
   if (!options_.placement.local(to)) {
     Bytes& box = outbox_[static_cast<std::size_t>(options_.placement.RankOf(to))];
     const std::size_t at = box.size();
     box.resize(at + sizeof(OutboxHeader));
     msg->EncodeTo(box);
-    OutboxHeader h{arrive.count(), key.sequence,
-                   from,           to,
-                   msg->kind(),    static_cast<std::uint32_t>(box.size() - at - sizeof(OutboxHeader))};
+    OutboxHeader h{arrive.count(),
+                   first.count(),
+                   key.sequence,
+                   from,
+                   to,
+                   msg->kind(),
+                   static_cast<std::uint32_t>(box.size() - at - sizeof(OutboxHeader))};
     MURMUR_CHECK(h.length == bytes);
     std::memcpy(box.data() + at, &h, sizeof(h));
     ++cross_rank_messages_;
     cross_rank_bytes_ += bytes;
     return;
   }
-  ScheduleArrival(key, from, to, bytes, std::move(msg));
+  ScheduleArrival(key, first, from, to, bytes, std::move(msg));
+}
+
+std::pair<Nanos, Nanos> Simulator::TcpDeparture(NodeId from, NodeId to, std::size_t bytes, Nanos start,
+                                                double up_bps, double path, Nanos not_before) {
+  const NetworkOptions& net = options_.network;
+  const double wire = TcpModel::WireBytes(static_cast<double>(bytes));
+  const double rtt = 2 * path;
+  double rate = std::min(up_bps, devices_[to].down_bps) / 8;  // link bytes per second
+  double cap = TcpModel::kMaxWindow;
+  const double keep = 1 - net.packet_loss;
+  const double path_loss = 1 - keep * keep;  // both access links
+  if (path_loss > 0) {
+    const double limited = TcpModel::LossLimitedRate(rtt, path_loss) * TcpModel::kFrameBytes / TcpModel::kMss;
+    rate = std::min(rate, limited);
+    cap = std::max(rate * rtt, TcpModel::kInitialWindow);
+  }
+  const std::uint64_t pair = (static_cast<std::uint64_t>(from) << 32) | to;
+  auto [it, fresh] = connections_.try_emplace(pair, Connection{TcpModel::kInitialWindow, start});
+  double window = TcpModel::kInitialWindow;
+  if (!fresh) {
+    // One byte stream per pair: a message starts after the one before it left.
+    start = std::max(start, it->second.last);
+    window = TcpModel::RestartWindow(it->second.window, Seconds(start - it->second.last), rtt,
+                                     net.tcp_idle_restart);
+  }
+  const TcpModel::Transfer t = TcpModel::Send(wire, window, rate, rtt, cap);
+  const Nanos sent =
+      std::max({start + FromSeconds(t.seconds), start + TransferTime(wire, up_bps), not_before});
+  Rng& rng = link_rng_[from];
+  const double recovery =
+      TcpModel::RecoverySeconds(std::ceil(static_cast<double>(bytes) / TcpModel::kMss), Seconds(sent - start),
+                                rtt, path_loss, [&] { return rng.Uniform(); });
+  const Nanos depart = sent + FromSeconds(recovery);
+  it->second = Connection{t.window, depart};
+  return {start, depart};
 }
 
 // The receiver's downlink serializes messages in the order they ARRIVE: a
 // message still crossing a slow uplink must not hold up one from a fast
 // sender that arrives before it (reserving the downlink at send time would
-// queue every message behind all those sent earlier).
-void Simulator::ScheduleArrival(EventKey key, NodeId from, NodeId to, std::size_t bytes, MessagePtr msg) {
-  queue_.Schedule(key, [this, from, to, bytes, m = std::move(msg)]() mutable {
-    const Nanos received = std::max(now_, downlink_free_[to]) + TransferTime(bytes, devices_[to].down_bps);
-    downlink_free_[to] = received;
+// queue every message behind all those sent earlier). kTcp: it starts
+// receiving when the first byte arrives and ends no sooner than the last.
+void Simulator::ScheduleArrival(EventKey key, Nanos first, NodeId from, NodeId to, std::size_t bytes,
+                                MessagePtr msg) {
+  queue_.Schedule(key, [this, first, from, to, bytes, m = std::move(msg)]() mutable {
+    const double wire = options_.network.transport == LinkTransport::kTcp
+                            ? TcpModel::WireBytes(static_cast<double>(bytes))
+                            : static_cast<double>(bytes);
+    // The downlink is busy for the message's bytes from when it can take
+    // them; the message is in once that work is done and its last byte came.
+    const Nanos busy = std::max(downlink_free_[to], first) + TransferTime(wire, devices_[to].down_bps);
+    downlink_free_[to] = busy;
+    const Nanos received = std::max(now_, busy);
     queue_.Schedule(received, to, [this, from, to, bytes, m = std::move(m)]() mutable {
       TrafficStats& in = traffic_[to];
       if (!online_[to] || sinks_[to] == nullptr) {
@@ -185,8 +302,8 @@ void Simulator::Inject(const Bytes& outbox) {
       MURMUR_CHECK_MSG(false, "a message from another rank does not decode: " + decoded.status().ToString());
     }
     at += h.length;
-    ScheduleArrival(EventKey{Nanos(h.arrive_ns), h.from, h.sequence}, h.from, h.to, h.length,
-                    std::move(decoded).value());
+    ScheduleArrival(EventKey{Nanos(h.arrive_ns), h.from, h.sequence}, Nanos(h.first_ns), h.from, h.to,
+                    h.length, std::move(decoded).value());
   }
 }
 

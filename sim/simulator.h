@@ -31,6 +31,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/corrupted_message.h"
@@ -46,9 +48,31 @@ namespace murmur::sim {
 
 class SimEnv;
 
+// How a message crosses a link.
+enum class LinkTransport {
+  // A message is a fluid at the line rates: it crosses the sender's uplink
+  // (FIFO), then the path's latency, then the receiver's downlink (FIFO),
+  // store and forward. The model of closed-form tests.
+  kIdeal,
+  // As murmurd sends it, over one TCP connection per pair of nodes
+  // (sim/tcp_model.h): frames of 1448 payload bytes, slow start from the
+  // connection's window (restarted after an idle timeout), a rate limited by
+  // packet loss, and the downlink receiving while the uplink still sends
+  // (cut through: the slower of the two sets the pace).
+  kTcp,
+};
+
 struct NetworkOptions {
-  // Probability that any message is lost, independently (on top of churn).
-  double loss = 0.0;
+  // Probability that a whole message is lost, independently (on top of
+  // churn): the link is down, the peer gone, a fault dropped it.
+  double message_loss = 0.0;
+  // Probability that a packet crossing a node's access link, either way, is
+  // lost (kTcp only: TCP resends it, so it costs rate, not messages).
+  double packet_loss = 0.0;
+  LinkTransport transport = LinkTransport::kIdeal;
+  // kTcp: whether an idle connection restarts slow start (Linux's
+  // net.ipv4.tcp_slow_start_after_idle, 1 by default).
+  bool tcp_idle_restart = true;
   // Extra one-way latency on every link, added to both ends' access latency.
   Nanos extra_latency{0};
   // Uniform jitter: each message's latency is scaled by U(1 - jitter, 1 + jitter).
@@ -182,8 +206,24 @@ class Simulator {
   };
 
   void Send(NodeId from, NodeId to, MessagePtr msg);
-  // The arrival of a message at `to`'s downlink, scheduled under `key`.
-  void ScheduleArrival(EventKey key, NodeId from, NodeId to, std::size_t bytes, MessagePtr msg);
+  // The arrival of a message's last byte at `to`'s downlink, scheduled under
+  // `key`; its first byte reached it at `first` (kIdeal: the same instant).
+  void ScheduleArrival(EventKey key, Nanos first, NodeId from, NodeId to, std::size_t bytes, MessagePtr msg);
+  // kTcp: when the first and the last byte of `bytes` from `from` to `to`
+  // leave, sent once the uplink is free at `start` and the pair's connection
+  // has sent what it had, with propagation `path` seconds each way, the last
+  // not before `not_before` (its share of the uplink).
+  std::pair<Nanos, Nanos> TcpDeparture(NodeId from, NodeId to, std::size_t bytes, Nanos start, double up_bps,
+                                       double path, Nanos not_before);
+  // kTcp: sends what `from` sent in the event that just ran (Send).
+  void FlushBurst(NodeId from);
+  // A message's end: lost, or queued to arrive (first and last byte) here or
+  // in another rank's outbox.
+  void Deliver(NodeId from, NodeId to, std::size_t bytes, MessagePtr msg, bool lost, Nanos first,
+               Nanos arrive);
+  double UplinkRate(NodeId from, NodeId to) const;
+  // Both access latencies, the path's and the extra latency, times `jitter`.
+  Nanos Propagation(NodeId from, NodeId to, double jitter) const;
   // Pops and runs the next event.
   void RunNext();
   void Offload(NodeId node, double flops, std::function<void()> work, std::function<void()> done);
@@ -199,6 +239,19 @@ class Simulator {
   std::vector<Nanos> downlink_free_;  // when each node's downlink finishes its queue
   std::vector<Nanos> compute_free_;   // when each node's processor is idle again
   std::vector<Rng> link_rng_;         // per sender: loss and jitter draws
+  struct Connection {
+    double window;  // congestion window, bytes
+    Nanos last;     // when its last byte left
+  };
+  // kTcp: each sender's connections, by receiver (held by the sender's rank).
+  std::unordered_map<std::uint64_t, Connection> connections_;
+  struct Outgoing {
+    NodeId to;
+    std::size_t bytes;
+    MessagePtr msg;
+  };
+  // kTcp: what each node sent in the event running now, sent when it returns.
+  std::unordered_map<NodeId, std::vector<Outgoing>> bursts_;
   std::vector<PendingWork> pending_;
   std::vector<Bytes> outbox_;  // per rank
   TrafficTotals totals_;

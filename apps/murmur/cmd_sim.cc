@@ -276,6 +276,8 @@ int RunSim(int argc, char** argv) {
   }
   if (Status st = ApplyScenarioFlags(result, scenario); !st.ok()) return UsageError("sim", st.message());
   if (Status st = sim::ValidateScenario(scenario); !st.ok()) return UsageError("sim", st.message());
+  for (const auto& w : sim::ScenarioWarnings(scenario))
+    std::fprintf(stderr, "murmur sim: warning: %s\n", w.c_str());
   if (result.count("print-scenario")) {
     std::printf("%s", engine::ToTextWithDefaults(scenario).c_str());
     return kExitOk;

@@ -23,7 +23,7 @@ struct Fixture {
   explicit Fixture(NodeId n, double lr, double loss = 0.0, std::uint64_t seed = 1) {
     sim::SimulatorOptions o;
     o.seed = seed;
-    o.network.loss = loss;
+    o.network.message_loss = loss;
     sim = std::make_unique<sim::Simulator>(o, std::vector<sim::DeviceProfile>(n));
     for (NodeId i = 0; i < n; ++i) {
       std::vector<float> b(kDim);

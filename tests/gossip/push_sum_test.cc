@@ -77,7 +77,7 @@ struct ChurnRun {
     for (auto& d : devices) d.availability = 0.6;
     sim::SimulatorOptions so;
     so.seed = seed;
-    so.network.loss = 0.10;
+    so.network.message_loss = 0.10;
     f.sim = std::make_unique<sim::Simulator>(so, devices);
     PushSumOptions o;
     o.rounds = rounds;

@@ -69,7 +69,7 @@ Cluster::Cluster(NodeId n, MembershipOptions options, double loss, std::uint64_t
           [&] {
             sim::SimulatorOptions o;
             o.seed = seed;
-            o.network.loss = loss;
+            o.network.message_loss = loss;
             return o;
           }(),
           std::vector<sim::DeviceProfile>(n)),

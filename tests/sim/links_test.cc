@@ -13,6 +13,7 @@
 
 #include "sim/runner.h"
 #include "sim/simulator.h"
+#include "tests/sim/messages.h"
 
 namespace murmur::sim {
 namespace {
@@ -113,20 +114,8 @@ TEST_CASE("links: bad specs and trace files are named") {
   }
 }
 
-struct Blob final : Message {
-  explicit Blob(std::size_t n) : size(n) {}
-  std::uint32_t kind() const override { return 7; }
-  std::size_t EncodedSize() const override { return size; }
-  void EncodeTo(std::vector<std::uint8_t>& out) const override { out.resize(out.size() + size); }
-  std::size_t size;
-};
-
-struct Arrivals final : MessageSink {
-  explicit Arrivals(Simulator* s) : sim(s) {}
-  void OnMessage(NodeId, MessagePtr) override { at.push_back(sim->now()); }
-  Simulator* sim;
-  std::vector<Nanos> at;
-};
+using testing::Blob;
+using testing::Recorder;
 
 TEST_CASE("A path slower than the uplink holds the uplink for the whole message and adds its latency") {
   // Trace: 0-1 at 2 Mbit/s and 7 ms; 0-2 unlimited. Devices: 8 Mbit/s up,
@@ -139,18 +128,18 @@ TEST_CASE("A path slower than the uplink holds the uplink for the whole message 
   d.down_bps = 1e9;
   d.latency = Nanos(1'000'000);
   Simulator sim(o, {d, d, d});
-  Arrivals one(&sim), two(&sim);
+  Recorder one(&sim), two(&sim);
   sim.SetSink(1, &one);
   sim.SetSink(2, &two);
   sim.env(0).Send(1, std::make_shared<Blob>(10'000));  // 80 kbit at 2 Mbit/s: 40 ms on the uplink
   sim.env(0).Send(2, std::make_shared<Blob>(10'000));  // then 10 ms at the uplink's 8 Mbit/s
   sim.RunUntil(Nanos::max());
-  REQUIRE(one.at.size() == 1);
-  REQUIRE(two.at.size() == 1);
+  REQUIRE(one.arrivals.size() == 1);
+  REQUIRE(two.arrivals.size() == 1);
   // 40 ms + 1 + 1 + 7 ms latency + 0.08 ms downlink.
-  CHECK(one.at[0] == Nanos(40'000'000 + 9'000'000 + 80'000));
+  CHECK(one.arrivals[0] == Nanos(40'000'000 + 9'000'000 + 80'000));
   // Leaves the uplink at 50 ms, 2 ms latency, 0.08 ms downlink.
-  CHECK(two.at[0] == Nanos(50'000'000 + 2'000'000 + 80'000));
+  CHECK(two.arrivals[0] == Nanos(50'000'000 + 2'000'000 + 80'000));
 }
 
 proto::Scenario LinkRun(const std::string& topology) {

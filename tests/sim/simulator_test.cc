@@ -6,38 +6,14 @@
 #include <string>
 
 #include "sim/churn.h"
+#include "tests/sim/messages.h"
 
 namespace murmur::sim {
 namespace {
 
-struct Blob final : Message {
-  explicit Blob(std::size_t n, std::uint64_t t = 0) : size(n), tag(t) {}
-  std::uint32_t kind() const override { return 7; }
-  std::size_t EncodedSize() const override { return size; }
-  void EncodeTo(std::vector<std::uint8_t>& out) const override { out.resize(out.size() + size); }
-  std::size_t size;
-  std::uint64_t tag;
-};
-
-struct Recorder final : MessageSink {
-  explicit Recorder(Simulator* s) : sim(s) {}
-  void OnMessage(NodeId from, MessagePtr msg) override {
-    arrivals.push_back(sim->now());
-    senders.push_back(from);
-    (void)msg;
-  }
-  Simulator* sim;
-  std::vector<Nanos> arrivals;
-  std::vector<NodeId> senders;
-};
-
-DeviceProfile Profile(double up_bps, double down_bps, double latency_ms) {
-  DeviceProfile p;
-  p.up_bps = up_bps;
-  p.down_bps = down_bps;
-  p.latency = Nanos(static_cast<std::int64_t>(latency_ms * 1e6));
-  return p;
-}
+using testing::Blob;
+using testing::Profile;
+using testing::Recorder;
 
 TEST_CASE("A message's delivery time is uplink serialization + both latencies + downlink serialization") {
   // 10 kB over an 8 Mbit/s uplink (10 ms), 5 + 3 ms latency, 16 Mbit/s downlink (5 ms).
@@ -87,7 +63,7 @@ TEST_CASE("The downlink serves messages in arrival order, not send order") {
 
 TEST_CASE("Link loss matches its probability (binomial, 5 sigma)") {
   SimulatorOptions opts;
-  opts.network.loss = 0.1;
+  opts.network.message_loss = 0.1;
   opts.seed = 3;
   Simulator sim(opts, std::vector<DeviceProfile>(2));
   Recorder rec(&sim);
@@ -160,7 +136,7 @@ std::string RunWorkers(int threads) {
   SimulatorOptions opts;
   opts.threads = threads;
   opts.seed = 42;
-  opts.network.loss = 0.05;
+  opts.network.message_loss = 0.05;
   opts.network.jitter = 0.2;
   auto devices = MakeDeviceProfiles("phone:0.5,iot:0.5", 16, 42).value();
   Simulator sim(opts, devices);
