@@ -184,8 +184,9 @@ int main(int argc, char** argv) {
       if (arg == "--seed") stage.rng.state = std::strtoull(value.c_str(), nullptr, 10);
       if (arg == "--ready") ready = value;
     } else if (!ParseRule(arg, stage)) {
-      return Usage(("not a rule ADDR,DELAY_MS,JITTER_MS,LOSS (0 <= jitter <= delay <= 60000, 0 <= loss < 1): " +
-                    arg).c_str());
+      return Usage(
+          ("not a rule ADDR,DELAY_MS,JITTER_MS,LOSS (0 <= jitter <= delay <= 60000, 0 <= loss < 1): " + arg)
+              .c_str());
     }
   }
   if (queue_number < 0 || queue_number > 65535) return Usage("--queue N (0..65535) is required");

@@ -82,12 +82,16 @@ netbed_tbf() {
 
 # netbed_up --nodes N [--devices uniform|trace:FILE.csv] [--latency-ms MS]
 #           [--jitter FRACTION] [--packet-loss P] [--seed S]
+#           [--tcp-slow-start-after-idle 0|1]
+# The last sets the sysctl of that name in every node's namespace (Linux's
+# default, 1, when not given).
 netbed_up() {
-  local n=0 devices=uniform extra=0 jitter=0 loss=0 seed=1 i j ns rules delay ready
+  local n=0 devices=uniform extra=0 jitter=0 loss=0 seed=1 ssai=1 i j ns rules delay ready
   while [ $# -gt 0 ]; do
     case $1 in
       --nodes) n=$2 ;; --devices) devices=$2 ;; --latency-ms) extra=$2 ;;
       --jitter) jitter=$2 ;; --packet-loss) loss=$2 ;; --seed) seed=$2 ;;
+      --tcp-slow-start-after-idle) ssai=$2 ;;
       *) echo "netbed_up: unknown option $1" >&2; return 1 ;;
     esac
     shift 2
@@ -106,6 +110,7 @@ netbed_up() {
     ns=$(netbed_ns "$i")
     ip netns add "$ns" || return 1
     ip -n "$ns" link set lo up
+    ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_slow_start_after_idle="$ssai" || return 1
     ip -n "$NETBED_HUB" link add "v$i" type veth peer name eth0 netns "$ns"
     ip -n "$NETBED_HUB" link set "v$i" master br0 up
     ip -n "$ns" addr add "$(netbed_addr "$i")/16" dev eth0
