@@ -18,19 +18,26 @@
 # It prints the final accuracy beside `murmur sim` of the same job without a
 # partition. Every message carries an injected 50 ms delay from the start, so
 # that rounds run at a pace that leaves the job running through the heal.
-# usage: daemon_partition_test.sh MURMUR MURMURD SOURCE_DIR [DATA_DIR]
+# With NETDELAY (the network bed, docs/netbed.md) the daemons run in network
+# namespaces on 100 Mbit/s links of 30 ms one way instead, and the cut is
+# real: every packet between the halves is dropped (netbed_partition) for
+# PARTITION_S (30 s) of a 1,500-round job, and the same 5 things hold.
+# usage: daemon_partition_test.sh MURMUR MURMURD SOURCE_DIR [DATA_DIR [NETDELAY]]
 set -euo pipefail
-MURMUR=$1 MURMURD=$2 SRC=$3 DATA_DIR=${4:-/usr/share/datasets/fashion-mnist}
+MURMUR=$1 MURMURD=$2 SRC=$3 DATA_DIR=${4:-/usr/share/datasets/fashion-mnist} NETBED_DELAY=${5:-}
 FLEET=$(mktemp -d /tmp/murmur-partition.XXXXXX)
+chmod 755 "$FLEET"
 BASE_PORT=$((20000 + ($$ % 60) * 200 + 10))  # below the ephemeral range; offsets 0, 10, 20, 30 keep the daemon tests apart
 FLEET_LOG_LEVEL=debug                           # the "mixed round R" lines
+[ -z "$NETBED_DELAY" ] || source "$SRC/tools/netbed/netbed.sh"
 source "$SRC/tools/fleet.sh"
-trap 'fleet_stop_all; [ -n "${KEEP:-}" ] || rm -rf "$FLEET"' EXIT
+trap 'fleet_stop_all; [ -z "$NETBED_DELAY" ] || netbed_down; [ -n "${KEEP:-}" ] || rm -rf "$FLEET"' EXIT
+op() { ${FLEET_OP_LAUNCH[@]+"${FLEET_OP_LAUNCH[@]}"} "$MURMUR" "$@"; }
 fail() {
   echo "FAIL: $*"
   for i in $(seq 0 $((NODES - 1))); do
     echo "--- murmur peers of daemon $i"
-    "$MURMUR" peers --daemon "127.0.0.1:$((BASE_PORT + 100 + i))" "${FLEET_OP[@]:2}" 2>&1 | head -n 10
+    op peers --daemon "$(fleet_addr "$i"):$((BASE_PORT + 100 + i))" "${FLEET_OP[@]:2}" 2>&1 | head -n 10
   done
   for i in $(seq 0 $((NODES - 1))); do
     echo "--- node $i"
@@ -41,11 +48,15 @@ fail() {
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
 alive_peers() {  # alive_peers I: members daemon I's `murmur peers` shows alive
-  "$MURMUR" peers --daemon "127.0.0.1:$((BASE_PORT + 100 + $1))" "${FLEET_OP[@]:2}" 2>/dev/null |
+  op peers --daemon "$(fleet_addr "$1"):$((BASE_PORT + 100 + $1))" "${FLEET_OP[@]:2}" 2>/dev/null |
     awk '$4 == "alive" || $5 == "alive"' | wc -l
 }
 
 NODES=8 ROUNDS=${ROUNDS:-1800} DELAY=0.05 PARTITION_S=${PARTITION_S:-60}
+if [ -n "$NETBED_DELAY" ]; then
+  ROUNDS=${ROUNDS_BED:-1500} PARTITION_S=${PARTITION_S_BED:-30}
+  netbed_up --nodes $NODES --latency-ms 20 || fail "bed up"  # uniform devices: 5 ms each end, 30 ms one way
+fi
 # Membership convergence bound after the heal (docs/membership.md "Partitions"):
 # 2 reconnect intervals (5 s) for every node to push-pull across the cut and
 # refute, then lambda * ceil(log10(n + 1)) = 4 protocol periods (1 s) for the
@@ -53,7 +64,7 @@ NODES=8 ROUNDS=${ROUNDS:-1800} DELAY=0.05 PARTITION_S=${PARTITION_S:-60}
 HEAL_BOUND=15
 fleet_make $NODES
 for i in $(seq 0 $((NODES - 1))); do
-  printf 'fault_injection: true\nfaults { delay: %s }\n' "$DELAY" >>"$FLEET/node$i/node.conf"
+  [ -n "$NETBED_DELAY" ] || printf 'fault_injection: true\nfaults { delay: %s }\n' "$DELAY" >>"$FLEET/node$i/node.conf"
   fleet_start "$i"
 done
 cat >"$FLEET/job" <<JOB
@@ -62,12 +73,16 @@ spec { model: "softmax" dataset: "fashion-mnist" data_dir: "$DATA_DIR" compressi
        nodes: $NODES topology: "ring" rounds: $ROUNDS lr: 0.05 batch: 32 round_timeout: 1
        eval_every: $ROUNDS seed: 5 }
 JOB
-"$MURMUR" job submit "$FLEET/job" "${FLEET_OP[@]}" >/dev/null || fail "submit"
+op job submit "$FLEET/job" "${FLEET_OP[@]}" >/dev/null || fail "submit"
 for _ in $(seq 600); do [ "$(fleet_rounds 0)" -ge 50 ] && break; sleep 0.1; done
 [ "$(fleet_rounds 0)" -ge 50 ] || fail "the job did not reach round 50"
 
 # 1. The partition.
-"$MURMUR" fault set --delay $DELAY --partition '0-3|4-7' "${FLEET_OP[@]}" >/dev/null || fail "fault set"
+if [ -n "$NETBED_DELAY" ]; then
+  netbed_partition "0 1 2 3" "4 5 6 7"
+else
+  "$MURMUR" fault set --delay $DELAY --partition '0-3|4-7' "${FLEET_OP[@]}" >/dev/null || fail "fault set"
+fi
 t_cut=$(now)
 declare -a before after
 for i in $(seq 0 $((NODES - 1))); do before[$i]=$(fleet_rounds "$i"); done
@@ -86,7 +101,11 @@ echo "partition held $(since "$t_cut") s"
 # 2. The heal: membership converges.
 declare -a log_at_heal
 for i in $(seq 0 $((NODES - 1))); do log_at_heal[$i]=$(wc -l <"$FLEET/node$i/log"); done
-"$MURMUR" fault set --delay $DELAY "${FLEET_OP[@]}" >/dev/null || fail "fault set (heal)"
+if [ -n "$NETBED_DELAY" ]; then
+  netbed_heal
+else
+  "$MURMUR" fault set --delay $DELAY "${FLEET_OP[@]}" >/dev/null || fail "fault set (heal)"
+fi
 t_heal=$(now)
 converged=0
 while awk -v t="$(since "$t_heal")" -v b=$HEAL_BOUND 'BEGIN { exit !(t <= b) }'; do
@@ -101,7 +120,7 @@ done
 echo "every daemon's murmur peers shows the 7 others alive $took s after the heal (bound $HEAL_BOUND s)"
 
 # 3. The job completes everywhere.
-"$MURMUR" job status --wait --interval 1 "${FLEET_OP[@]}" >"$FLEET/status" || { cat "$FLEET/status"; fail "job status --wait"; }
+op job status --wait --interval 1 "${FLEET_OP[@]}" >"$FLEET/status" || { cat "$FLEET/status"; fail "job status --wait"; }
 done_count=$(fleet_done partition-test "$ROUNDS/$ROUNDS" $NODES "$FLEET/status")
 [ "$done_count" -eq $NODES ] || { cat "$FLEET/status"; fail "only $done_count of $NODES daemons finished at round $ROUNDS"; }
 acc=$(awk '/^mean test accuracy/ { print $4 }' "$FLEET/status")
@@ -125,5 +144,5 @@ sim=$("$MURMUR" sim --algorithm dpsgd --model softmax --dataset fashion-mnist --
   --partition iid --nodes $NODES --topology ring --rounds "$ROUNDS" --lr 0.05 --batch 32 --compression none \
   --eval-every "$ROUNDS" --eval-nodes $NODES --eval-samples 10000 --seed 5 --metrics-csv "$FLEET/sim.csv" \
   >/dev/null 2>&1 && tail -n 1 "$FLEET/sim.csv" | awk -F, '{ print $4 }')
-echo "accuracy: $acc (mean over the 8 daemons, partitioned $PARTITION_S s) vs ${sim:-?} (murmur sim, no partition)"
+echo "accuracy: $acc (mean over the 8 daemons, partitioned $PARTITION_S s${NETBED_DELAY:+ in the network bed}) vs ${sim:-?} (murmur sim, no partition)"
 echo "daemon partition test passed"
