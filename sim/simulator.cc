@@ -120,7 +120,7 @@ void Simulator::Send(NodeId from, NodeId to, MessagePtr msg) {
   Rng& rng = link_rng_[from];
   bool lost = net.message_loss > 0 && rng.Bernoulli(net.message_loss);
   double jitter = net.jitter > 0 ? rng.Uniform(1 - net.jitter, 1 + net.jitter) : 1.0;
-  const Nanos propagation = Propagation(from, to, jitter);
+  const Nanos propagation = Jittered(PathLatency(from, to), jitter);
   const Nanos depart = std::max(now_, uplink_free_[from]) + TransferTime(bytes, UplinkRate(from, to));
   uplink_free_[from] = depart;
   Deliver(from, to, bytes, std::move(msg), lost, depart + propagation, depart + propagation);
@@ -131,10 +131,14 @@ double Simulator::UplinkRate(NodeId from, NodeId to) const {
   return links == nullptr ? devices_[from].up_bps : std::min(devices_[from].up_bps, links->Bps(from, to));
 }
 
-Nanos Simulator::Propagation(NodeId from, NodeId to, double jitter) const {
+Nanos Simulator::PathLatency(NodeId from, NodeId to) const {
   const NetworkOptions& net = options_.network;
   Nanos path = devices_[from].latency + devices_[to].latency + net.extra_latency;
   if (net.links != nullptr) path += net.links->Latency(from, to);
+  return path;
+}
+
+Nanos Simulator::Jittered(Nanos path, double jitter) {
   return Nanos(static_cast<std::int64_t>(static_cast<double>(path.count()) * jitter));
 }
 
@@ -153,11 +157,12 @@ void Simulator::FlushBurst(NodeId from) {
   const NetworkOptions& net = options_.network;
   const Nanos start = std::max(now_, uplink_free_[from]);
   const std::size_t k = burst.size();
+  std::vector<double> rate(k);
   std::vector<Nanos> hold(k);
   std::vector<std::size_t> order(k);
   for (std::size_t i = 0; i < k; ++i) {
-    hold[i] =
-        TransferTime(TcpModel::WireBytes(static_cast<double>(burst[i].bytes)), UplinkRate(from, burst[i].to));
+    rate[i] = UplinkRate(from, burst[i].to);
+    hold[i] = TransferTime(TcpModel::WireBytes(static_cast<double>(burst[i].bytes)), rate[i]);
     order[i] = i;
   }
   std::stable_sort(order.begin(), order.end(),
@@ -175,10 +180,9 @@ void Simulator::FlushBurst(NodeId from) {
     Outgoing& m = burst[i];
     const bool lost = net.message_loss > 0 && rng.Bernoulli(net.message_loss);
     const double jitter = net.jitter > 0 ? rng.Uniform(1 - net.jitter, 1 + net.jitter) : 1.0;
-    const Nanos unjittered = Propagation(from, m.to, 1.0);
-    const Nanos propagation = Propagation(from, m.to, jitter);
-    auto [leaves, depart] =
-        TcpDeparture(from, m.to, m.bytes, start, UplinkRate(from, m.to), Seconds(unjittered), shared[i]);
+    const Nanos path = PathLatency(from, m.to);
+    const Nanos propagation = Jittered(path, jitter);
+    auto [leaves, depart] = TcpDeparture(from, m.to, m.bytes, start, rate[i], Seconds(path), shared[i]);
     Deliver(from, m.to, m.bytes, std::move(m.msg), lost, leaves + propagation, depart + propagation);
   }
 }

@@ -222,8 +222,10 @@ class Simulator {
   void Deliver(NodeId from, NodeId to, std::size_t bytes, MessagePtr msg, bool lost, Nanos first,
                Nanos arrive);
   double UplinkRate(NodeId from, NodeId to) const;
-  // Both access latencies, the path's and the extra latency, times `jitter`.
-  Nanos Propagation(NodeId from, NodeId to, double jitter) const;
+  // Both access latencies, the path's and the extra latency.
+  Nanos PathLatency(NodeId from, NodeId to) const;
+  // `path` scaled by a jitter draw, truncated to the nanosecond.
+  static Nanos Jittered(Nanos path, double jitter);
   // Pops and runs the next event.
   void RunNext();
   void Offload(NodeId node, double flops, std::function<void()> work, std::function<void()> done);

@@ -154,9 +154,10 @@ int OnPacket(nfq_q_handle* queue, nfgenmsg*, nfq_data* data, void* arg) {
   if (rule->jitter_ns > 0) {
     delay += static_cast<std::int64_t>((2 * stage.rng.Uniform() - 1) * static_cast<double>(rule->jitter_ns));
   }
-  const std::int64_t release = std::max(NowNs() + delay, rule->last_release);
+  const std::int64_t now = NowNs();
+  const std::int64_t release = std::max(now + delay, rule->last_release);
   rule->last_release = release;
-  if (release <= NowNs()) return nfq_set_verdict(queue, id, NF_ACCEPT, 0, nullptr);
+  if (release <= now) return nfq_set_verdict(queue, id, NF_ACCEPT, 0, nullptr);
   stage.held.push(Held{release, stage.order++, id});
   stage.most_held = std::max(stage.most_held, stage.held.size());
   return 0;
