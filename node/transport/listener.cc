@@ -3,6 +3,12 @@
 #include <algorithm>
 #include <cerrno>
 
+#if defined(__linux__)
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#endif
+
 #include "core/log.h"
 
 namespace murmur::node {
@@ -37,6 +43,13 @@ Status Listener::Listen(const std::string& host, std::uint16_t port, int backlog
   if (!ec) acceptor->set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
   if (!ec) acceptor->bind(endpoint, ec);
   if (!ec) acceptor->listen(backlog, ec);
+#if defined(__linux__) && defined(TCP_DEFER_ACCEPT)
+  if (!ec && options_.defer_accept_seconds > 0) {
+    // Best effort: without it the pending-connection rules still hold.
+    const int seconds = options_.defer_accept_seconds;
+    ::setsockopt(acceptor->native_handle(), IPPROTO_TCP, TCP_DEFER_ACCEPT, &seconds, sizeof seconds);
+  }
+#endif
   if (ec)
     return Status::Unavailable(name_ + ": cannot listen on " + host + ":" + std::to_string(port) + ": " +
                                ec.message());

@@ -14,6 +14,17 @@
 // other accept error (a connection reset before it was taken) is retried at
 // once, and backed off the same way after 8 in a row.
 //
+// Every protocol murmur listens for has the client speak first (Noise XX's
+// message 1 on the peer and control ports, an HTTP request on the metrics
+// port), so on Linux the socket asks the kernel to hand over a connection
+// only once its first bytes are in (TCP_DEFER_ACCEPT, `defer_accept`): a
+// connection that opens and says nothing waits in the kernel for that long
+// before it takes a descriptor and a pending-handshake slot, and one that
+// speaks at once is taken with its first message already readable, so it is
+// never shed as silent in a flood of connections that say nothing. After
+// the wait a silent connection is handed over all the same (and closed by
+// the owner's handshake timeout).
+//
 // Thread-safety: the io_context's thread; Close() before the io_context goes.
 #pragma once
 
@@ -34,6 +45,7 @@ struct ListenerOptions {
   Nanos backoff_initial = std::chrono::milliseconds(50);  // first wait after a resource error
   Nanos backoff_max = std::chrono::seconds(1);            // the longest wait
   Nanos log_interval = std::chrono::seconds(10);          // one warning per interval at most
+  int defer_accept_seconds = 1;  // TCP_DEFER_ACCEPT (Linux; 0: off): how long a silent connection waits
 };
 
 class Listener {

@@ -396,10 +396,15 @@ TEST_CASE("Hostile peers are each cut off and counted while an honest session ke
     });
   }
   SUBCASE("a handshake flood from one address") {
-    // 30 connections at once from 127.0.0.2: the first 20 (the burst) get a
-    // handshake, the rest are closed on accept; 127.0.0.1 is unaffected.
+    // 30 connections at once from 127.0.0.2, each sending the first byte of
+    // a frame (so that the kernel hands them over at once, listener.h): the
+    // first 20 (the burst) get a handshake, the rest are closed on accept;
+    // 127.0.0.1 is unaffected.
     std::vector<std::unique_ptr<RawPeer>> flood;
-    for (int i = 0; i < 30; ++i) flood.push_back(std::make_unique<RawPeer>(hub.port(), "127.0.0.2"));
+    for (int i = 0; i < 30; ++i) {
+      flood.push_back(std::make_unique<RawPeer>(hub.port(), "127.0.0.2"));
+      flood.back()->Write({0});
+    }
     // 10 over the burst, fewer by what the bucket refilled meanwhile (5 per second).
     CHECK(WaitFor([&] { return stats.handshakes_rate_limited >= 5; }));
     CHECK(stats.handshakes_rate_limited <= 10);
