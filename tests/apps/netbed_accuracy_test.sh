@@ -62,12 +62,17 @@ netbed_down
 netbed_up --nodes 2 --packet-loss 0.05 --seed 7 || fail "bed up (loss)"
 netbed_exec 1 iperf3 -s -D -I "$WORK/iperf.pid" || fail "iperf3 server"
 sleep 0.3
+# The receiving socket's own drops (its buffer full while iperf3 waited for
+# a core) are not the link's: the namespace's UDP RcvbufErrors counts them.
+rcvbuf_errors() { netbed_exec 1 awk '/^Udp:/ { if (h) { for (i = 2; i <= NF; i++) if (n[i] == "RcvbufErrors") print $i } else { h = 1; for (i = 2; i <= NF; i++) n[i] = $i } }' /proc/net/snmp; }
+before=$(rcvbuf_errors)
 netbed_exec 0 iperf3 -c "$(netbed_addr 1)" -u -b 16M -l 100 -t 5 -f m >"$WORK/iperf" 2>&1 || { cat "$WORK/iperf"; fail "iperf3 udp"; }
+overflow=$(($(rcvbuf_errors) - before))
 read -r lost total < <(awk '/receiver/ { for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+\/[0-9]+$/) { split($i, p, "/"); print p[1], p[2] } }' "$WORK/iperf")
 [ -n "${total:-}" ] && [ "$total" -ge 90000 ] || { cat "$WORK/iperf"; fail "too few datagrams: ${total:-none}"; }
-share=$(awk -v l="$lost" -v t="$total" 'BEGIN { printf "%.5f", l / t }')
-within "$share" 0.0975 0.004875 || { cat "$WORK/iperf"; fail "lost $lost of $total ($share), want 0.0975 +- 5%"; }
-echo "3. packet loss 5% per access link: $lost of $total datagrams lost ($share), expected 0.0975 (+- 5%)"
+share=$(awk -v l="$lost" -v o="$overflow" -v t="$total" 'BEGIN { printf "%.5f", (l - o) / t }')
+within "$share" 0.0975 0.004875 || { cat "$WORK/iperf"; fail "lost $lost of $total ($overflow by the receiving socket: $share), want 0.0975 +- 5%"; }
+echo "3. packet loss 5% per access link: $((lost - overflow)) of $total datagrams lost on the links ($share; $overflow more by the receiving socket), expected 0.0975 (+- 5%)"
 kill "$(cat "$WORK/iperf.pid")" 2>/dev/null
 netbed_down
 
