@@ -145,6 +145,14 @@ class FedServer final : public MessageSink {
   // Clients with at least one accepted result so far (a deadline that some
   // clients can never meet leaves their data out for good).
   std::size_t contributors() const { return contributors_; }
+  // The clients (indices, ascending) the open round still waits for:
+  // selected, online, no answer yet (buffered: training).
+  std::vector<NodeId> WaitingFor() const {
+    std::vector<NodeId> out;
+    for (std::size_t c = 0; open_ && c < pending_.size(); ++c)
+      if (pending_[c]) out.push_back(static_cast<NodeId>(c));
+    return out;
+  }
   std::size_t state_floats() const;
   std::uint64_t secagg_rounds_aborted() const { return secagg_aborted_; }
   std::uint64_t secagg_clients_dropped() const { return secagg_dropped_; }

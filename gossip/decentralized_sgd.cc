@@ -453,6 +453,15 @@ void DecentralizedSgdNode::CountSilent() {
   }
 }
 
+std::vector<NodeId> DecentralizedSgdNode::WaitingFor() const {
+  std::vector<NodeId> out;
+  if (finished() || mixing_ || !sent_ || !trained_) return out;
+  for (const auto& e : topology_.In(round_).Row(env_.self()))
+    if (e.col != env_.self() && !inbox_.Has(round_, Channel::kModel, e.col) && Waited(e.col))
+      out.push_back(e.col);
+  return out;
+}
+
 void DecentralizedSgdNode::MaybeCombine() {
   if (finished() || mixing_ || !sent_ || !trained_) return;
   const NodeId self = env_.self();

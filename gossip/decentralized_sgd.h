@@ -157,6 +157,7 @@ class DecentralizedSgdNode final : public Node {
   // x and the outgoing buffer; CHOCO adds x^ and s (and the residual without
   // error feedback in the codec), combine-then-adapt one more.
   std::size_t state_floats() const override;
+  std::vector<NodeId> WaitingFor() const override;
   bool finished() const { return round_ >= options_.rounds; }
   bool choco() const { return choco_; }
 

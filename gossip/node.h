@@ -39,6 +39,9 @@ class Node : public MessageSink {
   // Floats of model-sized state the node keeps (models, estimates, trackers,
   // residuals), for the memory the simulator reports.
   virtual std::size_t state_floats() const = 0;
+  // The in-neighbours the current round waits for, ascending (empty: it
+  // waits for none, or the algorithm does not say); for the operator's status.
+  virtual std::vector<NodeId> WaitingFor() const { return {}; }
 };
 
 }  // namespace murmur::gossip

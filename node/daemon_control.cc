@@ -94,6 +94,10 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
         }
         for (auto& [id, s] : peers) {
           s.set_connected(transport_->IsConnected(id));
+          if (auto out = transport_->Unconnected(id)) {
+            s.set_unconnected(out->reason);
+            s.set_unconnected_s(std::chrono::duration<double>(out->duration).count());
+          }
           if (auto t = transport_->Throughput(id)) s.set_mbps_in(t->bytes_per_second * 8 / 1e6);
           *r.add_peers() = s;
         }
@@ -233,6 +237,8 @@ proto::JobStatus DaemonImpl::JobStatus() const {
   s.set_rounds_total(job_->config().spec().rounds());
   s.set_test_accuracy(job_->accuracy());
   if (std::isfinite(job_->loss())) s.set_train_loss(job_->loss());  // unset: not known yet
+  if (!job_->ended())
+    for (NodeId n : job_->waiting_for()) s.add_waiting_for(n);
   if (job_error_.empty()) {
     const std::string warning = job_->warning();
     if (!warning.empty()) s.set_error(warning);

@@ -126,9 +126,18 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   // The Env that membership and jobs send through.
   Env& net() { return faulty_ ? static_cast<Env&>(*faulty_) : static_cast<Env&>(*env_); }
   std::string DataPath(const char* name) const { return config_.data_dir() + "/" + name; }
-  // The keys a job may use (JobKeys, node/job/job.h): this node's identity, its peers' certificate keys.
+  // The keys a job may use (JobKeys, node/job/job.h): this node's identity,
+  // its peers' certificate keys: the one presented on a session, else the one
+  // membership verified a member's statement with (its certificate, checked
+  // against the coordinator, or its pinned key), so that SecAgg+ clients
+  // check each other's keys without a session between them (one behind NAT).
   JobKeys Keys() const {
-    return {identity_.get(), [t = transport_.get()](NodeId peer) { return t->PeerKey(peer); }};
+    return {identity_.get(), [this](NodeId peer) -> std::optional<crypto::SignPublicKey> {
+              if (auto key = transport_->PeerKey(peer)) return key;
+              if (!membership_) return std::nullopt;
+              std::optional<membership::Member> m = membership_->Find(peer);
+              return m ? m->key : std::nullopt;
+            }};
   }
   // Starts `job` from its checkpoint, if it has one (`made`: the job as a
   // prepare built it); a `submitted` job (murmur job submit) is written to

@@ -25,6 +25,15 @@ std::string DaemonImpl::RenderMetrics() const {
                           static_cast<double>(s.bytes_received.load()));
   out += PrometheusMetric("murmur_peers_connected", "gauge", "Peers with an authenticated session.",
                           static_cast<double>(s.peers_connected.load()));
+  out += PrometheusMetric("murmur_peers_unconnected", "gauge",
+                          "Peers with a known address and no session for 8 s or more (the log says why).",
+                          static_cast<double>(s.peers_unconnected.load()));
+  out += PrometheusMetric("murmur_reverse_dials_total", "counter",
+                          "Dials to a peer with a smaller id that had not connected (it may be behind NAT).",
+                          static_cast<double>(s.reverse_dials.load()));
+  out += PrometheusMetric("murmur_sessions_duplicate_total", "counter",
+                          "Second sessions with a peer (dialled from both ends at once), closed.",
+                          static_cast<double>(s.sessions_duplicate.load()));
   out +=
       PrometheusMetric("murmur_handshake_failures_total", "counter", "Handshakes that failed or timed out.",
                        static_cast<double>(s.handshake_failures.load()));

@@ -74,10 +74,16 @@ int PrintReplies(const std::vector<DaemonReply>& replies, bool header) {
       std::snprintf(buf, sizeof(buf), "  epsilon %.4g", j.epsilon());
       privacy = buf;
     }
-    // The job's error (why it failed, or what last went wrong in it) ends the line.
-    std::printf("%-22s %-5u %-16s %-9s %-13s %-9s %s%s%s%s%s%s\n", r.address.c_str(), resp.node_id(),
+    // Whom the round waits for, then the job's error (why it failed, or what
+    // last went wrong in it), end the line.
+    std::string waiting;
+    for (int i = 0; i < j.waiting_for_size(); ++i)
+      waiting +=
+          (i == 0 ? (j.waiting_for_size() == 1 ? "  waiting for node " : "  waiting for nodes ") : ", ") +
+          std::to_string(j.waiting_for(i));
+    std::printf("%-22s %-5u %-16s %-9s %-13s %-9s %s%s%s%s%s%s%s\n", r.address.c_str(), resp.node_id(),
                 j.job_id().empty() ? "-" : j.job_id().c_str(), j.state().c_str(), round.c_str(),
-                Accuracy(j.test_accuracy()).c_str(), Loss(j).c_str(), privacy.c_str(),
+                Accuracy(j.test_accuracy()).c_str(), Loss(j).c_str(), privacy.c_str(), waiting.c_str(),
                 resp.ok() ? "" : "  refused: ", resp.ok() ? "" : resp.error().c_str(),
                 j.error().empty() ? "" : "  error: ", j.error().c_str());
     if (!resp.ok()) ++bad;

@@ -39,9 +39,12 @@ int RunPeers(int argc, char** argv) {
       char rtt[32] = "-", in[32] = "-";
       if (p.rtt_ms() > 0) std::snprintf(rtt, sizeof(rtt), "%.3f", p.rtt_ms());
       if (p.mbps_in() > 0) std::snprintf(in, sizeof(in), "%.1f", p.mbps_in());
-      std::printf("  %-5u %-22s %-10s %-11s %-11llu %-9s %s\n", p.id(),
+      std::printf("  %-5u %-22s %-10s %-11s %-11llu %-9s %s", p.id(),
                   p.address().empty() ? "-" : p.address().c_str(), p.connected() ? "up" : "down",
                   p.state().c_str(), static_cast<unsigned long long>(p.incarnation()), rtt, in);
+      if (p.has_unconnected())
+        std::printf("  no session for %.0f s: %s", p.unconnected_s(), p.unconnected().c_str());
+      std::printf("\n");
     }
   }
   std::string csv = "from,to,rtt_ms,mbps\n";

@@ -484,6 +484,13 @@ double FederatedJob::loss() const {
 }
 std::uint64_t FederatedJob::checkpoints() const { return impl_->checkpoints_; }
 std::string FederatedJob::role() const { return impl_->is_server() ? "aggregator" : "client"; }
+std::vector<NodeId> FederatedJob::waiting_for() const {
+  std::vector<NodeId> out;
+  if (!impl_->server_ || impl_->ended_) return out;
+  for (NodeId c : impl_->server_->WaitingFor()) out.push_back(impl_->map_.ToNode(c));
+  std::sort(out.begin(), out.end());
+  return out;
+}
 std::string FederatedJob::warning() const {
   std::lock_guard<std::mutex> lock(impl_->mu_);
   return impl_->warning_;

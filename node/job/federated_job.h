@@ -104,6 +104,7 @@ class FederatedJob final : public Job {
   double epsilon() const override;
   std::vector<float> params() const override;
   std::string warning() const override;
+  std::vector<NodeId> waiting_for() const override;
   std::string role() const override;
 
  private:

@@ -294,6 +294,9 @@ double GossipJob::loss() const { return impl_->loss_; }
 std::uint64_t GossipJob::checkpoints() const { return impl_->checkpoints_; }
 std::uint64_t GossipJob::rounds_mixed_twice() const { return impl_->mixed_twice_; }
 std::uint64_t GossipJob::rounds_skipped() const { return impl_->skipped_; }
+std::vector<NodeId> GossipJob::waiting_for() const {
+  return impl_->node_ ? impl_->node_->WaitingFor() : std::vector<NodeId>{};
+}
 std::vector<std::uint64_t> GossipJob::peer_draws() const {
   return impl_->sampler_ ? impl_->sampler_->draws() : std::vector<std::uint64_t>{};
 }

@@ -60,6 +60,7 @@ class GossipJob final : public Job {
   std::vector<float> params() const override;
   std::uint64_t rounds_mixed_twice() const override;
   std::uint64_t rounds_skipped() const override;
+  std::vector<NodeId> waiting_for() const override;
   std::vector<std::uint64_t> peer_draws() const override;
   void PeersChanged() override;
   std::string role() const override { return "node"; }

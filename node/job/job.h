@@ -68,12 +68,16 @@ class Job {
   // that aborted, a privacy budget that ended the job early); empty when none.
   // Readable from any thread.
   virtual std::string warning() const { return {}; }
+  // The daemons the current round waits for (gossip: in-neighbours whose
+  // model has not come), ascending; empty when it waits for none.
+  virtual std::vector<NodeId> waiting_for() const { return {}; }
 };
 
 // The daemon's keys as a job sees them (federated SecAgg+ signs and checks
 // the clients' key advertisements with them). `identity` (may be null: no
-// SecAgg+) must outlive the job; `peer_key` gives the Ed25519 key of the
-// certificate a peer presented on its current session (nullopt: none).
+// SecAgg+) must outlive the job; `peer_key` gives the Ed25519 key bound to
+// a peer's node id: the certificate it presented on its current session,
+// else the one membership verified its statements with (nullopt: none).
 struct JobKeys {
   const crypto::Identity* identity = nullptr;
   std::function<std::optional<crypto::SignPublicKey>(NodeId)> peer_key;

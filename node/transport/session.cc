@@ -73,7 +73,7 @@ void Session::Close(const Status& why) {
                     << " closed: " << why.ToString();
   if (transport_ != nullptr) {
     const bool dialer = role_ == crypto::HandshakeRole::kInitiator;
-    transport_->OnClosed(this, dialer ? expected_peer_ : peer_, dialer);
+    transport_->OnClosed(this, dialer ? expected_peer_ : peer_, dialer, why);
   }
 }
 

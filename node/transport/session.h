@@ -43,6 +43,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void PresentCurrentCertificate();
 
   NodeId peer() const { return peer_; }
+  crypto::HandshakeRole role() const { return role_; }
   // The Transport's bookkeeping: its place among the pending handshakes
   // (0: none), and whether it counts against max_sessions.
   std::uint64_t pending_ticket() const { return pending_ticket_; }

@@ -43,6 +43,7 @@ Transport::Transport(asio::io_context& io, crypto::Credentials credentials, cryp
             ++stats_.pending_shed;
             return true;
           }),
+      report_timer_(io),
       jitter_(options_.seed, options_.self, RngPurpose::kNetwork),
       scores_(options_.scoring) {
   for (const PeerAddress& p : options_.peers) peers_[p.id].address = p;
@@ -56,15 +57,70 @@ Transport::~Transport() { Stop(); }
 Status Transport::Start() {
   MURMUR_RETURN_IF_ERROR(listener_.Listen(options_.listen_host, options_.listen_port));
   for (auto& [id, peer] : peers_) {
-    if (Dials(id) && peer.address.has_value()) Dial(id);
+    if (peer.address.has_value()) WantSession(id);
   }
+  ReportUnconnected();
   return Status::Ok();
+}
+
+void Transport::WantSession(NodeId id) {
+  Peer& peer = peers_[id];
+  if (peer.session || peer.dialing) return;
+  if (peer.unconnected_since == std::chrono::steady_clock::time_point{}) {
+    peer.unconnected_since = std::chrono::steady_clock::now();
+    peer.reported = false;
+  }
+  if (Dials(id)) return Dial(id);
+  if (peer.why.empty()) peer.why = "waiting for it to dial (the smaller id dials first)";
+  RedialAfter(id, options_.reverse_dial_after);
+}
+
+void Transport::Unreached(NodeId id, std::string why) {
+  auto it = peers_.find(id);
+  if (it == peers_.end() || it->second.session) return;
+  it->second.why = std::move(why);
+}
+
+void Transport::ReportUnconnected() {
+  if (stopped_) return;
+  const auto now = std::chrono::steady_clock::now();
+  std::uint64_t unconnected = 0;
+  for (auto& [id, peer] : peers_) {
+    if (peer.session || !peer.address.has_value() ||
+        peer.unconnected_since == std::chrono::steady_clock::time_point{})
+      continue;
+    const Nanos out = now - peer.unconnected_since;
+    if (out < options_.unconnected_report_after) continue;
+    ++unconnected;
+    if (peer.reported) continue;
+    peer.reported = true;
+    MURMUR_LOG(kWarning) << "node " << options_.self << ": no session with node " << id << " at "
+                         << peer.address->host << ":" << peer.address->port << " for "
+                         << std::chrono::duration_cast<std::chrono::seconds>(out).count()
+                         << " s: " << (peer.why.empty() ? "not dialled yet" : peer.why);
+  }
+  stats_.peers_unconnected = unconnected;
+  report_timer_.expires_after(std::chrono::seconds(1));
+  report_timer_.async_wait([this](const asio::error_code& ec) {
+    if (!ec) ReportUnconnected();
+  });
+}
+
+std::optional<PeerOutage> Transport::Unconnected(NodeId id) const {
+  auto it = peers_.find(id);
+  if (it == peers_.end() || it->second.session || !it->second.address.has_value() ||
+      it->second.unconnected_since == std::chrono::steady_clock::time_point{})
+    return std::nullopt;
+  const Peer& peer = it->second;
+  return PeerOutage{peer.why.empty() ? "not dialled yet" : peer.why,
+                    std::chrono::steady_clock::now() - peer.unconnected_since};
 }
 
 void Transport::Stop() {
   if (stopped_) return;
   stopped_ = true;
   listener_.Close();
+  report_timer_.cancel();
   for (auto& w : sessions_) {
     if (auto s = w.lock()) s->Detach();
   }
@@ -81,7 +137,7 @@ void Transport::Stop() {
 void Transport::AddPeer(const PeerAddress& address) {
   Peer& peer = peers_[address.id];
   peer.address = address;
-  if (listener_.open() && !stopped_ && Dials(address.id) && !peer.session && !peer.dialing) Dial(address.id);
+  if (listener_.open() && !stopped_) WantSession(address.id);
 }
 
 void Transport::OnAccept(asio::ip::tcp::socket socket) {
@@ -124,6 +180,8 @@ void Transport::OnAccept(asio::ip::tcp::socket socket) {
 void Transport::Dial(NodeId id) {
   Peer& peer = peers_[id];
   if (stopped_ || !peer.address.has_value()) return;
+  if (peer.session) return;  // the peer dialled this node meanwhile
+  if (!Dials(id)) ++stats_.reverse_dials;
   auto addr = ParseAddress(peer.address->host);
   if (!addr.ok()) {
     MURMUR_LOG(kError) << "node " << id << ": " << addr.status().ToString();
@@ -164,6 +222,16 @@ void Transport::Dial(NodeId id) {
       DialFailed(key);
       ++stats_.connect_failures;
       MURMUR_LOG(kDebug) << "connect to node " << id << ": " << ec.message();
+      Unreached(id, ec == asio::error::connection_refused ? "refused (nothing listens there)"
+                    : ec == asio::error::operation_aborted
+                        ? "timed out (no answer within " +
+                              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 options_.connect_timeout)
+                                                 .count()) +
+                              " ms)"
+                    : ec == asio::error::host_unreachable || ec == asio::error::network_unreachable
+                        ? "unreachable (" + ec.message() + ")"
+                        : "connect failed (" + ec.message() + ")");
       peers_[id].dialing = false;
       ScheduleRedial(id);
       return;
@@ -240,6 +308,16 @@ bool Transport::OnAuthenticated(Session* session) {
 
 void Transport::OnReady(const std::shared_ptr<Session>& session) {
   Peer& peer = peers_[session->peer()];
+  // Of two sessions dialled from opposite ends, both keep the smaller id's.
+  const auto smaller_dialled = [this](const Session& s) {
+    return (s.role() == crypto::HandshakeRole::kInitiator) == (options_.self < s.peer());
+  };
+  if (peer.session && peer.session != session && smaller_dialled(*peer.session) &&
+      !smaller_dialled(*session)) {
+    ++stats_.sessions_duplicate;
+    session->Close(Status::AlreadyExists("a session dialled by the smaller id is open"));
+    return;
+  }
   if (peer.session && peer.session != session) {
     auto old = peer.session;
     peer.session.reset();
@@ -249,6 +327,16 @@ void Transport::OnReady(const std::shared_ptr<Session>& session) {
   peer.session = session;
   peer.failures = 0;
   peer.dialing = false;
+  if (peer.redial) peer.redial->cancel();
+  if (peer.reported)
+    MURMUR_LOG(kInfo) << "node " << options_.self << ": node " << session->peer() << " reached after "
+                      << std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() -
+                                                                          peer.unconnected_since)
+                             .count()
+                      << " s without a session";
+  peer.unconnected_since = {};
+  peer.why.clear();
+  peer.reported = false;
   ++stats_.sessions_opened;
   const crypto::Cipher cipher = session->peer_info()->cipher;
   if (cipher == crypto::Cipher::kAesGcm) ++stats_.sessions_aes_gcm;
@@ -260,11 +348,12 @@ void Transport::OnReady(const std::shared_ptr<Session>& session) {
   }
   if (!session->dial_key().empty()) address_dials_.erase(session->dial_key());  // the address is good
   MURMUR_LOG(kInfo) << "node " << options_.self << ": session with node " << session->peer() << " ready ("
-                    << crypto::CipherName(cipher) << ")";
+                    << crypto::CipherName(cipher)
+                    << (smaller_dialled(*session) ? ")" : ", dialled by the larger id)");
   session->Pump();
 }
 
-void Transport::OnClosed(Session* session, NodeId peer_id, bool was_dialer) {
+void Transport::OnClosed(Session* session, NodeId peer_id, bool was_dialer, const Status& why) {
   std::erase_if(sessions_, [session](const std::weak_ptr<Session>& w) {
     auto s = w.lock();
     return !s || s.get() == session;
@@ -280,15 +369,22 @@ void Transport::OnClosed(Session* session, NodeId peer_id, bool was_dialer) {
   if (peer.session.get() == session) {
     peer.session.reset();
     --stats_.peers_connected;
+    peer.unconnected_since = std::chrono::steady_clock::now();
+    peer.reported = false;
+    peer.why = "session lost: " + why.ToString();
     if (!peer.queue.empty() && peer.queue.front().next_record > 0) {
       peer.queued_bytes -= peer.queue.front().payload->size();
       peer.queue.pop_front();
       ++stats_.send_queue_drops;
     }
   }
-  if (was_dialer || (Dials(peer_id) && !peer.session)) {
+  if (peer.session) return;
+  if (was_dialer && !session->ready()) Unreached(peer_id, "handshake failed: " + why.ToString());
+  if (was_dialer || Dials(peer_id)) {
     peer.dialing = false;
-    if (!peer.session) ScheduleRedial(peer_id);
+    ScheduleRedial(peer_id);
+  } else if (!peer.dialing && peer.address.has_value()) {
+    RedialAfter(peer_id, options_.reverse_dial_after);  // its own dial first
   }
 }
 

@@ -11,8 +11,13 @@
 //
 // Who dials: of two peers, the one with the smaller node id dials the other
 // and redials with exponential backoff and jitter after a failure or a lost
-// session; the other only accepts. A newly authenticated session for a peer
-// replaces the old one (the peer restarted). Dials are also limited by
+// session. The other dials too when no session has come up
+// `reverse_dial_after` after it learned the peer's address or lost its
+// session (the smaller id may not reach it: it is behind a NAT), with the
+// same backoff after that. Both sides keep the same one of two sessions: a
+// newly authenticated session replaces the old one (the peer restarted)
+// unless the old one was dialled by the smaller id and the new one by the
+// larger, which is then closed. Dials are also limited by
 // address, whatever node id they are for: one in flight per address, and
 // after a failure there (no connection, a failed handshake, no HELLO or
 // another node's) the next dial to it waits the same backoff.
@@ -132,6 +137,12 @@ struct TransportOptions {
   std::size_t max_sessions = 1024;
   Nanos reconnect_initial = std::chrono::milliseconds(100);
   Nanos reconnect_max = std::chrono::seconds(5);
+  // The larger id dials when the smaller has not connected within this.
+  Nanos reverse_dial_after = std::chrono::seconds(2);
+  // A peer with an address and no session for this long is reported (a
+  // warning with the reason, once per outage; stats().peers_unconnected):
+  // by then the reverse dial has had its connect_timeout.
+  Nanos unconnected_report_after = std::chrono::seconds(8);
   Nanos keepalive_interval = std::chrono::seconds(2);  // PING when idle this long
   Nanos idle_timeout = std::chrono::seconds(10);       // close after this long without a record
   std::size_t max_queue_bytes = std::size_t{64} << 20;
@@ -181,6 +192,17 @@ struct TransportStats {
   std::atomic<std::uint64_t> sessions_over_limit{0};  // handshakes completed beyond max_sessions, closed
   std::atomic<std::uint64_t> dials_deferred{
       0};  // dials put off: their address has one in flight or backs off
+  // Reachability (docs/daemon.md "Behind NAT").
+  std::atomic<std::uint64_t> peers_unconnected{
+      0};  // peers with an address, no session for unconnected_report_after
+  std::atomic<std::uint64_t> reverse_dials{0};       // dials by the larger id (the smaller did not connect)
+  std::atomic<std::uint64_t> sessions_duplicate{0};  // the second of two sessions with a peer, closed
+};
+
+// Why a peer with an address has no session (Transport::Unconnected).
+struct PeerOutage {
+  std::string reason;  // "refused", "timed out", "unreachable", "waiting for it to dial", ...
+  Nanos duration{0};   // since the session was lost or the address learned
 };
 
 // Messages of at least this many bytes (their records) are timed for the
@@ -243,6 +265,9 @@ class Transport {
   // Accept failures for want of descriptors or memory (node/transport/listener.h).
   std::uint64_t accept_resource_errors() const { return listener_.resource_errors(); }
   bool IsConnected(NodeId peer) const;
+  // Why `peer` has no session and for how long; nullopt when it has one or
+  // no address is known for it.
+  std::optional<PeerOutage> Unconnected(NodeId peer) const;
   // The Ed25519 key of the certificate `peer` presented on its current
   // session; nullopt without one. (Membership verifies signatures with it.)
   std::optional<crypto::SignPublicKey> PeerKey(NodeId peer) const;
@@ -275,6 +300,10 @@ class Transport {
     int failures = 0;  // consecutive dial failures, for the backoff
     std::unique_ptr<asio::steady_timer> redial;
     bool dialing = false;
+    // Without a session: since when, the last reason, and whether it was reported.
+    std::chrono::steady_clock::time_point unconnected_since{};
+    std::string why;
+    bool reported = false;
   };
 
   void OnAccept(asio::ip::tcp::socket socket);
@@ -286,6 +315,13 @@ class Transport {
   void DialFailed(const std::string& key);
   void RedialAfter(NodeId id, Nanos delay);
   bool Dials(NodeId peer) const { return options_.self < peer; }
+  // Arms the first dial of a peer whose address is known and that has no
+  // session: at once when this node dials it, after reverse_dial_after when not.
+  void WantSession(NodeId id);
+  // Records why `id` has no session yet.
+  void Unreached(NodeId id, std::string why);
+  // Once a second: warns about peers unconnected past the report delay.
+  void ReportUnconnected();
 
   // Called by sessions.
   // The handshake completed: the session leaves the pending set. False when
@@ -294,7 +330,7 @@ class Transport {
   // The session leaves the pending set (authenticated or closed).
   void ReleasePending(Session* session);
   void OnReady(const std::shared_ptr<Session>& session);
-  void OnClosed(Session* session, NodeId peer, bool was_dialer);
+  void OnClosed(Session* session, NodeId peer, bool was_dialer, const Status& why);
   // Appends sealed frames of queued messages for `peer` to *out, up to about
   // write_batch_bytes.
   Status FillBatch(NodeId peer, crypto::SecureChannel& channel, WriteBatch* out);
@@ -320,8 +356,9 @@ class Transport {
   MessageHandler handler_;
   PendingConnections pending_;
   Listener listener_;
-  std::size_t sessions_open_ = 0;  // authenticated sessions and dials in progress, against max_sessions
-  std::size_t pending_peak_ = 0;   // most pending handshakes at once since memory was last returned
+  asio::steady_timer report_timer_;  // ReportUnconnected's
+  std::size_t sessions_open_ = 0;    // authenticated sessions and dials in progress, against max_sessions
+  std::size_t pending_peak_ = 0;     // most pending handshakes at once since memory was last returned
   std::map<NodeId, Peer> peers_;
   std::map<NodeId, PeerThroughput> throughput_;  // authenticated senders only
   // Dials by address ("host port"), whatever node id each is for: one at a

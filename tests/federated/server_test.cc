@@ -43,10 +43,13 @@ TEST_CASE("FedNova normalizes by local steps: Delta = tau_eff sum p_i Delta_i / 
     FedServer server(env, ParamVector(2), o, nullptr);
     server.Start();
     CHECK(env.outbox().size() == 2);
+    CHECK(server.WaitingFor() == std::vector<NodeId>{0, 1});
     // Client 0: 1 step, Delta (1, 0); client 1: 4 steps, Delta (0, 4); equal weights.
     server.OnMessage(0, Result(0, 1, 1, {1, 0}));
+    CHECK(server.WaitingFor() == std::vector<NodeId>{1});  // what `murmur job status` shows
     server.OnMessage(1, Result(0, 1, 4, {0, 4}));
     REQUIRE(server.rounds_done() == 1);
+    CHECK(server.WaitingFor().empty());
     // FedAvg: (0.5, 2). FedNova: tau_eff = 2.5, d = (0.5, 0.5): (1.25, 1.25).
     CHECK(server.params()[0] == doctest::Approx(nova ? 1.25 : 0.5));
     CHECK(server.params()[1] == doctest::Approx(nova ? 1.25 : 2.0));

@@ -115,6 +115,8 @@ struct InsiderRing {
   std::vector<std::vector<float>> models;
   std::array<std::uint64_t, kRefusalKinds> refused{};
   double virtual_s = 0;
+  // What each honest node's round waits for 1 s in (WaitingFor), and at the end.
+  std::vector<std::vector<NodeId>> waiting_at_1s, waiting_at_end;
 
   RoundCounter counter;  // rounds each honest node mixed
 
@@ -147,9 +149,12 @@ struct InsiderRing {
       sim.SetSink(i, nodes.back().get());
     }
     for (auto& n : nodes) n->Start();
+    sim.RunUntil(std::chrono::seconds(1));
+    for (auto& n : nodes) waiting_at_1s.push_back(n->WaitingFor());
     sim.RunUntil(Nanos::max());
     for (auto& n : nodes) {
       REQUIRE(n->finished());
+      waiting_at_end.push_back(n->WaitingFor());
       models.emplace_back(n->params().span().begin(), n->params().span().end());
     }
     refused = sim.TotalTraffic().refused;
@@ -166,6 +171,10 @@ TEST_CASE(
   const InsiderRing silent([](std::span<const float>) { return UpdatePtr(); });
   CHECK(silent.virtual_s > 3 * 30);
   CHECK(silent.virtual_s < 4 * 30);
+  // 1 s into round 0 both honest nodes have each other's model and wait for node 2's
+  // (what `murmur job status` shows); at the end nobody waits.
+  CHECK(silent.waiting_at_1s == std::vector<std::vector<NodeId>>{{2}, {2}});
+  CHECK(silent.waiting_at_end == std::vector<std::vector<NodeId>>{{}, {}});
   struct Case {
     const char* what;
     Refusal why;

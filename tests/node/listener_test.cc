@@ -47,12 +47,14 @@ TEST_CASE("A listener takes a connection that speaks before earlier silent ones,
   const std::uint8_t hello = 1;
   asio::write(speaker, asio::buffer(&hello, 1));
 #if defined(__linux__)
-  RunUntil(io, [&] { return got.ports.size() == 2; }, std::chrono::milliseconds(400));
+  RunUntil(
+      io, [&] { return got.ports.size() == 2; }, std::chrono::milliseconds(400));
   REQUIRE(got.ports.size() == 1);
   CHECK(got.ports[0] == LocalPort(speaker));
   // The silent one after the kernel's wait (one SYN-ACK retransmission, about 1 s).
   const auto t0 = Clock::now();
-  RunUntil(io, [&] { return got.ports.size() == 2; }, std::chrono::seconds(6));
+  RunUntil(
+      io, [&] { return got.ports.size() == 2; }, std::chrono::seconds(6));
   REQUIRE(got.ports.size() == 2);
   CHECK(got.ports[1] == LocalPort(silent));
   CHECK(Clock::now() - t0 > std::chrono::milliseconds(300));
@@ -79,7 +81,8 @@ TEST_CASE("With the kernel filter off a listener takes connections in the order 
   speaker.connect(at);
   const std::uint8_t hello = 1;
   asio::write(speaker, asio::buffer(&hello, 1));
-  RunUntil(io, [&] { return got.ports.size() == 2; }, std::chrono::seconds(2));
+  RunUntil(
+      io, [&] { return got.ports.size() == 2; }, std::chrono::seconds(2));
   REQUIRE(got.ports.size() == 2);
   CHECK(got.ports[0] == LocalPort(silent));
   CHECK(got.ports[1] == LocalPort(speaker));
