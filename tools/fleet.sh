@@ -15,6 +15,9 @@ BASE_PORT=${BASE_PORT:-17100}
 FLEET_PIDS=()
 FLEET_OP_LAUNCH=(${FLEET_OP_LAUNCH[@]+"${FLEET_OP_LAUNCH[@]}"})
 declare -F fleet_addr >/dev/null || fleet_addr() { echo 127.0.0.1; }
+# fleet_listen_addr I: where daemon I listens, when that is not the address
+# the others dial (a daemon behind a NAT listens on its private address).
+declare -F fleet_listen_addr >/dev/null || fleet_listen_addr() { fleet_addr "$1"; }
 # fleet_prefix I: the words that run a command where daemon I lives (none here).
 declare -F fleet_prefix >/dev/null || fleet_prefix() { :; }
 
@@ -38,8 +41,8 @@ fleet_make() {
       --node-id "$i" --network "$FLEET_NETWORK" --roles node --days 1 --out "$d/node.cert" >/dev/null 2>&1
     {
       echo "node_id: $i"
-      echo "listen: \"$(fleet_addr "$i"):$((BASE_PORT + i))\""
-      echo "control_listen: \"$(fleet_addr "$i"):$((BASE_PORT + 100 + i))\""
+      echo "listen: \"$(fleet_listen_addr "$i"):$((BASE_PORT + i))\""
+      echo "control_listen: \"$(fleet_listen_addr "$i"):$((BASE_PORT + 100 + i))\""
       echo "data_dir: \"$d\""
       echo "network_id: \"$FLEET_NETWORK\""
       echo "coordinator_key: \"$FLEET/coordinator/identity.pub\""

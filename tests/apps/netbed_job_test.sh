@@ -14,19 +14,7 @@
 # simulator's summary on the same links (per-round times are
 # tools/netbed/fidelity.sh's: docs/netbed.md, "Fidelity").
 # usage: netbed_job_test.sh MURMUR MURMURD NETDELAY SOURCE_DIR
-set -uo pipefail
-MURMUR=$(realpath "$1") MURMURD=$(realpath "$2") NETBED_DELAY=$3 SRC=$4
-FLEET=$(mktemp -d /tmp/murmur-netbed-job.XXXXXX)
-chmod 755 "$FLEET"
-source "$SRC/tools/netbed/netbed.sh"
-source "$SRC/tools/fleet.sh"
-trap 'fleet_stop_all; netbed_down; rm -rf /tmp/netbed-$NETBED_ID-*; [ -n "${KEEP:-}" ] || rm -rf "$FLEET"' EXIT
-fail() {
-  echo "FAIL: $*"
-  for i in 0 1 2 3 4 5 6 7; do echo "--- node $i"; tail -n 5 "$FLEET/node$i/log"; done
-  exit 1
-}
-op() { netbed_hub "$MURMUR" "$@"; }
+source "$4/tests/apps/netbed_fleet_lib.sh"
 
 cat >"$FLEET/devices.csv" <<'CSV'
 node,gflops,up_mbps,down_mbps,latency_ms,availability
@@ -45,17 +33,6 @@ for i in $(seq 0 7); do fleet_start "$i" || fail "start $i"; done
 
 # The same links for the simulator.
 LINKS=(--devices "trace:$FLEET/devices.csv" --latency-ms 5 --packet-loss 0.005)
-
-# run JOB_FILE ROUNDS: submits, waits, prints the wall seconds from submit to the end.
-run() {
-  local start end
-  start=$(date +%s.%N)
-  op job submit "$1" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "submit $1"; }
-  timeout 150 "${FLEET_OP_LAUNCH[@]}" "$MURMUR" job status --wait --interval 0.5 "${FLEET_OP[@]}" >"$FLEET/status" 2>&1 ||
-    { tail -n 20 "$FLEET/status"; fail "$1 did not complete"; }
-  end=$(date +%s.%N)
-  awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }'
-}
 
 # 1. D-PSGD, dense.
 cat >"$FLEET/dpsgd.job" <<JOB

@@ -38,9 +38,14 @@ netbed_addr() { echo "10.77.$(($1 / 250)).$(($1 % 250 + 1))"; }
 netbed_exec() { local i=$1; shift; ip netns exec "$(netbed_ns "$i")" "$@"; }
 netbed_hub() { ip netns exec "$NETBED_HUB" "$@"; }
 
-# fleet.sh's hooks: daemon I in namespace I, the operator in the hub.
+# fleet.sh's hooks: daemon I in namespace I (behind a NAT, in its LAN
+# namespace at the private address), the operator in the hub.
+NETBED_NAT=()
 fleet_addr() { netbed_addr "$1"; }
-fleet_prefix() { echo ip netns exec "$(netbed_ns "$1")"; }
+fleet_listen_addr() { if [ -n "${NETBED_NAT[$1]:-}" ]; then echo 192.168.0.2; else netbed_addr "$1"; fi; }
+fleet_prefix() {
+  if [ -n "${NETBED_NAT[$1]:-}" ]; then echo ip netns exec "$(netbed_ns "$1")-lan"; else echo ip netns exec "$(netbed_ns "$1")"; fi
+}
 FLEET_OP_LAUNCH=(ip netns exec "$NETBED_HUB")
 
 # netbed_devices N SPEC: fills NETBED_UP/DOWN (Mbit/s) and NETBED_LATENCY (ms)
@@ -140,6 +145,45 @@ netbed_up() {
     # Queue only what arrives over the access link, after the downlink's tbf.
     ip netns exec "$ns" iptables -t raw -A PREROUTING -i eth0 -j NFQUEUE --queue-num 0
   done
+}
+
+# netbed_nat I [--forward PORT]...: puts node I behind a NAT router of its
+# own. Namespace I becomes the router: it keeps the public address
+# netbed_addr I, the access link's shapers and the delay stage, masquerades
+# what the node sends, and drops every connection opened towards it (a home
+# router or a carrier-grade NAT drops; it does not refuse) except to the
+# ports given, which it forwards to the node (a port forward an operator set
+# up). The node moves into namespace I-lan at 192.168.0.2 (fleet_prefix and
+# fleet_listen_addr say so), its default route the router's 192.168.0.1.
+# Call it after netbed_up and before fleet_make.
+netbed_nat() {
+  local i=$1 ns lan ports=() p
+  shift
+  while [ $# -gt 0 ]; do
+    case $1 in --forward) ports+=("$2") ;; *) echo "netbed_nat: unknown option $1" >&2; return 1 ;; esac
+    shift 2
+  done
+  ns=$(netbed_ns "$i") lan="$(netbed_ns "$i")-lan"
+  ip netns add "$lan" || return 1
+  ip -n "$lan" link set lo up
+  ip netns exec "$lan" sysctl -q -w net.ipv4.tcp_slow_start_after_idle="$(ip netns exec "$ns" sysctl -n net.ipv4.tcp_slow_start_after_idle)"
+  ip -n "$ns" link add lan0 type veth peer name eth0 netns "$lan" || return 1
+  ip -n "$ns" addr add 192.168.0.1/24 dev lan0
+  ip -n "$ns" link set lan0 up
+  ip -n "$lan" addr add 192.168.0.2/24 dev eth0
+  ip -n "$lan" link set eth0 up
+  ip -n "$lan" route add default via 192.168.0.1
+  ip netns exec "$ns" sysctl -q -w net.ipv4.ip_forward=1
+  ip netns exec "$ns" iptables -t nat -A POSTROUTING -o eth0 -j MASQUERADE || return 1
+  ip netns exec "$ns" iptables -A FORWARD -j NETBED_CUT
+  ip netns exec "$ns" iptables -A FORWARD -i eth0 -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT || return 1
+  for p in ${ports[@]+"${ports[@]}"}; do
+    ip netns exec "$ns" iptables -t nat -A PREROUTING -i eth0 -p tcp --dport "$p" -j DNAT --to-destination 192.168.0.2
+    ip netns exec "$ns" iptables -A FORWARD -i eth0 -p tcp -d 192.168.0.2 --dport "$p" -j ACCEPT
+  done
+  ip netns exec "$ns" iptables -A FORWARD -i eth0 -j DROP
+  ip netns exec "$ns" iptables -A INPUT -i eth0 -p tcp --syn -j DROP
+  NETBED_NAT[i]=1
 }
 
 # netbed_partition "A..." "B...": nodes of group A stop hearing those of B
