@@ -167,6 +167,7 @@ void Membership::OnMessage(NodeId from, MessagePtr msg) {
   }
   ++stats_.messages_received;
   joined_ = true;
+  if (auto sender = members_.find(from); sender != members_.end()) sender->second.heard = env_.Now();
   // A full state (JOIN, SYNC) may be another side's view after a partition:
   // as memberlist's mergeState does, a member it holds dead that this node
   // holds alive or suspect is only suspected here, so that it refutes within the
@@ -180,16 +181,30 @@ void Membership::OnMessage(NodeId from, MessagePtr msg) {
   // probe order: the PING carries the suspicion first (buddy system), and the
   // member's ACK carries its refutation (or, when the suspicion names an older
   // incarnation, its current one) first.
+  //
+  // A dead update gossiped on any other message about a member this node
+  // holds alive is taken the same way: after a heal the other side's old
+  // verdicts also come piggybacked, and a member this node still hears from
+  // must get its suspicion timeout to refute. So is one about a member held
+  // suspect that spoke to this node itself within the minimum suspicion
+  // timeout: a true verdict comes at least that long after the member's last
+  // word (its accuser waited that long), so this only delays a death by this
+  // node's own suspicion timer, never hides it. Any other suspect is declared
+  // dead at once, as SWIM says (the usual way to a death: the accuser's
+  // suspicion came first).
   const bool state_exchange = h.type == MembershipType::kJoin || h.type == MembershipType::kSync;
   std::vector<NodeId> check;
   for (MemberUpdate u : m->updates()) {
-    if (state_exchange && u.state == MemberState::kDead) {
+    if (u.state == MemberState::kDead) {
       auto it = members_.find(u.member);
-      if (it != members_.end() && (it->second.member.state == MemberState::kAlive ||
-                                   it->second.member.state == MemberState::kSuspect)) {
-        u.state = MemberState::kSuspect;
-        if (it->second.member.state == MemberState::kAlive) check.push_back(u.member);
-      }
+      const bool alive = it != members_.end() && it->second.member.state == MemberState::kAlive;
+      const bool suspect = it != members_.end() && it->second.member.state == MemberState::kSuspect;
+      const bool heard =
+          suspect && it->second.heard != Nanos::min() &&
+          env_.Now() - it->second.heard <
+              SuspicionMinTimeout(options_.suspicion_alpha, GroupSize(), options_.probe_interval);
+      if (alive || (suspect && (state_exchange || heard))) u.state = MemberState::kSuspect;
+      if (alive) check.push_back(u.member);
     }
     ApplyUpdate(u, from);
     if (!running_) return;

@@ -145,8 +145,9 @@ struct MembershipStats {
   std::uint64_t deaths_declared = 0;    // suspicions that timed out here
   std::uint64_t refutations = 0;        // times this node raised its incarnation
   std::uint64_t stale_accusations = 0;  // accusations of an older incarnation, answered with the current one
-  std::uint64_t merge_checks = 0;       // PINGs to members a state exchange turned suspect
-  std::uint64_t suspect_checks = 0;     // PINGs to suspects besides the period's probe
+  std::uint64_t merge_checks =
+      0;  // PINGs to members a dead verdict (a state exchange, gossip) turned suspect
+  std::uint64_t suspect_checks = 0;  // PINGs to suspects besides the period's probe
 };
 
 class Membership final : public MessageSink {
@@ -194,6 +195,7 @@ class Membership final : public MessageSink {
     NodeId introduced_by = kNoNode;  // the peer whose message brought it into the view
     std::unique_ptr<Suspicion> suspicion;
     TimerId suspicion_timer = 0;
+    Nanos heard = Nanos::min();  // when a message of the member itself last came
   };
   struct Probe {
     std::uint32_t seq = 0;
