@@ -63,59 +63,6 @@ Status Transport::Start() {
   return Status::Ok();
 }
 
-void Transport::WantSession(NodeId id) {
-  Peer& peer = peers_[id];
-  if (peer.session || peer.dialing) return;
-  if (peer.unconnected_since == std::chrono::steady_clock::time_point{}) {
-    peer.unconnected_since = std::chrono::steady_clock::now();
-    peer.reported = false;
-  }
-  if (Dials(id)) return Dial(id);
-  if (peer.why.empty()) peer.why = "waiting for it to dial (the smaller id dials first)";
-  RedialAfter(id, options_.reverse_dial_after);
-}
-
-void Transport::Unreached(NodeId id, std::string why) {
-  auto it = peers_.find(id);
-  if (it == peers_.end() || it->second.session) return;
-  it->second.why = std::move(why);
-}
-
-void Transport::ReportUnconnected() {
-  if (stopped_) return;
-  const auto now = std::chrono::steady_clock::now();
-  std::uint64_t unconnected = 0;
-  for (auto& [id, peer] : peers_) {
-    if (peer.session || !peer.address.has_value() ||
-        peer.unconnected_since == std::chrono::steady_clock::time_point{})
-      continue;
-    const Nanos out = now - peer.unconnected_since;
-    if (out < options_.unconnected_report_after) continue;
-    ++unconnected;
-    if (peer.reported) continue;
-    peer.reported = true;
-    MURMUR_LOG(kWarning) << "node " << options_.self << ": no session with node " << id << " at "
-                         << peer.address->host << ":" << peer.address->port << " for "
-                         << std::chrono::duration_cast<std::chrono::seconds>(out).count()
-                         << " s: " << (peer.why.empty() ? "not dialled yet" : peer.why);
-  }
-  stats_.peers_unconnected = unconnected;
-  report_timer_.expires_after(std::chrono::seconds(1));
-  report_timer_.async_wait([this](const asio::error_code& ec) {
-    if (!ec) ReportUnconnected();
-  });
-}
-
-std::optional<PeerOutage> Transport::Unconnected(NodeId id) const {
-  auto it = peers_.find(id);
-  if (it == peers_.end() || it->second.session || !it->second.address.has_value() ||
-      it->second.unconnected_since == std::chrono::steady_clock::time_point{})
-    return std::nullopt;
-  const Peer& peer = it->second;
-  return PeerOutage{peer.why.empty() ? "not dialled yet" : peer.why,
-                    std::chrono::steady_clock::now() - peer.unconnected_since};
-}
-
 void Transport::Stop() {
   if (stopped_) return;
   stopped_ = true;
@@ -222,16 +169,7 @@ void Transport::Dial(NodeId id) {
       DialFailed(key);
       ++stats_.connect_failures;
       MURMUR_LOG(kDebug) << "connect to node " << id << ": " << ec.message();
-      Unreached(id, ec == asio::error::connection_refused ? "refused (nothing listens there)"
-                    : ec == asio::error::operation_aborted
-                        ? "timed out (no answer within " +
-                              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                 options_.connect_timeout)
-                                                 .count()) +
-                              " ms)"
-                    : ec == asio::error::host_unreachable || ec == asio::error::network_unreachable
-                        ? "unreachable (" + ec.message() + ")"
-                        : "connect failed (" + ec.message() + ")");
+      Unreached(id, ConnectFailure(ec));
       peers_[id].dialing = false;
       ScheduleRedial(id);
       return;

@@ -304,6 +304,11 @@ class Transport {
     std::chrono::steady_clock::time_point unconnected_since{};
     std::string why;
     bool reported = false;
+    // An address known, no session, and the time without one counted.
+    bool unconnected() const {
+      return !session && address.has_value() && unconnected_since != std::chrono::steady_clock::time_point{};
+    }
+    std::string reason() const { return why.empty() ? "not dialled yet" : why; }
   };
 
   void OnAccept(asio::ip::tcp::socket socket);
@@ -320,6 +325,8 @@ class Transport {
   void WantSession(NodeId id);
   // Records why `id` has no session yet.
   void Unreached(NodeId id, std::string why);
+  // Why a dial's connect failed, in words (refused, timed out, unreachable).
+  std::string ConnectFailure(const asio::error_code& ec) const;
   // Once a second: warns about peers unconnected past the report delay.
   void ReportUnconnected();
 
