@@ -163,6 +163,7 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec,
     o.local_steps = static_cast<int>(spec.local_steps());
     o.gamma = spec.gamma() > 0 ? spec.gamma() : (codec_spec.value_coding ? 1.0 : 0.05);
     o.round_timeout = timeout;
+    o.round_period = FromSeconds(spec.round_period());
     o.common_init = true;  // every node starts from the seed's x0
     // Catch-up reads "a neighbour two rounds ahead" as "I was down"; on a
     // time-varying (one-peer, directed) graph peers drift apart legitimately.

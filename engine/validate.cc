@@ -104,6 +104,11 @@ Status ValidateCommon(const proto::JobSpec& s) {
   if (!(s.round_timeout() >= 0 && s.round_timeout() <= 86400))
     return Bad("round_timeout",
                "must be in [0, 86400] seconds (0: fitted to the host), got " + Num(s.round_timeout()));
+  if (!(s.round_period() >= 0 && s.round_period() <= 86400))
+    return Bad("round_period",
+               "must be in [0, 86400] seconds (0: no round clock), got " + Num(s.round_period()));
+  if (s.round_period() > 0 && !IsDpsgd(s.algorithm()))
+    return Bad("round_period", "is for the D-PSGD family (dpsgd, dpsgd-cta, diloco), not " + s.algorithm());
   return Status::Ok();
 }
 

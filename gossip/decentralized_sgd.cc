@@ -114,6 +114,7 @@ DecentralizedSgdNode::DecentralizedSgdNode(Env& env, RoundTopology& topology, Lo
 }
 
 void DecentralizedSgdNode::Start() {
+  epoch_ = env_.Now() - options_.round_period * static_cast<std::int64_t>(options_.first_round);
   if (resync() && options_.first_round > 0) {
     // Resuming: the neighbours' copies of x^_i and this node's of theirs may
     // be off by what was sent while it was down or since its checkpoint.
@@ -259,6 +260,13 @@ UpdatePtr DecentralizedSgdNode::PrepareOutgoing() {
 
 void DecentralizedSgdNode::BeginRound() {
   if (finished()) return;
+  if (options_.round_period.count() > 0) {
+    const Nanos at = epoch_ + options_.round_period * static_cast<std::int64_t>(round_);
+    if (env_.Now() < at) {
+      env_.StartTimer(at - env_.Now(), [this] { BeginRound(); });
+      return;
+    }
+  }
   sent_ = false;
   trained_ = false;
   const double train_flops = options_.local_steps * learner_.FlopsPerStep();

@@ -93,6 +93,11 @@ struct DecentralizedSgdOptions {
   int local_steps = 1;         // H: local optimizer steps per round
   double gamma = 1.0;          // consensus step (CHOCO); 1 is plain D-PSGD
   Nanos round_timeout = std::chrono::seconds(60);
+  // A round clock: round r starts no sooner than r x round_period after the
+  // node's round 0 would have (Start() at first_round, less first_round
+  // periods); 0: each round starts as the previous one ends. Nodes alone in
+  // a time-varying graph then keep to the clock instead of racing ahead.
+  Nanos round_period{0};
   // Every node starts from the same x0 (a shared seed), so every public copy
   // x^_j can start at x0 instead of 0 and only training progress is sent.
   bool common_init = false;
@@ -244,6 +249,7 @@ class DecentralizedSgdNode final : public Node {
   bool mixing_ = false;     // between Combine and the end of its offloaded mixing
   bool preparing_ = false;  // while the outgoing message is computed off the event loop
   TimerId timeout_ = 0;
+  Nanos epoch_{0};  // when round 0 starts by the round clock (round_period)
   double loss_ = 0;
 };
 

@@ -16,7 +16,7 @@ std::vector<std::uint32_t> EdgesById(NodeId clients, NodeId edges) {
   return edge_of;
 }
 
-std::vector<std::uint32_t> NearestRsu(const ManhattanMobility& mobility, NodeId clients, NodeId edges) {
+std::vector<std::uint32_t> NearestRsu(const Mobility& mobility, NodeId clients, NodeId edges) {
   const auto& p = mobility.positions();
   std::vector<std::uint32_t> edge_of(clients, 0);
   for (NodeId i = 0; i < clients; ++i) {

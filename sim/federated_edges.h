@@ -29,8 +29,8 @@
 #include "federated/edge.h"
 #include "federated/server.h"
 #include "proto/scenario.pb.h"
-#include "sim/mobility.h"
 #include "sim/placement.h"
+#include "sim/vehicles/mobility.h"
 
 namespace murmur::sim {
 
@@ -38,7 +38,7 @@ namespace murmur::sim {
 std::vector<std::uint32_t> EdgesById(NodeId clients, NodeId edges);
 
 // edge_of[i]: the RSU (nodes clients .. clients+edges-1 of `mobility`) nearest to vehicle i now.
-std::vector<std::uint32_t> NearestRsu(const ManhattanMobility& mobility, NodeId clients, NodeId edges);
+std::vector<std::uint32_t> NearestRsu(const Mobility& mobility, NodeId clients, NodeId edges);
 
 // The placement of clients 0 .. C-1, edges C .. C+E-1 and the top server C+E
 // (C = edge_of.size()) on `ranks`: clients in id blocks, the server on the

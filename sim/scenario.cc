@@ -101,6 +101,17 @@ Status ValidateScenario(const proto::Scenario& s) {
     if (!(s.radio_range() > 0)) return Bad("radio_range", "must be > 0 (topology vehicles)");
     if (!(s.round_interval() > 0)) return Bad("round_interval", "must be > 0 (topology vehicles)");
     if (!(s.speed() >= 0)) return Bad("speed", "must be >= 0 (topology vehicles)");
+    if (s.sumo_fcd().empty() && !(s.sumo_net().empty() && s.rsu_junctions().empty()))
+      return Bad(s.sumo_net().empty() ? "rsu_junctions" : "sumo_net",
+                 "is for vehicles from a SUMO trace: give sumo_fcd");
+    if (!(s.sumo_begin() >= 0 && s.sumo_begin() <= 1e9))
+      return Bad("sumo_begin", "must be in [0, 1e9] seconds");
+    if (s.sumo_fcd().empty() && !s.contacts_csv().empty())
+      return Bad("contacts_csv", "is for vehicles from a SUMO trace: give sumo_fcd");
+    if (!s.sumo_fcd().empty() && s.rsus() > 0 && s.sumo_net().empty())
+      return Bad("sumo_net", "is needed for rsus > 0 with sumo_fcd (the RSUs stand at its junctions)");
+  } else if (!s.sumo_fcd().empty()) {
+    return Bad("sumo_fcd", "is for topology vehicles");
   }
   if (federated && spec.edge_aggregators() > 0) {
     if (spec.edge_assignment() == "nearest-rsu" &&

@@ -1,6 +1,8 @@
 #include "sim/world.h"
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <sstream>
 
 #include "engine/model_factory.h"
@@ -9,6 +11,8 @@
 #include "sim/byzantine_placement.h"
 #include "sim/host_data.h"
 #include "sim/runner.h"
+#include "sim/vehicles/manhattan.h"
+#include "sim/vehicles/sumo_mobility.h"
 #include "topology/weights.h"
 
 namespace murmur::sim {
@@ -57,26 +61,68 @@ Status BuildGraphTopology(const proto::Scenario& s, World& w) {
   return Status::Ok();
 }
 
-Status BuildVehicleTopology(const proto::Scenario& s, World& w) {
-  MobilityOptions mo;
-  mo.blocks = s.grid_blocks();
-  mo.block_m = s.block_m();
-  mo.speed = s.speed();
-  mo.radio_range = s.radio_range();
-  mo.rsus = s.rsus();
-  w.mobility = std::make_unique<ManhattanMobility>(s.spec().nodes(), mo, s.spec().seed());
+// Vehicles from a SUMO trace: read once here (seats, presence, RSUs), then
+// streamed again as the rounds advance; presence drives the nodes' churn.
+Result<std::unique_ptr<SumoMobility>> MakeSumoMobility(const proto::Scenario& s, const RadioOptions& radio,
+                                                       World& w, std::ostringstream& desc) {
+  const SumoSource source{s.sumo_fcd(), s.sumo_net(), s.rsu_junctions(), s.sumo_begin()};
+  MURMUR_ASSIGN_OR_RETURN(SumoScan scan, ScanSumo(source, s.spec().nodes(), radio));
+  for (const Presence& p : scan.presence) w.churn_trace.push_back({FromSeconds(p.time), p.node, p.online});
+  std::stable_sort(w.churn_trace.begin(), w.churn_trace.end(),
+                   [](const ChurnEvent& a, const ChurnEvent& b) { return a.time < b.time; });
+  desc << "vehicles from SUMO trace " << s.sumo_fcd() << " (" << scan.timesteps << " timesteps, "
+       << scan.begin << "-" << scan.end << " s";
+  if (s.sumo_begin() > 0) desc << ", from " << s.sumo_begin() << " s on";
+  desc << "; " << scan.trips << " trips, at most " << scan.most_at_once << " at once";
+  if (scan.unseated > 0) desc << ", " << scan.unseated << " not simulated for want of a free node";
+  desc << "), " << s.radio_range() << " m range, " << s.rsus() << " RSUs";
+  for (std::size_t r = 0; r < scan.rsus.size() && r < 8; ++r)
+    desc << (r == 0 ? " at " : ", ") << scan.rsus[r].id;
+  if (scan.rsus.size() > 8) desc << ", ...";
+  return SumoMobility::Open(source, s.spec().nodes(), radio, scan);
+}
+
+Status BuildVehicleTopology(const proto::Scenario& s, World& w, bool write_files) {
+  RadioOptions radio;
+  radio.radio_range = s.radio_range();
+  radio.rsus = s.rsus();
+  std::ostringstream desc;
   bool given = false;
   MURMUR_ASSIGN_OR_RETURN(topology::WeightOptions weights, engine::WeightsFor(s.spec(), &given));
   if (!given) weights.rule = topology::WeightRule::kMetropolisHastings;  // contact graphs are irregular
-  ManhattanMobility* mobility = w.mobility.get();
   const double interval = s.round_interval();
-  w.topology = std::make_unique<gossip::RoundTopology>([mobility, interval, weights](std::uint64_t t) {
-    mobility->Advance(std::max(mobility->time(), static_cast<double>(t) * interval));
-    return topology::MakeWeights(mobility->ContactGraph(), weights).value();
-  });
-  std::ostringstream desc;
-  desc << "vehicles on a " << s.grid_blocks() << "x" << s.grid_blocks() << " grid of " << s.block_m()
-       << " m blocks, " << s.radio_range() << " m range, " << s.rsus() << " RSUs";
+  if (!s.sumo_fcd().empty()) {
+    MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<SumoMobility> sumo, MakeSumoMobility(s, radio, w, desc));
+    std::function<void(const RoundContacts::Counts&)> observer;
+    if (!s.contacts_csv().empty() && write_files) {
+      auto out = std::make_shared<std::ofstream>(s.contacts_csv());
+      if (!*out)
+        return Status::InvalidArgument("scenario field 'contacts_csv': cannot write " + s.contacts_csv());
+      *out << "round,time_s,trace_time_s,vehicles,v2v_links,rsu_links\n";
+      observer = [out, begin = s.sumo_begin()](const RoundContacts::Counts& c) {
+        *out << c.round << ',' << c.time << ',' << c.time + begin << ',' << c.on_road << ',' << c.v2v << ','
+             << c.v2rsu << '\n';
+        out->flush();
+      };
+    }
+    auto rounds = std::make_shared<RoundContacts>(sumo.get(), interval, std::move(observer));
+    w.mobility = std::move(sumo);
+    w.topology = std::make_unique<gossip::RoundTopology>(
+        [rounds, weights](std::uint64_t t) { return topology::MakeWeights(rounds->At(t), weights).value(); });
+  } else {
+    GridOptions grid;
+    grid.blocks = s.grid_blocks();
+    grid.block_m = s.block_m();
+    grid.speed = s.speed();
+    w.mobility = std::make_unique<ManhattanMobility>(s.spec().nodes(), grid, radio, s.spec().seed());
+    desc << "vehicles on a " << s.grid_blocks() << "x" << s.grid_blocks() << " grid of " << s.block_m()
+         << " m blocks, " << s.radio_range() << " m range, " << s.rsus() << " RSUs";
+    Mobility* mobility = w.mobility.get();
+    w.topology = std::make_unique<gossip::RoundTopology>([mobility, interval, weights](std::uint64_t t) {
+      mobility->Advance(std::max(mobility->time(), static_cast<double>(t) * interval));
+      return topology::MakeWeights(mobility->ContactGraph(), weights).value();
+    });
+  }
   w.topology_description = desc.str();
   return Status::Ok();
 }
@@ -148,7 +194,7 @@ Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s, RankGroup* r
     w->churn_trace = std::move(trace).value();
   }
   if (s.spec().topology() == "vehicles") {
-    MURMUR_RETURN_IF_ERROR(BuildVehicleTopology(s, *w));
+    MURMUR_RETURN_IF_ERROR(BuildVehicleTopology(s, *w, ranks == nullptr || ranks->rank() == 0));
   } else {
     MURMUR_RETURN_IF_ERROR(BuildGraphTopology(s, *w));
   }

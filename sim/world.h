@@ -20,8 +20,8 @@
 #include "sim/churn.h"
 #include "sim/device.h"
 #include "sim/links.h"
-#include "sim/mobility.h"
 #include "sim/ranks.h"
+#include "sim/vehicles/mobility.h"
 #include "topology/schedule.h"
 
 namespace murmur::sim {
@@ -34,7 +34,7 @@ struct World {
   std::vector<DeviceProfile> devices;
   std::shared_ptr<const LinkModel> links;           // scenario field links; null: uniform
   std::unique_ptr<topology::Schedule> schedule;     // graph kinds
-  std::unique_ptr<ManhattanMobility> mobility;      // topology "vehicles"
+  std::unique_ptr<Mobility> mobility;               // topology "vehicles"
   std::unique_ptr<gossip::RoundTopology> topology;  // what the nodes read
   std::string topology_description;
   std::vector<ChurnEvent> churn_trace;  // from the scenario's churn_trace file, if any

@@ -14,15 +14,10 @@
 #include "sim/runner.h"
 #include "sim/simulator.h"
 #include "tests/sim/messages.h"
+#include "tests/sim/temp_file.h"
 
 namespace murmur::sim {
 namespace {
-
-std::string WriteFile(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / name;
-  std::ofstream(path) << text;
-  return path.string();
-}
 
 TEST_CASE("links sites: equal sites from the seed, LAN inside, WAN and its latency between") {
   auto m = MakeLinkModel("sites:4:100:1:20", 18, 5).value();

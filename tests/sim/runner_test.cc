@@ -371,3 +371,38 @@ TEST_CASE(
 
 }  // namespace
 }  // namespace murmur::sim
+
+namespace murmur::sim {
+namespace {
+
+TEST_CASE(
+    "A round clock starts round t at t x round_period, and mixes as without it when rounds are slower") {
+  proto::Scenario s = Small();
+  s.mutable_spec()->set_rounds(10);
+  s.mutable_spec()->set_eval_every(5);
+  s.set_devices("phone");
+  auto free_run = RunScenario(s).value();
+  const double natural = free_run.points.back().virtual_s / 10;  // one round's length, unclocked
+  REQUIRE(natural < 1);
+  // A period 4 s: round r starts at 4 r, so round 10 ends one round's length after 36 s.
+  s.mutable_spec()->set_round_period(4);
+  auto clocked = RunScenario(s).value();
+  const EvalPoint& p5 = clocked.points.at(1);
+  const EvalPoint& p10 = clocked.points.back();
+  REQUIRE(p10.round == 10);
+  CHECK(p5.virtual_s > 16);
+  CHECK(p5.virtual_s < 16 + 4 * natural + 0.01);
+  CHECK(p10.virtual_s > 36);
+  CHECK(p10.virtual_s < 36 + 4 * natural + 0.01);
+  // Nodes wait at the clock instead of for each other: the same models.
+  CHECK(p10.avg_acc == free_run.points.back().avg_acc);
+  CHECK(p10.consensus == free_run.points.back().consensus);
+  // Algorithms without a round clock refuse the field.
+  s.mutable_spec()->set_algorithm("push-sum");
+  auto refused = RunScenario(s);
+  REQUIRE(!refused.ok());
+  CHECK(refused.status().message().find("round_period") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace murmur::sim

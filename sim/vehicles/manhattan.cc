@@ -1,4 +1,4 @@
-#include "sim/mobility.h"
+#include "sim/vehicles/manhattan.h"
 
 #include <cmath>
 
@@ -11,11 +11,10 @@ constexpr double kDx[4] = {1, 0, -1, 0};
 constexpr double kDy[4] = {0, 1, 0, -1};
 }  // namespace
 
-ManhattanMobility::ManhattanMobility(std::uint32_t nodes, MobilityOptions options, std::uint64_t seed)
-    : options_(options), vehicles_(nodes - options.rsus) {
-  MURMUR_CHECK(nodes > options.rsus);
-  MURMUR_CHECK(options.blocks >= 1);
-  positions_.resize(nodes);
+ManhattanMobility::ManhattanMobility(std::uint32_t nodes, GridOptions grid, RadioOptions radio,
+                                     std::uint64_t seed)
+    : Mobility(nodes, radio), options_(grid), vehicles_(nodes - radio.rsus) {
+  MURMUR_CHECK(grid.blocks >= 1);
   state_.resize(vehicles_);
   const double b = options_.block_m;
   for (std::uint32_t v = 0; v < vehicles_; ++v) {
@@ -34,10 +33,11 @@ ManhattanMobility::ManhattanMobility(std::uint32_t nodes, MobilityOptions option
     positions_[v].x += kDx[s.dir] * part;
     positions_[v].y += kDy[s.dir] * part;
     s.to_next = b - part;
+    SetVelocity(v);
   }
   // RSUs at intersections on an even lattice.
-  for (std::uint32_t r = 0; r < options_.rsus; ++r) {
-    auto side = static_cast<std::uint32_t>(std::ceil(std::sqrt(static_cast<double>(options_.rsus))));
+  for (std::uint32_t r = 0; r < radio_.rsus; ++r) {
+    auto side = static_cast<std::uint32_t>(std::ceil(std::sqrt(static_cast<double>(radio_.rsus))));
     double step = static_cast<double>(options_.blocks) / (side + 1);
     double gx = std::round((r % side + 1) * step), gy = std::round((r / side + 1) * step);
     positions_[vehicles_ + r] = {gx * b, gy * b};
@@ -86,6 +86,7 @@ void ManhattanMobility::Advance(double t) {
       positions_[v].x = std::round(positions_[v].x / options_.block_m) * options_.block_m;
       positions_[v].y = std::round(positions_[v].y / options_.block_m) * options_.block_m;
       Turn(v);
+      SetVelocity(v);
     }
     positions_[v].x += kDx[s.dir] * left;
     positions_[v].y += kDy[s.dir] * left;
@@ -94,21 +95,8 @@ void ManhattanMobility::Advance(double t) {
   time_ = t;
 }
 
-topology::Graph ManhattanMobility::ContactGraph() const {
-  const auto n = static_cast<NodeId>(positions_.size());
-  auto v2v = topology::RandomGeometric(positions_, options_.radio_range);
-  MURMUR_CHECK(v2v.ok());
-  // V2V links, then the RSU backhaul (a clique) and vehicle-RSU links within the RSU's range.
-  std::vector<topology::Edge> edges = v2v->Edges();
-  const double rsu_range = options_.radio_range * options_.rsu_range_factor;
-  for (NodeId r = vehicles_; r < n; ++r) {
-    for (NodeId q = r + 1; q < n; ++q) edges.push_back({r, q});
-    for (NodeId v = 0; v < vehicles_; ++v) {
-      double dx = positions_[v].x - positions_[r].x, dy = positions_[v].y - positions_[r].y;
-      if (dx * dx + dy * dy <= rsu_range * rsu_range) edges.push_back({v, r});
-    }
-  }
-  return topology::Graph::FromEdgesDedup(n, edges);
+void ManhattanMobility::SetVelocity(std::size_t v) {
+  velocities_[v] = {kDx[state_[v].dir] * state_[v].speed, kDy[state_[v].dir] * state_[v].speed};
 }
 
 }  // namespace murmur::sim

@@ -1,0 +1,84 @@
+// Mobility: where the vehicles of a `vehicles` scenario are at a virtual
+// time, and the contact graph that follows. Two sources implement it: the
+// Manhattan grid (sim/vehicles/manhattan.h) and a SUMO trace
+// (sim/vehicles/sumo_mobility.h). Nodes 0 .. vehicles-1 are vehicles; the
+// last `rsus` nodes are roadside units, fixed and wired to each other.
+//
+// The contact graph at the current time links two present vehicles within
+// `radio_range` of each other (a random geometric graph), every pair of RSUs
+// (the backhaul), and a present vehicle to each RSU within
+// `rsu_range_factor` x `radio_range`. A vehicle that is not present (not on
+// the road now) has no links.
+//
+// ContactSeconds predicts how long a contact lasts from what each vehicle
+// knows now, its position and velocity (no look at the future): the time
+// until straight-line motion at today's velocities takes the pair out of
+// range, a closed form (the positive root of |d + w t| = R, d and w the
+// relative position and velocity), infinity for a pair that does not move
+// apart, 0 for a pair out of range now.
+//
+// Thread-safety: none; Advance from the event loop.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/env.h"
+#include "topology/generators.h"
+#include "topology/graph.h"
+
+namespace murmur::sim {
+
+struct RadioOptions {
+  double radio_range = 300;       // V2V range, m
+  std::uint32_t rsus = 0;         // the last `rsus` nodes are roadside units
+  double rsu_range_factor = 1.5;  // RSU radio range = this x radio_range
+};
+
+// Seconds until two points at positions a, b moving at velocities va, vb
+// (m/s) are more than `range` apart, if they keep their velocities: 0 when
+// they already are, infinity when they never will be.
+double ContactSeconds(topology::Point2 a, topology::Point2 va, topology::Point2 b, topology::Point2 vb,
+                      double range);
+
+// The contact graph of vehicles at `positions` (nodes 0 .. positions.size() -
+// radio.rsus - 1, present[v] != 0 on the road) and RSUs after them.
+topology::Graph ContactGraphOf(const std::vector<topology::Point2>& positions,
+                               const std::vector<std::uint8_t>& present, const RadioOptions& radio);
+
+class Mobility {
+ public:
+  Mobility(NodeId nodes, RadioOptions radio);
+  virtual ~Mobility() = default;
+
+  // Moves every vehicle to time t (seconds). REQUIRES: t >= time().
+  virtual void Advance(double t) = 0;
+
+  double time() const { return time_; }
+  NodeId nodes() const { return static_cast<NodeId>(positions_.size()); }
+  NodeId vehicles() const { return nodes() - radio_.rsus; }
+  const RadioOptions& radio() const { return radio_; }
+  const std::vector<topology::Point2>& positions() const { return positions_; }
+  const std::vector<topology::Point2>& velocities() const { return velocities_; }
+  const std::vector<std::uint8_t>& presence() const { return present_; }
+  // Whether node v is on the road now (RSUs always are).
+  bool present(NodeId v) const { return present_[v] != 0; }
+  // The range of a link between u and v: radio_range, or the RSU's range.
+  double Range(NodeId u, NodeId v) const;
+
+  // The contact graph at the current time.
+  topology::Graph ContactGraph() const;
+  // The predicted remaining contact of u and v now (ContactSeconds at the
+  // pair's range); infinity between two RSUs (wired).
+  double PredictedContact(NodeId u, NodeId v) const;
+
+ protected:
+  RadioOptions radio_;
+  std::vector<topology::Point2> positions_;
+  std::vector<topology::Point2> velocities_;
+  std::vector<std::uint8_t> present_;
+  double time_ = 0;
+};
+
+}  // namespace murmur::sim
