@@ -33,6 +33,26 @@ std::vector<std::uint32_t> NearestRsu(const Mobility& mobility, NodeId clients, 
   return edge_of;
 }
 
+std::vector<std::uint8_t> StayingInRange(const Mobility& m, std::span<const std::uint32_t> edge_of,
+                                         const std::vector<DeviceProfile>& devices,
+                                         std::span<const double> samples, const ClientRoundCost& cost) {
+  const auto clients = static_cast<NodeId>(edge_of.size());
+  std::vector<std::uint8_t> staying(clients, 0);
+  for (NodeId i = 0; i < clients; ++i) {
+    const NodeId rsu = clients + edge_of[i];
+    const DeviceProfile& d = devices[i];
+    const DeviceProfile& r = devices[rsu];
+    const double range = m.Range(i, rsu);
+    const double radio = cost.radio.on() ? cost.radio.At(std::min(m.Distance(i, rsu), range), range)
+                                         : std::numeric_limits<double>::infinity();
+    const double up = std::min({d.up_bps, r.down_bps, radio}), down = std::min({r.up_bps, d.down_bps, radio});
+    const double needed = cost.model_bits / down + cost.model_bits / up +
+                          cost.local_epochs * samples[i] * cost.flops_per_sample / d.flops_per_s;
+    staying[i] = m.PredictedContact(i, rsu) >= needed;
+  }
+  return staying;
+}
+
 Placement PlaceEdgeClusters(std::span<const std::uint32_t> edge_of, NodeId edges, int ranks, int rank) {
   const auto clients = static_cast<NodeId>(edge_of.size());
   const Placement blocks(clients, ranks, rank);

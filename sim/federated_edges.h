@@ -29,6 +29,7 @@
 #include "federated/edge.h"
 #include "federated/server.h"
 #include "proto/scenario.pb.h"
+#include "sim/device.h"
 #include "sim/placement.h"
 #include "sim/vehicles/mobility.h"
 
@@ -39,6 +40,23 @@ std::vector<std::uint32_t> EdgesById(NodeId clients, NodeId edges);
 
 // edge_of[i]: the RSU (nodes clients .. clients+edges-1 of `mobility`) nearest to vehicle i now.
 std::vector<std::uint32_t> NearestRsu(const Mobility& mobility, NodeId clients, NodeId edges);
+
+// What a client round at an RSU costs, for contact-aware clusters.
+struct ClientRoundCost {
+  double model_bits = 0;        // the model down, the update up
+  double flops_per_sample = 0;  // of one training pass over a sample
+  double local_epochs = 1;
+  RadioRate radio;  // the link's rate when on(), else the devices'
+};
+
+// Contact-aware clusters: staying[i] when vehicle i's contact with its RSU
+// (edge_of[i]) is predicted (Mobility::PredictedContact) to outlast a
+// client round there: the model down and the update up at the link's rate
+// (the radio's at today's distance, or the slower device's) and
+// local_epochs passes over its samples[i] at its device's speed.
+std::vector<std::uint8_t> StayingInRange(const Mobility& mobility, std::span<const std::uint32_t> edge_of,
+                                         const std::vector<DeviceProfile>& devices,
+                                         std::span<const double> samples, const ClientRoundCost& cost);
 
 // The placement of clients 0 .. C-1, edges C .. C+E-1 and the top server C+E
 // (C = edge_of.size()) on `ranks`: clients in id blocks, the server on the

@@ -24,6 +24,7 @@
 #include "sim/faults.h"
 #include "sim/federated_edges.h"
 #include "sim/label_flip.h"
+#include "sim/radio_links.h"
 #include "sim/ranks.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
@@ -110,6 +111,7 @@ class FederatedRun final : public RoundObserver {
   int server_rank() const { return sim_->placement().RankOf(top_); }
   void SetOnline(NodeId node, bool online);
   void AssignToRsus();
+  std::vector<std::uint8_t> StayingInRange() const;
 
   const proto::Scenario& s_;
   const proto::JobSpec& spec_;
@@ -170,6 +172,7 @@ Status FederatedRun::Build() {
   so.seed = spec_.seed();
   so.threads = s_.threads() == 0 ? HardwareThreads() : static_cast<int>(s_.threads());
   so.network = ScenarioNetwork(s_);
+  if (!s_.radio_rate().empty()) so.network.links = world_->links;  // vehicles' radios (sim/radio_links.h)
   so.serial_work = options_.learning != nullptr && !options_.learning->concurrent;
   so.interrupt = options_.interrupt;
   so.placement = PlaceFederated(n, num_edges);
@@ -338,16 +341,32 @@ void FederatedRun::SetOnline(NodeId node, bool online) {
     if (e != nullptr) e->SetOnline(node, online);
 }
 
+// Contact-aware clusters (federated_edges.h StayingInRange): the dense
+// model both ways, 3 x the model's forward flops a training sample.
+std::vector<std::uint8_t> FederatedRun::StayingInRange() const {
+  ClientRoundCost cost;
+  cost.model_bits = 32.0 * static_cast<double>(world_->initial.size());
+  cost.flops_per_sample = 3 * world_->model->FlopsPerSample();
+  cost.local_epochs = static_cast<double>(spec_.local_epochs());
+  if (!s_.radio_rate().empty()) cost.radio = ParseRadioRate(s_.radio_rate()).value();
+  std::vector<double> samples(num_clients_);
+  for (NodeId i = 0; i < num_clients_; ++i)
+    samples[i] = static_cast<double>(world_->partition->node(i).size());
+  return sim::StayingInRange(*world_->mobility, edge_of_, world_->devices, samples, cost);
+}
+
 void FederatedRun::AssignToRsus() {
   const auto edges = static_cast<NodeId>(edges_.size());
   world_->mobility->Advance(
       std::max(world_->mobility->time(), std::chrono::duration<double>(sim_->now()).count()));
   edge_of_ = NearestRsu(*world_->mobility, num_clients_, edges);
+  const std::vector<std::uint8_t> staying =
+      s_.contact_aware() ? StayingInRange() : std::vector<std::uint8_t>();
   for (NodeId e = 0; e < edges; ++e) {
     std::vector<std::uint8_t> in(num_clients_, 0);
     std::size_t size = 0;
     for (NodeId i = 0; i < num_clients_; ++i) {
-      in[i] = edge_of_[i] == e;
+      in[i] = edge_of_[i] == e && (staying.empty() || staying[i] != 0);
       size += in[i];
     }
     if (edges_[e] != nullptr)

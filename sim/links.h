@@ -7,7 +7,8 @@
 // transfer, as a radio's airtime or a socket whose buffer drains at the
 // path's rate does. The message then takes both devices' access latency plus
 // Latency(a, b), and the receiver's downlink as before. Both are pure
-// functions of the pair, so partitioned runs give the same bits.
+// functions of the pair (for RadioLinks, sim/radio_links.h: of the pair and
+// the time), so partitioned runs give the same bits.
 //
 // Kinds (scenario field `links`):
 //   uniform                       no path limits (the default; MakeLinkModel gives null)
@@ -48,6 +49,22 @@ class LinkModel {
   virtual double Bps(NodeId a, NodeId b) const = 0;
   // One-way latency the path adds to both ends' access latency.
   virtual Nanos Latency(NodeId a, NodeId b) const = 0;
+  // The rate at virtual time t, for paths that change (RadioLinks: vehicles
+  // driving); the simulator asks at non-decreasing t, from one rank's event
+  // loop. The default is Bps(a, b).
+  virtual double BpsAt(NodeId a, NodeId b, Nanos t) const {
+    (void)t;
+    return Bps(a, b);
+  }
+  // Whether the path exists at time t: a message whose path is down when it
+  // is sent or when its last byte comes in is lost (a radio contact that
+  // ended mid-transfer). The default: always.
+  virtual bool Up(NodeId a, NodeId b, Nanos t) const {
+    (void)a;
+    (void)b;
+    (void)t;
+    return true;
+  }
   // "4 sites, 100 Mbit/s inside, 1 Mbit/s and 20 ms between"
   virtual std::string Describe() const = 0;
   // sites: each node's site, and how many there are; others: empty and 0.

@@ -9,6 +9,7 @@
 #include "sim/faults.h"
 #include "sim/gossip_attack.h"
 #include "sim/links.h"
+#include "sim/radio_links.h"
 
 namespace murmur::sim {
 
@@ -106,12 +107,17 @@ Status ValidateScenario(const proto::Scenario& s) {
                  "is for vehicles from a SUMO trace: give sumo_fcd");
     if (!(s.sumo_begin() >= 0 && s.sumo_begin() <= 1e9))
       return Bad("sumo_begin", "must be in [0, 1e9] seconds");
+    if (!s.radio_rate().empty()) {
+      MURMUR_RETURN_IF_ERROR(ParseRadioRate(s.radio_rate()).status());
+      if (s.links() != "uniform") return Bad("radio_rate", "and links both set a path model: give one");
+    }
     if (s.sumo_fcd().empty() && !s.contacts_csv().empty())
       return Bad("contacts_csv", "is for vehicles from a SUMO trace: give sumo_fcd");
     if (!s.sumo_fcd().empty() && s.rsus() > 0 && s.sumo_net().empty())
       return Bad("sumo_net", "is needed for rsus > 0 with sumo_fcd (the RSUs stand at its junctions)");
-  } else if (!s.sumo_fcd().empty()) {
-    return Bad("sumo_fcd", "is for topology vehicles");
+  } else if (!s.sumo_fcd().empty() || !s.radio_rate().empty() || s.contact_aware()) {
+    return Bad(!s.sumo_fcd().empty() ? "sumo_fcd" : (s.contact_aware() ? "contact_aware" : "radio_rate"),
+               "is for topology vehicles");
   }
   if (federated && spec.edge_aggregators() > 0) {
     if (spec.edge_assignment() == "nearest-rsu" &&

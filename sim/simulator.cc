@@ -119,6 +119,7 @@ void Simulator::Send(NodeId from, NodeId to, MessagePtr msg) {
   }
   Rng& rng = link_rng_[from];
   bool lost = net.message_loss > 0 && rng.Bernoulli(net.message_loss);
+  lost = lost || PathDown(from, to);
   double jitter = net.jitter > 0 ? rng.Uniform(1 - net.jitter, 1 + net.jitter) : 1.0;
   const Nanos propagation = Jittered(PathLatency(from, to), jitter);
   const Nanos depart = std::max(now_, uplink_free_[from]) + TransferTime(bytes, UplinkRate(from, to));
@@ -128,7 +129,13 @@ void Simulator::Send(NodeId from, NodeId to, MessagePtr msg) {
 
 double Simulator::UplinkRate(NodeId from, NodeId to) const {
   const LinkModel* links = options_.network.links.get();
-  return links == nullptr ? devices_[from].up_bps : std::min(devices_[from].up_bps, links->Bps(from, to));
+  return links == nullptr ? devices_[from].up_bps
+                          : std::min(devices_[from].up_bps, links->BpsAt(from, to, now_));
+}
+
+bool Simulator::PathDown(NodeId from, NodeId to) const {
+  const LinkModel* links = options_.network.links.get();
+  return links != nullptr && !links->Up(from, to, now_);
 }
 
 Nanos Simulator::PathLatency(NodeId from, NodeId to) const {
@@ -178,7 +185,8 @@ void Simulator::FlushBurst(NodeId from) {
   Rng& rng = link_rng_[from];
   for (std::size_t i = 0; i < k; ++i) {
     Outgoing& m = burst[i];
-    const bool lost = net.message_loss > 0 && rng.Bernoulli(net.message_loss);
+    bool lost = net.message_loss > 0 && rng.Bernoulli(net.message_loss);
+    lost = lost || PathDown(from, m.to);
     const double jitter = net.jitter > 0 ? rng.Uniform(1 - net.jitter, 1 + net.jitter) : 1.0;
     const Nanos path = PathLatency(from, m.to);
     const Nanos propagation = Jittered(path, jitter);
@@ -269,7 +277,7 @@ void Simulator::ScheduleArrival(EventKey key, Nanos first, NodeId from, NodeId t
     const Nanos received = std::max(now_, busy);
     queue_.Schedule(received, to, [this, from, to, bytes, m = std::move(m)]() mutable {
       TrafficStats& in = traffic_[to];
-      if (!online_[to] || sinks_[to] == nullptr) {
+      if (!online_[to] || sinks_[to] == nullptr || PathDown(from, to)) {
         ++in.messages_lost;
         ++totals_.messages_lost;
         return;

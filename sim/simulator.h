@@ -224,6 +224,8 @@ class Simulator {
   double UplinkRate(NodeId from, NodeId to) const;
   // Both access latencies, the path's and the extra latency.
   Nanos PathLatency(NodeId from, NodeId to) const;
+  // Whether the link model says the path from -> to is down now (sim/links.h Up).
+  bool PathDown(NodeId from, NodeId to) const;
   // `path` scaled by a jitter draw, truncated to the nanosecond.
   static Nanos Jittered(Nanos path, double jitter);
   // Pops and runs the next event.

@@ -3,13 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
+#include "engine/gossip_builder.h"
 #include "engine/model_factory.h"
 #include "engine/topology.h"
 #include "ml/dataset_spec.h"
 #include "sim/byzantine_placement.h"
 #include "sim/host_data.h"
+#include "sim/radio_links.h"
 #include "sim/runner.h"
 #include "sim/vehicles/manhattan.h"
 #include "sim/vehicles/sumo_mobility.h"
@@ -62,9 +65,10 @@ Status BuildGraphTopology(const proto::Scenario& s, World& w) {
 }
 
 // Vehicles from a SUMO trace: read once here (seats, presence, RSUs), then
-// streamed again as the rounds advance; presence drives the nodes' churn.
-Result<std::unique_ptr<SumoMobility>> MakeSumoMobility(const proto::Scenario& s, const RadioOptions& radio,
-                                                       World& w, std::ostringstream& desc) {
+// streamed again as the rounds advance (and by the radio links, if any);
+// presence drives the nodes' churn.
+Result<SumoScan> ScanScenarioTrace(const proto::Scenario& s, const RadioOptions& radio, World& w,
+                                   std::ostringstream& desc) {
   const SumoSource source{s.sumo_fcd(), s.sumo_net(), s.rsu_junctions(), s.sumo_begin()};
   MURMUR_ASSIGN_OR_RETURN(SumoScan scan, ScanSumo(source, s.spec().nodes(), radio));
   for (const Presence& p : scan.presence) w.churn_trace.push_back({FromSeconds(p.time), p.node, p.online});
@@ -79,7 +83,31 @@ Result<std::unique_ptr<SumoMobility>> MakeSumoMobility(const proto::Scenario& s,
   for (std::size_t r = 0; r < scan.rsus.size() && r < 8; ++r)
     desc << (r == 0 ? " at " : ", ") << scan.rsus[r].id;
   if (scan.rsus.size() > 8) desc << ", ...";
-  return SumoMobility::Open(source, s.spec().nodes(), radio, scan);
+  return scan;
+}
+
+// One round's message for contact-aware scheduling: the initial model
+// through the job's codec (a gossip run), or dense fp32.
+double MessageBits(const proto::Scenario& s, const World& w) {
+  auto codec = engine::GossipCodecOf(s.spec());
+  if (!codec.ok() || codec->compressor == nullptr) return 32.0 * static_cast<double>(w.initial.size());
+  compression::CompressorState state;
+  Rng rng(s.spec().seed(), 0, RngPurpose::kInit);
+  return 8.0 * static_cast<double>(codec->compressor->Compress(w.initial, state, rng)->EncodedSize());
+}
+
+// The contacts_csv writer: one row per round (RoundContacts::Counts).
+Result<std::function<void(const RoundContacts::Counts&)>> ContactsWriter(const proto::Scenario& s) {
+  auto out = std::make_shared<std::ofstream>(s.contacts_csv());
+  if (!*out)
+    return Status::InvalidArgument("scenario field 'contacts_csv': cannot write " + s.contacts_csv());
+  *out << "round,time_s,trace_time_s,vehicles,v2v_links,rsu_links,used_links\n";
+  return std::function<void(const RoundContacts::Counts&)>(
+      [out, begin = s.sumo_begin()](const RoundContacts::Counts& c) {
+        *out << c.round << ',' << c.time << ',' << c.time + begin << ',' << c.on_road << ',' << c.v2v << ','
+             << c.v2rsu << ',' << c.kept << '\n';
+        out->flush();
+      });
 }
 
 Status BuildVehicleTopology(const proto::Scenario& s, World& w, bool write_files) {
@@ -91,21 +119,35 @@ Status BuildVehicleTopology(const proto::Scenario& s, World& w, bool write_files
   MURMUR_ASSIGN_OR_RETURN(topology::WeightOptions weights, engine::WeightsFor(s.spec(), &given));
   if (!given) weights.rule = topology::WeightRule::kMetropolisHastings;  // contact graphs are irregular
   const double interval = s.round_interval();
+  RadioRate rate;
+  if (!s.radio_rate().empty()) {
+    MURMUR_ASSIGN_OR_RETURN(rate, ParseRadioRate(s.radio_rate()));
+  }
+  std::optional<ContactAware> aware;
+  if (s.contact_aware()) {
+    aware.emplace();
+    aware->message_bits = MessageBits(s, w);
+    aware->round_seconds = s.round_interval();
+    aware->radio = rate;
+    for (const DeviceProfile& d : w.devices) aware->up_bps.push_back(d.up_bps);
+  }
+  // Each user of positions advances a mobility of its own (the rounds, the
+  // federated RSU assignment, the radio links), each from the same source.
+  std::function<Result<std::unique_ptr<Mobility>>()> make;
   if (!s.sumo_fcd().empty()) {
-    MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<SumoMobility> sumo, MakeSumoMobility(s, radio, w, desc));
+    MURMUR_ASSIGN_OR_RETURN(SumoScan scan, ScanScenarioTrace(s, radio, w, desc));
+    const SumoSource source{s.sumo_fcd(), s.sumo_net(), s.rsu_junctions(), s.sumo_begin()};
+    const NodeId nodes = s.spec().nodes();
+    make = [source, nodes, radio, scan]() -> Result<std::unique_ptr<Mobility>> {
+      MURMUR_ASSIGN_OR_RETURN(auto m, SumoMobility::Open(source, nodes, radio, scan));
+      return std::unique_ptr<Mobility>(std::move(m));
+    };
+    MURMUR_ASSIGN_OR_RETURN(auto sumo, SumoMobility::Open(source, nodes, radio, scan));
     std::function<void(const RoundContacts::Counts&)> observer;
     if (!s.contacts_csv().empty() && write_files) {
-      auto out = std::make_shared<std::ofstream>(s.contacts_csv());
-      if (!*out)
-        return Status::InvalidArgument("scenario field 'contacts_csv': cannot write " + s.contacts_csv());
-      *out << "round,time_s,trace_time_s,vehicles,v2v_links,rsu_links\n";
-      observer = [out, begin = s.sumo_begin()](const RoundContacts::Counts& c) {
-        *out << c.round << ',' << c.time << ',' << c.time + begin << ',' << c.on_road << ',' << c.v2v << ','
-             << c.v2rsu << '\n';
-        out->flush();
-      };
+      MURMUR_ASSIGN_OR_RETURN(observer, ContactsWriter(s));
     }
-    auto rounds = std::make_shared<RoundContacts>(sumo.get(), interval, std::move(observer));
+    auto rounds = std::make_shared<RoundContacts>(sumo.get(), interval, std::move(observer), aware);
     w.mobility = std::move(sumo);
     w.topology = std::make_unique<gossip::RoundTopology>(
         [rounds, weights](std::uint64_t t) { return topology::MakeWeights(rounds->At(t), weights).value(); });
@@ -114,15 +156,31 @@ Status BuildVehicleTopology(const proto::Scenario& s, World& w, bool write_files
     grid.blocks = s.grid_blocks();
     grid.block_m = s.block_m();
     grid.speed = s.speed();
-    w.mobility = std::make_unique<ManhattanMobility>(s.spec().nodes(), grid, radio, s.spec().seed());
+    const NodeId nodes = s.spec().nodes();
+    const std::uint64_t seed = s.spec().seed();
+    make = [nodes, grid, radio, seed]() -> Result<std::unique_ptr<Mobility>> {
+      return std::unique_ptr<Mobility>(std::make_unique<ManhattanMobility>(nodes, grid, radio, seed));
+    };
+    MURMUR_ASSIGN_OR_RETURN(w.mobility, make());
     desc << "vehicles on a " << s.grid_blocks() << "x" << s.grid_blocks() << " grid of " << s.block_m()
          << " m blocks, " << s.radio_range() << " m range, " << s.rsus() << " RSUs";
     Mobility* mobility = w.mobility.get();
-    w.topology = std::make_unique<gossip::RoundTopology>([mobility, interval, weights](std::uint64_t t) {
+    w.topology = std::make_unique<gossip::RoundTopology>([mobility, interval, weights,
+                                                          aware](std::uint64_t t) {
       mobility->Advance(std::max(mobility->time(), static_cast<double>(t) * interval));
-      return topology::MakeWeights(mobility->ContactGraph(), weights).value();
+      topology::Graph g = mobility->ContactGraph();
+      if (aware)
+        g = KeepLastingContacts(g, mobility->positions(), mobility->velocities(), mobility->radio(), *aware);
+      return topology::MakeWeights(g, weights).value();
     });
   }
+  if (rate.on()) {
+    MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<Mobility> own, make());
+    auto links = std::make_shared<RadioLinks>(std::move(own), rate);
+    desc << ", " << links->Describe();
+    w.links = std::move(links);
+  }
+  if (aware) desc << ", contact-aware";
   w.topology_description = desc.str();
   return Status::Ok();
 }

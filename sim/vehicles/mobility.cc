@@ -1,11 +1,16 @@
 #include "sim/vehicles/mobility.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "core/check.h"
 
 namespace murmur::sim {
+
+double RadioRate::At(double d, double range) const {
+  return fast_bps * std::pow(slow_bps / fast_bps, std::clamp(d / range, 0.0, 1.0));
+}
 
 double ContactSeconds(topology::Point2 a, topology::Point2 va, topology::Point2 b, topology::Point2 vb,
                       double range) {
@@ -35,6 +40,10 @@ double Mobility::Range(NodeId u, NodeId v) const {
   return rsu ? radio_.radio_range * radio_.rsu_range_factor : radio_.radio_range;
 }
 
+double Mobility::Distance(NodeId u, NodeId v) const {
+  return std::hypot(positions_[u].x - positions_[v].x, positions_[u].y - positions_[v].y);
+}
+
 topology::Graph ContactGraphOf(const std::vector<topology::Point2>& positions,
                                const std::vector<std::uint8_t>& present, const RadioOptions& radio) {
   const auto n = static_cast<NodeId>(positions.size()), cars = n - radio.rsus;
@@ -60,6 +69,57 @@ topology::Graph ContactGraphOf(const std::vector<topology::Point2>& positions,
       const double dx = positions[v].x - positions[r].x, dy = positions[v].y - positions[r].y;
       if (dx * dx + dy * dy <= rsu_range * rsu_range) edges.push_back({v, r});
     }
+  }
+  return topology::Graph::FromEdgesDedup(n, edges);
+}
+
+topology::Graph KeepLastingContacts(const topology::Graph& contacts,
+                                    const std::vector<topology::Point2>& positions,
+                                    const std::vector<topology::Point2>& velocities,
+                                    const RadioOptions& radio, const ContactAware& aware) {
+  const NodeId n = contacts.num_nodes(), cars = n - radio.rsus;
+  const double rsu_range = radio.radio_range * radio.rsu_range_factor;
+  struct Candidate {
+    NodeId peer;
+    double contact;  // predicted seconds
+    double rate;     // bits/s
+  };
+  std::vector<std::vector<NodeId>> kept(n);
+  std::vector<Candidate> cands;
+  for (NodeId u = 0; u < n; ++u) {
+    cands.clear();
+    for (NodeId v : contacts.Neighbors(u)) {
+      if (u >= cars && v >= cars) continue;  // wired backhaul
+      const double range = u >= cars || v >= cars ? rsu_range : radio.radio_range;
+      const double d = std::hypot(positions[u].x - positions[v].x, positions[u].y - positions[v].y);
+      const double up = std::min(aware.up_bps[u], aware.up_bps[v]);
+      const double rate = aware.radio.on() ? std::min(up, aware.radio.At(std::min(d, range), range)) : up;
+      cands.push_back(
+          {v, ContactSeconds(positions[u], velocities[u], positions[v], velocities[v], range), rate});
+    }
+    std::stable_sort(cands.begin(), cands.end(),
+                     [](const Candidate& a, const Candidate& b) { return a.contact > b.contact; });
+    std::vector<const Candidate*> chosen;
+    auto fits = [&](const Candidate& c, double k) {
+      const double transfer = k * aware.message_bits / c.rate;
+      return c.contact >= transfer && (aware.round_seconds <= 0 || transfer <= aware.round_seconds);
+    };
+    for (const Candidate& c : cands) {
+      const double k = static_cast<double>(chosen.size() + 1);
+      bool fit = fits(c, k);
+      for (const Candidate* o : chosen) fit = fit && fits(*o, k);
+      if (!fit) continue;
+      chosen.push_back(&c);
+    }
+    for (const Candidate* c : chosen) kept[u].push_back(c->peer);
+    std::sort(kept[u].begin(), kept[u].end());
+  }
+  std::vector<topology::Edge> edges;
+  for (const topology::Edge& e : contacts.Edges()) {
+    const bool wired = e.u >= cars && e.v >= cars;
+    if (wired || (std::binary_search(kept[e.u].begin(), kept[e.u].end(), e.v) &&
+                  std::binary_search(kept[e.v].begin(), kept[e.v].end(), e.u)))
+      edges.push_back(e);
   }
   return topology::Graph::FromEdgesDedup(n, edges);
 }

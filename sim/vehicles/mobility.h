@@ -36,6 +36,17 @@ struct RadioOptions {
   double rsu_range_factor = 1.5;  // RSU radio range = this x radio_range
 };
 
+// A radio's rate over distance (scenario field radio_rate, FAST:SLOW):
+// fast_bps at distance 0 falling geometrically to slow_bps at the link's
+// range, fast (slow / fast)^(d / range), and no link beyond the range.
+// fast_bps 0: no radio model (the devices' rates alone).
+struct RadioRate {
+  double fast_bps = 0, slow_bps = 0;
+  bool on() const { return fast_bps > 0; }
+  // REQUIRES: on(), 0 <= d <= range.
+  double At(double d, double range) const;
+};
+
 // Seconds until two points at positions a, b moving at velocities va, vb
 // (m/s) are more than `range` apart, if they keep their velocities: 0 when
 // they already are, infinity when they never will be.
@@ -46,6 +57,27 @@ double ContactSeconds(topology::Point2 a, topology::Point2 va, topology::Point2 
 // radio.rsus - 1, present[v] != 0 on the road) and RSUs after them.
 topology::Graph ContactGraphOf(const std::vector<topology::Point2>& positions,
                                const std::vector<std::uint8_t>& present, const RadioOptions& radio);
+
+// Contact-aware scheduling (scenario field contact_aware): a node sends a
+// round's message to each neighbour it keeps, and its k transfers share its
+// uplink, so each needs about k x message_bits / rate; a contact predicted
+// (ContactSeconds, from positions and velocities now) to end sooner would
+// lose its transfer, and transfers longer than a round (round_seconds, the
+// round clock) would queue the next round's behind them until every contact
+// is stale. Each node takes its neighbours longest predicted contact first
+// and keeps one while every kept transfer, this one's included, fits both
+// its contact and the round; a link stays when both ends keep it. RSU-RSU
+// links (wired) always stay and count for nobody's k.
+struct ContactAware {
+  double message_bits = 0;     // one round's message
+  double round_seconds = 0;    // a round's length (0: no bound)
+  RadioRate radio;             // the pair's radio rate, when on()
+  std::vector<double> up_bps;  // and no more than the slower of the two ends' uplinks
+};
+topology::Graph KeepLastingContacts(const topology::Graph& contacts,
+                                    const std::vector<topology::Point2>& positions,
+                                    const std::vector<topology::Point2>& velocities,
+                                    const RadioOptions& radio, const ContactAware& aware);
 
 class Mobility {
  public:
@@ -66,6 +98,8 @@ class Mobility {
   bool present(NodeId v) const { return present_[v] != 0; }
   // The range of a link between u and v: radio_range, or the RSU's range.
   double Range(NodeId u, NodeId v) const;
+  // The distance between u and v now.
+  double Distance(NodeId u, NodeId v) const;
 
   // The contact graph at the current time.
   topology::Graph ContactGraph() const;

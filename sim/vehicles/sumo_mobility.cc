@@ -291,13 +291,20 @@ void SumoMobility::Advance(double t) {
   time_ = t;
 }
 
+topology::Graph RoundContacts::Graph(const Snap& snap) const {
+  topology::Graph g = ContactGraphOf(snap.pos, snap.present, mobility_->radio());
+  if (!aware_) return g;
+  return KeepLastingContacts(g, snap.pos, snap.vel, mobility_->radio(), *aware_);
+}
+
 topology::Graph RoundContacts::At(std::uint64_t round) {
   while (rounds_.size() <= round && (rounds_.empty() || !mobility_->over())) {
     mobility_->Advance(std::max(mobility_->time(), static_cast<double>(rounds_.size()) * interval_));
-    rounds_.push_back({mobility_->positions(), mobility_->presence()});
+    rounds_.push_back({mobility_->positions(), mobility_->velocities(), mobility_->presence()});
     if (observer_) {
       const Snap& snap = rounds_.back();
       const topology::Graph g = ContactGraphOf(snap.pos, snap.present, mobility_->radio());
+      const topology::Graph used = aware_ ? Graph(snap) : g;
       Counts c;
       c.round = rounds_.size() - 1;
       c.time = mobility_->time();
@@ -305,17 +312,18 @@ topology::Graph RoundContacts::At(std::uint64_t round) {
       for (NodeId v = 0; v < cars; ++v) {
         c.on_road += snap.present[v];
         for (NodeId w : g.Neighbors(v)) {
-          if (w >= cars)
+          if (w >= cars) {
             ++c.v2rsu;
-          else if (w > v)
+          } else if (w > v) {
             ++c.v2v;
+          }
         }
+        for (NodeId w : used.Neighbors(v)) c.kept += w >= cars || w > v;
       }
       observer_(c);
     }
   }
-  const Snap& snap = rounds_[std::min<std::uint64_t>(round, rounds_.size() - 1)];
-  return ContactGraphOf(snap.pos, snap.present, mobility_->radio());
+  return Graph(rounds_[std::min<std::uint64_t>(round, rounds_.size() - 1)]);
 }
 
 }  // namespace murmur::sim

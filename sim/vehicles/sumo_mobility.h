@@ -34,6 +34,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <span>
 #include <string>
@@ -130,10 +131,9 @@ class SumoMobility : public Mobility {
 
 // Round t's contact graph, at virtual time t x interval, whatever order the
 // rounds are asked in: a node far behind gets its own round's graph, not the
-// present's (nodes alone on an empty road race ahead). The trace is streamed
-// in round order and each round's positions and presence are kept, 17 bytes
-// a node a round up to the trace's end; every round after it is the same
-// empty road.
+// present's. The trace is streamed in round order and each round's
+// positions, velocities and presence are kept, 33 bytes a node a round up to
+// the trace's end; every round after it is the same empty road.
 class RoundContacts {
  public:
   // What a round's contact graph holds, told once per round in round order
@@ -143,20 +143,26 @@ class RoundContacts {
     std::uint64_t round = 0;
     double time = 0;  // virtual seconds
     std::uint64_t on_road = 0, v2v = 0, v2rsu = 0;
+    std::uint64_t kept = 0;  // links to vehicles the round uses (contact-aware: fewer)
   };
   // `mobility` must outlive this and is advanced by it alone.
-  RoundContacts(SumoMobility* mobility, double interval, std::function<void(const Counts&)> observer = {})
-      : mobility_(mobility), interval_(interval), observer_(std::move(observer)) {}
+  // With `aware`, each round's graph keeps the lasting contacts alone
+  // (KeepLastingContacts); Counts then says how many links were kept.
+  RoundContacts(SumoMobility* mobility, double interval, std::function<void(const Counts&)> observer = {},
+                std::optional<ContactAware> aware = std::nullopt)
+      : mobility_(mobility), interval_(interval), observer_(std::move(observer)), aware_(std::move(aware)) {}
   topology::Graph At(std::uint64_t round);
 
  private:
   struct Snap {
-    std::vector<topology::Point2> pos;
+    std::vector<topology::Point2> pos, vel;
     std::vector<std::uint8_t> present;
   };
+  topology::Graph Graph(const Snap& snap) const;
   SumoMobility* mobility_;
   double interval_;
   std::function<void(const Counts&)> observer_;
+  std::optional<ContactAware> aware_;
   std::vector<Snap> rounds_;
 };
 
