@@ -29,6 +29,7 @@ NetworkOptions ScenarioNetwork(const proto::Scenario& s) {
   n.tcp_idle_restart = s.tcp_slow_start_after_idle();
   n.extra_latency = FromSeconds(s.latency_ms() / 1000);
   n.jitter = s.jitter();
+  if (!s.radio_rate().empty()) n.max_queue = FromSeconds(s.radio_queue());
   return n;
 }
 
@@ -110,6 +111,8 @@ Status ValidateScenario(const proto::Scenario& s) {
     if (!s.radio_rate().empty()) {
       MURMUR_RETURN_IF_ERROR(ParseRadioRate(s.radio_rate()).status());
       if (s.links() != "uniform") return Bad("radio_rate", "and links both set a path model: give one");
+      if (!(s.radio_queue() > 0 && s.radio_queue() <= 3600))
+        return Bad("radio_queue", "must be in (0, 3600] seconds");
     }
     if (s.sumo_fcd().empty() && !s.contacts_csv().empty())
       return Bad("contacts_csv", "is for vehicles from a SUMO trace: give sumo_fcd");

@@ -117,6 +117,7 @@ void Simulator::Send(NodeId from, NodeId to, MessagePtr msg) {
     burst.push_back(Outgoing{to, bytes, std::move(msg)});
     return;
   }
+  if (QueueFull(from, std::max(now_, uplink_free_[from]))) return Drop(to);
   Rng& rng = link_rng_[from];
   bool lost = net.message_loss > 0 && rng.Bernoulli(net.message_loss);
   lost = lost || PathDown(from, to);
@@ -131,6 +132,16 @@ double Simulator::UplinkRate(NodeId from, NodeId to) const {
   const LinkModel* links = options_.network.links.get();
   return links == nullptr ? devices_[from].up_bps
                           : std::min(devices_[from].up_bps, links->BpsAt(from, to, now_));
+}
+
+bool Simulator::QueueFull(NodeId, Nanos start) const {
+  const Nanos bound = options_.network.max_queue;
+  return bound.count() > 0 && start - now_ > bound;
+}
+
+void Simulator::Drop(NodeId to) {
+  if (options_.placement.local(to)) ++traffic_[to].messages_lost;
+  ++totals_.messages_lost;
 }
 
 bool Simulator::PathDown(NodeId from, NodeId to) const {
@@ -163,6 +174,10 @@ void Simulator::FlushBurst(NodeId from) {
   bursts_.erase(found);
   const NetworkOptions& net = options_.network;
   const Nanos start = std::max(now_, uplink_free_[from]);
+  if (QueueFull(from, start)) {
+    for (const Outgoing& m : burst) Drop(m.to);
+    return;
+  }
   const std::size_t k = burst.size();
   std::vector<double> rate(k);
   std::vector<Nanos> hold(k);
@@ -197,11 +212,7 @@ void Simulator::FlushBurst(NodeId from) {
 
 void Simulator::Deliver(NodeId from, NodeId to, std::size_t bytes, MessagePtr msg, bool lost, Nanos first,
                         Nanos arrive) {
-  if (lost) {
-    if (options_.placement.local(to)) ++traffic_[to].messages_lost;
-    ++totals_.messages_lost;
-    return;
-  }
+  if (lost) return Drop(to);
   const EventKey key{arrive, from, queue_.NextSequence(from)};
   if (!options_.placement.local(to)) {
     Bytes& box = outbox_[static_cast<std::size_t>(options_.placement.RankOf(to))];

@@ -79,6 +79,10 @@ struct NetworkOptions {
   double jitter = 0.0;
   // What each pair's path adds (sim/links.h); null: the devices alone.
   std::shared_ptr<const LinkModel> links;
+  // A bounded transmit queue: a message whose first byte would leave the
+  // sender's uplink more than this after it was sent is dropped at once, as
+  // a full radio queue drops it (0: no bound; a socket's sender waits).
+  Nanos max_queue{0};
 };
 
 struct SimulatorOptions {
@@ -226,6 +230,10 @@ class Simulator {
   Nanos PathLatency(NodeId from, NodeId to) const;
   // Whether the link model says the path from -> to is down now (sim/links.h Up).
   bool PathDown(NodeId from, NodeId to) const;
+  // Whether a message of `from` whose first byte leaves at `start` finds its
+  // transmit queue full (NetworkOptions::max_queue); Drop counts it lost.
+  bool QueueFull(NodeId from, Nanos start) const;
+  void Drop(NodeId to);
   // `path` scaled by a jitter draw, truncated to the nanosecond.
   static Nanos Jittered(Nanos path, double jitter);
   // Pops and runs the next event.

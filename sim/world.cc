@@ -176,9 +176,7 @@ Status BuildVehicleTopology(const proto::Scenario& s, World& w, bool write_files
   }
   if (rate.on()) {
     MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<Mobility> own, make());
-    auto links = std::make_shared<RadioLinks>(std::move(own), rate);
-    desc << ", " << links->Describe();
-    w.links = std::move(links);
+    w.links = std::make_shared<RadioLinks>(std::move(own), rate);  // the run's description names it
   }
   if (aware) desc << ", contact-aware";
   w.topology_description = desc.str();

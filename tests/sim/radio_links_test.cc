@@ -120,3 +120,32 @@ TEST_CASE("Contact-aware: longest contacts first, each kept transfer within its 
 
 }  // namespace
 }  // namespace murmur::sim
+
+namespace murmur::sim {
+namespace {
+
+TEST_CASE(
+    "A bounded transmit queue drops a message that would wait longer for the uplink, and only that one") {
+  SimulatorOptions o;
+  o.network.max_queue = FromSeconds(1);
+  DeviceProfile d;
+  d.up_bps = 1e6;  // 1 MB: 8 s on the uplink
+  d.down_bps = 1e9;
+  d.latency = Nanos(0);
+  Simulator sim(o, {d, d});
+  testing::Recorder r(&sim);
+  sim.SetSink(1, &r);
+  sim.AtNode(0, FromSeconds(0), [&] { sim.env(0).Send(1, std::make_shared<testing::Blob>(1'000'000)); });
+  // At 0.5 s the uplink is busy until about 8 s: 7.5 s > 1 s of queue.
+  sim.AtNode(0, FromSeconds(0.5), [&] { sim.env(0).Send(1, std::make_shared<testing::Blob>(1'000)); });
+  // At 7.5 s it would wait about 0.5 s: queued and sent.
+  sim.AtNode(0, FromSeconds(7.5), [&] { sim.env(0).Send(1, std::make_shared<testing::Blob>(1'000)); });
+  sim.RunUntil(Nanos::max());
+  REQUIRE(r.arrivals.size() == 2);
+  CHECK(r.arrivals[0] > FromSeconds(8));
+  CHECK(r.arrivals[1] > r.arrivals[0]);
+  CHECK(sim.Totals().messages_lost == 1);
+}
+
+}  // namespace
+}  // namespace murmur::sim
