@@ -114,8 +114,9 @@ Status ValidateScenario(const proto::Scenario& s) {
       if (!(s.radio_queue() > 0 && s.radio_queue() <= 3600))
         return Bad("radio_queue", "must be in (0, 3600] seconds");
     }
-    if (s.sumo_fcd().empty() && !s.contacts_csv().empty())
-      return Bad("contacts_csv", "is for vehicles from a SUMO trace: give sumo_fcd");
+    if (s.sumo_fcd().empty() && !(s.contacts_csv().empty() && s.drive_csv().empty()))
+      return Bad(s.contacts_csv().empty() ? "drive_csv" : "contacts_csv",
+                 "is for vehicles from a SUMO trace: give sumo_fcd");
     if (!s.sumo_fcd().empty() && s.rsus() > 0 && s.sumo_net().empty())
       return Bad("sumo_net", "is needed for rsus > 0 with sumo_fcd (the RSUs stand at its junctions)");
   } else if (!s.sumo_fcd().empty() || !s.radio_rate().empty() || s.contact_aware()) {

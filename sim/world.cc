@@ -110,6 +110,40 @@ Result<std::function<void(const RoundContacts::Counts&)>> ContactsWriter(const p
       });
 }
 
+// The drive_csv writer: each round, each node's peers in range and its
+// radio's rate to the nearest of them (tools/netbed/netbed.sh netbed_drive
+// plays it on the test bed).
+Result<std::function<void(const RoundContacts::Counts&)>> DriveWriter(const proto::Scenario& s,
+                                                                      RadioRate rate,
+                                                                      const RadioOptions& radio) {
+  auto out = std::make_shared<std::ofstream>(s.drive_csv());
+  if (!*out) return Status::InvalidArgument("scenario field 'drive_csv': cannot write " + s.drive_csv());
+  *out << "time_s,node,on_road,mbps,peers\n";
+  return std::function<void(const RoundContacts::Counts&)>(
+      [out, rate, radio](const RoundContacts::Counts& c) {
+        const topology::Graph& g = *c.contacts;
+        const auto& p = *c.positions;
+        const NodeId cars = g.num_nodes() - radio.rsus;
+        for (NodeId v = 0; v < g.num_nodes(); ++v) {
+          double nearest = -1, range = radio.radio_range;
+          std::ostringstream peers;
+          for (NodeId w : g.Neighbors(v)) {
+            peers << (peers.tellp() > 0 ? " " : "") << w;
+            if (v >= cars && w >= cars) continue;  // wired
+            const double d = std::hypot(p[v].x - p[w].x, p[v].y - p[w].y);
+            if (nearest < 0 || d < nearest) {
+              nearest = d;
+              range = v >= cars || w >= cars ? radio.radio_range * radio.rsu_range_factor : radio.radio_range;
+            }
+          }
+          const double mbps = nearest < 0 || !rate.on() ? 0 : rate.At(std::min(nearest, range), range) / 1e6;
+          *out << c.time << ',' << v << ',' << int{(*c.present)[v] != 0} << ',' << mbps << ',' << peers.str()
+               << '\n';
+        }
+        out->flush();
+      });
+}
+
 Status BuildVehicleTopology(const proto::Scenario& s, World& w, bool write_files) {
   RadioOptions radio;
   radio.radio_range = s.radio_range();
@@ -143,9 +177,18 @@ Status BuildVehicleTopology(const proto::Scenario& s, World& w, bool write_files
       return std::unique_ptr<Mobility>(std::move(m));
     };
     MURMUR_ASSIGN_OR_RETURN(auto sumo, SumoMobility::Open(source, nodes, radio, scan));
-    std::function<void(const RoundContacts::Counts&)> observer;
+    std::function<void(const RoundContacts::Counts&)> contacts, drive, observer;
     if (!s.contacts_csv().empty() && write_files) {
-      MURMUR_ASSIGN_OR_RETURN(observer, ContactsWriter(s));
+      MURMUR_ASSIGN_OR_RETURN(contacts, ContactsWriter(s));
+    }
+    if (!s.drive_csv().empty() && write_files) {
+      MURMUR_ASSIGN_OR_RETURN(drive, DriveWriter(s, rate, radio));
+    }
+    if (contacts || drive) {
+      observer = [contacts, drive](const RoundContacts::Counts& c) {
+        if (contacts) contacts(c);
+        if (drive) drive(c);
+      };
     }
     auto rounds = std::make_shared<RoundContacts>(sumo.get(), interval, std::move(observer), aware);
     w.mobility = std::move(sumo);

@@ -320,6 +320,9 @@ topology::Graph RoundContacts::At(std::uint64_t round) {
         }
         for (NodeId w : used.Neighbors(v)) c.kept += w >= cars || w > v;
       }
+      c.contacts = &g;
+      c.positions = &snap.pos;
+      c.present = &snap.present;
       observer_(c);
     }
   }

@@ -138,12 +138,15 @@ class RoundContacts {
  public:
   // What a round's contact graph holds, told once per round in round order
   // (up to the trace's end): vehicles on the road, links between them, and
-  // links between a vehicle and an RSU.
+  // links between a vehicle and an RSU; with the graph and positions.
   struct Counts {
     std::uint64_t round = 0;
     double time = 0;  // virtual seconds
     std::uint64_t on_road = 0, v2v = 0, v2rsu = 0;
     std::uint64_t kept = 0;  // links to vehicles the round uses (contact-aware: fewer)
+    const topology::Graph* contacts = nullptr;
+    const std::vector<topology::Point2>* positions = nullptr;
+    const std::vector<std::uint8_t>* present = nullptr;
   };
   // `mobility` must outlive this and is advanced by it alone.
   // With `aware`, each round's graph keeps the lasting contacts alone

@@ -201,6 +201,40 @@ netbed_heal() {
   for ((i = 0; i < NETBED_NODES; i++)); do netbed_exec "$i" iptables -F NETBED_CUT; done
 }
 
+# netbed_drive FILE [SPEEDUP]: plays a drive (`murmur sim` scenario field
+# drive_csv: rows time_s,node,on_road,mbps,peers) on the bed, one step per
+# time_s, SPEEDUP (default 1) times faster than the trace: at each step node
+# I hears only the nodes in its peers (its NETBED_CUT chain drops the
+# others; the operator in the hub is always heard), and its uplink and
+# downlink carry mbps when that is above 0 (the radio's rate to its nearest
+# peer; 0: the rates stay). Runs in the foreground until the file ends; put
+# it in the background to drive a running fleet. Bed node I is drive node I.
+netbed_drive() {
+  local file=$1 speedup=${2:-1} start t now wait prev="" node on mbps peers i j keep
+  start=$(date +%s.%N)
+  while IFS=, read -r t node on mbps peers; do
+    [ "$t" = time_s ] && continue
+    ((node < NETBED_NODES)) || continue
+    if [ "$t" != "$prev" ]; then
+      now=$(date +%s.%N)
+      wait=$(awk -v s="$start" -v t="$t" -v k="$speedup" -v n="$now" 'BEGIN { w = s + t / k - n; print (w > 0 ? w : 0) }')
+      sleep "$wait"
+      prev=$t
+    fi
+    netbed_exec "$node" iptables -F NETBED_CUT
+    for ((j = 0; j < NETBED_NODES; j++)); do
+      ((j == node)) && continue
+      keep=0
+      for i in $peers; do [ "$i" = "$j" ] && keep=1; done
+      [ $keep = 1 ] || netbed_exec "$node" iptables -A NETBED_CUT -s "$(netbed_addr "$j")" -j DROP
+    done
+    if awk -v m="$mbps" 'BEGIN { exit !(m > 0) }'; then
+      netbed_tbf "$(netbed_ns "$node")" eth0 "$mbps"
+      netbed_tbf "$NETBED_HUB" "v$node" "$mbps"
+    fi
+  done <"$file"
+}
+
 # netbed_delay_stats I: the stage's counts line of node I, once it stopped
 # (netbed_down stops them all).
 netbed_delay_stats() { cat "/tmp/netbed-$NETBED_ID-delay-$1.log" 2>/dev/null; }
