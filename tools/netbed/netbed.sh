@@ -207,10 +207,12 @@ netbed_heal() {
 # I hears only the nodes in its peers (its NETBED_CUT chain drops the
 # others; the operator in the hub is always heard), and its uplink and
 # downlink carry mbps when that is above 0 (the radio's rate to its nearest
-# peer; 0: the rates stay). Runs in the foreground until the file ends; put
-# it in the background to drive a running fleet. Bed node I is drive node I.
+# peer; 0: the rates stay); only what changed since the step before is
+# applied. Runs in the foreground until the file ends; put it in the
+# background to drive a running fleet. Bed node I is drive node I.
 netbed_drive() {
   local file=$1 speedup=${2:-1} start t now wait prev="" node on mbps peers i j keep
+  local -A was_peers=() was_mbps=()  # what each node's links are now: only changes are applied
   start=$(date +%s.%N)
   while IFS=, read -r t node on mbps peers; do
     [ "$t" = time_s ] && continue
@@ -221,14 +223,18 @@ netbed_drive() {
       sleep "$wait"
       prev=$t
     fi
-    netbed_exec "$node" iptables -F NETBED_CUT
-    for ((j = 0; j < NETBED_NODES; j++)); do
-      ((j == node)) && continue
-      keep=0
-      for i in $peers; do [ "$i" = "$j" ] && keep=1; done
-      [ $keep = 1 ] || netbed_exec "$node" iptables -A NETBED_CUT -s "$(netbed_addr "$j")" -j DROP
-    done
-    if awk -v m="$mbps" 'BEGIN { exit !(m > 0) }'; then
+    if [ "${was_peers[$node]-unset}" != "$peers" ]; then
+      was_peers[$node]=$peers
+      netbed_exec "$node" iptables -F NETBED_CUT
+      for ((j = 0; j < NETBED_NODES; j++)); do
+        ((j == node)) && continue
+        keep=0
+        for i in $peers; do [ "$i" = "$j" ] && keep=1; done
+        [ $keep = 1 ] || netbed_exec "$node" iptables -A NETBED_CUT -s "$(netbed_addr "$j")" -j DROP
+      done
+    fi
+    if [ "${was_mbps[$node]-unset}" != "$mbps" ] && awk -v m="$mbps" 'BEGIN { exit !(m > 0) }'; then
+      was_mbps[$node]=$mbps
       netbed_tbf "$(netbed_ns "$node")" eth0 "$mbps"
       netbed_tbf "$NETBED_HUB" "v$node" "$mbps"
     fi
