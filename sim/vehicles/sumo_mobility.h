@@ -89,7 +89,7 @@ struct SumoScan {
 struct SumoSource {
   std::string fcd;            // the trace
   std::string net;            // the network, for RSUs (needed when rsus > 0)
-  std::string rsu_junctions;  // comma-separated junction ids; empty: the busiest
+  std::string rsu_junctions;  // junction ids (PickJunctions: a list or file:PATH); empty: the busiest
   double begin = 0;           // the trace time that is virtual time 0
 };
 

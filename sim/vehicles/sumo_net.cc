@@ -1,6 +1,8 @@
 #include "sim/vehicles/sumo_net.h"
 
+#include <cctype>
 #include <cmath>
+#include <fstream>
 #include <unordered_map>
 
 #include "sim/vehicles/xml_stream.h"
@@ -64,7 +66,35 @@ Result<std::vector<Junction>> ReadJunctions(const std::string& path) {
   return std::move(h.junctions);
 }
 
-Result<std::vector<Junction>> PickJunctions(std::span<const Junction> all, const std::string& ids) {
+namespace {
+
+// "file:PATH": the file's ids joined by commas, comments and blanks dropped.
+Result<std::string> IdList(const std::string& ids) {
+  if (ids.rfind("file:", 0) != 0) return ids;
+  const std::string path = ids.substr(5);
+  std::ifstream in(path);
+  if (!in) return Status::NotFound(path + ": cannot open");
+  std::string joined, line;
+  while (std::getline(in, line)) {
+    line = line.substr(0, line.find('#'));
+    std::string id;
+    for (char c : line + ",") {
+      if (c == ',' || std::isspace(static_cast<unsigned char>(c))) {
+        if (!id.empty()) joined += (joined.empty() ? "" : ",") + id;
+        id.clear();
+      } else {
+        id += c;
+      }
+    }
+  }
+  if (joined.empty()) return Status::InvalidArgument(path + ": no junction id");
+  return joined;
+}
+
+}  // namespace
+
+Result<std::vector<Junction>> PickJunctions(std::span<const Junction> all, const std::string& list) {
+  MURMUR_ASSIGN_OR_RETURN(const std::string ids, IdList(list));
   std::unordered_map<std::string_view, const Junction*> by_id;
   for (const Junction& j : all) by_id.emplace(j.id, &j);
   std::vector<Junction> picked;

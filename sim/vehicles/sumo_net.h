@@ -26,8 +26,10 @@ struct Junction {
 // file and line; a network with no junction is refused.
 Result<std::vector<Junction>> ReadJunctions(const std::string& path);
 
-// The junctions named in `ids` (comma-separated), in that order; an id the
-// network lacks is an error naming it.
+// The junctions named in `ids`, in that order: ids separated by commas, or
+// "file:PATH", a file of ids separated by commas or line breaks (# starts a
+// comment). An id the network lacks, or a file that cannot be read, is an
+// error naming it.
 Result<std::vector<Junction>> PickJunctions(std::span<const Junction> all, const std::string& ids);
 
 }  // namespace murmur::sim

@@ -149,6 +149,16 @@ TEST_CASE("RSUs at the busiest junctions, spread apart, from the trace") {
   auto missing = ScanSumo({fcd, net, "J9"}, 6, radio);
   REQUIRE(!missing.ok());
   CHECK(missing.status().message().find("junction 'J9' is not in the network") != std::string::npos);
+  // Named in a file: one a line, commas, comments.
+  radio.rsus = 2;
+  const std::string list = WriteFile("murmur_rsus.txt", "# the two RSUs\nJ2\n\n  J0 , # west\n");
+  auto named = ScanSumo({fcd, net, "file:" + list}, 6, radio);
+  REQUIRE(named.ok());
+  REQUIRE(named->rsus.size() == 2);
+  CHECK(named->rsus[0].id == "J2");
+  CHECK(named->rsus[1].id == "J0");
+  CHECK(ScanSumo({fcd, net, "file:/nonexistent/rsus.txt"}, 6, radio).status().code() ==
+        StatusCode::kNotFound);
 }
 
 TEST_CASE("A trace that starts late has everyone offline until it does") {
