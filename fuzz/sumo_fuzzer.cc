@@ -43,7 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (double t = scan->begin; t <= horizon; t += dt) {
       (*m)->Advance(t);
       for (murmur::NodeId v = 0; v < 4; ++v)
-        if ((*m)->present(v) && (!std::isfinite((*m)->positions()[v].x) || !std::isfinite((*m)->positions()[v].y)))
+        if ((*m)->present(v) &&
+            (!std::isfinite((*m)->positions()[v].x) || !std::isfinite((*m)->positions()[v].y)))
           std::abort();
       if ((*m)->ContactGraph().num_nodes() != 4) std::abort();
     }

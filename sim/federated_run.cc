@@ -24,7 +24,6 @@
 #include "sim/faults.h"
 #include "sim/federated_edges.h"
 #include "sim/label_flip.h"
-#include "sim/radio_links.h"
 #include "sim/ranks.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
@@ -348,7 +347,7 @@ std::vector<std::uint8_t> FederatedRun::StayingInRange() const {
   cost.model_bits = 32.0 * static_cast<double>(world_->initial.size());
   cost.flops_per_sample = 3 * world_->model->FlopsPerSample();
   cost.local_epochs = static_cast<double>(spec_.local_epochs());
-  if (!s_.radio_rate().empty()) cost.radio = ParseRadioRate(s_.radio_rate()).value();
+  cost.radio = world_->radio_rate;
   std::vector<double> samples(num_clients_);
   for (NodeId i = 0; i < num_clients_; ++i)
     samples[i] = static_cast<double>(world_->partition->node(i).size());

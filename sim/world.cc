@@ -133,7 +133,7 @@ Result<std::function<void(const RoundContacts::Counts&)>> DriveWriter(const prot
             const double d = std::hypot(p[v].x - p[w].x, p[v].y - p[w].y);
             if (nearest < 0 || d < nearest) {
               nearest = d;
-              range = v >= cars || w >= cars ? radio.radio_range * radio.rsu_range_factor : radio.radio_range;
+              range = radio.LinkRange(v >= cars || w >= cars);
             }
           }
           const double mbps = nearest < 0 || !rate.on() ? 0 : rate.At(std::min(nearest, range), range) / 1e6;
@@ -153,10 +153,10 @@ Status BuildVehicleTopology(const proto::Scenario& s, World& w, bool write_files
   MURMUR_ASSIGN_OR_RETURN(topology::WeightOptions weights, engine::WeightsFor(s.spec(), &given));
   if (!given) weights.rule = topology::WeightRule::kMetropolisHastings;  // contact graphs are irregular
   const double interval = s.round_interval();
-  RadioRate rate;
   if (!s.radio_rate().empty()) {
-    MURMUR_ASSIGN_OR_RETURN(rate, ParseRadioRate(s.radio_rate()));
+    MURMUR_ASSIGN_OR_RETURN(w.radio_rate, ParseRadioRate(s.radio_rate()));
   }
+  const RadioRate rate = w.radio_rate;
   std::optional<ContactAware> aware;
   if (s.contact_aware()) {
     aware.emplace();

@@ -33,6 +33,7 @@ struct World {
   ParamVector initial;  // every node starts from this model
   std::vector<DeviceProfile> devices;
   std::shared_ptr<const LinkModel> links;           // scenario field links; null: uniform
+  RadioRate radio_rate;                             // vehicles' radio_rate (off when not given)
   std::unique_ptr<topology::Schedule> schedule;     // graph kinds
   std::unique_ptr<Mobility> mobility;               // topology "vehicles"
   std::unique_ptr<gossip::RoundTopology> topology;  // what the nodes read

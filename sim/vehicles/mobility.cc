@@ -37,7 +37,7 @@ Mobility::Mobility(NodeId nodes, RadioOptions radio) : radio_(radio) {
 
 double Mobility::Range(NodeId u, NodeId v) const {
   const bool rsu = u >= vehicles() || v >= vehicles();
-  return rsu ? radio_.radio_range * radio_.rsu_range_factor : radio_.radio_range;
+  return radio_.LinkRange(rsu);
 }
 
 double Mobility::Distance(NodeId u, NodeId v) const {
@@ -62,7 +62,7 @@ topology::Graph ContactGraphOf(const std::vector<topology::Point2>& positions,
     MURMUR_CHECK(v2v.ok());
     for (const topology::Edge& e : v2v->Edges()) edges.push_back({id_of[e.u], id_of[e.v]});
   }
-  const double rsu_range = radio.radio_range * radio.rsu_range_factor;
+  const double rsu_range = radio.LinkRange(true);
   for (NodeId r = cars; r < n; ++r) {
     for (NodeId q = r + 1; q < n; ++q) edges.push_back({r, q});
     for (NodeId v : id_of) {
@@ -78,7 +78,7 @@ topology::Graph KeepLastingContacts(const topology::Graph& contacts,
                                     const std::vector<topology::Point2>& velocities,
                                     const RadioOptions& radio, const ContactAware& aware) {
   const NodeId n = contacts.num_nodes(), cars = n - radio.rsus;
-  const double rsu_range = radio.radio_range * radio.rsu_range_factor;
+  const double rsu_range = radio.LinkRange(true);
   struct Candidate {
     NodeId peer;
     double contact;  // predicted seconds

@@ -34,6 +34,8 @@ struct RadioOptions {
   double radio_range = 300;       // V2V range, m
   std::uint32_t rsus = 0;         // the last `rsus` nodes are roadside units
   double rsu_range_factor = 1.5;  // RSU radio range = this x radio_range
+  // A link's range: the RSU's when one end is an RSU, else radio_range.
+  double LinkRange(bool rsu_end) const { return rsu_end ? radio_range * rsu_range_factor : radio_range; }
 };
 
 // A radio's rate over distance (scenario field radio_rate, FAST:SLOW):

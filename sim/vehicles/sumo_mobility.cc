@@ -121,7 +121,7 @@ void SeatAssigner::Step(const FcdStep& step, std::vector<NodeId>* seat_of) {
 Result<SumoScan> ScanSumo(const SumoSource& source, NodeId nodes, const RadioOptions& radio) {
   MURMUR_CHECK(nodes > radio.rsus);
   const NodeId seats = nodes - radio.rsus;
-  const double rsu_range = radio.radio_range * radio.rsu_range_factor;
+  const double rsu_range = radio.LinkRange(true);
   SumoScan scan;
   std::vector<Junction> junctions;
   if (radio.rsus > 0) {
