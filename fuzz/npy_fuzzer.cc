@@ -6,8 +6,6 @@
 // bytes. Every input is also cut into byte-level text windows (ml/text.h),
 // with a context length taken from its first byte: what comes back must
 // hold its windows exactly.
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +13,7 @@
 #include <cstring>
 #include <string>
 
+#include "memfd_input.h"
 #include "ml/npy.h"
 #include "ml/text.h"
 
@@ -40,19 +39,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (size >= 4 && std::memcmp(data, "PK\x03\x04", 4) == 0) {
     // libzip reads files: give it the input as an in-memory one.
-    const int fd = memfd_create("npz", 0);
-    if (fd < 0) return 0;
-    if (write(fd, data, size) != static_cast<ssize_t>(size)) {
-      close(fd);
-      return 0;
-    }
-    const std::string path = "/proc/self/fd/" + std::to_string(fd);
+    const MemFdInput input("npz", data, size);
+    const std::string& path = input.path();
+    if (path.empty()) return 0;
     if (auto names = ListNpz(path); names.ok()) {
       for (const std::string& name : *names)
         if (auto a = LoadNpzArray(path, name); a.ok()) Check(*a);
     }
     (void)LoadNpzDataset(path, "");
-    close(fd);
     return 0;
   }
   auto a = ParseNpy({reinterpret_cast<const std::byte*>(data), size}, "input");

@@ -5,8 +5,6 @@
 // crash, undefined behaviour or unbounded memory; a trace that scans must
 // drive without dying, with finite positions for every vehicle present and
 // a contact graph over all nodes.
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstddef>
@@ -14,18 +12,15 @@
 #include <cstdlib>
 #include <string>
 
+#include "memfd_input.h"
 #include "sim/vehicles/sumo_mobility.h"
 #include "sim/vehicles/sumo_net.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace murmur::sim;
-  const int fd = memfd_create("sumo", 0);
-  if (fd < 0) return 0;
-  if (write(fd, data, size) != static_cast<ssize_t>(size)) {
-    close(fd);
-    return 0;
-  }
-  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const MemFdInput input("sumo", data, size);
+  const std::string& path = input.path();
+  if (path.empty()) return 0;
   if (auto j = ReadJunctions(path); j.ok()) {
     if (j->empty()) std::abort();
     for (const Junction& x : *j)
@@ -49,6 +44,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if ((*m)->ContactGraph().num_nodes() != 4) std::abort();
     }
   }
-  close(fd);
   return 0;
 }

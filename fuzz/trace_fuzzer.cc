@@ -7,8 +7,6 @@
 // input must yield a model or a Status, never a crash or undefined
 // behaviour; a model that loads must give every pair a positive rate and a
 // non-negative latency, and a device trace positive speeds.
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstddef>
@@ -16,6 +14,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "memfd_input.h"
 #include "sim/device.h"
 #include "sim/links.h"
 #include "topology/measured.h"
@@ -42,13 +41,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (spec.rfind("trace:", 0) != 0 && spec.size() < 256) {
     if (auto m = MakeLinkModel(spec, kNodes, 1); m.ok() && *m != nullptr) Check(**m);
   }
-  const int fd = memfd_create("trace", 0);
-  if (fd < 0) return 0;
-  if (write(fd, data, size) != static_cast<ssize_t>(size)) {
-    close(fd);
-    return 0;
-  }
-  const std::string path = "/proc/self/fd/" + std::to_string(fd);
+  const MemFdInput input("trace", data, size);
+  const std::string& path = input.path();
+  if (path.empty()) return 0;
   if (auto m = MakeLinkModel("trace:" + path, kNodes, 1); m.ok()) Check(**m);
   if (auto m = murmur::topology::ReadMeasuredLinks(path, kNodes); m.ok()) {
     if (m->nodes < kNodes) std::abort();
@@ -65,6 +60,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (!(p.flops_per_s > 0 && p.up_bps > 0 && p.down_bps > 0 && p.availability > 0)) std::abort();
     }
   }
-  close(fd);
   return 0;
 }
