@@ -26,12 +26,10 @@
 #include <memory>
 #include <vector>
 
-#include "compression/compressor.h"
 #include "core/env.h"
-#include "core/status.h"
+#include "engine/plan.h"
 #include "federated/client.h"
 #include "federated/server.h"
-#include "proto/job_spec.pb.h"
 
 namespace murmur::engine {
 
@@ -40,33 +38,18 @@ struct FederatedHost {
   bool clients_attack = false;
 };
 
-// The clients: spec.nodes, but for edge_assignment nearest-rsu, whose last
-// edge_aggregators nodes are the roadside units that aggregate (simulator).
-NodeId FederatedClients(const proto::JobSpec& spec);
-
-// Clients a round keeps: clients_per_round, or every client for 0.
-std::size_t ClientsPerRound(const proto::JobSpec& spec);
-
-// Which clients attack (by index): those `attackers` names, or the first
-// llround(attack_fraction n) of the clients shuffled by Rng(seed, n, kAttack);
-// empty when none attack.
-std::vector<bool> AttackersOf(const proto::JobSpec& spec);
-
 // Whether client `index` trains on flipped labels y -> C - 1 - y (label-flip).
-bool FlipsLabels(const proto::JobSpec& spec, NodeId index);
-
-// The upload compressor (null for none). InvalidArgument names the field.
-Result<std::shared_ptr<const compression::Compressor>> UploadCompressor(const proto::JobSpec& spec);
+bool FlipsLabels(const JobPlan& plan, NodeId index);
 
 // The server's options. The host adds `available` and secagg.directory.
-// REQUIRES: ValidateJobSpec(spec, host).ok(), a federated algorithm.
-Result<federated::ServerOptions> MakeServerOptions(const proto::JobSpec& spec, const FederatedHost& host);
+// REQUIRES: a federated plan.
+federated::ServerOptions MakeServerOptions(const JobPlan& plan, const FederatedHost& host);
 
 // Client `index`'s options, `num_samples` its training samples and
 // `max_samples` a public bound on every client's (SecAgg+'s weight scale).
 // The host adds secagg.identity and secagg.directory.
-Result<federated::ClientOptions> MakeClientOptions(const proto::JobSpec& spec, NodeId index,
-                                                   double num_samples, double max_samples,
-                                                   const FederatedHost& host);
+// REQUIRES: a federated plan.
+federated::ClientOptions MakeClientOptions(const JobPlan& plan, NodeId index, double num_samples,
+                                           double max_samples, const FederatedHost& host);
 
 }  // namespace murmur::engine

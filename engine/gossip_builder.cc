@@ -4,7 +4,6 @@
 #include <bit>
 #include <limits>
 
-#include "engine/algorithms.h"
 #include "engine/topology.h"
 #include "gossip/collective_schedule.h"
 #include "gossip/decentralized_sgd.h"
@@ -17,48 +16,20 @@
 
 namespace murmur::engine {
 
-std::string CompressionOf(const proto::JobSpec& spec) {
-  if (spec.compression() != "default") return spec.compression();
-  // DiLoCo communicates H times less already: whole models unless asked.
-  return IsDpsgd(spec.algorithm()) && spec.algorithm() != "diloco" ? "topk:0.01" : "none";
-}
+namespace {
 
-bool StateFollowsGraph(const proto::JobSpec& spec) {
-  if (IsFederatedAlgorithm(spec.algorithm()) || IsRingAllReduce(spec.algorithm())) return false;
-  auto codec = GossipCodecOf(spec);
-  return !codec.ok() || !codec->full_model_safe;
-}
-
-Result<gossip::CodecSpec> GossipCodecOf(const proto::JobSpec& spec) {
-  auto codec = gossip::CodecSpec::Parse(CompressionOf(spec));
-  if (!codec.ok()) return codec.status().WithContext("spec field 'compression'");
-  return codec;
-}
-
+// The node's codec, drawing from Rng(seed, self, kCompression).
 std::unique_ptr<gossip::Codec> MakeCodec(const proto::JobSpec& spec, const gossip::CodecSpec& codec,
                                          NodeId self, const Layout& layout) {
   return std::make_unique<gossip::Codec>(codec, self, layout,
                                          Rng(spec.seed(), self, RngPurpose::kCompression));
 }
 
-Result<gossip::OuterKind> ParseOuterOptimizer(const std::string& name) {
-  if (name == "sgd") return gossip::OuterKind::kSgd;
-  if (name == "nesterov") return gossip::OuterKind::kNesterov;
-  if (name == "adam") return gossip::OuterKind::kAdam;
-  return Status::InvalidArgument("spec field 'outer_optimizer': '" + name + "' is not sgd, nesterov or adam");
-}
+}  // namespace
 
-Result<gossip::OuterOptions> OuterOf(const proto::JobSpec& spec) {
-  gossip::OuterOptions o;
-  MURMUR_ASSIGN_OR_RETURN(o.kind, ParseOuterOptimizer(spec.outer_optimizer()));
-  o.lr = spec.outer_lr();
-  o.momentum = spec.outer_momentum();
-  o.beta2 = spec.outer_beta2();
-  return o;
-}
-
-Result<AllReduceGroup> AllReduceGroupOf(const proto::JobSpec& spec, NodeId self,
+Result<AllReduceGroup> AllReduceGroupOf(const JobPlan& plan, NodeId self,
                                         const std::vector<std::uint32_t>* group_of_given) {
+  const proto::JobSpec& spec = plan.spec();
   const NodeId n = static_cast<NodeId>(spec.nodes());
   const std::uint32_t g = spec.groups();
   std::vector<std::uint32_t> group_of;
@@ -114,13 +85,12 @@ std::vector<NodeId> AllReducePeers(const AllReduceGroup& group, NodeId self, gos
   return peers;
 }
 
-double AllReduceMessageFraction(const proto::JobSpec& spec) {
+double AllReduceMessageFraction(const JobPlan& plan) {
+  const proto::JobSpec& spec = plan.spec();
   // A low-rank round sends the schedule's messages twice (P, then Q).
-  auto codec = GossipCodecOf(spec);
-  const double parts = codec.ok() && codec->lowrank > 0 ? 2 : 1;
+  const double parts = plan.gossip().codec.lowrank > 0 ? 2 : 1;
   const auto m = static_cast<NodeId>(spec.nodes() / std::max<std::uint32_t>(1, spec.groups()));
-  auto collective = gossip::ParseCollective(spec.collective());
-  if (m <= 1 || !collective.ok() || *collective == gossip::Collective::kRing)
+  if (m <= 1 || plan.gossip().collective == gossip::Collective::kRing)
     return 1.0 / std::max<NodeId>(1, m) / parts;
   // Halving-doubling over m = p + r (p the largest power of two <= m): both
   // schedules move 2 (m - 1) models a round in all (docs/algorithms.md), in
@@ -131,137 +101,170 @@ double AllReduceMessageFraction(const proto::JobSpec& spec) {
   return 2.0 * (m - 1) / messages / parts;
 }
 
-Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec, ParamVector x0,
-                                                     const GossipHost& host) {
-  const std::string& a = spec.algorithm();
-  MURMUR_ASSIGN_OR_RETURN(gossip::CodecSpec codec_spec, GossipCodecOf(spec));
-  const NodeId self = host.env->self();
-  // A ring all-reduce codes segments, not the model's tensors: its codec sees
-  // plain vectors; with PowerSGD inside it, the factors travel as they are.
-  const std::uint32_t lowrank = IsRingAllReduce(a) ? codec_spec.lowrank : 0;
-  const bool lowrank_error_feedback = codec_spec.error_feedback;
-  if (lowrank > 0) codec_spec = gossip::CodecSpec::Parse("none").value();
-  auto codec = MakeCodec(spec, codec_spec, self, IsRingAllReduce(a) ? Layout() : x0.layout());
-  const LocalTensors local =
-      spec.model_buffers() == "local" ? LocalTensors(x0.layout(), kBufferTensorPrefix) : LocalTensors();
-  const Nanos timeout =
-      spec.round_timeout() > 0 ? FromSeconds(spec.round_timeout()) : host.auto_round_timeout;
-  const bool static_topology = host.topology != nullptr && host.topology->is_static();
-  // An overlapped all-reduce's last round is not the start of a longer run's
-  // next one: it ends on the anchor (gossip/ring_allreduce.h), so it stops there.
-  const std::uint64_t rounds =
-      host.open_ended && !spec.overlap() ? std::numeric_limits<std::uint64_t>::max() : spec.rounds();
-  if (IsDpsgd(a)) {
-    gossip::DecentralizedSgdOptions o;
-    o.order = a == "dpsgd-cta" ? gossip::MixOrder::kCombineThenAdapt : gossip::MixOrder::kAdaptThenCombine;
-    o.local = local;
-    if (a == "diloco") {
-      MURMUR_ASSIGN_OR_RETURN(o.outer, OuterOf(spec));
-    }
-    o.rounds = rounds;
-    o.first_round = host.first_round;
-    o.local_steps = static_cast<int>(spec.local_steps());
-    o.gamma = spec.gamma() > 0 ? spec.gamma() : (codec_spec.value_coding ? 1.0 : 0.05);
-    o.round_timeout = timeout;
-    o.round_period = FromSeconds(spec.round_period());
-    o.common_init = true;  // every node starts from the seed's x0
-    // Catch-up reads "a neighbour two rounds ahead" as "I was down"; on a
-    // time-varying (one-peer, directed) graph peers drift apart legitimately.
-    o.catch_up = host.catch_up && static_topology;
-    o.peer_alive = host.peer_alive;
-    auto rule = gossip::ParseMixingRule(spec.gossip_aggregation(), spec.clip_suspects());
-    if (!rule.ok()) return rule.status().WithContext("spec field 'gossip_aggregation'");
-    o.mixing = rule.value();
-    o.mixing.honest_majority = spec.clip_honest_majority();
-    o.plausibility = spec.plausibility();
-    return std::unique_ptr<gossip::Node>(std::make_unique<gossip::DecentralizedSgdNode>(
-        *host.env, *host.topology, *host.learner, std::move(x0), std::move(codec), o, host.observer));
+namespace {
+
+// What every gossip node of a plan takes alike.
+struct Common {
+  std::unique_ptr<gossip::Codec> codec;
+  LocalTensors local;
+  Nanos timeout;
+  bool static_topology;
+  std::uint64_t rounds;
+};
+
+using NodeResult = Result<std::unique_ptr<gossip::Node>>;
+
+NodeResult MakeDpsgd(const JobPlan& plan, ParamVector x0, const GossipHost& host, Common c) {
+  const proto::JobSpec& spec = plan.spec();
+  gossip::DecentralizedSgdOptions o;
+  o.order = plan.algorithm() == Algorithm::kDpsgdCta ? gossip::MixOrder::kCombineThenAdapt
+                                                     : gossip::MixOrder::kAdaptThenCombine;
+  o.local = c.local;
+  o.outer = plan.gossip().outer;  // kNone but for diloco
+  o.rounds = c.rounds;
+  o.first_round = host.first_round;
+  o.local_steps = static_cast<int>(spec.local_steps());
+  o.gamma = plan.gossip().gamma;
+  o.round_timeout = c.timeout;
+  o.round_period = FromSeconds(spec.round_period());
+  o.common_init = true;  // every node starts from the seed's x0
+  // Catch-up reads "a neighbour two rounds ahead" as "I was down"; on a
+  // time-varying (one-peer, directed) graph peers drift apart legitimately.
+  o.catch_up = host.catch_up && c.static_topology;
+  o.peer_alive = host.peer_alive;
+  o.mixing = plan.gossip().mixing;
+  o.plausibility = spec.plausibility();
+  return std::unique_ptr<gossip::Node>(std::make_unique<gossip::DecentralizedSgdNode>(
+      *host.env, *host.topology, *host.learner, std::move(x0), std::move(c.codec), o, host.observer));
+}
+
+NodeResult MakeAllReduce(const JobPlan& plan, ParamVector x0, const GossipHost& host, Common c) {
+  const proto::JobSpec& spec = plan.spec();
+  const GossipPlan& g = plan.gossip();
+  gossip::RingAllReduceOptions o;
+  o.rounds = c.rounds;
+  o.first_round = host.first_round;
+  o.local_steps = static_cast<int>(spec.local_steps());
+  o.collective = g.collective;
+  // The host's automatic timeout covers one exchange of a whole model; an
+  // all-reduce's round is its schedule's steps one after the other (the
+  // ring's 2 (n - 1)), each at most a model. Counted over every node, it
+  // also covers a hierarchical round's mix between groups.
+  const auto nodes = static_cast<NodeId>(spec.nodes());
+  const auto hops = std::max<std::size_t>(1, gossip::CollectiveSchedule(o.collective, nodes, 0, 1).steps());
+  o.round_timeout =
+      spec.round_timeout() > 0 ? c.timeout : host.auto_round_timeout * static_cast<std::int64_t>(hops);
+  o.catch_up = host.catch_up;
+  o.overlap = spec.overlap();
+  if (g.codec.lowrank > 0) {
+    o.lowrank = g.codec.lowrank;
+    o.lowrank_error_feedback = g.codec.error_feedback;
+    o.lowrank_seed = spec.seed();
+    o.lowrank_layout = x0.layout();
   }
-  if (IsRingAllReduce(a)) {
-    gossip::RingAllReduceOptions o;
-    o.rounds = rounds;
-    o.first_round = host.first_round;
-    o.local_steps = static_cast<int>(spec.local_steps());
-    MURMUR_ASSIGN_OR_RETURN(o.collective, gossip::ParseCollective(spec.collective()));
-    // The host's automatic timeout covers one exchange of a whole model; an
-    // all-reduce's round is its schedule's steps one after the other (the
-    // ring's 2 (n - 1)), each at most a model. Counted over every node, it
-    // also covers a hierarchical round's mix between groups.
-    const auto nodes = static_cast<NodeId>(spec.nodes());
-    const auto hops = std::max<std::size_t>(1, gossip::CollectiveSchedule(o.collective, nodes, 0, 1).steps());
-    o.round_timeout =
-        spec.round_timeout() > 0 ? timeout : host.auto_round_timeout * static_cast<std::int64_t>(hops);
-    o.catch_up = host.catch_up;
-    o.overlap = spec.overlap();
-    if (lowrank > 0) {
-      o.lowrank = lowrank;
-      o.lowrank_error_feedback = lowrank_error_feedback;
-      o.lowrank_seed = spec.seed();
-      o.lowrank_layout = x0.layout();
-    }
-    o.local = local;
-    if (a == "diloco-allreduce") {
-      MURMUR_ASSIGN_OR_RETURN(o.outer, OuterOf(spec));
-    }
-    if (spec.groups() > 1) {
-      MURMUR_ASSIGN_OR_RETURN(AllReduceGroup group, AllReduceGroupOf(spec, host.env->self(), host.group_of));
-      o.ring = std::move(group.ring);
-      o.cross = std::move(group.cross);
-      o.cross_self = group.cross_self;
-      return std::unique_ptr<gossip::Node>(std::make_unique<gossip::RingAllReduceNode>(
-          *host.env, static_cast<NodeId>(o.ring.size()), *host.learner, std::move(x0), std::move(codec), o,
-          host.observer));
-    }
-    if (spec.topology() != "ring" && host.topology != nullptr) {  // the ring the topology chose
-      o.ring = topology::RingOrder(host.topology->In(0).SupportGraph());
-      if (o.ring.size() != spec.nodes())
-        return Status::InvalidArgument("spec field 'topology': '" + spec.topology() +
-                                       "' is not one cycle through every node, which " + a + " needs");
-    }
+  o.local = c.local;
+  o.outer = g.outer;  // kNone but for diloco-allreduce
+  if (spec.groups() > 1) {
+    MURMUR_ASSIGN_OR_RETURN(AllReduceGroup group, AllReduceGroupOf(plan, host.env->self(), host.group_of));
+    o.ring = std::move(group.ring);
+    o.cross = std::move(group.cross);
+    o.cross_self = group.cross_self;
     return std::unique_ptr<gossip::Node>(std::make_unique<gossip::RingAllReduceNode>(
-        *host.env, static_cast<NodeId>(spec.nodes()), *host.learner, std::move(x0), std::move(codec), o,
+        *host.env, static_cast<NodeId>(o.ring.size()), *host.learner, std::move(x0), std::move(c.codec), o,
         host.observer));
   }
-  if (a == "push-sum") {
-    gossip::PushSumOptions o;
-    o.rounds = rounds;
-    o.first_round = host.first_round;
-    o.local_steps = static_cast<int>(spec.local_steps());
-    o.round_timeout = timeout;
-    o.catch_up = host.catch_up && static_topology;
-    return std::unique_ptr<gossip::Node>(std::make_unique<gossip::PushSumNode>(
-        *host.env, *host.topology, *host.learner, std::move(x0), std::move(codec), o, host.observer));
+  if (spec.topology() != "ring" && host.topology != nullptr) {  // the ring the topology chose
+    o.ring = topology::RingOrder(host.topology->In(0).SupportGraph());
+    if (o.ring.size() != spec.nodes())
+      return Status::InvalidArgument("spec field 'topology': '" + spec.topology() +
+                                     "' is not one cycle through every node, which " + spec.algorithm() +
+                                     " needs");
   }
-  if (a == "dsgt") {
-    gossip::GradientTrackingOptions o;
-    o.rounds = rounds;
-    o.first_round = host.first_round;
-    o.round_timeout = timeout;
-    o.catch_up = host.catch_up && static_topology;
-    return std::unique_ptr<gossip::Node>(std::make_unique<gossip::GradientTrackingNode>(
-        *host.env, *host.topology, *host.learner, std::move(x0), std::move(codec), o, host.observer));
+  return std::unique_ptr<gossip::Node>(std::make_unique<gossip::RingAllReduceNode>(
+      *host.env, nodes, *host.learner, std::move(x0), std::move(c.codec), o, host.observer));
+}
+
+NodeResult MakePushSum(const JobPlan& plan, ParamVector x0, const GossipHost& host, Common c) {
+  gossip::PushSumOptions o;
+  o.rounds = c.rounds;
+  o.first_round = host.first_round;
+  o.local_steps = static_cast<int>(plan.spec().local_steps());
+  o.round_timeout = c.timeout;
+  o.catch_up = host.catch_up && c.static_topology;
+  return std::unique_ptr<gossip::Node>(std::make_unique<gossip::PushSumNode>(
+      *host.env, *host.topology, *host.learner, std::move(x0), std::move(c.codec), o, host.observer));
+}
+
+NodeResult MakeDsgt(ParamVector x0, const GossipHost& host, Common c) {
+  gossip::GradientTrackingOptions o;
+  o.rounds = c.rounds;
+  o.first_round = host.first_round;
+  o.round_timeout = c.timeout;
+  o.catch_up = host.catch_up && c.static_topology;
+  return std::unique_ptr<gossip::Node>(std::make_unique<gossip::GradientTrackingNode>(
+      *host.env, *host.topology, *host.learner, std::move(x0), std::move(c.codec), o, host.observer));
+}
+
+NodeResult MakeGossipLearning(const JobPlan& plan, ParamVector x0, const GossipHost& host, Common c) {
+  const proto::JobSpec& spec = plan.spec();
+  gossip::GossipLearningOptions o;
+  o.period = FromSeconds(spec.period());
+  if (host.bound_by_wakeups) {
+    o.horizon = Nanos::max();
+    o.max_wakeups = spec.rounds();
+  } else {
+    o.horizon = FromSeconds(spec.period() * static_cast<double>(spec.rounds()));
   }
-  if (a == "gossip-learning") {
-    gossip::GossipLearningOptions o;
-    o.period = FromSeconds(spec.period());
-    if (host.bound_by_wakeups) {
-      o.horizon = Nanos::max();
-      o.max_wakeups = spec.rounds();
-    } else {
-      o.horizon = FromSeconds(spec.period() * static_cast<double>(spec.rounds()));
-    }
-    o.local_steps = static_cast<int>(spec.local_steps());
-    o.fanout = static_cast<int>(spec.fanout());
-    o.age_weighted = spec.age_weighted();
-    o.uniform_peers = host.peers != nullptr || spec.topology() == "complete";
-    o.defer_merges = host.concurrent_training;
-    auto node = std::make_unique<gossip::GossipLearningNode>(
-        *host.env, o.uniform_peers ? nullptr : host.topology, host.nodes, *host.learner, std::move(x0),
-        std::move(codec), o, host.observer);
-    if (host.peers != nullptr) node->SetPeerSampler(host.peers);
-    return std::unique_ptr<gossip::Node>(std::move(node));
+  o.local_steps = static_cast<int>(spec.local_steps());
+  o.fanout = static_cast<int>(spec.fanout());
+  o.age_weighted = spec.age_weighted();
+  o.uniform_peers = host.peers != nullptr || spec.topology() == "complete";
+  o.defer_merges = host.concurrent_training;
+  auto node = std::make_unique<gossip::GossipLearningNode>(
+      *host.env, o.uniform_peers ? nullptr : host.topology, host.nodes, *host.learner, std::move(x0),
+      std::move(c.codec), o, host.observer);
+  if (host.peers != nullptr) node->SetPeerSampler(host.peers);
+  return std::unique_ptr<gossip::Node>(std::move(node));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const JobPlan& plan, ParamVector x0,
+                                                     const GossipHost& host) {
+  const proto::JobSpec& spec = plan.spec();
+  const GossipPlan& g = plan.gossip();
+  // A ring all-reduce codes segments, not the model's tensors: its codec sees
+  // plain vectors; with PowerSGD inside it, the factors travel as they are.
+  const bool lowrank = plan.ring_allreduce() && g.codec.lowrank > 0;
+  Common c;
+  c.codec = MakeCodec(spec, lowrank ? gossip::CodecSpec::Parse("none").value() : g.codec, host.env->self(),
+                      plan.ring_allreduce() ? Layout() : x0.layout());
+  c.local = plan.local_buffers() ? LocalTensors(x0.layout(), kBufferTensorPrefix) : LocalTensors();
+  c.timeout = spec.round_timeout() > 0 ? FromSeconds(spec.round_timeout()) : host.auto_round_timeout;
+  c.static_topology = host.topology != nullptr && host.topology->is_static();
+  // An overlapped all-reduce's last round is not the start of a longer run's
+  // next one: it ends on the anchor (gossip/ring_allreduce.h), so it stops there.
+  c.rounds = host.open_ended && !spec.overlap() ? std::numeric_limits<std::uint64_t>::max() : spec.rounds();
+  switch (plan.algorithm()) {
+    case Algorithm::kDpsgd:
+    case Algorithm::kDpsgdCta:
+    case Algorithm::kDiloco: return MakeDpsgd(plan, std::move(x0), host, std::move(c));
+    case Algorithm::kAllReduce:
+    case Algorithm::kDilocoAllReduce: return MakeAllReduce(plan, std::move(x0), host, std::move(c));
+    case Algorithm::kPushSum: return MakePushSum(plan, std::move(x0), host, std::move(c));
+    case Algorithm::kDsgt: return MakeDsgt(std::move(x0), host, std::move(c));
+    case Algorithm::kGossipLearning: return MakeGossipLearning(plan, std::move(x0), host, std::move(c));
+    case Algorithm::kFedAvg:
+    case Algorithm::kFedProx:
+    case Algorithm::kScaffold:
+    case Algorithm::kFedAvgM:
+    case Algorithm::kFedAdam:
+    case Algorithm::kFedYogi:
+    case Algorithm::kFedAdagrad:
+    case Algorithm::kFedBuff: break;
   }
-  return Status::InvalidArgument("spec field 'algorithm': '" + a + "' is not a gossip algorithm");
+  return Status::InvalidArgument("spec field 'algorithm': '" + spec.algorithm() +
+                                 "' is not a gossip algorithm");
 }
 
 }  // namespace murmur::engine

@@ -51,13 +51,11 @@
 #include "core/param_vector.h"
 #include "core/round_observer.h"
 #include "core/status.h"
-#include "gossip/codec.h"
+#include "engine/plan.h"
 #include "gossip/collective_schedule.h"
 #include "gossip/node.h"
-#include "gossip/outer_optimizer.h"
 #include "gossip/peer_sampler.h"
 #include "gossip/round_topology.h"
-#include "proto/job_spec.pb.h"
 
 namespace murmur::engine {
 
@@ -104,34 +102,7 @@ struct GossipHost {
   const std::vector<std::uint32_t>* group_of = nullptr;
 };
 
-// The spec's compressor spec with "default" resolved: topk:0.01 (CHOCO-SGD
-// with error feedback) for dpsgd and dpsgd-cta, none for diloco (it
-// communicates H times less already) and for push-sum, dsgt and gossip
-// learning, which send whole vectors.
-std::string CompressionOf(const proto::JobSpec& spec);
-
-// The spec's gossip codec. InvalidArgument names the field.
-Result<gossip::CodecSpec> GossipCodecOf(const proto::JobSpec& spec);
-
-// Whether a job's state holds what its neighbours sent, so that it is valid
-// only on the graph it was taken on: CHOCO's public copies (a gossip
-// compressor whose output is not a usable model, or ",choco"). Every other
-// state (models, momentum, outer optimizers, push-sum weights, DSGT's
-// trackers, all-reduce anchors and PowerSGD factors, a federated round)
-// carries over to another graph.
-bool StateFollowsGraph(const proto::JobSpec& spec);
-
-// The node's codec, drawing from Rng(seed, self, kCompression).
-std::unique_ptr<gossip::Codec> MakeCodec(const proto::JobSpec& spec, const gossip::CodecSpec& codec,
-                                         NodeId self, const Layout& layout);
-
-// The outer optimizer named by spec field outer_optimizer, or InvalidArgument naming it.
-Result<gossip::OuterKind> ParseOuterOptimizer(const std::string& name);
-// The spec's outer step (outer_optimizer, outer_lr, outer_momentum, outer_beta2).
-Result<gossip::OuterOptions> OuterOf(const proto::JobSpec& spec);
-
-// REQUIRES: ValidateJobSpec(spec, host).ok() for the host, and a gossip algorithm.
-// Hierarchical all-reduce (spec groups > 1): node `self`'s group in id order
+// REQUIRES: a gossip plan. Hierarchical all-reduce (spec groups > 1): node `self`'s group in id order
 // (its ring), and its counterparts in the neighbouring groups of
 // group_topology with their Metropolis-Hastings weights. `group_of` as in
 // GossipHost (null: contiguous id blocks). InvalidArgument names the field.
@@ -140,7 +111,7 @@ struct AllReduceGroup {
   std::vector<std::pair<NodeId, double>> cross;
   double cross_self = 0;
 };
-Result<AllReduceGroup> AllReduceGroupOf(const proto::JobSpec& spec, NodeId self,
+Result<AllReduceGroup> AllReduceGroupOf(const JobPlan& plan, NodeId self,
                                         const std::vector<std::uint32_t>* group_of = nullptr);
 // Every node `self` exchanges with in that schedule: the positions of its
 // ring the collective's steps name (the ring: its two neighbours) and its
@@ -150,10 +121,11 @@ std::vector<NodeId> AllReducePeers(const AllReduceGroup& group, NodeId self, gos
 // The mean length of an all-reduce's messages over one round of every
 // position, as a fraction of the model: what a dense fp32 run of the same
 // schedule sends per message (the ring: 1 / m of a model for rings of m).
-// Messages between groups are counted as the ring's. REQUIRES: a valid spec.
-double AllReduceMessageFraction(const proto::JobSpec& spec);
+// Messages between groups are counted as the ring's. REQUIRES: a gossip plan.
+double AllReduceMessageFraction(const JobPlan& plan);
 
-Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const proto::JobSpec& spec, ParamVector x0,
+// REQUIRES: a gossip plan (!plan.federated()).
+Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const JobPlan& plan, ParamVector x0,
                                                      const GossipHost& host);
 
 }  // namespace murmur::engine

@@ -46,7 +46,7 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
     case proto::ControlRequest::kPrepare: r = Prepare(request.prepare().job()); break;
     case proto::ControlRequest::kCommit: r = Commit(request.commit().job_id()); break;
     case proto::ControlRequest::kAbort:
-      if (prepared_ && prepared_->job.job_id() == request.abort().job_id()) prepared_.reset();
+      if (prepared_ && prepared_->job.config().job_id() == request.abort().job_id()) prepared_.reset();
       r.set_ok(true);
       break;
     case proto::ControlRequest::kStop:
@@ -118,7 +118,7 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
   return r;
 }
 
-std::string DaemonImpl::RefuseSubmission(const proto::JobConfig& job) {
+std::string DaemonImpl::RefuseSubmission(const proto::JobConfig& job, std::optional<PlannedJob>& planned) {
   if (job_ && !job_->ended())
     return job_state_ == "draining"
                ? "job '" + job_->config().job_id() +
@@ -127,12 +127,16 @@ std::string DaemonImpl::RefuseSubmission(const proto::JobConfig& job) {
                      "; stop it first (murmur job stop)";
   if (shutting_down_) return "the daemon is shutting down";
   if (prepared_ && std::chrono::steady_clock::now() >= prepared_->deadline) prepared_.reset();
-  if (prepared_ && (prepared_->job.job_id() != job.job_id() || JobTag(prepared_->job) != JobTag(job)))
-    return "job '" + prepared_->job.job_id() + "' is prepared here by another submission" +
-           (prepared_->job.job_id() == job.job_id() ? " with another configuration" : "") +
+  const proto::JobConfig* held = prepared_ ? &prepared_->job.config() : nullptr;
+  if (held != nullptr && (held->job_id() != job.job_id() || JobTag(*held) != JobTag(job)))
+    return "job '" + held->job_id() + "' is prepared here by another submission" +
+           (held->job_id() == job.job_id() ? " with another configuration" : "") +
            " (it is committed, aborted or dropped within " + std::to_string(kPrepareHoldSeconds) + " s)";
-  Status st = ValidateJobConfig(job, config_.node_id());
-  if (!st.ok()) return st.ToString();
+  if (!planned) {
+    auto made = PlanJobConfig(job, config_.node_id());
+    if (!made.ok()) return made.status().ToString();
+    planned.emplace(std::move(made).value());
+  }
   // The same job again continues from its checkpoint (with more rounds
   // also once it completed).
   if (store_->Completed(job))
@@ -145,10 +149,11 @@ std::string DaemonImpl::RefuseSubmission(const proto::JobConfig& job) {
   return "";
 }
 
-proto::ControlResponse DaemonImpl::Submit(const proto::JobConfig& job, std::unique_ptr<Job> made) {
-  if (std::string why = RefuseSubmission(job); !why.empty()) return Refuse(std::move(why));
+proto::ControlResponse DaemonImpl::Submit(const proto::JobConfig& job, std::optional<PlannedJob> planned,
+                                          std::unique_ptr<Job> made) {
+  if (std::string why = RefuseSubmission(job, planned); !why.empty()) return Refuse(std::move(why));
   prepared_.reset();
-  Status st = StartJob(job, /*submitted=*/true, std::move(made));
+  Status st = StartJob(*planned, /*submitted=*/true, std::move(made));
   if (!st.ok()) {
     MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": job " << job.job_id()
                          << " did not start: " << st.ToString();
@@ -164,12 +169,14 @@ proto::ControlResponse DaemonImpl::Submit(const proto::JobConfig& job, std::uniq
 }
 
 proto::ControlResponse DaemonImpl::Prepare(const proto::JobConfig& job) {
-  if (std::string why = RefuseSubmission(job); !why.empty()) return Refuse(std::move(why));
+  std::optional<PlannedJob> planned;
+  if (std::string why = RefuseSubmission(job, planned); !why.empty()) return Refuse(std::move(why));
   // Built as it would start (its data, model, topology and checkpoint
   // checked), so that what would fail fails here, before any daemon starts.
-  auto made = BuildJob(job);
+  auto made = BuildJob(*planned);
   if (!made.ok()) return Refuse(made.status().ToString());
-  prepared_ = Prepared{job, std::chrono::steady_clock::now() + std::chrono::seconds(kPrepareHoldSeconds),
+  prepared_ = Prepared{std::move(*planned),
+                       std::chrono::steady_clock::now() + std::chrono::seconds(kPrepareHoldSeconds),
                        std::move(made).value()};
   MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": job " << job.job_id() << " prepared";
   proto::ControlResponse r;
@@ -179,7 +186,7 @@ proto::ControlResponse DaemonImpl::Prepare(const proto::JobConfig& job) {
 
 proto::ControlResponse DaemonImpl::Commit(const std::string& job_id) {
   if (prepared_ && std::chrono::steady_clock::now() >= prepared_->deadline) prepared_.reset();
-  if (!prepared_ || prepared_->job.job_id() != job_id) {
+  if (!prepared_ || prepared_->job.config().job_id() != job_id) {
     // Two operators submitting the same job at once both prepare it (the
     // second preparation, of the same configuration, replaces the first)
     // and the first commit starts it: the second finds it running, which is
@@ -195,10 +202,11 @@ proto::ControlResponse DaemonImpl::Commit(const std::string& job_id) {
     return Refuse("no job '" + job_id + "' is prepared here (a prepared job is dropped after " +
                   std::to_string(kPrepareHoldSeconds) + " s without its commit)");
   }
-  const proto::JobConfig job = std::move(prepared_->job);
+  PlannedJob job = std::move(prepared_->job);
   std::unique_ptr<Job> made = std::move(prepared_->made);
   prepared_.reset();
-  return Submit(job, std::move(made));
+  const proto::JobConfig config = job.config();
+  return Submit(config, std::move(job), std::move(made));
 }
 
 proto::ControlResponse DaemonImpl::SetFaults(const proto::FaultConfig& faults) {

@@ -193,7 +193,8 @@ Status DaemonImpl::Init() {
   // The job: the config's, or the one a restart interrupted.
   if (config_.has_job()) {
     exit_after_job_ = true;
-    MURMUR_RETURN_IF_ERROR(ValidateJobConfig(config_.job(), self).WithContext("config field 'job'"));
+    auto planned = PlanJobConfig(config_.job(), self);
+    if (!planned.ok()) return planned.status().WithContext("config field 'job'");
     // A completed job ends at once on its final checkpoint; one whose
     // checkpoint is no longer kept is not run again from round 0.
     MURMUR_ASSIGN_OR_RETURN(std::string checkpoint, store_->CheckpointPath(config_.job().job_id()));
@@ -201,19 +202,23 @@ Status DaemonImpl::Init() {
       return Status::FailedPrecondition("config field 'job': job '" + config_.job().job_id() +
                                         "' already completed on this daemon (DATA_DIR/jobs/completed); give "
                                         "the next job a new job_id");
-    return StartJob(config_.job(), /*submitted=*/false);
+    return StartJob(*planned, /*submitted=*/false);
   }
   if (state.ok() && last) {
     proto::JobConfig job = *last;
     job_state_ = state->substr(0, state->find('\n'));
     if (job_state_ == "running") {
       MURMUR_LOG(kInfo) << "node " << self << ": resuming job " << job.job_id();
-      return StartJob(job, /*submitted=*/false);
+      MURMUR_ASSIGN_OR_RETURN(PlannedJob planned, PlanJobConfig(job, self));
+      return StartJob(planned, /*submitted=*/false);
     }
     // A finished or stopped job: keep it for status until the next one.
     // (Built from its checkpoint and ended at once: status shows where it stopped.)
     MURMUR_ASSIGN_OR_RETURN(std::string checkpoint, store_->CheckpointPath(job.job_id()));
-    auto ended = MakeJob(job, net(), checkpoint, nullptr, {}, LocalDataOf(config_), Keys());
+    auto planned = PlanJobConfig(job, self);
+    auto ended = planned.ok()
+                     ? MakeJob(*planned, net(), checkpoint, nullptr, {}, LocalDataOf(config_), Keys())
+                     : Result<std::unique_ptr<Job>>(planned.status());
     if (ended.ok()) {
       job_ = std::move(ended).value();
       job_->Abandon();
@@ -229,11 +234,12 @@ void DaemonImpl::WarnLegacyCertificate(const std::string& path) const {
                        << config_.node_id() << "`";
 }
 
-Status DaemonImpl::StartJob(const proto::JobConfig& job, bool submitted, std::unique_ptr<Job> made) {
+Status DaemonImpl::StartJob(const PlannedJob& planned, bool submitted, std::unique_ptr<Job> made) {
+  const proto::JobConfig& job = planned.config();
   // Each job has its own checkpoint: a new job starts at round 0, and one
   // submitted again goes on from its own (if its configuration is the same).
   Result<std::unique_ptr<Job>> created = std::move(made);
-  if (*created == nullptr) created = BuildJob(job);
+  if (*created == nullptr) created = BuildJob(planned);
   if (!created.ok()) return created.status();
   if (submitted) {  // the job a restart resumes, once it is known to build (the last one's stays otherwise)
     std::string text;
@@ -268,8 +274,8 @@ Status DaemonImpl::StartJob(const proto::JobConfig& job, bool submitted, std::un
   return Status::Ok();
 }
 
-Result<std::unique_ptr<Job>> DaemonImpl::BuildJob(const proto::JobConfig& job) {
-  MURMUR_ASSIGN_OR_RETURN(std::string checkpoint, store_->CheckpointPath(job.job_id()));
+Result<std::unique_ptr<Job>> DaemonImpl::BuildJob(const PlannedJob& job) {
+  MURMUR_ASSIGN_OR_RETURN(std::string checkpoint, store_->CheckpointPath(job.config().job_id()));
   return MakeJob(
       job, net(), checkpoint, [this](Job::End how) { OnJobEnd(how); },
       [this](NodeId peer) { return PeerAlive(peer); }, LocalDataOf(config_), Keys());

@@ -110,7 +110,7 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   // The job a `prepare` holds until its commit, abort or deadline
   // (proto/control.proto, JobPrepare).
   struct Prepared {
-    proto::JobConfig job;
+    PlannedJob job;
     std::chrono::steady_clock::time_point deadline;
     std::unique_ptr<Job> made;  // built at prepare (data, model, checkpoint checked), started at commit
   };
@@ -142,9 +142,9 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   // Starts `job` from its checkpoint, if it has one (`made`: the job as a
   // prepare built it); a `submitted` job (murmur job submit) is written to
   // DATA_DIR/job.txt for a restart once it is built.
-  Status StartJob(const proto::JobConfig& job, bool submitted, std::unique_ptr<Job> made = nullptr);
+  Status StartJob(const PlannedJob& job, bool submitted, std::unique_ptr<Job> made = nullptr);
   // `job` built to run here from its checkpoint, not started.
-  Result<std::unique_ptr<Job>> BuildJob(const proto::JobConfig& job);
+  Result<std::unique_ptr<Job>> BuildJob(const PlannedJob& job);
   void WarnLegacyCertificate(const std::string& path) const;
   void OnJobEnd(Job::End how);
   void SaveJobState(const std::string& state);
@@ -157,9 +157,12 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   void Finish(Nanos linger);
   proto::ControlResponse OnControl(const proto::ControlRequest& request, const crypto::PeerInfo& from);
   // Why `job` may not start now ("" when it may): a submit's, a prepare's
-  // and a commit's checks.
-  std::string RefuseSubmission(const proto::JobConfig& job);
-  proto::ControlResponse Submit(const proto::JobConfig& job, std::unique_ptr<Job> made = nullptr);
+  // and a commit's checks. A job not planned yet (`planned` empty: a submit
+  // or a prepare) is planned here (PlanJobConfig), once per submission; a
+  // commit brings its prepare's plan.
+  std::string RefuseSubmission(const proto::JobConfig& job, std::optional<PlannedJob>& planned);
+  proto::ControlResponse Submit(const proto::JobConfig& job, std::optional<PlannedJob> planned = {},
+                                std::unique_ptr<Job> made = nullptr);
   proto::ControlResponse Prepare(const proto::JobConfig& job);
   proto::ControlResponse Commit(const std::string& job_id);
   proto::ControlResponse SetFaults(const proto::FaultConfig& faults);

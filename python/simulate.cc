@@ -8,6 +8,7 @@
 #include <csignal>
 
 #include <atomic>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -111,7 +112,8 @@ std::string UnknownField(const std::string& name) {
 }
 
 // kind: "default" (source ignored), "text" (protobuf text or JSON) or "path".
-// Returns (the serialized proto::Scenario, warnings).
+// Returns (the serialized proto::Scenario, warnings, its plan): the scenario
+// is planned here, once (sim::PlanScenario), and run from that plan.
 py::tuple LoadScenario(const std::string& kind, const std::string& source,
                        const std::vector<std::pair<std::string, std::string>>& overrides) {
   proto::Scenario scenario;
@@ -130,12 +132,14 @@ py::tuple LoadScenario(const std::string& kind, const std::string& source,
     RaiseIfError(engine::SetScenarioField(scenario, *field, text, "scenario field '" + name + "'"),
                  scenario_error);
   }
-  RaiseIfError(sim::ValidateScenario(scenario), scenario_error);
+  auto plan = sim::PlanScenario(scenario);
+  RaiseIfError(plan.status(), scenario_error);
   if (!scenario.plot().empty())
     Raise(scenario_error,
           "scenario field 'plot': plots are drawn by the murmur CLI; from Python, plot result.metrics "
           "(docs/python.md)");
-  return py::make_tuple(py::bytes(scenario.SerializeAsString()), warnings);
+  return py::make_tuple(py::bytes(scenario.SerializeAsString()), warnings,
+                        std::make_shared<sim::ScenarioPlan>(std::move(plan).value()));
 }
 
 proto::Scenario FromBytes(const py::bytes& bytes) {
@@ -244,14 +248,15 @@ py::dict SummaryDict(const sim::RunSummary& r, const proto::Scenario& s) {
   return d;
 }
 
-// Runs a serialized scenario. `progress` (None or callable(done, total,
+// Runs a planned scenario (LoadScenario's). `progress` (None or callable(done, total,
 // point dict or None)); `learner`, `initial`, `evaluate`: the caller's
 // learning (MakePythonLearning), `learner` None for murmur's own. Returns
 // {"columns", "summary", "interrupted"}; an exception a callback raised is
 // raised here once the run has stopped.
-py::dict Run(const py::bytes& serialized, const py::object& progress, bool handle_sigint,
+py::dict Run(const std::shared_ptr<sim::ScenarioPlan>& plan, const py::object& progress, bool handle_sigint,
              const py::object& learner, const py::object& initial, const py::object& evaluate) {
-  const proto::Scenario scenario = FromBytes(serialized);
+  if (plan == nullptr) throw py::type_error("run takes the plan load_scenario gave");
+  const proto::Scenario& scenario = plan->scenario();
   RunErrors errors;
   sim::ProgressFn report;
   if (!progress.is_none()) {
@@ -279,7 +284,7 @@ py::dict Run(const py::bytes& serialized, const py::object& progress, bool handl
   {
     SigintScope sigint(handle_sigint, &errors.stop);
     py::gil_scoped_release release;
-    run = sim::RunScenario(scenario, report, options);
+    run = sim::RunScenario(*plan, report, options);
     by_sigint = sigint.interrupted();
   }
   learning.reset();  // its callbacks hold Python references: let them go with the GIL held
@@ -299,15 +304,18 @@ void BindSimulate(py::module_& m) {
   scenario_error = py::exception<void>(m, "ScenarioError", PyExc_ValueError).release();
   m.def("scenario_fields", &ScenarioFieldList,
         "[(name, type, repeated, default, help)] for every scenario field simulate takes by name");
+  // A checked scenario, opaque to Python: what run() runs.
+  py::class_<sim::ScenarioPlan, std::shared_ptr<sim::ScenarioPlan>>(m, "ScenarioPlan");
   m.def("load_scenario", &LoadScenario, py::arg("kind"), py::arg("source"), py::arg("overrides"),
-        "(serialized scenario, warnings) from protobuf text / JSON, a file, or the defaults, with overrides");
+        "(serialized scenario, warnings, plan) from protobuf text / JSON, a file, or the defaults, with "
+        "overrides");
   m.def(
       "scenario_text",
       [](const py::bytes& serialized) { return engine::ToTextWithDefaults(FromBytes(serialized)); },
       py::arg("scenario"), "the scenario as protobuf text, every field shown (murmur sim --print-scenario)");
-  m.def("run", &Run, py::arg("scenario"), py::arg("progress"), py::arg("handle_sigint"), py::arg("learner"),
+  m.def("run", &Run, py::arg("plan"), py::arg("progress"), py::arg("handle_sigint"), py::arg("learner"),
         py::arg("initial"), py::arg("evaluate"),
-        "runs a serialized scenario; returns {'columns', 'summary', 'interrupted'}");
+        "runs a planned scenario; returns {'columns', 'summary', 'interrupted'}");
 }
 
 }  // namespace murmur::python

@@ -17,16 +17,16 @@
 
 namespace murmur::sim {
 
-// Run must be constructible from (scenario, world, progress, options) and
+// Run must be constructible from (plan, world, progress, options) and
 // have Status Build().
 template <typename Run>
-Result<std::unique_ptr<Run>> BuildOnRanks(const proto::Scenario& s, const ProgressFn& progress,
+Result<std::unique_ptr<Run>> BuildOnRanks(const ScenarioPlan& plan, const ProgressFn& progress,
                                           const RunOptions& options) {
   std::unique_ptr<Run> run;
   Status built = [&]() -> Status {
-    MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<World> world, BuildWorld(s, options.ranks));
-    MURMUR_RETURN_IF_ERROR(AdoptLearning(options.learning, s.spec(), *world));
-    run = std::make_unique<Run>(s, std::move(world), progress, options);
+    MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<World> world, BuildWorld(plan, options.ranks));
+    MURMUR_RETURN_IF_ERROR(AdoptLearning(options.learning, plan.job(), *world));
+    run = std::make_unique<Run>(plan, std::move(world), progress, options);
     return run->Build();
   }();
   MURMUR_RETURN_IF_ERROR(AgreeOnBuild(options.ranks, std::move(built)));

@@ -2,14 +2,13 @@
 
 #include <algorithm>
 
-#include "engine/algorithms.h"
-#include "engine/federated_builder.h"
 #include "sim/evaluator.h"
 #include "sim/world.h"
 
 namespace murmur::sim {
 
-Status AdoptLearning(const ExternalLearning* external, const proto::JobSpec& spec, World& world) {
+Status AdoptLearning(const ExternalLearning* external, const engine::JobPlan& plan, World& world) {
+  const proto::JobSpec& spec = plan.spec();
   if (external == nullptr) return Status::Ok();
   if (!external->make_learner) return Status::InvalidArgument("external learning without a learner factory");
   const std::size_t native = world.model->layout().total_size();
@@ -28,9 +27,9 @@ Status AdoptLearning(const ExternalLearning* external, const proto::JobSpec& spe
       world.initial = external->initial.Clone();
     }
   }
-  const std::vector<bool> attackers = engine::AttackersOf(spec);
-  const bool flips = spec.attack() == "label-flip" && engine::IsFederatedAlgorithm(spec.algorithm()) &&
-                     std::find(attackers.begin(), attackers.end(), true) != attackers.end();
+  const bool flips =
+      plan.federated() && plan.fed().attack == federated::AttackKind::kLabelFlip &&
+      std::find(plan.fed().attackers.begin(), plan.fed().attackers.end(), true) != plan.fed().attackers.end();
   if (flips)
     return Status::InvalidArgument(
         "spec field 'attack': label-flip attackers train on murmur's flipped copy of the data, which the "

@@ -24,6 +24,7 @@
 #include "core/learner.h"
 #include "core/param_vector.h"
 #include "core/status.h"
+#include "engine/plan.h"
 #include "ml/dataset.h"
 #include "ml/ml_learner.h"
 #include "ml/model.h"
@@ -67,7 +68,7 @@ struct ExternalLearning {
 // models when no `evaluate` is given, and that no label-flip attacker needs
 // murmur's own data; then makes external->initial (if any) the world's first
 // model, shaped by the spec model's layout when it has the spec model's size.
-Status AdoptLearning(const ExternalLearning* external, const proto::JobSpec& spec, World& world);
+Status AdoptLearning(const ExternalLearning* external, const engine::JobPlan& plan, World& world);
 
 // Node `node`'s learner, training on `samples` of `train`.
 Result<std::unique_ptr<LocalLearner>> MakeNodeLearner(const ExternalLearning* external, const World& world,

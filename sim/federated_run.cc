@@ -11,7 +11,6 @@
 #include "crypto/identity.h"
 #include "engine/algorithms.h"
 #include "engine/federated_builder.h"
-#include "engine/learner.h"
 #include "federated/client.h"
 #include "federated/secagg_messages.h"
 #include "federated/server.h"
@@ -79,10 +78,11 @@ EvalPoint UnpackPoint(const Bytes& b) {
 
 class FederatedRun final : public RoundObserver {
  public:
-  FederatedRun(const proto::Scenario& s, std::unique_ptr<World> world, const ProgressFn& progress,
+  FederatedRun(const ScenarioPlan& plan, std::unique_ptr<World> world, const ProgressFn& progress,
                const RunOptions& options)
-      : s_(s),
-        spec_(s.spec()),
+      : s_(plan.scenario()),
+        spec_(plan.scenario().spec()),
+        plan_(plan.job()),
         world_(std::move(world)),
         progress_(progress),
         options_(options),
@@ -114,6 +114,7 @@ class FederatedRun final : public RoundObserver {
 
   const proto::Scenario& s_;
   const proto::JobSpec& spec_;
+  const engine::JobPlan& plan_;
 
   std::unique_ptr<World> world_;
   ProgressFn progress_;
@@ -149,7 +150,7 @@ class FederatedRun final : public RoundObserver {
 };
 
 Status FederatedRun::Build() {
-  const NodeId n = engine::FederatedClients(spec_);
+  const NodeId n = plan_.fed().clients;
   const NodeId num_edges = spec_.edge_aggregators();
   num_clients_ = n;
   const std::string& a = spec_.algorithm();
@@ -183,7 +184,7 @@ Status FederatedRun::Build() {
 
   const engine::FederatedHost
       fed_host;  // SecAgg+ secrets from the run's streams; the server plays every attacker
-  MURMUR_ASSIGN_OR_RETURN(federated::ServerOptions o, engine::MakeServerOptions(spec_, fed_host));
+  federated::ServerOptions o = engine::MakeServerOptions(plan_, fed_host);
   federated::SignKeyDirectory directory;
   // The bound on a result's weight: the largest client share, or with edge
   // aggregators (whose results weigh their clients' sum) the whole partition.
@@ -212,7 +213,7 @@ Status FederatedRun::Build() {
     o.secagg.directory = directory;
   }
 
-  MURMUR_ASSIGN_OR_RETURN(ml::MlLearnerOptions lo, engine::LearnerOptionsOf(spec_));
+  const ml::MlLearnerOptions& lo = plan_.learner();
   if (o.attack == federated::AttackKind::kLabelFlip) {
     flipped_ = FlipAttackerLabels(world_->data.train, *world_->partition, o.attacker);
   }
@@ -221,14 +222,13 @@ Status FederatedRun::Build() {
   for (NodeId i = 0; i < n; ++i) {
     if (!place.local(i)) continue;  // another rank's
     auto part = world_->partition->node(i);
-    const bool flip = engine::FlipsLabels(spec_, i);
+    const bool flip = engine::FlipsLabels(plan_, i);
     MURMUR_ASSIGN_OR_RETURN(
         learners_[i],
         MakeNodeLearner(options_.learning, *world_, spec_, lo, i, flip ? flipped_.data : world_->data.train,
                         flip ? std::span<const ml::SampleIndex>(flipped_.parts[i]) : part));
-    MURMUR_ASSIGN_OR_RETURN(
-        federated::ClientOptions co,
-        engine::MakeClientOptions(spec_, i, static_cast<double>(part.size()), max_samples, fed_host));
+    federated::ClientOptions co =
+        engine::MakeClientOptions(plan_, i, static_cast<double>(part.size()), max_samples, fed_host);
     if (spec_.secure_aggregation()) {
       co.secagg.identity = &identities_[i];
       co.secagg.directory = directory;
@@ -285,7 +285,7 @@ Status FederatedRun::Build() {
     << "server, " << a << " (" << o.clients_per_round << " per round, aggregation " << spec_.robust() << "), "
     << spec_.model() << " (" << world_->initial.size() << " parameters), " << spec_.dataset() << " "
     << spec_.partition() << ", upload " << spec_.upload_compression();
-  const std::vector<bool> attackers = engine::AttackersOf(spec_);
+  const std::vector<bool>& attackers = plan_.fed().attackers;
   if (!attackers.empty()) {
     d << ", " << std::count(attackers.begin(), attackers.end(), true) << " attackers (" << spec_.attack()
       << ")";
@@ -370,7 +370,7 @@ void FederatedRun::AssignToRsus() {
     }
     if (edges_[e] != nullptr)
       edges_[e]->SetCluster(std::move(in),
-                            EdgeClientsPerRound(engine::ClientsPerRound(spec_), size, num_clients_));
+                            EdgeClientsPerRound(plan_.fed().clients_per_round, size, num_clients_));
   }
   for (NodeId i = 0; i < num_clients_; ++i)
     if (clients_[i] != nullptr) clients_[i]->set_server(num_clients_ + edge_of_[i]);
@@ -538,10 +538,16 @@ Result<RunSummary> RunFederatedScenario(const proto::Scenario& s, const Progress
 
 Result<RunSummary> RunFederatedScenario(const proto::Scenario& s, const ProgressFn& progress,
                                         FederatedStats* stats, const RunOptions& options) {
-  MURMUR_RETURN_IF_ERROR(ValidateScenario(s));
-  if (!engine::IsFederatedAlgorithm(s.spec().algorithm()))
-    return Status::InvalidArgument("spec field 'algorithm': '" + s.spec().algorithm() + "' is not federated");
-  MURMUR_ASSIGN_OR_RETURN(auto run, BuildOnRanks<FederatedRun>(s, progress, options));
+  MURMUR_ASSIGN_OR_RETURN(ScenarioPlan plan, PlanScenario(s));
+  return RunFederatedScenario(plan, progress, stats, options);
+}
+
+Result<RunSummary> RunFederatedScenario(const ScenarioPlan& plan, const ProgressFn& progress,
+                                        FederatedStats* stats, const RunOptions& options) {
+  if (!plan.job().federated())
+    return Status::InvalidArgument("spec field 'algorithm': '" + plan.job().spec().algorithm() +
+                                   "' is not federated");
+  MURMUR_ASSIGN_OR_RETURN(auto run, BuildOnRanks<FederatedRun>(plan, progress, options));
   return run->Run(stats);
 }
 

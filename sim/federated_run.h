@@ -61,5 +61,8 @@ struct FederatedStats {
 // read from `stats`).
 Result<RunSummary> RunFederatedScenario(const proto::Scenario& s, const ProgressFn& progress,
                                         FederatedStats* stats, const RunOptions& options = {});
+// The same for a planned scenario (sim/scenario.h).
+Result<RunSummary> RunFederatedScenario(const ScenarioPlan& plan, const ProgressFn& progress,
+                                        FederatedStats* stats, const RunOptions& options = {});
 
 }  // namespace murmur::sim

@@ -8,7 +8,6 @@
 
 #include "engine/algorithms.h"
 #include "engine/gossip_builder.h"
-#include "engine/learner.h"
 #include "federated/attack.h"
 #include "ml/ml_learner.h"
 #include "sim/build_run.h"
@@ -33,12 +32,13 @@ using Clock = std::chrono::steady_clock;
 
 class ScenarioRun final : public RoundObserver {
  public:
-  ScenarioRun(const proto::Scenario& s, std::unique_ptr<World> world, const ProgressFn& progress,
+  ScenarioRun(const ScenarioPlan& plan, std::unique_ptr<World> world, const ProgressFn& progress,
               const RunOptions& options)
-      : s_(s),
-        spec_(s.spec()),
+      : s_(plan.scenario()),
+        spec_(plan.scenario().spec()),
+        plan_(plan.job()),
         world_(std::move(world)),
-        n_(static_cast<NodeId>(s.spec().nodes() + world_->attached_to.size())),
+        n_(static_cast<NodeId>(spec_.nodes() + world_->attached_to.size())),
         progress_(progress),
         options_(options),
         start_(Clock::now()),
@@ -68,6 +68,7 @@ class ScenarioRun final : public RoundObserver {
   Nanos FittedRoundTimeout() const;
   const proto::Scenario& s_;
   const proto::JobSpec& spec_;
+  const engine::JobPlan& plan_;
 
   std::unique_ptr<World> world_;
   NodeId n_;  // simulated nodes: the scenario's, and Byzantine ones attached to them
@@ -204,7 +205,7 @@ Status ScenarioRun::Build() {
     for (NodeId i = 0; i < n; ++i)
       faulty_envs_.push_back(std::make_unique<FaultyEnv>(&sim_->env(i), fault_plan_.get()));
   }
-  MURMUR_ASSIGN_OR_RETURN(ml::MlLearnerOptions lo, engine::LearnerOptionsOf(spec_));
+  const ml::MlLearnerOptions& lo = plan_.learner();
   last_loss_.assign(n, 0.0);
   learners_.resize(spec_.nodes());
   for (NodeId i : place.local_nodes()) {
@@ -258,7 +259,7 @@ Status ScenarioRun::Build() {
     // stragglers' last round would see less contention, make more deadlines,
     // and round R's metrics would depend on whether the run goes on.
     host.open_ended = true;
-    MURMUR_ASSIGN_OR_RETURN(auto node, engine::MakeGossipNode(spec_, world_->initial.Clone(), host));
+    MURMUR_ASSIGN_OR_RETURN(auto node, engine::MakeGossipNode(plan_, world_->initial.Clone(), host));
     nodes_.push_back(std::move(node));
     MessageSink* sink = nodes_.back().get();
     if (s_.faults().corrupt() > 0) {
@@ -279,7 +280,7 @@ Status ScenarioRun::Build() {
   std::ostringstream d;
   d << n << " nodes, " << world_->topology_description << ", " << spec_.algorithm() << ", " << spec_.model()
     << " (" << world_->initial.size() << " parameters), " << spec_.dataset() << " " << spec_.partition()
-    << ", compression " << engine::CompressionOf(spec_);
+    << ", compression " << plan_.gossip().compression;
   if (spec_.gossip_aggregation() != "mean") d << ", gossip aggregation " << spec_.gossip_aggregation();
   if (world_->links != nullptr) d << ", links: " << world_->links->Describe();
   if (spec_.collective() != "ring") d << ", collective " << spec_.collective();
@@ -496,16 +497,20 @@ RunSummary ScenarioRun::Run() {
 
 }  // namespace
 
-Result<RunSummary> RunScenario(const proto::Scenario& s, const ProgressFn& progress, RunOptions options) {
-  MURMUR_RETURN_IF_ERROR(ValidateScenario(s));
-  if (engine::IsFederatedAlgorithm(s.spec().algorithm())) {
+Result<RunSummary> RunScenario(const ScenarioPlan& plan, const ProgressFn& progress, RunOptions options) {
+  if (plan.job().federated()) {
     FederatedStats stats;
-    MURMUR_ASSIGN_OR_RETURN(RunSummary summary, RunFederatedScenario(s, progress, &stats, options));
+    MURMUR_ASSIGN_OR_RETURN(RunSummary summary, RunFederatedScenario(plan, progress, &stats, options));
     if (options.keep_final_models) summary.final_models.push_back(std::move(stats.final_model));
     return summary;
   }
-  MURMUR_ASSIGN_OR_RETURN(auto run, BuildOnRanks<ScenarioRun>(s, progress, options));
+  MURMUR_ASSIGN_OR_RETURN(auto run, BuildOnRanks<ScenarioRun>(plan, progress, options));
   return run->Run();
+}
+
+Result<RunSummary> RunScenario(const proto::Scenario& s, const ProgressFn& progress, RunOptions options) {
+  MURMUR_ASSIGN_OR_RETURN(ScenarioPlan plan, PlanScenario(s));
+  return RunScenario(plan, progress, std::move(options));
 }
 
 }  // namespace murmur::sim

@@ -17,6 +17,7 @@
 #include "core/status.h"
 #include "proto/scenario.pb.h"
 #include "sim/run_summary.h"
+#include "sim/scenario.h"
 
 namespace murmur::sim {
 
@@ -28,11 +29,14 @@ bool FailedOnAnotherRank(const Status& status);
 // on the others, Ok when every rank is ready. One rank (or none): `built`.
 Status AgreeOnBuild(RankGroup* ranks, Status built);
 
-// REQUIRES: ValidateScenario(s).ok() (RunScenario checks and returns its Status otherwise).
+// Runs a planned scenario (sim/scenario.h).
 // Spread over ranks (options.ranks), every rank calls it with the same
 // scenario and runs its block of the nodes; each gets the whole summary. A
 // rank that fails before the run starts returns its error and the others
 // FailedOnAnotherRank; a failure during the run aborts every rank.
+Result<RunSummary> RunScenario(const ScenarioPlan& plan, const ProgressFn& progress = {},
+                               RunOptions options = {});
+// Plans `s` (PlanScenario, whose Status it returns when the scenario is bad) and runs it.
 Result<RunSummary> RunScenario(const proto::Scenario& s, const ProgressFn& progress = {},
                                RunOptions options = {});
 

@@ -4,7 +4,6 @@
 
 #include "engine/algorithms.h"
 #include "engine/topology.h"
-#include "engine/validate.h"
 #include "sim/device.h"
 #include "sim/faults.h"
 #include "sim/gossip_attack.h"
@@ -43,10 +42,12 @@ std::vector<std::string> ScenarioWarnings(const proto::Scenario& s) {
   return out;
 }
 
-Status ValidateScenario(const proto::Scenario& s) {
+namespace {
+
+// What a scenario adds to its job.
+Status CheckWorld(const proto::Scenario& s, const engine::JobPlan& plan) {
   const proto::JobSpec& spec = s.spec();
-  MURMUR_RETURN_IF_ERROR(engine::ValidateJobSpec(spec, engine::Host::kSimulator));
-  const bool federated = engine::IsFederatedAlgorithm(spec.algorithm());
+  const bool federated = plan.federated();
   if (!federated) {
     auto attack = ParseGossipAttack(spec.attack());
     if (!attack.ok()) return attack.status().WithContext("spec field 'attack'");
@@ -135,5 +136,15 @@ Status ValidateScenario(const proto::Scenario& s) {
   }
   return Status::Ok();
 }
+
+}  // namespace
+
+Result<ScenarioPlan> PlanScenario(const proto::Scenario& s) {
+  MURMUR_ASSIGN_OR_RETURN(engine::JobPlan job, engine::PlanJob(s.spec(), engine::Host::kSimulator));
+  MURMUR_RETURN_IF_ERROR(CheckWorld(s, job));
+  return ScenarioPlan(s, std::move(job));
+}
+
+Status ValidateScenario(const proto::Scenario& s) { return PlanScenario(s).status(); }
 
 }  // namespace murmur::sim

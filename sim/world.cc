@@ -6,7 +6,6 @@
 #include <optional>
 #include <sstream>
 
-#include "engine/gossip_builder.h"
 #include "engine/model_factory.h"
 #include "engine/topology.h"
 #include "ml/dataset_spec.h"
@@ -88,12 +87,12 @@ Result<SumoScan> ScanScenarioTrace(const proto::Scenario& s, const RadioOptions&
 
 // One round's message for contact-aware scheduling: the initial model
 // through the job's codec (a gossip run), or dense fp32.
-double MessageBits(const proto::Scenario& s, const World& w) {
-  auto codec = engine::GossipCodecOf(s.spec());
-  if (!codec.ok() || codec->compressor == nullptr) return 32.0 * static_cast<double>(w.initial.size());
+double MessageBits(const engine::JobPlan& plan, const World& w) {
+  const gossip::CodecSpec& codec = plan.message_codec();
+  if (codec.compressor == nullptr) return 32.0 * static_cast<double>(w.initial.size());
   compression::CompressorState state;
-  Rng rng(s.spec().seed(), 0, RngPurpose::kInit);
-  return 8.0 * static_cast<double>(codec->compressor->Compress(w.initial, state, rng)->EncodedSize());
+  Rng rng(plan.spec().seed(), 0, RngPurpose::kInit);
+  return 8.0 * static_cast<double>(codec.compressor->Compress(w.initial, state, rng)->EncodedSize());
 }
 
 // The contacts_csv writer: one row per round (RoundContacts::Counts).
@@ -144,7 +143,8 @@ Result<std::function<void(const RoundContacts::Counts&)>> DriveWriter(const prot
       });
 }
 
-Status BuildVehicleTopology(const proto::Scenario& s, World& w, bool write_files) {
+Status BuildVehicleTopology(const proto::Scenario& s, const engine::JobPlan& plan, World& w,
+                            bool write_files) {
   RadioOptions radio;
   radio.radio_range = s.radio_range();
   radio.rsus = s.rsus();
@@ -160,7 +160,7 @@ Status BuildVehicleTopology(const proto::Scenario& s, World& w, bool write_files
   std::optional<ContactAware> aware;
   if (s.contact_aware()) {
     aware.emplace();
-    aware->message_bits = MessageBits(s, w);
+    aware->message_bits = MessageBits(plan, w);
     aware->round_seconds = s.round_interval();
     aware->radio = rate;
     for (const DeviceProfile& d : w.devices) aware->up_bps.push_back(d.up_bps);
@@ -261,7 +261,8 @@ Status AttachByzantineNodes(const proto::Scenario& s, World& w) {
 
 }  // namespace
 
-Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s, RankGroup* ranks) {
+Result<std::unique_ptr<World>> BuildWorld(const ScenarioPlan& plan, RankGroup* ranks) {
+  const proto::Scenario& s = plan.scenario();
   auto w = std::make_unique<World>();
   auto load = [&s] { return ml::LoadDatasetSpec(s.spec().dataset(), s.spec().data_dir(), s.spec().seed()); };
   std::unique_ptr<RankGroup> own;
@@ -293,7 +294,7 @@ Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s, RankGroup* r
     w->churn_trace = std::move(trace).value();
   }
   if (s.spec().topology() == "vehicles") {
-    MURMUR_RETURN_IF_ERROR(BuildVehicleTopology(s, *w, ranks == nullptr || ranks->rank() == 0));
+    MURMUR_RETURN_IF_ERROR(BuildVehicleTopology(s, plan.job(), *w, ranks == nullptr || ranks->rank() == 0));
   } else {
     MURMUR_RETURN_IF_ERROR(BuildGraphTopology(s, *w));
   }

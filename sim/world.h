@@ -21,6 +21,7 @@
 #include "sim/device.h"
 #include "sim/links.h"
 #include "sim/ranks.h"
+#include "sim/scenario.h"
 #include "sim/vehicles/mobility.h"
 #include "topology/schedule.h"
 
@@ -48,7 +49,7 @@ struct World {
 // Builds the world for `s`. Errors name the scenario field at fault. On the
 // ranks of a partitioned run (`ranks` not null; every rank calls it) the
 // dataset is read once per host (sim/host_data.h).
-Result<std::unique_ptr<World>> BuildWorld(const proto::Scenario& s, RankGroup* ranks = nullptr);
+Result<std::unique_ptr<World>> BuildWorld(const ScenarioPlan& plan, RankGroup* ranks = nullptr);
 
 // Starts the scenario's churn on `sim`: Markov churn until `horizon` when
 // churn_online > 0, and the transitions of the world's churn trace.

@@ -15,7 +15,6 @@
 #include "apps/murmur/scenario_flags.h"
 #include "core/log.h"
 #include "engine/algorithms.h"
-#include "engine/federated_builder.h"
 #include "engine/files.h"
 #include "engine/gossip_builder.h"
 #include "engine/scenario_fields.h"
@@ -85,13 +84,14 @@ void PrintTable(const sim::RunSummary& r, bool text) {
 
 // What a run does in a few words, for headers and plot legends: the
 // algorithm and what it sends, and the rule and attackers where they matter.
-std::string RunLabel(const proto::JobSpec& spec) {
+std::string RunLabel(const engine::JobPlan& plan) {
+  const proto::JobSpec& spec = plan.spec();
   std::string label = spec.algorithm();
   if (spec.collective() != "ring") label += " (" + spec.collective() + ")";
   if (spec.groups() > 1) label += " " + std::to_string(spec.groups()) + " groups";
   const bool attacked = spec.attack() != "none" && (spec.attack_fraction() > 0 || spec.attackers_size() > 0);
-  if (!engine::IsFederatedAlgorithm(spec.algorithm())) {
-    label += " " + engine::CompressionOf(spec);
+  if (!plan.federated()) {
+    label += " " + plan.gossip().compression;
     if (spec.gossip_aggregation() != "mean") label += " " + spec.gossip_aggregation();
   } else {
     if (spec.upload_compression() != "none") label += " upload " + spec.upload_compression();
@@ -117,19 +117,20 @@ std::string DenseRatio(double dense, double sent) {
   return buf;
 }
 
-void PrintSummary(const sim::RunSummary& r, const proto::Scenario& s) {
+void PrintSummary(const sim::RunSummary& r, const sim::ScenarioPlan& plan) {
+  const proto::Scenario& s = plan.scenario();
   if (r.points.empty()) return;
   const sim::EvalPoint& last = r.points.back();
   const proto::JobSpec& spec = s.spec();
   if (IsTextDataset(spec)) {
-    const bool federated = engine::IsFederatedAlgorithm(spec.algorithm());
+    const bool federated = plan.job().federated();
     std::printf("\nfinal (round %llu): %s test loss %.4f nats per byte, perplexity %.3f",
                 static_cast<unsigned long long>(last.round), federated ? "global model" : "averaged-model",
                 last.avg_loss, std::exp(last.avg_loss));
     if (!federated)
       std::printf("; node loss mean %.4f, perplexity %.3f", last.loss_mean, std::exp(last.loss_mean));
     std::printf("\nstopped: %s\n", r.stop_reason.c_str());
-  } else if (engine::IsFederatedAlgorithm(spec.algorithm())) {
+  } else if (plan.job().federated()) {
     std::printf("\nfinal (round %llu): global model test accuracy %.4f, test loss %.4f\n",
                 static_cast<unsigned long long>(last.round), last.avg_acc, last.avg_loss);
     if (spec.edge_aggregators() > 0)  // the top server hears from the edges, not the clients
@@ -154,8 +155,7 @@ void PrintSummary(const sim::RunSummary& r, const proto::Scenario& s) {
   }
   double dense = static_cast<double>(r.messages_sent) * 4.0 * static_cast<double>(r.params_per_node);
   // An all-reduce sends parts of a model (the ring: 1 / n of one each).
-  if (engine::IsRingAllReduce(spec.algorithm()) && spec.nodes() > 0)
-    dense *= engine::AllReduceMessageFraction(spec);
+  if (plan.job().ring_allreduce() && spec.nodes() > 0) dense *= engine::AllReduceMessageFraction(plan.job());
   std::printf("traffic: %s MB sent", Megabytes(last.bytes_sent).c_str());
   if (last.bytes_sent > 0)
     std::printf(" (%s)", DenseRatio(dense, static_cast<double>(last.bytes_sent)).c_str());
@@ -275,7 +275,9 @@ int RunSim(int argc, char** argv) {
     *scenario.mutable_spec() = job->spec();
   }
   if (Status st = ApplyScenarioFlags(result, scenario); !st.ok()) return UsageError("sim", st.message());
-  if (Status st = sim::ValidateScenario(scenario); !st.ok()) return UsageError("sim", st.message());
+  auto planned = sim::PlanScenario(scenario);
+  if (!planned.ok()) return UsageError("sim", planned.status().message());
+  const sim::ScenarioPlan& plan = planned.value();
   for (const auto& w : sim::ScenarioWarnings(scenario))
     std::fprintf(stderr, "murmur sim: warning: %s\n", w.c_str());
   if (result.count("print-scenario")) {
@@ -308,18 +310,18 @@ int RunSim(int argc, char** argv) {
   const proto::JobSpec& spec = scenario.spec();
   if (rank > 0) {
     // Rank 0 says what runs.
-  } else if (engine::IsFederatedAlgorithm(spec.algorithm())) {
+  } else if (plan.job().federated()) {
     std::fprintf(stderr, "murmur sim: %u clients (%zu per round), %s, %s, %llu rounds\n",
-                 engine::FederatedClients(spec), engine::ClientsPerRound(spec), RunLabel(spec).c_str(),
+                 plan.job().fed().clients, plan.job().fed().clients_per_round, RunLabel(plan.job()).c_str(),
                  spec.model().c_str(), static_cast<unsigned long long>(spec.rounds()));
   } else {
     std::fprintf(stderr, "murmur sim: %u nodes, %s, %s, %s, %llu rounds\n", spec.nodes(),
-                 spec.topology().c_str(), RunLabel(spec).c_str(), spec.model().c_str(),
+                 spec.topology().c_str(), RunLabel(plan.job()).c_str(), spec.model().c_str(),
                  static_cast<unsigned long long>(spec.rounds()));
   }
   sim::RunOptions run_options;
   run_options.ranks = ranks.get();
-  auto run = sim::RunScenario(scenario, progress, run_options);
+  auto run = sim::RunScenario(plan, progress, run_options);
   if (!quiet && run.ok()) bar.Finish(status);
   if (!quiet && !run.ok()) bar.Abandon();  // no "sim done" before the error
   if (!run.ok()) {
@@ -329,9 +331,9 @@ int RunSim(int argc, char** argv) {
   }
   std::printf("%s\n", run->description.c_str());
   PrintTable(*run, IsTextDataset(scenario.spec()));
-  PrintSummary(*run, scenario);
+  PrintSummary(*run, plan);
   if (!scenario.plot().empty() && rank == 0) {
-    Status st = PlotMetrics({run->points}, {RunLabel(scenario.spec())}, scenario.plot());
+    Status st = PlotMetrics({run->points}, {RunLabel(plan.job())}, scenario.plot());
     if (!st.ok()) return Failure("sim", st.message());
     std::printf("plot: %s\n", scenario.plot().c_str());
   }

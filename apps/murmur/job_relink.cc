@@ -23,7 +23,7 @@
 #include "apps/murmur/command.h"
 #include "apps/murmur/job_submit.h"
 #include "engine/files.h"
-#include "engine/gossip_builder.h"
+#include "engine/plan.h"
 #include "engine/topology.h"
 #include "node/job/job_store.h"
 #include "topology/edge_list.h"

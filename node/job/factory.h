@@ -1,6 +1,5 @@
-// MakeJob: the job a JobConfig names, gossip (node/job/gossip_job.h) or
-// federated (node/job/federated_job.h), checked first by ValidateJobConfig
-// (node/job/job.h).
+// MakeJob: the job a planned JobConfig names (PlanJobConfig, node/job/job.h),
+// gossip (node/job/gossip_job.h) or federated (node/job/federated_job.h).
 //
 // Thread-safety: call on the daemon's io thread.
 #pragma once
@@ -23,7 +22,7 @@ namespace murmur::node {
 // calls dead, and a federated aggregator does not select a client it calls
 // dead. `local` is the daemon's local data (node/job/job_data.h). `keys`: see
 // JobKeys (a federated job with secure_aggregation needs both).
-Result<std::unique_ptr<Job>> MakeJob(const proto::JobConfig& job, Env& env, std::string checkpoint_path,
+Result<std::unique_ptr<Job>> MakeJob(const PlannedJob& job, Env& env, std::string checkpoint_path,
                                      Job::OnEnd on_end, std::function<bool(NodeId)> peer_alive = {},
                                      const LocalData& local = {}, JobKeys keys = {});
 

@@ -10,7 +10,6 @@
 
 #include "core/log.h"
 #include "engine/federated_builder.h"
-#include "engine/learner.h"
 #include "federated/client.h"
 #include "federated/secagg_messages.h"
 #include "federated/server.h"
@@ -59,10 +58,11 @@ constexpr engine::FederatedHost kDaemonHost{true, true};
 
 class FederatedJobImpl final : public MessageSink, public RoundObserver {
  public:
-  FederatedJobImpl(proto::JobConfig job, Env& env, std::string checkpoint_path, Job::OnEnd on_end,
+  FederatedJobImpl(const PlannedJob& job, Env& env, std::string checkpoint_path, Job::OnEnd on_end,
                    std::function<bool(NodeId)> peer_alive, LocalData local, JobKeys keys)
-      : job_(std::move(job)),
+      : job_(job.config()),
         spec_(job_.spec()),
+        plan_(job.plan()),
         peer_alive_(std::move(peer_alive)),
         local_(std::move(local)),
         map_{job_.aggregator(), spec_.nodes()},
@@ -96,6 +96,7 @@ class FederatedJobImpl final : public MessageSink, public RoundObserver {
 
   proto::JobConfig job_;
   const proto::JobSpec& spec_;              // job_.spec()
+  const engine::JobPlan plan_;              // of job_
   std::function<bool(NodeId)> peer_alive_;  // the daemon's membership view (may be empty)
   LocalData local_;
   IdMap map_;
@@ -134,7 +135,6 @@ class FederatedJobImpl final : public MessageSink, public RoundObserver {
 };
 
 Status FederatedJobImpl::Init() {
-  MURMUR_RETURN_IF_ERROR(ValidateJobConfig(job_, env_.self()));
   // The aggregator keeps only the test set; a client its own samples too.
   MURMUR_ASSIGN_OR_RETURN(
       JobData loaded,
@@ -160,7 +160,7 @@ Status FederatedJobImpl::InitServer(ParamVector x0) {
   } else if (ckpt.status().code() != StatusCode::kNotFound) {
     return ckpt.status();
   }
-  MURMUR_ASSIGN_OR_RETURN(federated::ServerOptions o, engine::MakeServerOptions(spec_, kDaemonHost));
+  federated::ServerOptions o = engine::MakeServerOptions(plan_, kDaemonHost);
   if (peer_alive_) o.available = [this](NodeId c) { return peer_alive_(map_.ToNode(c)); };
   if (spec_.dp_clip() > 0) index_env_.MakeSecret(RngPurpose::kPrivacy);  // DP noise from real randomness
   if (spec_.secure_aggregation()) o.secagg.directory = Directory();
@@ -207,11 +207,11 @@ Status FederatedJobImpl::Resume(const Checkpoint& ckpt) {
 Status FederatedJobImpl::InitClient() {
   const NodeId n = map_.clients;
   const NodeId c = map_.ToIndex(env_.self());
-  if (engine::FlipsLabels(spec_, c)) {
+  if (engine::FlipsLabels(plan_, c)) {
     // Data poisoning (Fang et al., USENIX Security 2020), as sim/label_flip.h: y -> C - 1 - y.
     for (auto& y : data_.train.labels) y = data_.train.num_classes - 1 - y;
   }
-  MURMUR_ASSIGN_OR_RETURN(ml::MlLearnerOptions lo, engine::LearnerOptionsOf(spec_));
+  const ml::MlLearnerOptions& lo = plan_.learner();
   const std::span<const ml::SampleIndex> part = samples_;
   learner_ = std::make_unique<ml::MlLearner>(*model_, data_.train, part, lo,
                                              Rng(spec_.seed(), c, RngPurpose::kBatch));
@@ -228,9 +228,8 @@ Status FederatedJobImpl::InitClient() {
     MURMUR_ASSIGN_OR_RETURN(std::size_t largest, LargestShard(job_, n));
     max_samples = static_cast<double>(largest);
   }
-  MURMUR_ASSIGN_OR_RETURN(
-      federated::ClientOptions co,
-      engine::MakeClientOptions(spec_, c, static_cast<double>(part.size()), max_samples, kDaemonHost));
+  federated::ClientOptions co =
+      engine::MakeClientOptions(plan_, c, static_cast<double>(part.size()), max_samples, kDaemonHost);
   // Client-side DP noise is drawn from the client's kCompression stream (federated/client.cc).
   if (co.dp_clip > 0 && co.dp_noise_stddev > 0) index_env_.MakeSecret(RngPurpose::kCompression);
   if (spec_.secure_aggregation()) {
@@ -433,7 +432,7 @@ void FederatedJobImpl::End(Job::End how) {
 FederatedJob::FederatedJob(std::unique_ptr<FederatedJobImpl> impl) : impl_(std::move(impl)) {}
 FederatedJob::~FederatedJob() = default;
 
-Result<std::unique_ptr<Job>> FederatedJob::Create(const proto::JobConfig& job, Env& env,
+Result<std::unique_ptr<Job>> FederatedJob::Create(const PlannedJob& job, Env& env,
                                                   std::string checkpoint_path, OnEnd on_end,
                                                   std::function<bool(NodeId)> peer_alive,
                                                   const LocalData& local, JobKeys keys) {

@@ -82,9 +82,8 @@ class FederatedJobImpl;
 class FederatedJob final : public Job {
  public:
   // `peer_alive` and `local`: see MakeJob (node/job/job.h).
-  static Result<std::unique_ptr<Job>> Create(const proto::JobConfig& job, Env& env,
-                                             std::string checkpoint_path, OnEnd on_end,
-                                             std::function<bool(NodeId)> peer_alive = {},
+  static Result<std::unique_ptr<Job>> Create(const PlannedJob& job, Env& env, std::string checkpoint_path,
+                                             OnEnd on_end, std::function<bool(NodeId)> peer_alive = {},
                                              const LocalData& local = {}, JobKeys keys = {});
   ~FederatedJob() override;
 

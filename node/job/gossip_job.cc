@@ -6,7 +6,6 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "engine/gossip_builder.h"
-#include "engine/learner.h"
 #include "engine/topology.h"
 #include "ml/ml_learner.h"
 #include "node/job/checkpoint.h"
@@ -22,18 +21,20 @@ namespace {
 // "ALGORITHM COMPRESSION" (and " overlap" for an overlapped all-reduce,
 // whose state adds the anchor): what a checkpoint records, so that a job
 // never resumes from another algorithm's state.
-std::string GossipStateTag(const proto::JobSpec& spec) {
-  return spec.algorithm() + " " + engine::CompressionOf(spec) + (spec.overlap() ? " overlap" : "");
+std::string GossipStateTag(const engine::JobPlan& plan) {
+  const proto::JobSpec& spec = plan.spec();
+  return spec.algorithm() + " " + plan.gossip().compression + (spec.overlap() ? " overlap" : "");
 }
 
 }  // namespace
 
 class GossipJobImpl final : public RoundObserver {
  public:
-  GossipJobImpl(proto::JobConfig job, Env& env, std::string checkpoint_path, Job::OnEnd on_end,
+  GossipJobImpl(const PlannedJob& job, Env& env, std::string checkpoint_path, Job::OnEnd on_end,
                 LocalData local)
-      : job_(std::move(job)),
+      : job_(job.config()),
         spec_(job_.spec()),
+        plan_(job.plan()),
         local_(std::move(local)),
         env_(env, spec_.seed(), JobTag(job_)),
         checkpoint_path_(std::move(checkpoint_path)),
@@ -54,6 +55,7 @@ class GossipJobImpl final : public RoundObserver {
 
   proto::JobConfig job_;
   const proto::JobSpec& spec_;  // job_.spec()
+  const engine::JobPlan plan_;  // of job_
   LocalData local_;
   JobEnv env_;
   std::string checkpoint_path_;
@@ -84,13 +86,11 @@ class GossipJobImpl final : public RoundObserver {
 
 Status GossipJobImpl::Init() {
   const NodeId self = env_.self();
-  MURMUR_RETURN_IF_ERROR(ValidateJobConfig(job_, self));
   MURMUR_ASSIGN_OR_RETURN(JobData loaded, LoadJobData(job_, local_, spec_.nodes(), self));
   data_ = std::move(loaded.data);
   samples_ = std::move(loaded.samples);
   model_ = std::move(loaded.model);
-  MURMUR_ASSIGN_OR_RETURN(ml::MlLearnerOptions learner_options, engine::LearnerOptionsOf(spec_));
-  learner_ = std::make_unique<ml::MlLearner>(*model_, data_.train, samples_, learner_options,
+  learner_ = std::make_unique<ml::MlLearner>(*model_, data_.train, samples_, plan_.learner(),
                                              Rng(spec_.seed(), self, RngPurpose::kBatch));
   eval_ws_ = model_->NewWorkspace();
   return InitAlgorithm();
@@ -99,21 +99,21 @@ Status GossipJobImpl::Init() {
 // The topology and the engine, from the initial model or the checkpoint.
 Status GossipJobImpl::InitAlgorithm() {
   const NodeId self = env_.self();
-  if (spec_.algorithm() == "gossip-learning" && spec_.topology() == "complete") {  // anyone of the job
+  const bool gossip_learning = plan_.algorithm() == engine::Algorithm::kGossipLearning;
+  if (gossip_learning && spec_.topology() == "complete") {  // anyone of the job
     for (NodeId j = 0; j < spec_.nodes(); ++j)
       if (j != self) neighbours_.push_back(j);
   } else {
     MURMUR_ASSIGN_OR_RETURN(topology_, engine::MakeGraphTopology(spec_, spec_.nodes()));
     neighbours_ = engine::NeighboursOf(*topology_.schedule, self);
   }
-  if (spec_.groups() > 1 || spec_.collective() != "ring") {
+  if (spec_.groups() > 1 || plan_.gossip().collective != gossip::Collective::kRing) {
     // Hierarchical all-reduce or halving-doubling: the partners of the
     // group's schedule and the counterparts.
-    MURMUR_ASSIGN_OR_RETURN(engine::AllReduceGroup group, engine::AllReduceGroupOf(spec_, self));
-    MURMUR_ASSIGN_OR_RETURN(gossip::Collective collective, gossip::ParseCollective(spec_.collective()));
-    neighbours_ = engine::AllReducePeers(group, self, collective);
+    MURMUR_ASSIGN_OR_RETURN(engine::AllReduceGroup group, engine::AllReduceGroupOf(plan_, self));
+    neighbours_ = engine::AllReducePeers(group, self, plan_.gossip().collective);
   }
-  if (spec_.algorithm() == "gossip-learning") {
+  if (gossip_learning) {
     // The peers the simulator's node draws from: everyone on complete, else
     // this node's out-neighbours (W_ji != 0); membership's view filters them.
     std::vector<NodeId> candidates = neighbours_;
@@ -134,9 +134,9 @@ Status GossipJobImpl::InitAlgorithm() {
   // A checkpoint of round 0 holds the initial state: start afresh.
   const bool resume = ckpt.ok() && ckpt->round > 0;
   if (resume) {
-    if (ckpt->algorithm != GossipStateTag(spec_))
+    if (ckpt->algorithm != GossipStateTag(plan_))
       return Status::FailedPrecondition("checkpoint '" + checkpoint_path_ + "' holds the state of a '" +
-                                        ckpt->algorithm + "' job, this job runs '" + GossipStateTag(spec_) +
+                                        ckpt->algorithm + "' job, this job runs '" + GossipStateTag(plan_) +
                                         "'");
     MURMUR_RETURN_IF_ERROR(CheckCheckpointOwner(*ckpt, checkpoint_path_, job_.job_id(), OwnerTag(job_)));
     start_round_ = std::min(ckpt->round, spec_.rounds());
@@ -165,7 +165,7 @@ Status GossipJobImpl::InitAlgorithm() {
   host.peers = sampler_.get();
   host.bound_by_wakeups = true;
   host.concurrent_training = true;  // AsioEnv trains on a worker thread
-  MURMUR_ASSIGN_OR_RETURN(node_, engine::MakeGossipNode(spec_, std::move(x0), host));
+  MURMUR_ASSIGN_OR_RETURN(node_, engine::MakeGossipNode(plan_, std::move(x0), host));
   if (resume) {
     gossip::NodeState state;
     state.vectors = std::move(ckpt->vectors);
@@ -192,7 +192,7 @@ void GossipJobImpl::Snapshot(std::uint64_t done) {
   c.round = done;
   const auto p = node_->params().span();
   c.params.assign(p.begin(), p.end());
-  c.algorithm = GossipStateTag(spec_);
+  c.algorithm = GossipStateTag(plan_);
   c.job_id = job_.job_id();
   c.job_tag = OwnerTag(job_);
   auto exported = node_->ExportState();
@@ -255,9 +255,8 @@ void GossipJobImpl::WriteCheckpoint() {
 GossipJob::GossipJob(std::unique_ptr<GossipJobImpl> impl) : impl_(std::move(impl)) {}
 GossipJob::~GossipJob() = default;
 
-Result<std::unique_ptr<Job>> GossipJob::Create(const proto::JobConfig& job, Env& env,
-                                               std::string checkpoint_path, OnEnd on_end,
-                                               std::function<bool(NodeId)> peer_alive,
+Result<std::unique_ptr<Job>> GossipJob::Create(const PlannedJob& job, Env& env, std::string checkpoint_path,
+                                               OnEnd on_end, std::function<bool(NodeId)> peer_alive,
                                                const LocalData& local) {
   auto impl = std::make_unique<GossipJobImpl>(job, env, std::move(checkpoint_path), std::move(on_end), local);
   impl->peer_alive_ = std::move(peer_alive);

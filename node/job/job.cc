@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "engine/algorithms.h"
-#include "engine/validate.h"
 
 namespace murmur::node {
 
@@ -12,7 +11,7 @@ NodeId DaemonsOf(const proto::JobConfig& job) {
   return engine::IsFederatedAlgorithm(job.spec().algorithm()) ? nodes + 1 : nodes;
 }
 
-Status ValidateJobConfig(const proto::JobConfig& j, NodeId self) {
+Result<PlannedJob> PlanJobConfig(const proto::JobConfig& j, NodeId self) {
   auto bad = [](const std::string& field, const std::string& why) {
     return Status::InvalidArgument("job field '" + field + "' " + why);
   };
@@ -27,8 +26,8 @@ Status ValidateJobConfig(const proto::JobConfig& j, NodeId self) {
     return Status::InvalidArgument(
         "job: fields this murmurd does not know (a job from an older or newer murmur? murmur 0.1 jobs are "
         "converted by `murmur job submit` of this version)");
-  MURMUR_RETURN_IF_ERROR(engine::ValidateJobSpec(j.spec(), engine::Host::kDaemon));
-  const bool federated = engine::IsFederatedAlgorithm(j.spec().algorithm());
+  MURMUR_ASSIGN_OR_RETURN(engine::JobPlan plan, engine::PlanJob(j.spec(), engine::Host::kDaemon));
+  const bool federated = plan.federated();
   if (j.checkpoint_every() < 1) return bad("checkpoint_every", "must be at least 1");
   if (federated) {
     if (j.aggregator() > j.spec().nodes())
@@ -43,7 +42,11 @@ Status ValidateJobConfig(const proto::JobConfig& j, NodeId self) {
     return Status::InvalidArgument("node_id " + std::to_string(self) +
                                    " is not a daemon of the job (ids 0 .. " + std::to_string(daemons - 1) +
                                    ")");
-  return Status::Ok();
+  return PlannedJob(j, std::move(plan));
+}
+
+Status ValidateJobConfig(const proto::JobConfig& job, NodeId self) {
+  return PlanJobConfig(job, self).status();
 }
 
 }  // namespace murmur::node

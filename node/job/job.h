@@ -15,11 +15,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/env.h"
 #include "core/status.h"
 #include "crypto/identity.h"
+#include "engine/plan.h"
 #include "proto/node.pb.h"
 
 namespace murmur::node {
@@ -86,10 +88,29 @@ struct JobKeys {
 // The daemons of a job: its gossip nodes, or its clients and the aggregator.
 NodeId DaemonsOf(const proto::JobConfig& job);
 
+// A job checked for one daemon (PlanJobConfig): its config and the plan of
+// its spec. A daemon plans a job once, when it is submitted (or read at
+// start), and builds it from the plan (node/job/factory.h).
+class PlannedJob {
+ public:
+  const proto::JobConfig& config() const { return config_; }
+  const engine::JobPlan& plan() const { return plan_; }
+
+ private:
+  friend Result<PlannedJob> PlanJobConfig(const proto::JobConfig& job, NodeId self);
+  PlannedJob(proto::JobConfig config, engine::JobPlan plan)
+      : config_(std::move(config)), plan_(std::move(plan)) {}
+
+  proto::JobConfig config_;
+  engine::JobPlan plan_;
+};
+
 // Checks a job for node `self`: the fields a fleet adds (job_id, aggregator,
 // checkpoint_every, join_timeout, that `self` is one of the job's daemons) and
-// the spec, by the one validation murmur sim runs too
-// (engine::ValidateJobSpec for the daemon host). InvalidArgument names the field.
+// the spec, planned by the one reading murmur sim runs too (engine::PlanJob
+// for the daemon host). InvalidArgument names the field.
+Result<PlannedJob> PlanJobConfig(const proto::JobConfig& job, NodeId self);
+// PlanJobConfig's Status, for a caller that only checks.
 Status ValidateJobConfig(const proto::JobConfig& job, NodeId self);
 
 }  // namespace murmur::node

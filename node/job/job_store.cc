@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "crypto/file_io.h"
-#include "engine/gossip_builder.h"
+#include "engine/plan.h"
 #include "node/job/checkpoint.h"
 #include "node/job/job_message.h"
 

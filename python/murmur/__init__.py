@@ -138,8 +138,9 @@ def _looks_like_path(text: str) -> bool:
 class Scenario:
     """A validated scenario: what simulate() runs. Build one with load_scenario()."""
 
-    def __init__(self, serialized: bytes, warnings: Sequence[str] = ()):
+    def __init__(self, serialized: bytes, warnings: Sequence[str], plan: Any):
         self._serialized = serialized
+        self._plan = plan  # the checked scenario, planned once: what simulate() runs
         self.warnings = list(warnings)
 
     def text(self) -> str:
@@ -196,8 +197,8 @@ def load_scenario(scenario: ScenarioLike = None, **overrides: Any) -> Scenario:
             f"scenario must be None, a dict, protobuf text, a path or a Scenario, got {type(scenario).__name__}")
     flat.extend(overrides.items())
     pairs = [(name, _value_text(name, value)) for name, value in flat]
-    serialized, warnings = _murmur.load_scenario(kind, source, pairs)
-    return Scenario(serialized, warnings)
+    serialized, warnings, plan = _murmur.load_scenario(kind, source, pairs)
+    return Scenario(serialized, warnings, plan)
 
 
 # --------------------------------------------------------------------------
@@ -401,7 +402,7 @@ def simulate(scenario: ScenarioLike = None, *, progress: Union[None, bool, Progr
     on_main = threading.current_thread() is threading.main_thread()
     handle_sigint = on_main and signal.getsignal(signal.SIGINT) is signal.default_int_handler
     try:
-        raw = _murmur.run(loaded._serialized, callback, handle_sigint, learner, initial, evaluate)
+        raw = _murmur.run(loaded._plan, callback, handle_sigint, learner, initial, evaluate)
     finally:
         if bar is not None:
             bar.close()

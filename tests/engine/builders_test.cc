@@ -14,6 +14,12 @@
 namespace murmur::engine {
 namespace {
 
+JobPlan Plan(const proto::JobSpec& s, Host host = Host::kSimulator) {
+  auto plan = PlanJob(s, host);
+  REQUIRE(plan.ok());
+  return std::move(plan).value();
+}
+
 TEST_CASE(
     "The default compression is top-1% for D-PSGD and none for the algorithms that send whole vectors") {
   proto::JobSpec s;
@@ -32,43 +38,38 @@ TEST_CASE(
   s.set_algorithm("fedadam");
   s.set_nodes(20);
   s.set_clients_per_round(0);
-  auto o = MakeServerOptions(s, {});
-  REQUIRE(o.ok());
-  CHECK(o->num_clients == 20);
-  CHECK(o->clients_per_round == 20);
-  CHECK(o->optimizer.lr == doctest::Approx(0.01));  // the adaptive optimizers' default server rate
-  CHECK(o->request_model);
-  CHECK(o->robust.krum_f == 1);
+  auto o = MakeServerOptions(Plan(s), {});
+  CHECK(o.num_clients == 20);
+  CHECK(o.clients_per_round == 20);
+  CHECK(o.optimizer.lr == doctest::Approx(0.01));  // the adaptive optimizers' default server rate
+  CHECK(o.request_model);
+  CHECK(o.robust.krum_f == 1);
   // 5 of 20 attackers and K = 8: f = llround(0.25 x 8) = 2; the simulator's server plays them all.
   s.set_clients_per_round(8);
   s.set_attack("sign-flip");
   s.set_attack_fraction(0.25);
   s.set_robust("krum");
-  o = MakeServerOptions(s, {});
-  REQUIRE(o.ok());
-  CHECK(o->robust.krum_f == 2);
-  CHECK(o->attack == federated::AttackKind::kSignFlip);
-  const std::vector<bool> attackers = AttackersOf(s);
+  o = MakeServerOptions(Plan(s), {});
+  CHECK(o.robust.krum_f == 2);
+  CHECK(o.attack == federated::AttackKind::kSignFlip);
+  const std::vector<bool> attackers = Plan(s).fed().attackers;
   CHECK(std::count(attackers.begin(), attackers.end(), true) == 5);
-  CHECK(o->attacker == attackers);
+  CHECK(o.attacker == attackers);
   // On daemons the sign-flip attackers are the clients themselves; the aggregator knows none.
   const FederatedHost daemon{true, true};
-  o = MakeServerOptions(s, daemon);
-  REQUIRE(o.ok());
-  CHECK(o->attacker.empty());
+  o = MakeServerOptions(Plan(s, Host::kDaemon), daemon);
+  CHECK(o.attacker.empty());
   int attacking = 0;
   for (NodeId c = 0; c < 20; ++c) {
-    auto co = MakeClientOptions(s, c, 100, 100, daemon);
-    REQUIRE(co.ok());
-    attacking += co->attack == federated::AttackKind::kSignFlip;
-    CHECK((co->attack == federated::AttackKind::kSignFlip) == attackers[c]);
+    auto co = MakeClientOptions(Plan(s, Host::kDaemon), c, 100, 100, daemon);
+    attacking += co.attack == federated::AttackKind::kSignFlip;
+    CHECK((co.attack == federated::AttackKind::kSignFlip) == attackers[c]);
   }
   CHECK(attacking == 5);
   // Compressed uploads: differences, not models.
   s.set_upload_compression("topk:0.1");
-  o = MakeServerOptions(s, {});
-  REQUIRE(o.ok());
-  CHECK_FALSE(o->request_model);
+  o = MakeServerOptions(Plan(s), {});
+  CHECK_FALSE(o.request_model);
 }
 
 TEST_CASE("The all-reduce's mean message, as a fraction of the model, is what the schedules send, counted") {
@@ -94,17 +95,19 @@ TEST_CASE("The all-reduce's mean message, as a fraction of the model, is what th
     CAPTURE(m);
     s.set_nodes(m);
     s.set_collective("ring");
-    CHECK(AllReduceMessageFraction(s) == doctest::Approx(counted(gossip::Collective::kRing, m)));
+    CHECK(AllReduceMessageFraction(Plan(s)) == doctest::Approx(counted(gossip::Collective::kRing, m)));
     s.set_collective("halving-doubling");
-    CHECK(AllReduceMessageFraction(s) == doctest::Approx(counted(gossip::Collective::kHalvingDoubling, m)));
+    CHECK(AllReduceMessageFraction(Plan(s)) ==
+          doctest::Approx(counted(gossip::Collective::kHalvingDoubling, m)));
     s.set_compression("powersgd:2");  // P, then Q: twice the messages
-    CHECK(AllReduceMessageFraction(s) ==
+    CHECK(AllReduceMessageFraction(Plan(s)) ==
           doctest::Approx(counted(gossip::Collective::kHalvingDoubling, m) / 2));
     s.set_compression("none");
   }
   s.set_nodes(32);  // 4 groups of 8
   s.set_groups(4);
-  CHECK(AllReduceMessageFraction(s) == doctest::Approx(counted(gossip::Collective::kHalvingDoubling, 8)));
+  CHECK(AllReduceMessageFraction(Plan(s)) ==
+        doctest::Approx(counted(gossip::Collective::kHalvingDoubling, 8)));
 }
 
 TEST_CASE("Topologies parse their parameters and give each node its neighbours in every round") {

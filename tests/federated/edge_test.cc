@@ -49,7 +49,7 @@ TEST_CASE("Hierarchical FedAvg lands on flat FedAvg's global model: weighted mea
     CHECK(h.value().rounds_done == 20);
     REQUIRE(fs.final_model.size() == hs.final_model.size());
     double worst = 0, moved = 0;
-    auto world = BuildWorld(flat).value();
+    auto world = BuildWorld(PlanScenario(flat).value()).value();
     for (std::size_t j = 0; j < fs.final_model.size(); ++j) {
       const double scale = 1 + std::fabs(fs.final_model[j]);
       worst = std::max(worst, std::fabs(static_cast<double>(fs.final_model[j]) - hs.final_model[j]) / scale);
@@ -75,7 +75,7 @@ TEST_CASE("An edge none of whose clients answer in time answers empty, and the t
   REQUIRE(run.ok());
   CHECK(run.value().rounds_done == 6);
   CHECK(stats.results_accepted == 0);
-  auto world = BuildWorld(s).value();
+  auto world = BuildWorld(PlanScenario(s).value()).value();
   REQUIRE(stats.final_model.size() == world->initial.size());
   std::size_t differing = 0;
   for (std::size_t j = 0; j < stats.final_model.size(); ++j)
@@ -186,7 +186,7 @@ TEST_CASE("Vehicles report to the nearest roadside unit, and a run over RSUs tra
   s.mutable_spec()->set_edge_aggregators(4);
   s.mutable_spec()->set_edge_assignment("nearest-rsu");
   s.mutable_spec()->set_clients_per_round(8);
-  auto world = BuildWorld(s).value();
+  auto world = BuildWorld(PlanScenario(s).value()).value();
   world->mobility->Advance(30);
   auto edge_of = NearestRsu(*world->mobility, 20, 4);
   const auto& p = world->mobility->positions();

@@ -36,7 +36,7 @@ TEST_CASE("FedAvg with one client doing one local step is centralized SGD, bit f
   CHECK(run.value().rounds_done == 25);
 
   // The same world, the same learner stream, 25 plain SGD steps.
-  auto world = BuildWorld(s).value();
+  auto world = BuildWorld(PlanScenario(s).value()).value();
   ml::MlLearnerOptions lo;
   lo.batch = static_cast<int>(s.spec().batch());
   lo.lr = s.spec().lr();
@@ -97,7 +97,7 @@ TEST_CASE(
   proto::Scenario s = Blobs("fedavg", 10, 30);
   s.mutable_spec()->set_model("mlp:16");
   s.mutable_spec()->set_clients_per_round(10);
-  auto world = BuildWorld(s).value();
+  auto world = BuildWorld(PlanScenario(s).value()).value();
   const ml::Dataset& train = world->data.train;
   std::vector<bool> attacker(10, false);
   attacker[2] = attacker[7] = true;

@@ -47,7 +47,7 @@ TEST_CASE("One SecAgg+ FedAvg round equals the plain round within the quantizati
     // Delta = A / W with A = sum_i w_i Delta_i, W = sum_i w_i, w_i = n_i / n_max. Each
     // of A and W is off by at most e = m R / (2^16 - 1), so Delta is off by at most
     // (e + |Delta| e) / (W - e), plus float32 rounding of the stored model.
-    auto world = BuildWorld(s).value();
+    auto world = BuildWorld(PlanScenario(s).value()).value();
     double n_max = 0, total = 0;
     for (NodeId i = 0; i < 12; ++i)
       n_max = std::max(n_max, static_cast<double>(world->partition->node(i).size()));

@@ -182,7 +182,9 @@ std::unique_ptr<gossip::Node> MakeQuadraticNode(const proto::JobConfig& job, Env
   host.nodes = job.spec().nodes();
   host.first_round = first_round;
   host.catch_up = true;
-  auto made = engine::MakeGossipNode(job.spec(), ParamVector(kDim), host);
+  auto plan = engine::PlanJob(job.spec(), engine::Host::kDaemon);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().ToString());
+  auto made = engine::MakeGossipNode(*plan, ParamVector(kDim), host);
   REQUIRE_MESSAGE(made.ok(), made.status().ToString());
   return std::move(made).value();
 }

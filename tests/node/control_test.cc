@@ -15,6 +15,7 @@
 #include "crypto/certificate.h"
 #include "crypto/frame_codec.h"
 #include "engine/faults.h"
+#include "engine/plan.h"
 #include "node/config.h"
 #include "node/control/client.h"
 #include "node/control/codec.h"
@@ -341,8 +342,12 @@ TEST_CASE("A prepared job holds the daemon for its commit, abort drops it, repli
   proto::JobConfig bad = Fleet::Job("bad", 40);
   bad.mutable_spec()->set_nodes(2);  // node 2 is not in a job of 2
   CHECK(call(2, request(bad, 0)).error().find("node_id 2") != std::string::npos);
-  // Prepare then commit on every daemon: the job runs to its end.
+  // Prepare then commit on every daemon: the job runs to its end. Each
+  // daemon plans it once (engine::PlanJob), at its prepare; the commit
+  // builds and starts what the prepare planned.
+  const std::uint64_t plans = engine::JobsPlanned();
   for (NodeId i = 0; i < Fleet::kNodes; ++i) CHECK(call(i, request(b, 0)).ok());
+  CHECK(engine::JobsPlanned() == plans + Fleet::kNodes);
   CHECK(call(0, request(b, 1)).ok());
   // A second commit of it (two operators submitting the same job at once)
   // finds it running, which is a yes: its submitter must not undo the start.
@@ -352,6 +357,7 @@ TEST_CASE("A prepared job holds the daemon for its commit, abort drops it, repli
   CHECK(again.job().state() == "running");
   for (NodeId i = 1; i < Fleet::kNodes; ++i) CHECK(call(i, request(b, 1)).ok());
   REQUIRE(fleet.WaitState("done"));
+  CHECK(engine::JobsPlanned() == plans + Fleet::kNodes);
   // Stop on daemons whose job is done: ok, and the reply says where the job stands.
   proto::ControlRequest stop;
   stop.mutable_stop();

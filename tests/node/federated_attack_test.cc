@@ -160,24 +160,28 @@ TEST_CASE("A gaussian attacker daemon adds noise of the simulator's scale s ||De
   CHECK(Differing(daemons.model, sim_gauss.model) > d / 2);
 }
 
+engine::JobPlan DaemonPlan(const proto::JobSpec& spec) {
+  auto plan = engine::PlanJob(spec, engine::Host::kDaemon);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().ToString());
+  return std::move(plan).value();
+}
+
 TEST_CASE("Attackers named by client index are the clients the job's fraction draws, and poison alike") {
   // The attackers attack_fraction draws, named instead by their client indices: the same run.
   proto::JobConfig drawn = AttackJob("sign-flip", 3, "median");
-  const std::vector<bool> attacker = engine::AttackersOf(drawn.spec());
+  const std::vector<bool> attacker = DaemonPlan(drawn.spec()).fed().attackers;
   REQUIRE(attacker.size() == 5);
   proto::JobConfig named = drawn;
   named.mutable_spec()->set_attack_fraction(0);
   for (NodeId c = 0; c < 5; ++c)
     if (attacker[c]) named.mutable_spec()->add_attackers(c);
   REQUIRE(named.spec().attackers_size() == 2);
-  CHECK(engine::AttackersOf(named.spec()) == attacker);
+  CHECK(DaemonPlan(named.spec()).fed().attackers == attacker);
   // Krum's default f is the simulator's max(1, llround(attack_fraction K)) (sim/federated_run.cc),
   // with the fraction attackers / clients when they are named; an explicit krum_f stays.
   const engine::FederatedHost daemon{true, true};
   for (const proto::JobConfig& j : {drawn, named}) {
-    auto made = engine::MakeServerOptions(j.spec(), daemon);
-    REQUIRE(made.ok());
-    const federated::ServerOptions& o = *made;
+    const federated::ServerOptions o = engine::MakeServerOptions(DaemonPlan(j.spec()), daemon);
     CHECK(o.clients_per_round == 5);
     CHECK(o.robust.krum_f == 2);
     CHECK(o.attacker.empty());  // sign-flip attackers rewrite their own updates
@@ -187,9 +191,7 @@ TEST_CASE("Attackers named by client index are the clients the job's fraction dr
     alie.mutable_spec()->set_attack("alie");
     alie.mutable_spec()->set_krum_f(3);
     alie.mutable_spec()->set_clients_per_round(4);
-    auto made = engine::MakeServerOptions(alie.spec(), daemon);
-    REQUIRE(made.ok());
-    const federated::ServerOptions& o = *made;
+    const federated::ServerOptions o = engine::MakeServerOptions(DaemonPlan(alie.spec()), daemon);
     CHECK(o.robust.krum_f == 3);
     CHECK(o.attacker == attacker);  // the aggregator plays ALIE for the drawn attackers
   }

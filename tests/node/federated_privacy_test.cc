@@ -117,7 +117,7 @@ struct Bound {
 };
 
 Bound QuantizationBound(const proto::JobConfig& job, const std::vector<NodeId>& survivors) {
-  auto world = sim::BuildWorld(ScenarioOf(job)).value();
+  auto world = sim::BuildWorld(sim::PlanScenario(ScenarioOf(job)).value()).value();
   Bound b;
   b.x0.assign(world->initial.span().begin(), world->initial.span().end());
   double n_max = 0;

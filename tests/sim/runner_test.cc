@@ -8,7 +8,6 @@
 
 #include "compression/compressor.h"
 #include "engine/files.h"
-#include "engine/learner.h"
 #include "gossip/messages.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
@@ -45,6 +44,25 @@ TEST_CASE("The same seed gives identical metrics with 1 and 2 threads, for every
     auto two = RunScenario(s).value();
     CheckSameMetrics(one, two);
     CHECK(one.points.back().avg_acc > 0.5);  // 10 well-separated blobs: chance is 0.1
+  }
+}
+
+TEST_CASE("A run plans its job once: planned by the caller, or by RunScenario, gossip and federated") {
+  for (const char* algorithm : {"dpsgd", "fedavg"}) {
+    CAPTURE(algorithm);
+    proto::Scenario s = Small();
+    s.mutable_spec()->set_algorithm(algorithm);
+    s.mutable_spec()->set_rounds(2);
+    s.mutable_spec()->set_eval_every(0);
+    std::uint64_t before = engine::JobsPlanned();
+    auto plan = PlanScenario(s);
+    REQUIRE(plan.ok());
+    const RunSummary planned = RunScenario(*plan).value();  // as `murmur sim` runs
+    CHECK(engine::JobsPlanned() == before + 1);
+    before = engine::JobsPlanned();
+    const RunSummary direct = RunScenario(s).value();
+    CHECK(engine::JobsPlanned() == before + 1);
+    CheckSameMetrics(planned, direct);
   }
 }
 
@@ -222,14 +240,14 @@ TEST_CASE("lr_schedule: bad specs and federated use are named") {
   }
   s.mutable_spec()->set_lr_schedule("step:10:0.5");
   CHECK(ValidateScenario(s).ok());
-  auto o = engine::LearnerOptionsOf(s.spec()).value().schedule;
+  auto o = PlanScenario(s).value().job().learner().schedule;
   CHECK(o.kind == ml::ScheduleKind::kStep);
   CHECK(o.step_size == 10);
   s.mutable_spec()->set_lr_schedule("cosine");
   s.mutable_spec()->set_lr_min(0.2);  // above lr 0.1
   CHECK(ValidateScenario(s).message().find("lr_min") != std::string::npos);
   s.mutable_spec()->set_lr_min(0.01);
-  CHECK(engine::LearnerOptionsOf(s.spec()).value().schedule.total_steps == 60);
+  CHECK(PlanScenario(s).value().job().learner().schedule.total_steps == 60);
   s.mutable_spec()->set_algorithm("fedavg");
   CHECK(ValidateScenario(s).message().find("lr_schedule") != std::string::npos);
 }
