@@ -2,22 +2,22 @@
 
 #include <set>
 
+#include "config/files.h"
 #include "engine/faults.h"
-#include "engine/files.h"
 #include "node/job/job_data.h"
 
 namespace murmur::node {
 
 Result<proto::NodeConfig> ParseNodeConfig(const std::string& text, const std::string& origin) {
   proto::NodeConfig c;
-  Status st = engine::ParseMessageText(text, origin, &c);
+  Status st = config::ParseMessageText(text, origin, &c);
   // A job block in the layout of murmur 0.1 gets a hint naming its fields' new place.
-  if (!st.ok()) return Status::InvalidArgument(st.message() + engine::OldNodeJobHint(text));
+  if (!st.ok()) return Status::InvalidArgument(st.message() + config::OldNodeJobHint(text));
   return c;
 }
 
 Result<proto::NodeConfig> LoadNodeConfig(const std::string& path) {
-  MURMUR_ASSIGN_OR_RETURN(std::string text, engine::ReadConfigFile(path, "config"));
+  MURMUR_ASSIGN_OR_RETURN(std::string text, config::ReadConfigFile(path, "config"));
   return ParseNodeConfig(text, path);
 }
 

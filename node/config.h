@@ -13,10 +13,10 @@
 namespace murmur::node {
 
 // Parses protobuf text, or JSON when the first non-blank character is '{'
-// (engine/files.h). An unknown or misspelled field is an InvalidArgument
+// (config/files.h). An unknown or misspelled field is an InvalidArgument
 // naming it; a `job` block in murmur 0.1's flat layout is refused with the new
 // place of its fields (job files for `murmur job submit` are read by
-// engine::LoadJobConfig, which converts that layout).
+// config::LoadJobConfig, which converts that layout).
 Result<proto::NodeConfig> ParseNodeConfig(const std::string& text, const std::string& origin);
 // Reads (at most 1 MiB) and parses a config file.
 Result<proto::NodeConfig> LoadNodeConfig(const std::string& path);

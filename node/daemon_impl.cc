@@ -11,12 +11,12 @@
 
 #include <google/protobuf/text_format.h>
 
+#include "config/files.h"
 #include "core/log.h"
 #include "crypto/certificate.h"
 #include "crypto/file_io.h"
 #include "crypto/identity.h"
 #include "engine/faults.h"
-#include "engine/files.h"
 #include "node/certificate_reload.h"
 #include "node/config.h"
 #include "node/cpu_features.h"
@@ -173,7 +173,7 @@ Status DaemonImpl::Init() {
   std::optional<proto::JobConfig> last;
   if (text.ok()) {
     std::vector<std::string> warnings;
-    auto parsed = engine::ParseJobConfig(*text, DataPath(kJobFile), &warnings);
+    auto parsed = config::ParseJobConfig(*text, DataPath(kJobFile), &warnings);
     if (!parsed.ok()) {
       // Appended, not "'" + path: GCC 12's -Wrestrict misreads the inlined
       // concatenation of a one-character literal (GCC bug 105329).

@@ -1,5 +1,5 @@
 // murmur.simulate's C++ half: a scenario from text, a file or nothing, with
-// overrides set by name through engine::SetScenarioField (as `murmur sim`'s
+// overrides set by name through config::SetScenarioField (as `murmur sim`'s
 // flags are), validated by sim::ValidateScenario, and run by
 // sim::RunScenario, the function `murmur sim` calls. The run releases the
 // GIL; a progress callback takes it back for each call. Ctrl-C (SIGINT, when
@@ -17,9 +17,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "config/files.h"
+#include "config/scenario_fields.h"
 #include "engine/algorithms.h"
-#include "engine/files.h"
-#include "engine/scenario_fields.h"
 #include "proto/options.pb.h"
 #include "python/bindings.h"
 #include "sim/runner.h"
@@ -88,12 +88,12 @@ const char* TypeName(const FieldDescriptor* f) {
 // "faults.drop", "threads").
 py::list ScenarioFieldList() {
   py::list out;
-  for (const engine::ScenarioField& field : engine::ScenarioFields()) {
+  for (const config::ScenarioField& field : config::ScenarioFields()) {
     const FieldDescriptor* f = field.field;
     const std::string path = field.holder != nullptr ? field.holder->name() + "." + f->name()
                              : f->containing_type() == proto::JobSpec::descriptor() ? "spec." + f->name()
                                                                                     : f->name();
-    out.append(py::make_tuple(field.name, TypeName(f), f->is_repeated(), engine::DefaultText(f),
+    out.append(py::make_tuple(field.name, TypeName(f), f->is_repeated(), config::DefaultText(f),
                               f->options().GetExtension(proto::help), path));
   }
   return out;
@@ -101,7 +101,7 @@ py::list ScenarioFieldList() {
 
 std::string UnknownField(const std::string& name) {
   std::string message = "unknown scenario field '" + name + "'";
-  std::vector<std::string> near = engine::SimilarScenarioFields(name);
+  std::vector<std::string> near = config::SimilarScenarioFields(name);
   if (!near.empty()) {
     message += " (did you mean ";
     for (std::size_t i = 0; i < near.size(); ++i)
@@ -119,17 +119,17 @@ py::tuple LoadScenario(const std::string& kind, const std::string& source,
   proto::Scenario scenario;
   std::vector<std::string> warnings;
   if (kind == "text" || kind == "path") {
-    auto loaded = kind == "text" ? engine::ParseScenario(source, "scenario", &warnings)
-                                 : engine::LoadScenarioFile(source, &warnings);
+    auto loaded = kind == "text" ? config::ParseScenario(source, "scenario", &warnings)
+                                 : config::LoadScenarioFile(source, &warnings);
     RaiseIfError(loaded.status(), scenario_error);
     scenario = std::move(loaded).value();
   } else if (kind != "default") {
     throw py::value_error("scenario kind '" + kind + "' is not default, text or path");
   }
   for (const auto& [name, text] : overrides) {
-    const engine::ScenarioField* field = engine::FindScenarioField(name);
+    const config::ScenarioField* field = config::FindScenarioField(name);
     if (field == nullptr) Raise(scenario_error, UnknownField(name));
-    RaiseIfError(engine::SetScenarioField(scenario, *field, text, "scenario field '" + name + "'"),
+    RaiseIfError(config::SetScenarioField(scenario, *field, text, "scenario field '" + name + "'"),
                  scenario_error);
   }
   auto plan = sim::PlanScenario(scenario);
@@ -311,7 +311,7 @@ void BindSimulate(py::module_& m) {
         "overrides");
   m.def(
       "scenario_text",
-      [](const py::bytes& serialized) { return engine::ToTextWithDefaults(FromBytes(serialized)); },
+      [](const py::bytes& serialized) { return config::ToTextWithDefaults(FromBytes(serialized)); },
       py::arg("scenario"), "the scenario as protobuf text, every field shown (murmur sim --print-scenario)");
   m.def("run", &Run, py::arg("plan"), py::arg("progress"), py::arg("handle_sigint"), py::arg("learner"),
         py::arg("initial"), py::arg("evaluate"),

@@ -7,7 +7,7 @@
 // in [0, 1)"; "spec field 'lr' ..." for the spec). A run (sim/runner.h) takes
 // the plan; each process plans its scenario once (MPI ranks: each rank).
 //
-// Scenario files are read by engine::LoadScenarioFile (engine/files.h).
+// Scenario files are read by config::LoadScenarioFile (config/files.h).
 //
 // Thread-safety: free functions.
 #pragma once

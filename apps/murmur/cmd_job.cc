@@ -12,7 +12,7 @@
 #include "apps/murmur/command.h"
 #include "apps/murmur/job_submit.h"
 #include "apps/murmur/operator.h"
-#include "engine/files.h"
+#include "config/files.h"
 #include "engine/model_factory.h"
 #include "engine/topology.h"
 #include "ml/torch/torchscript_model.h"
@@ -211,7 +211,7 @@ int Submit(int argc, char** argv) {
   if (auto rc = ParseFlags(options, argc, argv, kName, &args)) return *rc;
   if (!args.count("job")) return UsageError(kName, "submit: missing JOB (a JobConfig file)");
   std::vector<std::string> warnings;
-  auto job = engine::LoadJobConfig(args["job"].as<std::string>(), &warnings);
+  auto job = config::LoadJobConfig(args["job"].as<std::string>(), &warnings);
   if (!job.ok()) return UsageError(kName, job.status().message());
   for (const auto& w : warnings) std::fprintf(stderr, "murmur job submit: warning: %s\n", w.c_str());
   if (Status hashed = FillModelHash(args["job"].as<std::string>(), "submit", &*job); !hashed.ok())

@@ -13,11 +13,11 @@
 #include "apps/murmur/plot.h"
 #include "apps/murmur/progress.h"
 #include "apps/murmur/scenario_flags.h"
+#include "config/files.h"
+#include "config/scenario_fields.h"
 #include "core/log.h"
 #include "engine/algorithms.h"
-#include "engine/files.h"
 #include "engine/gossip_builder.h"
-#include "engine/scenario_fields.h"
 #include "ml/text.h"
 #include "sim/mpi/mpi.h"
 #include "sim/runner.h"
@@ -41,7 +41,7 @@ std::string FlagSuggestion(const std::string& error) {
   if (open == std::string::npos || close == std::string::npos || close <= open + width) return "";
   std::string name = error.substr(open + width, close - open - width);
   std::replace(name.begin(), name.end(), '-', '_');
-  const std::vector<std::string> near = engine::SimilarScenarioFields(name);
+  const std::vector<std::string> near = config::SimilarScenarioFields(name);
   if (near.empty()) return "";
   std::string out = " (did you mean ";
   for (std::size_t i = 0; i < near.size(); ++i) {
@@ -262,14 +262,14 @@ int RunSim(int argc, char** argv) {
   proto::Scenario scenario;
   if (result.count("scenario")) {
     std::vector<std::string> warnings;
-    auto loaded = engine::LoadScenarioFile(result["scenario"].as<std::string>(), &warnings);
+    auto loaded = config::LoadScenarioFile(result["scenario"].as<std::string>(), &warnings);
     if (!loaded.ok()) return UsageError("sim", loaded.status().message());
     for (const auto& w : warnings) std::fprintf(stderr, "murmur sim: warning: %s\n", w.c_str());
     scenario = std::move(loaded).value();
   }
   if (result.count("job")) {  // a murmurd job file: its spec, in a simulated world
     std::vector<std::string> warnings;
-    auto job = engine::LoadJobConfig(result["job"].as<std::string>(), &warnings);
+    auto job = config::LoadJobConfig(result["job"].as<std::string>(), &warnings);
     if (!job.ok()) return UsageError("sim", job.status().message());
     for (const auto& w : warnings) std::fprintf(stderr, "murmur sim: warning: %s\n", w.c_str());
     *scenario.mutable_spec() = job->spec();
@@ -281,7 +281,7 @@ int RunSim(int argc, char** argv) {
   for (const auto& w : sim::ScenarioWarnings(scenario))
     std::fprintf(stderr, "murmur sim: warning: %s\n", w.c_str());
   if (result.count("print-scenario")) {
-    std::printf("%s", engine::ToTextWithDefaults(scenario).c_str());
+    std::printf("%s", config::ToTextWithDefaults(scenario).c_str());
     return kExitOk;
   }
   // Spread over the ranks mpirun started: each runs a block of the nodes, rank 0 reports.

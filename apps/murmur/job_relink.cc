@@ -22,7 +22,7 @@
 
 #include "apps/murmur/command.h"
 #include "apps/murmur/job_submit.h"
-#include "engine/files.h"
+#include "config/files.h"
 #include "engine/plan.h"
 #include "engine/topology.h"
 #include "node/job/job_store.h"
@@ -247,7 +247,7 @@ int Relink(int argc, char** argv) {
     return UsageError(kName, "--stop-timeout must be in (0, 3600] seconds");
 
   std::vector<std::string> warnings;
-  auto job = engine::LoadJobConfig(args["job"].as<std::string>(), &warnings);
+  auto job = config::LoadJobConfig(args["job"].as<std::string>(), &warnings);
   if (!job.ok()) return UsageError(kName, job.status().message());
   for (const auto& w : warnings) std::fprintf(stderr, "murmur job relink: warning: %s\n", w.c_str());
   const proto::JobSpec& spec = job->spec();

@@ -1,6 +1,6 @@
 #include "apps/murmur/scenario_flags.h"
 
-#include "engine/scenario_fields.h"
+#include "config/scenario_fields.h"
 #include "proto/options.pb.h"
 
 namespace murmur::cli {
@@ -18,10 +18,10 @@ std::string Dashed(std::string name) {
 
 void AddScenarioFlags(cxxopts::Options& options) {
   auto adder = options.add_options("scenario");
-  for (const engine::ScenarioField& field : engine::ScenarioFields()) {
+  for (const config::ScenarioField& field : config::ScenarioFields()) {
     const auto* f = field.field;
     std::string help = f->options().GetExtension(proto::help);
-    std::string def = engine::DefaultText(f);
+    std::string def = config::DefaultText(f);
     if (!def.empty()) help += " (default: " + def + ")";
     if (f->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_BOOL) {
       adder(Dashed(field.name), help, cxxopts::value<std::string>()->implicit_value("true"));
@@ -32,11 +32,11 @@ void AddScenarioFlags(cxxopts::Options& options) {
 }
 
 Status ApplyScenarioFlags(const cxxopts::ParseResult& result, proto::Scenario& scenario) {
-  for (const engine::ScenarioField& field : engine::ScenarioFields()) {
+  for (const config::ScenarioField& field : config::ScenarioFields()) {
     const std::string flag = Dashed(field.name);
     if (result.count(flag) == 0) continue;
     MURMUR_RETURN_IF_ERROR(
-        engine::SetScenarioField(scenario, field, result[flag].as<std::string>(), "--" + flag));
+        config::SetScenarioField(scenario, field, result[flag].as<std::string>(), "--" + flag));
   }
   return Status::Ok();
 }

@@ -1,7 +1,7 @@
 // Command-line flags generated from proto::Scenario and its embedded JobSpec:
-// every field `foo_bar` of engine::ScenarioFields() is the flag --foo-bar,
+// every field `foo_bar` of config::ScenarioFields() is the flag --foo-bar,
 // its help text is the field's `help` option, and values are parsed by
-// engine::SetScenarioField (as the Python package's keyword arguments are).
+// config::SetScenarioField (as the Python package's keyword arguments are).
 // One schema, two spellings.
 #pragma once
 

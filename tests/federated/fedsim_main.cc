@@ -13,7 +13,7 @@
 
 #include "core/sysinfo.h"
 
-#include "engine/files.h"
+#include "config/files.h"
 #include "sim/federated_run.h"
 #include "sim/scenario.h"
 
@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: federated_sim SCENARIO.textproto [field=value ...]\n");
     return 2;
   }
-  auto s = engine::LoadScenarioFile(argv[1]);
+  auto s = config::LoadScenarioFile(argv[1]);
   if (!s.ok()) {
     std::fprintf(stderr, "%s\n", s.status().ToString().c_str());
     return 2;
@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
     }
     text += kv.substr(0, eq) + ": " + kv.substr(eq + 1) + "\n";
   }
-  auto overrides = engine::ParseScenario(text, "overrides");
+  auto overrides = config::ParseScenario(text, "overrides");
   if (!overrides.ok()) {
     std::fprintf(stderr, "%s\n", overrides.status().ToString().c_str());
     return 2;

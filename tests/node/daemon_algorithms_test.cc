@@ -8,8 +8,8 @@
 #include <functional>
 #include <thread>
 
+#include "config/files.h"
 #include "engine/algorithms.h"
-#include "engine/files.h"
 #include "engine/topology.h"
 #include "ml/dataset_spec.h"
 #include "ml/model_spec.h"
@@ -152,7 +152,7 @@ TEST_CASE("Every example job in examples/jobs parses and validates for each of i
     CAPTURE(entry.path().string());
     ++count;
     std::vector<std::string> warnings;
-    auto job = engine::LoadJobConfig(entry.path().string(), &warnings);
+    auto job = config::LoadJobConfig(entry.path().string(), &warnings);
     REQUIRE(job.ok());
     CHECK(warnings.empty());  // written in the current layout
     const bool graph =

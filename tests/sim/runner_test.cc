@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "compression/compressor.h"
-#include "engine/files.h"
+#include "config/files.h"
 #include "gossip/messages.h"
 #include "sim/scenario.h"
 #include "sim/simulator.h"
@@ -173,23 +173,23 @@ TEST_CASE("Bytes the simulator charges equal the real encoding, for every compre
 }
 
 TEST_CASE("Scenario files: text and JSON, unknown fields and bad values named") {
-  auto text = engine::ParseScenario("spec { nodes: 8 algorithm: \"dsgt\" }\nloss: 0.1\n", "t.txt").value();
+  auto text = config::ParseScenario("spec { nodes: 8 algorithm: \"dsgt\" }\nloss: 0.1\n", "t.txt").value();
   CHECK(text.spec().nodes() == 8);
   CHECK(text.spec().algorithm() == "dsgt");
   CHECK(text.spec().rounds() == 300);  // default
   CHECK(text.loss() == doctest::Approx(0.1));
   auto json =
-      engine::ParseScenario("{\"spec\": {\"nodes\": 9, \"compression\": \"fp16\"}}", "j.json").value();
+      config::ParseScenario("{\"spec\": {\"nodes\": 9, \"compression\": \"fp16\"}}", "j.json").value();
   CHECK(json.spec().nodes() == 9);
-  auto unknown = engine::ParseScenario("spec { nodes: 8 node_count: 3 }\n", "bad.txt");
+  auto unknown = config::ParseScenario("spec { nodes: 8 node_count: 3 }\n", "bad.txt");
   REQUIRE_FALSE(unknown.ok());
   CHECK(unknown.status().message().find("node_count") != std::string::npos);
   CHECK(unknown.status().message().find("bad.txt") != std::string::npos);
-  auto unknown_json = engine::ParseScenario("{\"spec\": {\"nodez\": 9}}", "bad.json");
+  auto unknown_json = config::ParseScenario("{\"spec\": {\"nodez\": 9}}", "bad.json");
   REQUIRE_FALSE(unknown_json.ok());
   CHECK(unknown_json.status().message().find("nodez") != std::string::npos);
   // A spec field outside the spec block, next to the new layout: refused with a hint.
-  auto mixed = engine::ParseScenario("spec { nodes: 8 }\nalgorithm: \"dsgt\"\n", "mixed.txt");
+  auto mixed = config::ParseScenario("spec { nodes: 8 }\nalgorithm: \"dsgt\"\n", "mixed.txt");
   REQUIRE_FALSE(mixed.ok());
   CHECK(mixed.status().message().find("'algorithm' belongs in the spec { ... } block") != std::string::npos);
   proto::Scenario s;
@@ -260,7 +260,7 @@ TEST_CASE("Every scenario in examples/ parses, validates, and names its run comm
     CAPTURE(entry.path().string());
     ++count;
     std::vector<std::string> warnings;
-    auto s = engine::LoadScenarioFile(entry.path().string(), &warnings);
+    auto s = config::LoadScenarioFile(entry.path().string(), &warnings);
     REQUIRE(s.ok());
     CHECK(warnings.empty());  // written in the current layout
     CHECK(ValidateScenario(*s).ok());

@@ -19,7 +19,7 @@
 #include "core/status.h"
 #include "proto/scenario.pb.h"
 
-namespace murmur::engine {
+namespace murmur::config {
 
 struct ScenarioField {
   const google::protobuf::FieldDescriptor* field;
@@ -50,4 +50,4 @@ std::string DefaultText(const google::protobuf::FieldDescriptor* field);
 Status SetScenarioField(proto::Scenario& scenario, const ScenarioField& field, const std::string& text,
                         const std::string& spelled);
 
-}  // namespace murmur::engine
+}  // namespace murmur::config

@@ -29,7 +29,7 @@
 #include "proto/node.pb.h"
 #include "proto/scenario.pb.h"
 
-namespace murmur::engine {
+namespace murmur::config {
 
 // Parses `text` into *message (cleared first). InvalidArgument starts with
 // `origin` and names the line and column, or the unknown field.
@@ -57,4 +57,4 @@ std::string OldNodeJobHint(const std::string& text);
 // messages shown, defaults included (for --print-scenario and run logs).
 std::string ToTextWithDefaults(const google::protobuf::Message& message);
 
-}  // namespace murmur::engine
+}  // namespace murmur::config

@@ -1,4 +1,4 @@
-#include "engine/files.h"
+#include "config/files.h"
 
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
@@ -9,7 +9,7 @@
 #include "proto/job_spec.pb.h"
 #include "proto/legacy.pb.h"
 
-namespace murmur::engine {
+namespace murmur::config {
 
 namespace {
 
@@ -254,7 +254,7 @@ Result<proto::JobConfig> ParseJobConfig(const std::string& text, const std::stri
     // 0.1 daemons drew gossip-learning peers from every member, whatever the topology said.
     spec->set_topology("complete");
   }
-  if (IsFederatedAlgorithm(old.algorithm())) {
+  if (engine::IsFederatedAlgorithm(old.algorithm())) {
     // 0.1 counted the aggregator's daemon in `nodes` and named attackers by node id.
     spec->set_nodes(old.nodes() > 0 ? old.nodes() - 1 : 0);
     spec->clear_attackers();
@@ -267,7 +267,7 @@ Result<proto::JobConfig> ParseJobConfig(const std::string& text, const std::stri
     warnings->push_back(
         origin + ": a murmur 0.1 job (flat layout), read for this release: " + Join(moved) +
         " now belong in spec { ... }" +
-        (IsFederatedAlgorithm(old.algorithm())
+        (engine::IsFederatedAlgorithm(old.algorithm())
              ? "; a federated job's spec.nodes counts its clients (" + std::to_string(spec->nodes()) +
                    "), not its daemons (" + std::to_string(old.nodes()) +
                    "), and round_timeout is spec.secagg_timeout"
@@ -303,4 +303,4 @@ std::string ToTextWithDefaults(const Message& message) {
   return out;
 }
 
-}  // namespace murmur::engine
+}  // namespace murmur::config

@@ -1,25 +1,25 @@
 // Scenario and job files (engine/files.h): the current layout, and the flat
 // layout of murmur 0.1 read with a warning and its meaning kept.
-#include "engine/files.h"
+#include "config/files.h"
 
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
-namespace murmur::engine {
+namespace murmur::config {
 namespace {
 
 TEST_CASE("A 0.1 scenario file is read into spec { } with a warning naming each moved field") {
   std::vector<std::string> warnings;
-  auto s = ParseScenario("nodes: 16\nalgorithm: \"dsgt\"\nloss: 0.1\ncompression: \"none\"\n", "old.textproto",
-                         &warnings);
+  auto s = ParseScenario("nodes: 16\nalgorithm: \"dsgt\"\nloss: 0.1\ncompression: \"none\"\n",
+                         "old.textproto", &warnings);
   REQUIRE_MESSAGE(s.ok(), s.status().ToString());
   CHECK(s->spec().nodes() == 16);
   CHECK(s->spec().algorithm() == "dsgt");
   CHECK(s->spec().compression() == "none");
   CHECK(s->loss() == doctest::Approx(0.1));  // a simulated-world field stays where it was
-  CHECK_FALSE(s->spec().has_model());         // defaults are the same as 0.1's: nothing added
+  CHECK_FALSE(s->spec().has_model());        // defaults are the same as 0.1's: nothing added
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("old.textproto") != std::string::npos);
   CHECK(warnings[0].find("nodes, algorithm, compression now belong in spec { ... }") != std::string::npos);
@@ -35,8 +35,9 @@ TEST_CASE("A 0.1 scenario file is read into spec { } with a warning naming each 
 TEST_CASE("A 0.1 job file keeps its meaning: its old defaults, federated nodes and attackers, key timeout") {
   std::vector<std::string> warnings;
   // Gossip: 0.1's defaults (model softmax, compression none, rounds 100, ...) are written into the spec.
-  auto g = ParseJobConfig("job_id: \"g\"\nalgorithm: \"dpsgd\"\nnodes: 8\ndataset_dir: \"/d\"\ncheckpoint_every: 3\n",
-                          "g.job", &warnings);
+  auto g = ParseJobConfig(
+      "job_id: \"g\"\nalgorithm: \"dpsgd\"\nnodes: 8\ndataset_dir: \"/d\"\ncheckpoint_every: 3\n", "g.job",
+      &warnings);
   REQUIRE_MESSAGE(g.ok(), g.status().ToString());
   CHECK(g->job_id() == "g");
   CHECK(g->checkpoint_every() == 3);
@@ -54,7 +55,8 @@ TEST_CASE("A 0.1 job file keeps its meaning: its old defaults, federated nodes a
   // round_timeout in each SecAgg+ key stage.
   warnings.clear();
   auto f = ParseJobConfig(
-      "job_id: \"f\" algorithm: \"fedavg\" nodes: 6 aggregator: 2 attack: \"sign-flip\" attackers: 1 attackers: 4 "
+      "job_id: \"f\" algorithm: \"fedavg\" nodes: 6 aggregator: 2 attack: \"sign-flip\" attackers: 1 "
+      "attackers: 4 "
       "secure_aggregation: false round_timeout: 12",
       "f.job", &warnings);
   REQUIRE_MESSAGE(f.ok(), f.status().ToString());
@@ -74,10 +76,11 @@ TEST_CASE("A 0.1 job file keeps its meaning: its old defaults, federated nodes a
   CHECK(gl->spec().topology() == "complete");
 }
 
-TEST_CASE("Files in the current layout load without warnings, and mixed layouts and unknown fields are refused") {
+TEST_CASE(
+    "Files in the current layout load without warnings, and mixed layouts and unknown fields are refused") {
   std::vector<std::string> warnings;
-  auto job = ParseJobConfig("job_id: \"j\"\nspec { nodes: 4 algorithm: \"push-sum\" }\naggregator: 0\n", "j.job",
-                            &warnings);
+  auto job = ParseJobConfig("job_id: \"j\"\nspec { nodes: 4 algorithm: \"push-sum\" }\naggregator: 0\n",
+                            "j.job", &warnings);
   REQUIRE(job.ok());
   CHECK(warnings.empty());
   CHECK(job->spec().nodes() == 4);
@@ -112,4 +115,4 @@ TEST_CASE("An old NodeConfig job block is refused with the new place of its fiel
 }
 
 }  // namespace
-}  // namespace murmur::engine
+}  // namespace murmur::config

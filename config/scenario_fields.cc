@@ -1,4 +1,4 @@
-#include "engine/scenario_fields.h"
+#include "config/scenario_fields.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "proto/options.pb.h"
 
-namespace murmur::engine {
+namespace murmur::config {
 
 namespace {
 
@@ -173,4 +173,4 @@ Status SetScenarioField(proto::Scenario& scenario, const ScenarioField& field, c
   return Status::Ok();
 }
 
-}  // namespace murmur::engine
+}  // namespace murmur::config
