@@ -55,9 +55,10 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
       // mistyped id does not read as a stop that worked.
       if (!job_ || job_->ended()) {
         if (request.stop().has_job_id() && (!job_ || request.stop().job_id() != job_->config().job_id())) {
-          r = Refuse(
-              "no job '" + request.stop().job_id() + "' here: nothing is running" +
-              (job_ ? " (the last job, '" + job_->config().job_id() + "', is " + job_state_ + ")" : ""));
+          r = Refuse("no job '" + request.stop().job_id() + "' here: nothing is running" +
+                     (job_
+                          ? " (the last job, '" + job_->config().job_id() + "', is " + lifecycle_.name() + ")"
+                          : ""));
           break;
         }
         r.set_ok(true);
@@ -120,10 +121,10 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
 
 std::string DaemonImpl::RefuseSubmission(const proto::JobConfig& job, std::optional<PlannedJob>& planned) {
   if (job_ && !job_->ended())
-    return job_state_ == "draining"
+    return lifecycle_.state() == JobState::kDraining
                ? "job '" + job_->config().job_id() +
                      "' is draining (it stops after its current round); submit again once it has stopped"
-               : "job '" + job_->config().job_id() + "' is " + job_state_ +
+               : "job '" + job_->config().job_id() + "' is " + lifecycle_.name() +
                      "; stop it first (murmur job stop)";
   if (shutting_down_) return "the daemon is shutting down";
   if (prepared_ && std::chrono::steady_clock::now() >= prepared_->deadline) prepared_.reset();
@@ -158,7 +159,7 @@ proto::ControlResponse DaemonImpl::Submit(const proto::JobConfig& job, std::opti
     MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": job " << job.job_id()
                          << " did not start: " << st.ToString();
     if (!job_) {  // nothing else to show; a last job's status stays its own
-      job_state_ = "failed";
+      lifecycle_.MoveTo(JobState::kFailed);
       job_error_ = st.ToString();
     }
     return Refuse(st.ToString());
@@ -232,7 +233,7 @@ proto::ControlResponse DaemonImpl::ReloadCertificateRequest() {
 
 proto::JobStatus DaemonImpl::JobStatus() const {
   proto::JobStatus s;
-  s.set_state(job_state_);
+  s.set_state(lifecycle_.name());
   if (!job_error_.empty()) s.set_error(job_error_);
   if (!job_) return s;
   s.set_job_id(job_->config().job_id());

@@ -206,12 +206,21 @@ Status DaemonImpl::Init() {
   }
   if (state.ok() && last) {
     proto::JobConfig job = *last;
-    job_state_ = state->substr(0, state->find('\n'));
-    if (job_state_ == "running") {
+    const std::string name = state->substr(0, state->find('\n'));
+    const std::optional<JobState> was = ParseJobState(name);
+    if (!was)
+      MURMUR_LOG(kWarning) << "node " << self << ": '" << DataPath(kJobStateFile) << "' says '" << name
+                           << "', not a job state; job " << job.job_id() << " is kept as stopped";
+    // Draining is never written (a drain ends stopped, or running for a
+    // shutdown alone); read, it is a drain that never ended: stopped.
+    JobState read = was.value_or(JobState::kStopped);
+    if (read == JobState::kDraining) read = JobState::kStopped;
+    if (read == JobState::kRunning) {  // StartJob moves the lifecycle from idle to running
       MURMUR_LOG(kInfo) << "node " << self << ": resuming job " << job.job_id();
       MURMUR_ASSIGN_OR_RETURN(PlannedJob planned, PlanJobConfig(job, self));
       return StartJob(planned, /*submitted=*/false);
     }
+    lifecycle_.Restore(read);
     // A finished or stopped job: keep it for status until the next one.
     // (Built from its checkpoint and ended at once: status shows where it stopped.)
     MURMUR_ASSIGN_OR_RETURN(std::string checkpoint, store_->CheckpointPath(job.job_id()));
@@ -260,7 +269,7 @@ Status DaemonImpl::StartJob(const PlannedJob& planned, bool submitted, std::uniq
       MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": job " << job.job_id() << " neighbour "
                            << peer << " has no address in 'peers'; waiting for it to be learned";
   }
-  job_state_ = "running";
+  lifecycle_.MoveTo(JobState::kRunning);
   job_error_.clear();
   operator_stop_ = false;
   if (!exit_after_job_) SaveJobState();
@@ -281,8 +290,9 @@ Result<std::unique_ptr<Job>> DaemonImpl::BuildJob(const PlannedJob& job) {
       [this](NodeId peer) { return PeerAlive(peer); }, LocalDataOf(config_), Keys());
 }
 
-void DaemonImpl::SaveJobState(const std::string& state) {
-  Status st = crypto::WriteFileAtomic(DataPath(kJobStateFile), crypto::AsBytes(state + "\n"), 0644);
+void DaemonImpl::SaveJobState(JobState state) {
+  const std::string line = std::string(JobStateName(state)) + "\n";
+  Status st = crypto::WriteFileAtomic(DataPath(kJobStateFile), crypto::AsBytes(line), 0644);
   if (!st.ok()) MURMUR_LOG(kError) << "job state: " << st.ToString();
 }
 
@@ -295,11 +305,11 @@ void DaemonImpl::OnJobEnd(Job::End how) {
   MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": job " << job_->config().job_id() << " " << what
                     << " after round " << job_->rounds_done();
   if (how == Job::End::kCompleted) {
-    job_state_ = "done";
+    lifecycle_.MoveTo(JobState::kDone);
     Status st = store_->MarkCompleted(job_->config().job_id(), job_->rounds_done());
     if (!st.ok()) MURMUR_LOG(kError) << "the record of completed jobs: " << st.ToString();
   } else if (!shutting_down_ || operator_stop_) {
-    job_state_ = "stopped";
+    lifecycle_.MoveTo(JobState::kStopped);
   }  // a shutdown alone leaves it "running" on disk: it resumes at the next start
   if (!exit_after_job_ && (!shutting_down_ || operator_stop_ || how == Job::End::kCompleted)) SaveJobState();
   if (exit_after_job_) return Finish(how == Job::End::kCompleted ? FromSeconds(config_.linger()) : Nanos(0));
@@ -310,10 +320,10 @@ void DaemonImpl::BeginDrain(const std::string& why, bool operator_stop) {
   if (!job_ || job_->ended()) return;
   if (operator_stop && !operator_stop_) {
     operator_stop_ = true;
-    if (!exit_after_job_) SaveJobState("stopped");
+    if (!exit_after_job_) SaveJobState(JobState::kStopped);
   }
-  if (job_state_ == "draining") return;
-  job_state_ = "draining";
+  if (lifecycle_.state() == JobState::kDraining) return;
+  lifecycle_.MoveTo(JobState::kDraining);
   MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": " << why << ", draining job "
                     << job_->config().job_id() << " after round " << job_->rounds_done();
   job_->Drain();
@@ -407,7 +417,8 @@ Status DaemonImpl::Run(bool handle_signals) {
   }
   MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": listening on port " << transport_->port()
                     << ", metrics on " << metrics_->port() << ", control on " << control_->port() << ", job "
-                    << (job_ ? job_->config().job_id() + " (" + job_state_ + ")" : std::string("none"));
+                    << (job_ ? job_->config().job_id() + " (" + lifecycle_.name() + ")"
+                             : std::string("none"));
   MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": " << CpuFeaturesLine()
                     << (config_.cipher() == "chachapoly" ? " (AES-256-GCM off by the cipher setting)" : "");
   io_.run();

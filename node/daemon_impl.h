@@ -23,6 +23,7 @@
 #include "node/job/job.h"
 #include "node/job/job_router.h"
 #include "node/job/job_store.h"
+#include "node/job/lifecycle.h"
 #include "node/member_keys.h"
 #include "node/metrics_server.h"
 #include "node/transport/asio.h"
@@ -104,7 +105,7 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   JobRouter router_{config_.node_id(), [this] { return env_ ? env_->Now() : Nanos(0); }};
   std::unique_ptr<Job> job_;                   // the current or last job
   std::vector<std::unique_ptr<Job>> retired_;  // ended jobs; callbacks may still name them
-  std::string job_state_ = "idle";             // idle, running, draining, done, stopped, failed
+  JobLifecycle lifecycle_;                     // the current or last job's state (node/job/lifecycle.h)
   std::unique_ptr<JobStore> store_;            // the jobs' checkpoints and the completed ones (set by Start)
   std::string job_error_;
   // The job a `prepare` holds until its commit, abort or deadline
@@ -147,8 +148,8 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   Result<std::unique_ptr<Job>> BuildJob(const PlannedJob& job);
   void WarnLegacyCertificate(const std::string& path) const;
   void OnJobEnd(Job::End how);
-  void SaveJobState(const std::string& state);
-  void SaveJobState() { SaveJobState(job_state_); }
+  void SaveJobState(JobState state);
+  void SaveJobState() { SaveJobState(lifecycle_.state()); }
   // Drains the running job after its round; an `operator_stop` is written
   // to disk as stopped at once, so that a restart, even after a crash in
   // the drain, does not resume the job.
