@@ -125,4 +125,72 @@ federated::ClientOptions MakeClientOptions(const JobPlan& plan, NodeId index, do
   return co;
 }
 
+std::unique_ptr<federated::FedServer> MakeFedServer(Env& env, ParamVector x0,
+                                                    federated::ServerOptions options,
+                                                    RoundObserver* observer) {
+  return std::make_unique<federated::FedServer>(env, std::move(x0), std::move(options), observer);
+}
+
+std::unique_ptr<federated::FedClient> MakeFedClient(Env& env, NodeId server, LocalLearner& learner,
+                                                    const Layout& layout, federated::ClientOptions options) {
+  return std::make_unique<federated::FedClient>(env, server, learner, layout, std::move(options));
+}
+
+namespace {
+
+federated::ServerOptions TopServerOptions(federated::ServerOptions flat, NodeId edges) {
+  federated::ServerOptions o = std::move(flat);
+  o.num_clients = edges;
+  o.clients_per_round = edges;
+  o.over_commit = 1;
+  o.deadline = 2 * o.deadline;  // a backstop for lost messages: the edges close at the deadline
+  o.partial_work = false;
+  o.selection = {};
+  o.robust = {};
+  o.attack = federated::AttackKind::kNone;
+  o.attacker.clear();
+  return o;
+}
+
+}  // namespace
+
+std::unique_ptr<federated::FedServer> MakeTopServer(Env& env, ParamVector x0,
+                                                    const federated::ServerOptions& flat, NodeId edges,
+                                                    RoundObserver* observer) {
+  return MakeFedServer(env, std::move(x0), TopServerOptions(flat, edges), observer);
+}
+
+std::size_t EdgeClientsPerRound(std::size_t k, std::size_t size, NodeId clients) {
+  if (size == 0) return 0;
+  const double share = static_cast<double>(k) * static_cast<double>(size) / static_cast<double>(clients);
+  return std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(share)));
+}
+
+std::unique_ptr<federated::EdgeAggregator> MakeEdgeAggregator(Env& env, const Layout& layout,
+                                                              const federated::ServerOptions& flat,
+                                                              NodeId parent, std::vector<NodeId> members,
+                                                              NodeId clients) {
+  federated::EdgeOptions e;
+  e.parent = parent;
+  e.clients_per_round = EdgeClientsPerRound(flat.clients_per_round, members.size(), clients);
+  e.over_commit = flat.over_commit;
+  e.deadline = flat.deadline;
+  e.partial_work = flat.partial_work;
+  e.work_fraction = flat.work_fraction;
+  e.fednova = flat.fednova;
+  e.selection = flat.selection;
+  e.robust = flat.robust;
+  // Krum's f scales with the edge's share of the round.
+  const double f = static_cast<double>(flat.robust.krum_f) * static_cast<double>(e.clients_per_round) /
+                   static_cast<double>(flat.clients_per_round);
+  e.robust.krum_f = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(f)));
+  e.attack = flat.attack;
+  e.attack_scale = flat.attack_scale;
+  if (!flat.attacker.empty()) {
+    for (NodeId m : members) e.attacker.push_back(flat.attacker[m]);
+  }
+  e.members = std::move(members);
+  return std::make_unique<federated::EdgeAggregator>(env, layout, std::move(e));
+}
+
 }  // namespace murmur::engine

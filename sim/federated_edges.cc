@@ -67,49 +67,4 @@ Placement PlaceEdgeClusters(std::span<const std::uint32_t> edge_of, NodeId edges
   return Placement(std::move(rank_of), ranks, rank);
 }
 
-std::size_t EdgeClientsPerRound(std::size_t k, std::size_t size, NodeId clients) {
-  if (size == 0) return 0;
-  const double share = static_cast<double>(k) * static_cast<double>(size) / static_cast<double>(clients);
-  return std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(share)));
-}
-
-federated::ServerOptions TopServerOptions(federated::ServerOptions flat, NodeId edges) {
-  federated::ServerOptions o = std::move(flat);
-  o.num_clients = edges;
-  o.clients_per_round = edges;
-  o.over_commit = 1;
-  o.deadline = 2 * o.deadline;  // a backstop for lost messages: the edges close at the deadline
-  o.partial_work = false;
-  o.selection = {};
-  o.robust = {};
-  o.attack = federated::AttackKind::kNone;
-  o.attacker.clear();
-  return o;
-}
-
-federated::EdgeOptions EdgeOptionsFor(const federated::ServerOptions& flat, NodeId parent,
-                                      std::vector<NodeId> members, NodeId clients) {
-  federated::EdgeOptions e;
-  e.parent = parent;
-  e.clients_per_round = EdgeClientsPerRound(flat.clients_per_round, members.size(), clients);
-  e.over_commit = flat.over_commit;
-  e.deadline = flat.deadline;
-  e.partial_work = flat.partial_work;
-  e.work_fraction = flat.work_fraction;
-  e.fednova = flat.fednova;
-  e.selection = flat.selection;
-  e.robust = flat.robust;
-  // Krum's f scales with the edge's share of the round.
-  const double f = static_cast<double>(flat.robust.krum_f) * static_cast<double>(e.clients_per_round) /
-                   static_cast<double>(flat.clients_per_round);
-  e.robust.krum_f = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(f)));
-  e.attack = flat.attack;
-  e.attack_scale = flat.attack_scale;
-  if (!flat.attacker.empty()) {
-    for (NodeId m : members) e.attacker.push_back(flat.attacker[m]);
-  }
-  e.members = std::move(members);
-  return e;
-}
-
 }  // namespace murmur::sim

@@ -1,6 +1,7 @@
 // The edge tier of a hierarchical federated run (scenario field
-// edge_aggregators E > 0): which clients each edge aggregator serves and the
-// options of the edges and of the top server (federated/edge.h).
+// edge_aggregators E > 0): which clients each edge aggregator serves; the
+// edges and the top server themselves are built by the engine
+// (engine/federated_builder.h, MakeEdgeAggregator and MakeTopServer).
 //
 // Node ids: clients 0 .. C-1, edge aggregators C .. C+E-1, the top server
 // C+E. With edge_assignment "id", C = nodes and client i belongs to edge
@@ -10,14 +11,6 @@
 // nearest to it (Euclidean, ties to the lower id), recomputed at the start of
 // every top round from the mobility model.
 //
-// Every edge keeps k_e = round(K |cluster_e| / C) results per round (at
-// least 1 for a non-empty cluster), so that the edges together keep about K;
-// over-commitment, the deadline, partial work, FedNova, the robust rule and
-// the attacks apply at the edges. The top server waits for every edge (an
-// edge with nothing answers empty) or, with a deadline D, at most 2 D; it
-// applies the scenario's server optimizer to the sample-weighted mean of the
-// edges' updates.
-//
 // Thread-safety: pure functions.
 #pragma once
 
@@ -26,8 +19,6 @@
 #include <vector>
 
 #include "core/status.h"
-#include "federated/edge.h"
-#include "federated/server.h"
 #include "proto/scenario.pb.h"
 #include "sim/device.h"
 #include "sim/placement.h"
@@ -64,16 +55,5 @@ std::vector<std::uint8_t> StayingInRange(const Mobility& mobility, std::span<con
 // that an edge's clients' tasks and results stay on its rank and only its
 // aggregate goes to the top.
 Placement PlaceEdgeClusters(std::span<const std::uint32_t> edge_of, NodeId edges, int ranks, int rank);
-
-// k_e = round(K size / clients), at least 1 when size > 0.
-std::size_t EdgeClientsPerRound(std::size_t k, std::size_t size, NodeId clients);
-
-// The top server of E edges, from the options a flat server would have.
-federated::ServerOptions TopServerOptions(federated::ServerOptions flat, NodeId edges);
-
-// An edge serving `members` (node ids) from the flat server's options;
-// `parent` is the top's node id.
-federated::EdgeOptions EdgeOptionsFor(const federated::ServerOptions& flat, NodeId parent,
-                                      std::vector<NodeId> members, NodeId clients);
 
 }  // namespace murmur::sim

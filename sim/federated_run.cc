@@ -234,8 +234,7 @@ Status FederatedRun::Build() {
       co.secagg.directory = directory;
     }
     const NodeId server = num_edges > 0 ? n + edge_of_[i] : n;
-    clients_[i] = std::make_unique<federated::FedClient>(sim_->env(i), server, *learners_[i],
-                                                         world_->initial.layout(), co);
+    clients_[i] = engine::MakeFedClient(sim_->env(i), server, *learners_[i], world_->initial.layout(), co);
     sim_->SetSink(i, clients_[i].get());
     summary_.state_bytes += clients_[i]->state_floats() * sizeof(float);
   }
@@ -253,8 +252,8 @@ Status FederatedRun::Build() {
         edges_.push_back(nullptr);
         continue;
       }
-      edges_.push_back(std::make_unique<federated::EdgeAggregator>(
-          sim_->env(n + e), world_->initial.layout(), EdgeOptionsFor(o, top, std::move(members), n)));
+      edges_.push_back(engine::MakeEdgeAggregator(sim_->env(n + e), world_->initial.layout(), o, top,
+                                                  std::move(members), n));
       sim_->SetSink(n + e, edges_.back().get());
       summary_.state_bytes += edges_.back()->state_floats() * sizeof(float);
     }
@@ -266,12 +265,11 @@ Status FederatedRun::Build() {
     std::vector<NodeId> peers;
     for (NodeId e = 0; e < num_edges; ++e) peers.push_back(n + e);
     top_env_ = std::make_unique<RemappedEnv>(sim_->env(top), peers);
-    server_ = std::make_unique<federated::FedServer>(*top_env_, world_->initial.Clone(),
-                                                     TopServerOptions(o, num_edges), this);
+    server_ = engine::MakeTopServer(*top_env_, world_->initial.Clone(), o, num_edges, this);
     top_sink_ = std::make_unique<RemappedSink>(*server_, peers);
     sim_->SetSink(top, top_sink_.get());
   } else {
-    server_ = std::make_unique<federated::FedServer>(sim_->env(n), world_->initial.Clone(), o, this);
+    server_ = engine::MakeFedServer(sim_->env(n), world_->initial.Clone(), o, this);
     sim_->SetSink(n, server_.get());
   }
   if (server_here()) summary_.state_bytes += server_->state_floats() * sizeof(float);
@@ -370,7 +368,7 @@ void FederatedRun::AssignToRsus() {
     }
     if (edges_[e] != nullptr)
       edges_[e]->SetCluster(std::move(in),
-                            EdgeClientsPerRound(plan_.fed().clients_per_round, size, num_clients_));
+                            engine::EdgeClientsPerRound(plan_.fed().clients_per_round, size, num_clients_));
   }
   for (NodeId i = 0; i < num_clients_; ++i)
     if (clients_[i] != nullptr) clients_[i]->set_server(num_clients_ + edge_of_[i]);

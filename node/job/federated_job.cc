@@ -172,7 +172,7 @@ Status FederatedJobImpl::InitServer(ParamVector x0) {
     MURMUR_ASSIGN_OR_RETURN(std::size_t largest, LargestShard(job_, map_.clients));
     o.max_weight = static_cast<double>(largest);
   }
-  server_ = std::make_unique<federated::FedServer>(index_env_, std::move(x0), o, this);
+  server_ = engine::MakeFedServer(index_env_, std::move(x0), o, this);
   joined_.assign(map_.clients, false);
   if (ckpt.ok()) MURMUR_RETURN_IF_ERROR(Resume(*ckpt));
   epsilon_ = server_->epsilon();
@@ -236,7 +236,7 @@ Status FederatedJobImpl::InitClient() {
     co.secagg.identity = keys_.identity;
     co.secagg.directory = Directory();
   }
-  client_ = std::make_unique<federated::FedClient>(index_env_, n, *learner_, model_->layout(), co);
+  client_ = engine::MakeFedClient(index_env_, n, *learner_, model_->layout(), co);
   return Status::Ok();
 }
 

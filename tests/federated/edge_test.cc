@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/manual_env.h"
+#include "engine/federated_builder.h"
 #include "federated/edge.h"
 #include "federated/server.h"
 #include "sim/federated_edges.h"
@@ -174,9 +175,9 @@ TEST_CASE("Clients are assigned to edges in contiguous blocks of ids, k_e in pro
   auto edge_of = EdgesById(10, 3);
   const std::vector<std::uint32_t> expected = {0, 0, 0, 0, 1, 1, 1, 2, 2, 2};  // floor(3 i / 10)
   CHECK(edge_of == expected);
-  CHECK(EdgeClientsPerRound(10, 25, 100) == 3);  // round(2.5) away from zero
-  CHECK(EdgeClientsPerRound(10, 4, 100) == 1);   // at least one
-  CHECK(EdgeClientsPerRound(10, 0, 100) == 0);
+  CHECK(engine::EdgeClientsPerRound(10, 25, 100) == 3);  // round(2.5) away from zero
+  CHECK(engine::EdgeClientsPerRound(10, 4, 100) == 1);   // at least one
+  CHECK(engine::EdgeClientsPerRound(10, 0, 100) == 0);
 }
 
 TEST_CASE("Vehicles report to the nearest roadside unit, and a run over RSUs trains") {
