@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/node_kit.h"
 #include "sim/evaluator.h"
 #include "sim/world.h"
 
@@ -38,14 +39,12 @@ Status AdoptLearning(const ExternalLearning* external, const engine::JobPlan& pl
 }
 
 Result<std::unique_ptr<LocalLearner>> MakeNodeLearner(const ExternalLearning* external, const World& world,
-                                                      const proto::JobSpec& spec,
-                                                      const ml::MlLearnerOptions& options, NodeId node,
+                                                      const engine::JobPlan& plan, NodeId node,
                                                       const ml::Dataset& train,
                                                       std::span<const ml::SampleIndex> samples) {
-  if (external == nullptr) {
-    return std::unique_ptr<LocalLearner>(std::make_unique<ml::MlLearner>(
-        *world.model, train, samples, options, Rng(spec.seed(), node, RngPurpose::kBatch)));
-  }
+  if (external == nullptr)
+    return std::unique_ptr<LocalLearner>(engine::MakeLearner(plan, *world.model, train, samples, node));
+  const ml::MlLearnerOptions& options = plan.learner();
   NodeShare share;
   share.node = node;
   share.samples = samples;
@@ -55,7 +54,7 @@ Result<std::unique_ptr<LocalLearner>> MakeNodeLearner(const ExternalLearning* ex
   const auto batch = std::min<std::size_t>(static_cast<std::size_t>(options.batch),
                                            std::max<std::size_t>(samples.size(), 1));
   share.flops_per_step = world.model->FlopsPerSample() * static_cast<double>(batch);
-  share.seed = spec.seed();
+  share.seed = plan.spec().seed();
   MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<LocalLearner> learner, external->make_learner(share));
   if (learner == nullptr)
     return Status::InvalidArgument("the learner factory made no learner for node " + std::to_string(node));

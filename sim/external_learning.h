@@ -70,10 +70,10 @@ struct ExternalLearning {
 // model, shaped by the spec model's layout when it has the spec model's size.
 Status AdoptLearning(const ExternalLearning* external, const engine::JobPlan& plan, World& world);
 
-// Node `node`'s learner, training on `samples` of `train`.
+// Node `node`'s learner, training on `samples` of `train`: the caller's
+// (external), or murmur's own from the plan (engine::MakeLearner).
 Result<std::unique_ptr<LocalLearner>> MakeNodeLearner(const ExternalLearning* external, const World& world,
-                                                      const proto::JobSpec& spec,
-                                                      const ml::MlLearnerOptions& options, NodeId node,
+                                                      const engine::JobPlan& plan, NodeId node,
                                                       const ml::Dataset& train,
                                                       std::span<const ml::SampleIndex> samples);
 

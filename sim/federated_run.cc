@@ -213,7 +213,6 @@ Status FederatedRun::Build() {
     o.secagg.directory = directory;
   }
 
-  const ml::MlLearnerOptions& lo = plan_.learner();
   if (o.attack == federated::AttackKind::kLabelFlip) {
     flipped_ = FlipAttackerLabels(world_->data.train, *world_->partition, o.attacker);
   }
@@ -225,7 +224,7 @@ Status FederatedRun::Build() {
     const bool flip = engine::FlipsLabels(plan_, i);
     MURMUR_ASSIGN_OR_RETURN(
         learners_[i],
-        MakeNodeLearner(options_.learning, *world_, spec_, lo, i, flip ? flipped_.data : world_->data.train,
+        MakeNodeLearner(options_.learning, *world_, plan_, i, flip ? flipped_.data : world_->data.train,
                         flip ? std::span<const ml::SampleIndex>(flipped_.parts[i]) : part));
     federated::ClientOptions co =
         engine::MakeClientOptions(plan_, i, static_cast<double>(part.size()), max_samples, fed_host);

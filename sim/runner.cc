@@ -205,13 +205,12 @@ Status ScenarioRun::Build() {
     for (NodeId i = 0; i < n; ++i)
       faulty_envs_.push_back(std::make_unique<FaultyEnv>(&sim_->env(i), fault_plan_.get()));
   }
-  const ml::MlLearnerOptions& lo = plan_.learner();
   last_loss_.assign(n, 0.0);
   learners_.resize(spec_.nodes());
   for (NodeId i : place.local_nodes()) {
     if (i >= spec_.nodes())
       break;  // attached Byzantine nodes do not learn; another rank's nodes are built there
-    MURMUR_ASSIGN_OR_RETURN(learners_[i], MakeNodeLearner(options_.learning, *world_, spec_, lo, i,
+    MURMUR_ASSIGN_OR_RETURN(learners_[i], MakeNodeLearner(options_.learning, *world_, plan_, i,
                                                           world_->data.train, world_->partition->node(i)));
   }
   const Nanos fitted_timeout = FittedRoundTimeout();

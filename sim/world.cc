@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine/model_factory.h"
+#include "engine/node_kit.h"
 #include "engine/topology.h"
 #include "ml/dataset_spec.h"
 #include "sim/byzantine_placement.h"
@@ -281,9 +282,7 @@ Result<std::unique_ptr<World>> BuildWorld(const ScenarioPlan& plan, RankGroup* r
   if (!model.ok()) return model.status().WithContext("spec field 'model'");
   MURMUR_RETURN_IF_ERROR(engine::CheckModelForData(**model, w->data.train).WithContext("spec field 'model'"));
   w->model = std::move(model).value();
-  w->initial = ParamVector(w->model->layout());
-  Rng init(s.spec().seed(), 0, RngPurpose::kInit);
-  w->model->InitParams(w->initial, init);
+  w->initial = engine::InitialModel(plan.job(), *w->model);
   MURMUR_ASSIGN_OR_RETURN(w->devices, MakeDevices(s));
   auto links = MakeLinkModel(s.links(), s.spec().nodes(), s.spec().seed());
   if (!links.ok()) return links.status().WithContext("scenario field 'links'");

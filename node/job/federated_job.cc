@@ -10,6 +10,7 @@
 
 #include "core/log.h"
 #include "engine/federated_builder.h"
+#include "engine/node_kit.h"
 #include "federated/client.h"
 #include "federated/secagg_messages.h"
 #include "federated/server.h"
@@ -143,9 +144,7 @@ Status FederatedJobImpl::Init() {
   samples_ = std::move(loaded.samples);
   model_ = std::move(loaded.model);
   eval_ws_ = model_->NewWorkspace();
-  ParamVector x0(model_->layout());
-  Rng init(spec_.seed(), 0, RngPurpose::kInit);
-  model_->InitParams(x0, init);
+  ParamVector x0 = engine::InitialModel(plan_, *model_);
   last_params_.assign(x0.span().begin(), x0.span().end());
   return is_server() ? InitServer(std::move(x0)) : InitClient();
 }
@@ -211,10 +210,8 @@ Status FederatedJobImpl::InitClient() {
     // Data poisoning (Fang et al., USENIX Security 2020), as sim/label_flip.h: y -> C - 1 - y.
     for (auto& y : data_.train.labels) y = data_.train.num_classes - 1 - y;
   }
-  const ml::MlLearnerOptions& lo = plan_.learner();
   const std::span<const ml::SampleIndex> part = samples_;
-  learner_ = std::make_unique<ml::MlLearner>(*model_, data_.train, part, lo,
-                                             Rng(spec_.seed(), c, RngPurpose::kBatch));
+  learner_ = engine::MakeLearner(plan_, *model_, data_.train, part, c);
   // n_max: a public bound on every client's n_i, alike at every client: the
   // largest share of the job's partition. Local data has no such bound.
   double max_samples = 1;

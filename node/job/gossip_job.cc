@@ -6,6 +6,7 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "engine/gossip_builder.h"
+#include "engine/node_kit.h"
 #include "engine/topology.h"
 #include "ml/ml_learner.h"
 #include "node/job/checkpoint.h"
@@ -90,8 +91,7 @@ Status GossipJobImpl::Init() {
   data_ = std::move(loaded.data);
   samples_ = std::move(loaded.samples);
   model_ = std::move(loaded.model);
-  learner_ = std::make_unique<ml::MlLearner>(*model_, data_.train, samples_, plan_.learner(),
-                                             Rng(spec_.seed(), self, RngPurpose::kBatch));
+  learner_ = engine::MakeLearner(plan_, *model_, data_.train, samples_, self);
   eval_ws_ = model_->NewWorkspace();
   return InitAlgorithm();
 }
@@ -99,36 +99,14 @@ Status GossipJobImpl::Init() {
 // The topology and the engine, from the initial model or the checkpoint.
 Status GossipJobImpl::InitAlgorithm() {
   const NodeId self = env_.self();
-  const bool gossip_learning = plan_.algorithm() == engine::Algorithm::kGossipLearning;
-  if (gossip_learning && spec_.topology() == "complete") {  // anyone of the job
-    for (NodeId j = 0; j < spec_.nodes(); ++j)
-      if (j != self) neighbours_.push_back(j);
-  } else {
-    MURMUR_ASSIGN_OR_RETURN(topology_, engine::MakeGraphTopology(spec_, spec_.nodes()));
-    neighbours_ = engine::NeighboursOf(*topology_.schedule, self);
-  }
-  if (spec_.groups() > 1 || plan_.gossip().collective != gossip::Collective::kRing) {
-    // Hierarchical all-reduce or halving-doubling: the partners of the
-    // group's schedule and the counterparts.
-    MURMUR_ASSIGN_OR_RETURN(engine::AllReduceGroup group, engine::AllReduceGroupOf(plan_, self));
-    neighbours_ = engine::AllReducePeers(group, self, plan_.gossip().collective);
-  }
-  if (gossip_learning) {
-    // The peers the simulator's node draws from: everyone on complete, else
-    // this node's out-neighbours (W_ji != 0); membership's view filters them.
-    std::vector<NodeId> candidates = neighbours_;
-    if (topology_.schedule) {
-      const topology::MixingMatrix& w = topology_.schedule->At(0);
-      candidates.clear();
-      for (NodeId j : neighbours_)
-        if (w.At(j, self) != 0) candidates.push_back(j);
-    }
-    sampler_ = std::make_unique<JobPeerSampler>(env_, spec_.nodes(), std::move(candidates), peer_alive_);
-  }
+  MURMUR_ASSIGN_OR_RETURN(engine::NodePeers peers, engine::PeersOf(plan_, self));
+  topology_ = std::move(peers.topology);
+  neighbours_ = std::move(peers.neighbours);
+  if (plan_.algorithm() == engine::Algorithm::kGossipLearning)  // membership's view filters the candidates
+    sampler_ =
+        std::make_unique<JobPeerSampler>(env_, spec_.nodes(), std::move(peers.candidates), peer_alive_);
 
-  ParamVector x0(model_->layout());
-  Rng init(spec_.seed(), 0, RngPurpose::kInit);
-  model_->InitParams(x0, init);
+  ParamVector x0 = engine::InitialModel(plan_, *model_);
   auto ckpt = LoadCheckpoint(checkpoint_path_, x0.size());
   if (!ckpt.ok() && ckpt.status().code() != StatusCode::kNotFound) return ckpt.status();
   // A checkpoint of round 0 holds the initial state: start afresh.
