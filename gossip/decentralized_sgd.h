@@ -58,6 +58,9 @@
 // round and its weight falls back on the node itself.
 //
 // Thread-safety: one node per Env executor; the Env calls it from one thread.
+// The code: decentralized_sgd.cc (the rounds), decentralized_sgd_mix.cc (a
+// round's mix), decentralized_sgd_state.cc (resync, late messages, the state
+// a daemon checkpoints).
 #pragma once
 
 #include <chrono>
