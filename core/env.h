@@ -3,7 +3,7 @@
 //
 // Node logic (gossip, federated) is written against Env only: no sockets,
 // threads, sleeps or wall clocks. The simulator implements Env with a
-// discrete-event queue in virtual time (sim/sim_env.h); the daemon implements
+// discrete-event queue in virtual time (sim/net/sim_env.h); the daemon implements
 // it with Asio (node/transport/asio_env.h); tests use ManualEnv (core/manual_env.h).
 // The same node code therefore runs unchanged in all three.
 //

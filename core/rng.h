@@ -41,7 +41,7 @@ enum class RngPurpose : std::uint32_t {
   kMembership = 13,             // SWIM probe order and PING-REQ relays
   kFault = 14,                  // injected faults (core/faulty_env.h)
   kDropout = 15,                // dropout masks (ml/layers.h)
-  kLinks = 16,                  // the simulator's link model (sim/links.h)
+  kLinks = 16,                  // the simulator's link model (sim/net/links.h)
   kLowRank = 17,                // the initial Q shared by an all-reduce's nodes (gossip/lowrank_reduce.h)
   kSecureAggregation = 0x5EC0,  // SecAgg+ secrets and graph seeds in simulations only
 };

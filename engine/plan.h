@@ -6,7 +6,7 @@
 // simulator alone has the vehicles topology, hierarchical (edge) aggregation,
 // simulated gossip attackers and robust gossip mixing; a daemon refuses
 // PowerSGD (its low-rank state is not checkpointed). What the host adds
-// around the spec is its own to check: the simulated world (sim/scenario.h)
+// around the spec is its own to check: the simulated world (sim/run/scenario.h)
 // and the fleet of a job (node/job/job.h).
 //
 // The builders (engine/gossip_builder.h, engine/federated_builder.h) take a

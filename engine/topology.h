@@ -3,7 +3,7 @@
 // turned into a topology::Schedule, and the gossip::RoundTopology the nodes
 // read. Both hosts build it here from the same fields and seed, so a daemon's
 // neighbours are exactly its simulated twin's. The simulator's `vehicles`
-// (contact graphs of moving cars, sim/world.h) is the one kind built
+// (contact graphs of moving cars, sim/run/world.h) is the one kind built
 // elsewhere: it needs the simulated world; it takes its weights from
 // WeightsFor below.
 //

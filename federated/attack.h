@@ -13,7 +13,7 @@
 //   label-flip  data poisoning: the attacker trains on its samples with labels
 //               y -> C - 1 - y (Fang et al., USENIX Security 2020) and sends
 //               that update as is; the simulator gives attackers flipped data
-//               (sim/label_flip.h) and ApplyAttack leaves their updates alone
+//               (sim/adversary/label_flip.h) and ApplyAttack leaves their updates alone
 // The simulator applies them where the server receives the round's updates,
 // so ALIE and IPM are omniscient and colluding (the strongest setting of both
 // papers); every attacker first computes its honest update, which ALIE and IPM

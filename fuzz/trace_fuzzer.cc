@@ -1,7 +1,7 @@
 // Fuzzes the simulator's trace readers and its link-model specs (files and
 // flags users bring): the input is read as a link trace
-// (sim/links.h, rows a,b,mbps,latency_ms), as a device trace
-// (sim/device.h), over 8 nodes, as measured links (topology/measured.h,
+// (sim/net/links.h, rows a,b,mbps,latency_ms), as a device trace
+// (sim/net/device.h), over 8 nodes, as measured links (topology/measured.h,
 // whose costs must be finite and non-negative), and its first line as a
 // `links` spec. Any
 // input must yield a model or a Status, never a crash or undefined
@@ -15,8 +15,8 @@
 #include <string>
 
 #include "memfd_input.h"
-#include "sim/device.h"
-#include "sim/links.h"
+#include "sim/net/device.h"
+#include "sim/net/links.h"
 #include "topology/measured.h"
 
 namespace {

@@ -70,7 +70,7 @@ struct Dataset {
   // Dataset's type, dim and shape.
   void AppendSample(const Dataset& from, std::int64_t i);
   // Bytes held by the samples and labels (a view's samples are not this
-  // process's: sim/host_data.h).
+  // process's: sim/ranks/host_data.h).
   std::int64_t MemoryBytes() const;
   // A Dataset with this one's name, shape, type and classes and no samples.
   Dataset EmptyLike() const;

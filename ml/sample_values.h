@@ -1,7 +1,7 @@
 // SampleValues: the sample values of a Dataset (ml/dataset.h), either owned
 // (a vector, which the readers fill) or a read-only view of memory that
 // something else keeps alive: one copy of a dataset mapped by every rank of a
-// host (sim/host_data.h). Reading is the same either way. Writing to a view
+// host (sim/ranks/host_data.h). Reading is the same either way. Writing to a view
 // first copies it into owned memory (copy on write), so no writer can change
 // what other processes read.
 //

@@ -16,7 +16,7 @@
 #include <pybind11/pybind11.h>
 
 #include "core/status.h"
-#include "sim/external_learning.h"
+#include "sim/run/external_learning.h"
 
 namespace murmur::python {
 

@@ -22,8 +22,8 @@
 #include "engine/algorithms.h"
 #include "proto/options.pb.h"
 #include "python/bindings.h"
+#include "sim/run/scenario.h"
 #include "sim/runner.h"
-#include "sim/scenario.h"
 
 namespace py = pybind11;
 
@@ -179,7 +179,7 @@ py::array_t<T> Column(const std::vector<sim::EvalPoint>& points, Get get) {
   return a;
 }
 
-// The metrics as columns, in --metrics-csv's order (sim/metrics.h).
+// The metrics as columns, in --metrics-csv's order (sim/run/metrics.h).
 py::dict Columns(const std::vector<sim::EvalPoint>& pts) {
   using P = sim::EvalPoint;
   py::dict c;

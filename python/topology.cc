@@ -13,7 +13,7 @@
 
 #include "engine/topology.h"
 #include "python/bindings.h"
-#include "sim/link_costs.h"
+#include "sim/net/link_costs.h"
 #include "topology/report.h"
 
 namespace py = pybind11;
@@ -81,7 +81,7 @@ py::dict MakeTopology(const std::string& kind, std::uint32_t nodes, std::uint64_
     spec.weights_given = true;
   }
   // Link costs for the link-aware kinds, read as `murmur topology` reads its
-  // --devices, --links, --measured and --model-bytes (sim/link_costs.h).
+  // --devices, --links, --measured and --model-bytes (sim/net/link_costs.h).
   sim::LinkCostOptions cost_options;
   cost_options.devices = devices;
   cost_options.links = links;

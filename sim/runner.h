@@ -16,20 +16,13 @@
 
 #include "core/status.h"
 #include "proto/scenario.pb.h"
-#include "sim/run_summary.h"
-#include "sim/scenario.h"
+#include "sim/ranks/ranks.h"  // FailedOnAnotherRank
+#include "sim/run/run_summary.h"
+#include "sim/run/scenario.h"
 
 namespace murmur::sim {
 
-inline constexpr const char* kFailedOnAnotherRank = "failed on another rank";
-// Whether a rank's RunScenario failed because another rank did (which printed why).
-bool FailedOnAnotherRank(const Status& status);
-// Called by every rank with how building its part of a run went, before the
-// first window: `built` on the lowest rank that failed, FailedOnAnotherRank
-// on the others, Ok when every rank is ready. One rank (or none): `built`.
-Status AgreeOnBuild(RankGroup* ranks, Status built);
-
-// Runs a planned scenario (sim/scenario.h).
+// Runs a planned scenario (sim/run/scenario.h).
 // Spread over ranks (options.ranks), every rank calls it with the same
 // scenario and runs its block of the nodes; each gets the whole summary. A
 // rank that fails before the run starts returns its error and the others

@@ -20,8 +20,8 @@
 #include "engine/gossip_builder.h"
 #include "ml/text.h"
 #include "sim/mpi/mpi.h"
+#include "sim/run/scenario.h"
 #include "sim/runner.h"
-#include "sim/scenario.h"
 
 namespace murmur::cli {
 

@@ -14,7 +14,7 @@
 
 #include "apps/murmur/command.h"
 #include "engine/topology.h"
-#include "sim/link_costs.h"
+#include "sim/net/link_costs.h"
 #include "topology/topology.h"
 
 namespace murmur::cli {
@@ -125,7 +125,7 @@ int RunTopology(int argc, char** argv) {
     spec.weights_given = true;
   }
   // Link-aware kinds: costs from the same device and link models as the
-  // simulator's, or measured on a fleet (sim/link_costs.h, as murmur.topology reads them).
+  // simulator's, or measured on a fleet (sim/net/link_costs.h, as murmur.topology reads them).
   sim::LinkCostOptions cost_options;
   cost_options.devices = args["devices"].as<std::string>();
   if (args.count("links")) cost_options.links = args["links"].as<std::string>();

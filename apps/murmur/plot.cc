@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "apps/murmur/command.h"
-#include "sim/metrics.h"
+#include "sim/run/metrics.h"
 
 namespace murmur::cli {
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "sim/metrics.h"
+#include "sim/run/metrics.h"
 
 namespace murmur::cli {
 

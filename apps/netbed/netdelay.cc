@@ -7,7 +7,7 @@
 // Each rule is keyed by the packet's IPv4 source address, so a receiver
 // applies the whole path's latency (sender's access + receiver's access +
 // the path's own) and both ends' loss, as the simulator charges a message
-// (sim/simulator.h). Holding packets at the receiver's ingress, after veth
+// (sim/net/simulator.h). Holding packets at the receiver's ingress, after veth
 // has orphaned them from the sending socket, keeps TCP Small Queues from
 // counting held packets against the sender (a stage in the sender's OUTPUT
 // chain would throttle every flow to its TSQ limit per RTT).

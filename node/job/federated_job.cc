@@ -207,7 +207,7 @@ Status FederatedJobImpl::InitClient() {
   const NodeId n = map_.clients;
   const NodeId c = map_.ToIndex(env_.self());
   if (engine::FlipsLabels(plan_, c)) {
-    // Data poisoning (Fang et al., USENIX Security 2020), as sim/label_flip.h: y -> C - 1 - y.
+    // Data poisoning (Fang et al., USENIX Security 2020), as sim/adversary/label_flip.h: y -> C - 1 - y.
     for (auto& y : data_.train.labels) y = data_.train.num_classes - 1 - y;
   }
   const std::span<const ml::SampleIndex> part = samples_;

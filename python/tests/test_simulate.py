@@ -12,7 +12,7 @@ import pytest
 
 import murmur
 
-# The CSV's number formats (sim/metrics.cc): the text the CLI writes for a value.
+# The CSV's number formats (sim/run/metrics.cc): the text the CLI writes for a value.
 _FORMATS = {"round": "{:d}", "virtual_s": "%.6f", "wall_s": None, "acc_mean": "%.6f", "acc_min": "%.6f",
             "acc_max": "%.6f", "loss_mean": "%.6f", "avg_acc": "%.6f", "avg_loss": "%.6f",
             "train_loss": "%.6f", "consensus": "%.6g", "bytes_sent": "{:d}", "bytes_received": "{:d}",

@@ -1,5 +1,5 @@
 // Graph partitioning for the placement of a partitioned simulation's nodes
-// (sim/placement.h): METIS's multilevel k-way partition (Karypis and Kumar,
+// (sim/ranks/placement.h): METIS's multilevel k-way partition (Karypis and Kumar,
 // SIAM J. Sci. Comput. 1998), which cuts few edges while keeping the parts
 // within a few percent of equal size. Few cut edges mean few messages
 // between ranks.

@@ -1,5 +1,5 @@
 // The simulator's ranks as MPI processes: `mpirun -np R murmur sim ...` runs R
-// copies of murmur, and each one asks here for its RankGroup (sim/ranks.h).
+// copies of murmur, and each one asks here for its RankGroup (sim/ranks/ranks.h).
 //
 // This folder is the only place that sees MPI (cmake/MurmurMpi.cmake): a build
 // without it keeps the same functions, and MakeMpiRanks then says how to get
@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "core/status.h"
-#include "sim/ranks.h"
+#include "sim/ranks/ranks.h"
 
 namespace murmur::sim::mpi {
 

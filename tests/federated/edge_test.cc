@@ -1,4 +1,4 @@
-// Hierarchical federated learning (federated/edge.h, sim/federated_edges.h).
+// Hierarchical federated learning (federated/edge.h, sim/run/federated_edges.h).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -7,10 +7,10 @@
 #include "engine/federated_builder.h"
 #include "federated/edge.h"
 #include "federated/server.h"
-#include "sim/federated_edges.h"
-#include "sim/federated_run.h"
-#include "sim/scenario.h"
-#include "sim/world.h"
+#include "sim/run/federated_edges.h"
+#include "sim/run/federated_run.h"
+#include "sim/run/scenario.h"
+#include "sim/run/world.h"
 
 namespace murmur::sim {
 namespace {

@@ -1,13 +1,13 @@
-#include "sim/federated_run.h"
+#include "sim/run/federated_run.h"
 
 #include <doctest/doctest.h>
 
 #include "core/sysinfo.h"
 #include "engine/algorithms.h"
 #include "ml/ml_learner.h"
-#include "sim/label_flip.h"
-#include "sim/scenario.h"
-#include "sim/world.h"
+#include "sim/adversary/label_flip.h"
+#include "sim/run/scenario.h"
+#include "sim/run/world.h"
 
 namespace murmur::sim {
 namespace {

@@ -14,8 +14,8 @@
 #include "core/sysinfo.h"
 
 #include "config/files.h"
-#include "sim/federated_run.h"
-#include "sim/scenario.h"
+#include "sim/run/federated_run.h"
+#include "sim/run/scenario.h"
 
 int main(int argc, char** argv) {
   using namespace murmur;

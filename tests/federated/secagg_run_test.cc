@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/federated_run.h"
-#include "sim/scenario.h"
-#include "sim/world.h"
+#include "sim/run/federated_run.h"
+#include "sim/run/scenario.h"
+#include "sim/run/world.h"
 
 namespace murmur::sim {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "compression/values.h"
 #include "gossip/decentralized_sgd.h"
-#include "sim/simulator.h"
+#include "sim/net/simulator.h"
 #include "tests/gossip/quadratic.h"
 #include "topology/generators.h"
 #include "topology/weights.h"

@@ -8,7 +8,7 @@
 #include <memory>
 #include <utility>
 
-#include "sim/simulator.h"
+#include "sim/net/simulator.h"
 #include "tests/gossip/quadratic.h"
 #include "topology/weights.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gossip/push_sum.h"
-#include "sim/simulator.h"
+#include "sim/net/simulator.h"
 #include "tests/gossip/quadratic.h"
 
 namespace murmur::gossip::testing {

@@ -14,7 +14,7 @@
 #include "core/rng.h"
 #include "gossip/lowrank_reduce.h"
 #include "gossip/ring_allreduce.h"
-#include "sim/simulator.h"
+#include "sim/net/simulator.h"
 #include "tests/gossip/allreduce_harness.h"
 #include "tests/gossip/quadratic.h"
 #include "topology/generators.h"

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "gossip/push_sum.h"
-#include "sim/churn.h"
-#include "sim/simulator.h"
+#include "sim/net/churn.h"
+#include "sim/net/simulator.h"
 #include "tests/gossip/fixture.h"
 #include "topology/generators.h"
 #include "topology/weights.h"

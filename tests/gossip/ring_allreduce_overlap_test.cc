@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/simulator.h"
+#include "sim/net/simulator.h"
 #include "tests/gossip/allreduce_harness.h"
 #include "tests/gossip/quadratic.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/manual_env.h"
-#include "sim/simulator.h"
+#include "sim/net/simulator.h"
 #include "tests/gossip/allreduce_harness.h"
 #include "tests/gossip/quadratic.h"
 #include "topology/generators.h"

@@ -10,7 +10,7 @@
 #include <limits>
 
 #include "gossip/decentralized_sgd.h"
-#include "sim/simulator.h"
+#include "sim/net/simulator.h"
 #include "tests/gossip/quadratic.h"
 #include "topology/generators.h"
 #include "topology/weights.h"

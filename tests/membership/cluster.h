@@ -14,7 +14,7 @@
 #include "core/faulty_env.h"
 #include "membership/membership.h"
 #include "membership/signer.h"
-#include "sim/simulator.h"
+#include "sim/net/simulator.h"
 
 namespace murmur::membership::testing {
 

@@ -62,7 +62,7 @@ TEST_CASE("Fashion-MNIST has the published sizes and a balanced label histogram"
 }
 
 // What murmur sim's MakePartition built before it moved to PartitionBySpec
-// (sim/world.cc): the reference the shard loader must reproduce.
+// (sim/run/world.cc): the reference the shard loader must reproduce.
 Partition ReferencePartition(const std::string& spec, const Dataset& train, std::size_t nodes,
                              std::uint64_t seed) {
   Rng rng(seed, 0, RngPurpose::kPartition);

@@ -14,7 +14,7 @@
 #include "gossip/decentralized_sgd.h"
 #include "node/job/checkpoint.h"
 #include "proto/node.pb.h"
-#include "sim/simulator.h"
+#include "sim/net/simulator.h"
 #include "tests/gossip/quadratic.h"
 #include "tests/node/loopback.h"
 #include "topology/generators.h"

@@ -14,7 +14,7 @@
 #include "core/faulty_env.h"
 #include "gossip/decentralized_sgd.h"
 #include "gossip/messages.h"
-#include "sim/simulator.h"
+#include "sim/net/simulator.h"
 #include "tests/gossip/quadratic.h"
 #include "tests/node/loopback.h"
 #include "topology/generators.h"

@@ -15,7 +15,7 @@
 #include "engine/federated_builder.h"
 #include "federated/attack.h"
 #include "node/job/federated_job.h"
-#include "sim/federated_run.h"
+#include "sim/run/federated_run.h"
 #include "tests/node/fed_fleet.h"
 
 namespace murmur::node {
@@ -177,7 +177,7 @@ TEST_CASE("Attackers named by client index are the clients the job's fraction dr
     if (attacker[c]) named.mutable_spec()->add_attackers(c);
   REQUIRE(named.spec().attackers_size() == 2);
   CHECK(DaemonPlan(named.spec()).fed().attackers == attacker);
-  // Krum's default f is the simulator's max(1, llround(attack_fraction K)) (sim/federated_run.cc),
+  // Krum's default f is the simulator's max(1, llround(attack_fraction K)) (sim/run/federated_run.cc),
   // with the fraction attackers / clients when they are named; an explicit krum_f stays.
   const engine::FederatedHost daemon{true, true};
   for (const proto::JobConfig& j : {drawn, named}) {

@@ -7,7 +7,7 @@
 #include "node/job/federated_control.h"
 #include "node/job/federated_job.h"
 #include "node/job/index_env.h"
-#include "sim/federated_run.h"
+#include "sim/run/federated_run.h"
 #include "tests/node/fed_fleet.h"
 
 namespace murmur::node {

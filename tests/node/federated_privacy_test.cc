@@ -14,8 +14,8 @@
 #include <sstream>
 
 #include "node/job/federated_job.h"
-#include "sim/federated_run.h"
-#include "sim/world.h"
+#include "sim/run/federated_run.h"
+#include "sim/run/world.h"
 #include "tests/node/fed_fleet.h"
 
 namespace murmur::node {

@@ -25,7 +25,7 @@
 #include "core/manual_env.h"
 #include "federated/server.h"
 #include "node/job/checkpoint.h"
-#include "sim/federated_run.h"
+#include "sim/run/federated_run.h"
 #include "tests/node/fed_fleet.h"
 
 namespace murmur::node {

@@ -1,8 +1,8 @@
 // Byzantine gossip nodes: the crafted models against hand-computed values,
 // and a small attacked ring where plain gossip is driven off the honest
 // optimum while ClippedGossip stays near it.
-#include "sim/byzantine.h"
-#include "sim/tap_env.h"
+#include "sim/adversary/byzantine.h"
+#include "sim/adversary/tap_env.h"
 
 #include <doctest/doctest.h>
 
@@ -11,10 +11,10 @@
 #include <cmath>
 
 #include "gossip/decentralized_sgd.h"
-#include "sim/byzantine_placement.h"
-#include "sim/gossip_attack.h"
+#include "sim/adversary/byzantine_placement.h"
+#include "sim/adversary/gossip_attack.h"
+#include "sim/net/simulator.h"
 #include "sim/runner.h"
-#include "sim/simulator.h"
 #include "tests/gossip/quadratic.h"
 #include "topology/generators.h"
 #include "topology/weights.h"

@@ -1,4 +1,4 @@
-#include "sim/device.h"
+#include "sim/net/device.h"
 
 #include <doctest/doctest.h>
 

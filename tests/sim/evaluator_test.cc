@@ -1,5 +1,5 @@
 // The evaluator's averaged model x_bar is the exact mean of the models to
-// within the bound sim/evaluator.cc states, the same bit for bit in any order
+// within the bound sim/run/evaluator.cc states, the same bit for bit in any order
 // of the models and however they are spread over ranks.
 #include <doctest/doctest.h>
 
@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "core/rng.h"
-#include "sim/evaluator.h"
-#include "sim/thread_ranks.h"
+#include "sim/ranks/thread_ranks.h"
+#include "sim/run/evaluator.h"
 
 namespace murmur::sim {
 namespace {

@@ -1,10 +1,10 @@
-// A run with the caller's learners (sim/external_learning.h) and the caller's
+// A run with the caller's learners (sim/run/external_learning.h) and the caller's
 // interrupt flag. The caller's learners here are ml::MlLearner on a second
 // copy of the spec's model, seeded as the runner seeds its own: the run must
 // give murmur's own metrics bit for bit, one learner at a time on the
 // simulation's thread or concurrently, with the spec's evaluation or the
 // caller's.
-#include "sim/external_learning.h"
+#include "sim/run/external_learning.h"
 
 #include <doctest/doctest.h>
 

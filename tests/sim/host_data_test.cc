@@ -1,6 +1,6 @@
 // The dataset of a partitioned run is read once per host: the first rank of
 // the host loads it, the others read its samples from memory they share.
-// Ranks are threads of this process here, one host (sim/thread_ranks.h).
+// Ranks are threads of this process here, one host (sim/ranks/thread_ranks.h).
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -8,9 +8,9 @@
 #include <thread>
 
 #include "ml/dataset_spec.h"
-#include "sim/host_data.h"
+#include "sim/ranks/host_data.h"
+#include "sim/ranks/thread_ranks.h"
 #include "sim/runner.h"
-#include "sim/thread_ranks.h"
 
 namespace murmur::sim {
 namespace {

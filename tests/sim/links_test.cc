@@ -1,7 +1,7 @@
 // The link model: its kinds' closed forms, trace files and their errors, a
 // message's delivery time over a path, and whole runs on link-aware
 // topologies against the random graph of the same degree.
-#include "sim/links.h"
+#include "sim/net/links.h"
 
 #include <doctest/doctest.h>
 
@@ -11,8 +11,8 @@
 #include <map>
 #include <tuple>
 
+#include "sim/net/simulator.h"
 #include "sim/runner.h"
-#include "sim/simulator.h"
 #include "tests/sim/messages.h"
 #include "tests/sim/temp_file.h"
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/simulator.h"
+#include "sim/net/simulator.h"
 
 namespace murmur::sim::testing {
 

@@ -1,17 +1,17 @@
 // A simulation spread over ranks ends with the same metrics, bit for bit, as
 // the same scenario in one process. The ranks here are threads of this process
-// (sim/thread_ranks.h), talking through the same collectives MPI provides;
+// (sim/ranks/thread_ranks.h), talking through the same collectives MPI provides;
 // tests/apps/sim_mpi_test.sh runs the same check through mpirun.
 #include <doctest/doctest.h>
 
 #include <thread>
 
-#include "sim/event_queue.h"
-#include "sim/federated_run.h"
 #include "sim/metis/metis.h"
-#include "sim/placement.h"
+#include "sim/net/event_queue.h"
+#include "sim/ranks/placement.h"
+#include "sim/ranks/thread_ranks.h"
+#include "sim/run/federated_run.h"
 #include "sim/runner.h"
-#include "sim/thread_ranks.h"
 #include "tests/sim/same_metrics.h"
 
 namespace murmur::sim {

@@ -1,4 +1,4 @@
-// Vehicles' radio links and contact-aware scheduling (sim/radio_links.h,
+// Vehicles' radio links and contact-aware scheduling (sim/net/radio_links.h,
 // sim/vehicles/mobility.h KeepLastingContacts), against closed forms of
 // vehicles on straight roads.
 #include <doctest/doctest.h>
@@ -6,8 +6,8 @@
 #include <cmath>
 #include <limits>
 
-#include "sim/radio_links.h"
-#include "sim/simulator.h"
+#include "sim/net/radio_links.h"
+#include "sim/net/simulator.h"
 #include "sim/vehicles/sumo_mobility.h"
 #include "tests/sim/messages.h"
 #include "tests/sim/straight_roads.h"

@@ -9,8 +9,8 @@
 #include "compression/compressor.h"
 #include "config/files.h"
 #include "gossip/messages.h"
-#include "sim/scenario.h"
-#include "sim/simulator.h"
+#include "sim/net/simulator.h"
+#include "sim/run/scenario.h"
 #include "tests/sim/same_metrics.h"
 
 namespace murmur::sim {

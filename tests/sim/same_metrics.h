@@ -4,8 +4,8 @@
 
 #include <doctest/doctest.h>
 
-#include "sim/metrics.h"
-#include "sim/run_summary.h"
+#include "sim/run/metrics.h"
+#include "sim/run/run_summary.h"
 
 namespace murmur::sim {
 

@@ -1,11 +1,11 @@
-#include "sim/simulator.h"
+#include "sim/net/simulator.h"
 
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <string>
 
-#include "sim/churn.h"
+#include "sim/net/churn.h"
 #include "tests/sim/messages.h"
 
 namespace murmur::sim {

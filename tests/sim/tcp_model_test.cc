@@ -1,9 +1,9 @@
-// The simulator's TCP links (sim/tcp_model.h, transport tcp) against closed
+// The simulator's TCP links (sim/net/tcp_model.h, transport tcp) against closed
 // forms: slow start's round count, the loss-limited window against the
 // bed's measurement it was fitted to, recovery times on scripted losses,
 // Linux's idle restart, and whole deliveries in the Simulator worked out by
 // hand.
-#include "sim/tcp_model.h"
+#include "sim/net/tcp_model.h"
 
 #include <doctest/doctest.h>
 
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "core/rng.h"
-#include "sim/scenario.h"
-#include "sim/simulator.h"
+#include "sim/net/simulator.h"
+#include "sim/run/scenario.h"
 #include "tests/sim/messages.h"
 
 namespace murmur::sim {

@@ -1,11 +1,11 @@
 # The network test bed (docs/netbed.md): N nodes, each in its own network
 # namespace, joined by a bridge in a hub namespace, each behind an access
-# link shaped as the simulator's device profile says (sim/device.h):
+# link shaped as the simulator's device profile says (sim/net/device.h):
 #   uplink    tbf at the node's eth0 egress, up_mbps
 #   downlink  tbf at the hub's port towards the node, down_mbps
 #   latency   murmur-netdelay on the receiver's ingress (NFQUEUE): a packet
 #             from a to b is held latency_a + latency_b + the extra latency,
-#             scaled by U(1 - jitter, 1 + jitter), as sim/simulator.h
+#             scaled by U(1 - jitter, 1 + jitter), as sim/net/simulator.h
 #             charges a message, without reordering
 #   loss      a packet crossing a node's access link, either way, is dropped
 #             with probability packet_loss (so a path loses
