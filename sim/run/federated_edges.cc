@@ -67,4 +67,14 @@ Placement PlaceEdgeClusters(std::span<const std::uint32_t> edge_of, NodeId edges
   return Placement(std::move(rank_of), ranks, rank);
 }
 
+double AutoMaxWeight(const ml::Partition& partition, NodeId clients, bool edges) {
+  double largest_share = 1, all_shares = 0;
+  for (NodeId i = 0; i < clients; ++i) {
+    const auto share = static_cast<double>(partition.node(i).size());
+    largest_share = std::max(largest_share, share);
+    all_shares += share;
+  }
+  return edges ? std::max(all_shares, 1.0) : largest_share;
+}
+
 }  // namespace murmur::sim

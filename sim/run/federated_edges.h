@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "ml/partition.h"
 #include "proto/scenario.pb.h"
 #include "sim/net/device.h"
 #include "sim/ranks/placement.h"
@@ -48,6 +49,11 @@ struct ClientRoundCost {
 std::vector<std::uint8_t> StayingInRange(const Mobility& mobility, std::span<const std::uint32_t> edge_of,
                                          const std::vector<DeviceProfile>& devices,
                                          std::span<const double> samples, const ClientRoundCost& cost);
+
+// The bound on a result's weight when the spec gives none: the largest of
+// the first `clients` shares of `partition` (at least 1), or with edge
+// aggregators (whose results weigh their clients' sum) the whole partition.
+double AutoMaxWeight(const ml::Partition& partition, NodeId clients, bool edges);
 
 // The placement of clients 0 .. C-1, edges C .. C+E-1 and the top server C+E
 // (C = edge_of.size()) on `ranks`: clients in id blocks, the server on the

@@ -2,19 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <limits>
 #include <map>
 #include <sstream>
 
 #include "core/remapped_env.h"
 #include "crypto/identity.h"
-#include "engine/algorithms.h"
 #include "engine/federated_builder.h"
 #include "federated/client.h"
-#include "federated/secagg_messages.h"
 #include "federated/server.h"
-#include "gossip/codec.h"
 #include "ml/ml_learner.h"
 #include "sim/adversary/faults.h"
 #include "sim/adversary/label_flip.h"
@@ -25,6 +21,7 @@
 #include "sim/run/evaluator.h"
 #include "sim/run/external_learning.h"
 #include "sim/run/federated_edges.h"
+#include "sim/run/federated_wire.h"
 #include "sim/run/scenario.h"
 #include "sim/run/windows.h"
 #include "sim/run/world.h"
@@ -34,47 +31,6 @@ namespace murmur::sim {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Decodes what federated nodes send each other (tasks, results, SecAgg+), as
-// murmurd's job decoders do, for the messages that cross ranks.
-WireDecoder FederatedWireDecoder() {
-  return [](std::uint32_t kind, std::span<const std::uint8_t> bytes) -> Result<MessagePtr> {
-    if (kind == federated::kFedMessageKind) {
-      MURMUR_ASSIGN_OR_RETURN(auto m, federated::FedMessage::Decode(bytes, compression::DecodeLimits{}));
-      return MessagePtr(std::move(m));
-    }
-    if (kind == federated::kSecAggMessageKind) {
-      MURMUR_ASSIGN_OR_RETURN(auto m, federated::SecAggMessage::Decode(bytes));
-      return MessagePtr(std::move(m));
-    }
-    return Status::InvalidArgument("federated message of unknown kind " + std::to_string(kind));
-  };
-}
-
-// An evaluation point's numbers as bytes, for the rank of the server to share.
-Bytes PackPoint(const EvalPoint& p) {
-  Bytes b;
-  const double d[11] = {p.virtual_s, p.wall_s,   p.acc_mean,   p.acc_min,   p.acc_max, p.loss_mean,
-                        p.avg_acc,   p.avg_loss, p.train_loss, p.consensus, p.epsilon};
-  const std::uint64_t u[5] = {p.round, p.bytes_sent, p.bytes_received, p.messages_lost, p.online};
-  PutValues<double>(b, d);
-  PutValues<std::uint64_t>(b, u);
-  return b;
-}
-
-EvalPoint UnpackPoint(const Bytes& b) {
-  ByteReader in(b);
-  EvalPoint p;
-  for (double* f : {&p.virtual_s, &p.wall_s, &p.acc_mean, &p.acc_min, &p.acc_max, &p.loss_mean, &p.avg_acc,
-                    &p.avg_loss, &p.train_loss, &p.consensus, &p.epsilon})
-    *f = in.Get<double>();
-  p.round = in.Get<std::uint64_t>();
-  p.bytes_sent = in.Get<std::uint64_t>();
-  p.bytes_received = in.Get<std::uint64_t>();
-  p.messages_lost = in.Get<std::uint64_t>();
-  p.online = static_cast<std::uint32_t>(in.Get<std::uint64_t>());
-  return p;
-}
 
 class FederatedRun final : public RoundObserver {
  public:
@@ -186,17 +142,8 @@ Status FederatedRun::Build() {
       fed_host;  // SecAgg+ secrets from the run's streams; the server plays every attacker
   federated::ServerOptions o = engine::MakeServerOptions(plan_, fed_host);
   federated::SignKeyDirectory directory;
-  // The bound on a result's weight: the largest client share, or with edge
-  // aggregators (whose results weigh their clients' sum) the whole partition.
-  double largest_share = 1, all_shares = 0;
-  for (NodeId i = 0; i < n; ++i) {
-    const auto share = static_cast<double>(world_->partition->node(i).size());
-    largest_share = std::max(largest_share, share);
-    all_shares += share;
-  }
-  o.max_weight = spec_.max_weight() > 0 ? spec_.max_weight()
-                 : num_edges > 0        ? std::max(all_shares, 1.0)
-                                        : largest_share;
+  o.max_weight =
+      spec_.max_weight() > 0 ? spec_.max_weight() : AutoMaxWeight(*world_->partition, n, num_edges > 0);
   double max_samples = 1;
   if (spec_.secure_aggregation()) {
     identities_.reserve(n);

@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <map>
 #include <sstream>
 
 #include "engine/gossip_builder.h"
 #include "federated/attack.h"
-#include "ml/ml_learner.h"
 #include "sim/adversary/byzantine.h"
 #include "sim/adversary/faults.h"
 #include "sim/adversary/tap_env.h"
@@ -145,15 +143,7 @@ Status ScenarioRun::BuildByzantine() {
   return Status::Ok();
 }
 
-// round_timeout 0 in the simulator: 4 times the slowest node's round in the
-// device and link model, so that only a lost message or an offline
-// neighbour makes a node wait it out: its local steps at its compute speed,
-// a whole fp32 model (the most it sends) to each out-neighbour over its
-// uplink (at each path's rate in the link model) and from each in-neighbour
-// over its downlink, and both ends' latency plus the slowest path's with the
-// worst jitter; at least 50 ms.
 Nanos ScenarioRun::FittedRoundTimeout() const {
-  const double bits = 8.0 * (4.0 * static_cast<double>(world_->initial.size()) + 64);
   double flops = 0;  // every node's model is the same: any of this rank's learners tells
   for (const auto& l : learners_) {
     if (l != nullptr) {
@@ -161,25 +151,7 @@ Nanos ScenarioRun::FittedRoundTimeout() const {
       break;
     }
   }
-  double slowest = 0.05;
-  const LinkModel* links = world_->links.get();
-  for (NodeId i = 0; i < n_; ++i) {
-    const DeviceProfile& d = world_->devices[i];
-    const double in = static_cast<double>(world_->topology->In(0).Row(i).size());
-    double up = 0, path_latency = 0;  // the uplink's time for one model to each out-neighbour
-    for (const topology::MixingEntry& e : world_->topology->Out(0).Row(i)) {
-      const double rate = links == nullptr ? d.up_bps : std::min(d.up_bps, links->Bps(i, e.col));
-      up += bits / rate;
-      if (links != nullptr)
-        path_latency =
-            std::max(path_latency, std::chrono::duration<double>(links->Latency(i, e.col)).count());
-    }
-    const double latency =
-        2 * std::chrono::duration<double>(d.latency).count() + s_.latency_ms() / 1000 + path_latency;
-    const double round = flops / d.flops_per_s + up + in * bits / d.down_bps + latency * (1 + s_.jitter());
-    slowest = std::max(slowest, round);
-  }
-  return FromSeconds(4 * slowest);
+  return sim::FittedRoundTimeout(*world_, s_, n_, flops);
 }
 
 Status ScenarioRun::Build() {

@@ -310,4 +310,34 @@ void StartScenarioChurn(Simulator& sim, const proto::Scenario& s, const World& w
   if (!world.churn_trace.empty()) StartTraceChurn(sim, world.churn_trace, on_change, every_node);
 }
 
+// round_timeout 0 in the simulator: 4 times the slowest node's round in the
+// device and link model, so that only a lost message or an offline
+// neighbour makes a node wait it out: its local steps at its compute speed,
+// a whole fp32 model (the most it sends) to each out-neighbour over its
+// uplink (at each path's rate in the link model) and from each in-neighbour
+// over its downlink, and both ends' latency plus the slowest path's with the
+// worst jitter; at least 50 ms.
+Nanos FittedRoundTimeout(const World& w, const proto::Scenario& s, NodeId nodes, double flops) {
+  const double bits = 8.0 * (4.0 * static_cast<double>(w.initial.size()) + 64);
+  double slowest = 0.05;
+  const LinkModel* links = w.links.get();
+  for (NodeId i = 0; i < nodes; ++i) {
+    const DeviceProfile& d = w.devices[i];
+    const double in = static_cast<double>(w.topology->In(0).Row(i).size());
+    double up = 0, path_latency = 0;  // the uplink's time for one model to each out-neighbour
+    for (const topology::MixingEntry& e : w.topology->Out(0).Row(i)) {
+      const double rate = links == nullptr ? d.up_bps : std::min(d.up_bps, links->Bps(i, e.col));
+      up += bits / rate;
+      if (links != nullptr)
+        path_latency =
+            std::max(path_latency, std::chrono::duration<double>(links->Latency(i, e.col)).count());
+    }
+    const double latency =
+        2 * std::chrono::duration<double>(d.latency).count() + s.latency_ms() / 1000 + path_latency;
+    const double round = flops / d.flops_per_s + up + in * bits / d.down_bps + latency * (1 + s.jitter());
+    slowest = std::max(slowest, round);
+  }
+  return FromSeconds(4 * slowest);
+}
+
 }  // namespace murmur::sim

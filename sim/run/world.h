@@ -56,4 +56,10 @@ Result<std::unique_ptr<World>> BuildWorld(const ScenarioPlan& plan, RankGroup* r
 void StartScenarioChurn(Simulator& sim, const proto::Scenario& s, const World& world, Nanos horizon,
                         const ChurnCallback& on_change, bool every_node = false);
 
+// round_timeout 0 in the simulator: 4 times the slowest of `nodes` nodes'
+// round in the world's device and link model (`flops` the local steps of one
+// round), so that only a lost message or an offline neighbour makes a node
+// wait it out; at least 50 ms (world.cc says how a round is counted).
+Nanos FittedRoundTimeout(const World& w, const proto::Scenario& s, NodeId nodes, double flops);
+
 }  // namespace murmur::sim
