@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "engine/algorithms.h"
 #include "engine/plan_parts.h"
+#include "engine/topology.h"
 #include "ml/dataset_spec.h"
 #include "ml/schedule.h"
 #include "ml/torch/torchscript_model.h"
@@ -167,6 +168,7 @@ Result<JobPlan> PlanJob(const proto::JobSpec& spec, Host host) {
   plan.spec_ = spec;
   plan.host_ = host;
   plan.local_buffers_ = spec.model_buffers() == "local";
+  plan.vehicles_ = TopologyKind(spec.topology()) == "vehicles";
   if (plan.federated()) {
     MURMUR_RETURN_IF_ERROR(internal::PlanFederated(spec, host, plan.fed_));
     MURMUR_ASSIGN_OR_RETURN(plan.dense_, gossip::CodecSpec::Parse("none"));

@@ -69,6 +69,12 @@ enum class Algorithm {
   kFedBuff,
 };
 
+// The simulator's Byzantine gossip nodes (spec `attack` with attack_fraction
+// > 0; sim/adversary/gossip_attack.h says what each crafts) and where they
+// are (`attack_placement`: chosen among the nodes, or attached to them).
+enum class GossipAttack { kNone, kSignFlip, kAlie, kIpm, kDissensus };
+enum class AttackPlacement { kMembers, kAttached };
+
 // What a gossip spec says, parsed.
 struct GossipPlan {
   // `compression` with "default" resolved: topk:0.01 (CHOCO-SGD with error
@@ -84,6 +90,8 @@ struct GossipPlan {
   gossip::Collective collective = gossip::Collective::kRing;  // the all-reduces
   // Whether the topology gives each round its own graph (engine/topology.h).
   bool time_varying = false;
+  GossipAttack attack = GossipAttack::kNone;  // `attack`
+  AttackPlacement placement = AttackPlacement::kMembers;
 };
 
 // What a federated spec says, parsed.
@@ -103,6 +111,9 @@ struct FederatedPlan {
   std::shared_ptr<const compression::Compressor> upload;     // null for none
   std::shared_ptr<const compression::Compressor> broadcast;  // null for none
   bool dp_client_side = false;                               // dp_side client
+  // edge_assignment with edge_aggregators > 0 (the simulator): clients by id
+  // blocks, or each vehicle to its nearest roadside unit.
+  enum class EdgeAssignment { kId, kNearestRsu } edge_assignment = EdgeAssignment::kId;
 };
 
 class JobPlan {
@@ -116,6 +127,8 @@ class JobPlan {
   bool dpsgd_family() const;
   // allreduce and diloco-allreduce.
   bool ring_allreduce() const;
+  // topology vehicles: the simulator's contact graphs of moving vehicles.
+  bool vehicles() const { return vehicles_; }
   // model_buffers local: each node keeps its own normalisation statistics.
   bool local_buffers() const { return local_buffers_; }
   // The local optimizer of every node (ml::MlLearner), its schedule included.
@@ -136,6 +149,7 @@ class JobPlan {
   Host host_ = Host::kSimulator;
   Algorithm algorithm_ = Algorithm::kDpsgd;
   bool local_buffers_ = false;
+  bool vehicles_ = false;
   ml::MlLearnerOptions learner_;
   GossipPlan gossip_;
   FederatedPlan fed_;

@@ -127,6 +127,8 @@ Status PlanFederated(const proto::JobSpec& s, Host host, FederatedPlan& plan) {
       return Bad("edge_aggregators", "hierarchical aggregation runs in the simulator only (murmurd: 0)");
     if (s.edge_assignment() != "id" && s.edge_assignment() != "nearest-rsu")
       return Bad("edge_assignment", "'" + s.edge_assignment() + "' is not id or nearest-rsu");
+    if (s.edge_assignment() == "nearest-rsu")
+      plan.edge_assignment = FederatedPlan::EdgeAssignment::kNearestRsu;
     if (s.edge_assignment() == "nearest-rsu") {
       if (e >= s.nodes()) return Bad("edge_aggregators", "must be fewer than nodes (the RSUs are nodes)");
     } else if (e > s.nodes()) {

@@ -10,6 +10,16 @@ namespace murmur::engine::internal {
 
 namespace {
 
+Result<GossipAttack> ParseGossipAttack(const std::string& name) {
+  if (name == "none") return GossipAttack::kNone;
+  if (name == "sign-flip") return GossipAttack::kSignFlip;
+  if (name == "alie") return GossipAttack::kAlie;
+  if (name == "ipm") return GossipAttack::kIpm;
+  if (name == "dissensus") return GossipAttack::kDissensus;
+  return Status::InvalidArgument("gossip attack '" + name +
+                                 "' is not one of none, sign-flip, alie, ipm, dissensus");
+}
+
 Result<gossip::OuterKind> ParseOuterOptimizer(const std::string& name) {
   if (name == "sgd") return gossip::OuterKind::kSgd;
   if (name == "nesterov") return gossip::OuterKind::kNesterov;
@@ -174,6 +184,11 @@ Status PlanGossip(const proto::JobSpec& s, Host host, GossipPlan& plan) {
     return Bad("attack_fraction", "must be in [0, 1)");
   if (s.attack_placement() != "members" && s.attack_placement() != "attached")
     return Bad("attack_placement", "'" + s.attack_placement() + "' is not one of members, attached");
+  plan.placement =
+      s.attack_placement() == "attached" ? AttackPlacement::kAttached : AttackPlacement::kMembers;
+  auto attack = ParseGossipAttack(s.attack());
+  if (!attack.ok()) return attack.status().WithContext("spec field 'attack'");
+  plan.attack = attack.value();
   if (s.attackers_size() > 0)
     return Bad("attackers", "names federated clients; gossip attackers come from attack_fraction");
   if (s.attack() != "none" && s.attack_fraction() > 0) {

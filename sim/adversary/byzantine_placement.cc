@@ -5,12 +5,6 @@
 
 namespace murmur::sim {
 
-Result<AttackPlacement> ParseAttackPlacement(const std::string& name) {
-  if (name == "members") return AttackPlacement::kMembers;
-  if (name == "attached") return AttackPlacement::kAttached;
-  return Status::InvalidArgument("attack placement '" + name + "' is not one of members, attached");
-}
-
 AttachedGraph AttachByzantine(const topology::Graph& honest, std::size_t f, bool dumbbell,
                               std::uint64_t seed) {
   MURMUR_CHECK(!honest.directed());

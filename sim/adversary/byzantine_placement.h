@@ -26,14 +26,14 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/plan.h"
 #include "topology/graph.h"
 #include "topology/weights.h"
 
 namespace murmur::sim {
 
-enum class AttackPlacement { kMembers, kAttached };
-
-Result<AttackPlacement> ParseAttackPlacement(const std::string& name);
+// The spec's `attack_placement`, as its plan reads it (engine/plan.h).
+using AttackPlacement = engine::AttackPlacement;
 
 struct AttachedGraph {
   topology::Graph graph;        // the honest graph's n nodes and edges, plus f nodes and f edges

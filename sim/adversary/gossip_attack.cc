@@ -7,16 +7,6 @@
 
 namespace murmur::sim {
 
-Result<GossipAttack> ParseGossipAttack(const std::string& name) {
-  if (name == "none") return GossipAttack::kNone;
-  if (name == "sign-flip") return GossipAttack::kSignFlip;
-  if (name == "alie") return GossipAttack::kAlie;
-  if (name == "ipm") return GossipAttack::kIpm;
-  if (name == "dissensus") return GossipAttack::kDissensus;
-  return Status::InvalidArgument("gossip attack '" + name +
-                                 "' is not one of none, sign-flip, alie, ipm, dissensus");
-}
-
 std::vector<bool> ChooseByzantine(NodeId n, double fraction, std::uint64_t seed) {
   std::vector<bool> byzantine(n, false);
   const auto count = static_cast<std::size_t>(std::llround(fraction * n));

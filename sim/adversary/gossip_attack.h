@@ -29,12 +29,12 @@
 
 #include "core/env.h"
 #include "core/status.h"
+#include "engine/plan.h"
 
 namespace murmur::sim {
 
-enum class GossipAttack { kNone, kSignFlip, kAlie, kIpm, kDissensus };
-
-Result<GossipAttack> ParseGossipAttack(const std::string& name);
+// The spec's `attack` for gossip, as its plan reads it (engine/plan.h).
+using GossipAttack = engine::GossipAttack;
 
 // Which of n nodes are Byzantine: llround(fraction n) of them, a function of the seed.
 std::vector<bool> ChooseByzantine(NodeId n, double fraction, std::uint64_t seed);

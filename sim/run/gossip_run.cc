@@ -122,7 +122,7 @@ Status ScenarioRun::BuildByzantine() {
   const NodeId n = n_;
   honest_ = n;
   AttackParams params;
-  MURMUR_ASSIGN_OR_RETURN(params.kind, ParseGossipAttack(spec_.attack()));
+  params.kind = plan_.gossip().attack;
   // Placement (sim/adversary/byzantine_placement.h): extra nodes after the scenario's, or members chosen by
   // the seed.
   std::vector<bool> byzantine(n, false);
@@ -290,14 +290,14 @@ Status ScenarioRun::CheckPartitionable() const {
   if (HasScenarioFaults(s_)) return OneRankOnly("a scenario with injected faults");
   // A SUMO trace gives every rank the same graph for each round (RoundContacts);
   // the grid's vehicles move as the rounds are asked for, in each rank's order.
-  if (spec_.topology() == "vehicles" && s_.sumo_fcd().empty())
+  if (plan_.vehicles() && s_.sumo_fcd().empty())
     return OneRankOnly("the vehicles topology on a grid (its graphs follow the order rounds are asked in)");
   return Status::Ok();
 }
 
 void ScenarioRun::OnRoundDone(NodeId node, std::uint64_t round, double loss) {
   last_loss_[node] = loss;
-  if (spec_.algorithm() == "gossip-learning") return;  // evaluated on a clock instead
+  if (plan_.algorithm() == engine::Algorithm::kGossipLearning) return;  // evaluated on a clock instead
   const std::uint64_t done = round + 1;
   const bool evaluated = done <= spec_.rounds() && (EvaluatedAt(done) || done == spec_.rounds());
   // Nodes go on past the last round (GossipHost::open_ended), so it is copied too.
@@ -395,7 +395,7 @@ ScenarioRun::Snapshot ScenarioRun::TakeSnapshot() {
 
 RunSummary ScenarioRun::Run() {
   EvaluateNow(0, Nanos(0));
-  const bool gl = spec_.algorithm() == "gossip-learning";
+  const bool gl = plan_.algorithm() == engine::Algorithm::kGossipLearning;
   if (!gl) {  // the first evaluated round's snapshot, allocated with the nodes
     Snapshot snap = TakeSnapshot();
     for (NodeId i = 0; i < n_; ++i)

@@ -48,10 +48,6 @@ namespace {
 Status CheckWorld(const proto::Scenario& s, const engine::JobPlan& plan) {
   const proto::JobSpec& spec = s.spec();
   const bool federated = plan.federated();
-  if (!federated) {
-    auto attack = ParseGossipAttack(spec.attack());
-    if (!attack.ok()) return attack.status().WithContext("spec field 'attack'");
-  }
   if (!(s.loss() >= 0 && s.loss() < 1)) return Bad("loss", "must be in [0, 1)");
   if (!(s.message_loss() >= 0 && s.message_loss() < 1)) return Bad("message_loss", "must be in [0, 1)");
   if (s.loss() > 0 && s.message_loss() > 0)

@@ -227,11 +227,10 @@ Status BuildVehicleTopology(const proto::Scenario& s, const engine::JobPlan& pla
 }
 
 // attack_placement attached: the honest graph plus the Byzantine nodes joined to it.
-Status AttachByzantineNodes(const proto::Scenario& s, World& w) {
-  auto placement = ParseAttackPlacement(s.spec().attack_placement());
-  if (!placement.ok()) return placement.status().WithContext("spec field 'attack_placement'");
+Status AttachByzantineNodes(const proto::Scenario& s, const engine::JobPlan& plan, World& w) {
   const auto f = static_cast<std::size_t>(std::llround(s.spec().attack_fraction() * s.spec().nodes()));
-  if (placement.value() != AttackPlacement::kAttached || s.spec().attack() == "none" || f == 0)
+  if (plan.federated() || plan.gossip().placement != AttackPlacement::kAttached ||
+      plan.gossip().attack == engine::GossipAttack::kNone || f == 0)
     return Status::Ok();
   if (w.schedule == nullptr || w.schedule->period() != 1 || w.schedule->At(0).SupportGraph().directed()) {
     return Status::InvalidArgument(
@@ -296,7 +295,7 @@ Result<std::unique_ptr<World>> BuildWorld(const ScenarioPlan& plan, RankGroup* r
   } else {
     MURMUR_RETURN_IF_ERROR(BuildGraphTopology(s, *w));
   }
-  MURMUR_RETURN_IF_ERROR(AttachByzantineNodes(s, *w));
+  MURMUR_RETURN_IF_ERROR(AttachByzantineNodes(s, plan.job(), *w));
   return w;
 }
 

@@ -9,11 +9,13 @@
 #include <algorithm>
 
 #include <cmath>
+#include <utility>
 
 #include "gossip/decentralized_sgd.h"
 #include "sim/adversary/byzantine_placement.h"
 #include "sim/adversary/gossip_attack.h"
 #include "sim/net/simulator.h"
+#include "sim/run/scenario.h"
 #include "sim/runner.h"
 #include "tests/gossip/quadratic.h"
 #include "topology/generators.h"
@@ -68,8 +70,16 @@ TEST_CASE("Byzantine nodes are llround(fraction n) of them, chosen by the seed")
     CHECK(std::count(b.begin(), b.end(), true) == 2);
   }
   CHECK(ChooseByzantine(16, 0.25, 1) != ChooseByzantine(16, 0.25, 2));
-  CHECK(ParseGossipAttack("dissensus").value() == GossipAttack::kDissensus);
-  CHECK(ParseGossipAttack("gaussian").status().message().find("'gaussian'") != std::string::npos);
+  // The plan reads the attack (engine/plan.h); a federated attack is not a gossip one.
+  proto::Scenario s;
+  s.mutable_spec()->set_compression("none");
+  s.mutable_spec()->set_attack("dissensus");
+  s.mutable_spec()->set_attack_fraction(0.25);
+  CHECK(PlanScenario(s).value().job().gossip().attack == GossipAttack::kDissensus);
+  s.mutable_spec()->set_attack("gaussian");
+  const Status gaussian = PlanScenario(s).status();
+  CHECK(gaussian.message().find("spec field 'attack'") != std::string::npos);
+  CHECK(gaussian.message().find("'gaussian'") != std::string::npos);
 }
 
 TEST_CASE("Attached Byzantine nodes on a ring: one edge each, Metropolis-Hastings weights by hand") {
@@ -104,9 +114,15 @@ TEST_CASE("Attached Byzantine nodes on a ring: one edge each, Metropolis-Hasting
       if (!near) CHECK(w.At(i, (i + 1) % 8) == doctest::Approx(1.0 / 3));
     }
   }
-  CHECK(ParseAttackPlacement("attached").value() == AttackPlacement::kAttached);
-  CHECK(ParseAttackPlacement("members").value() == AttackPlacement::kMembers);
-  CHECK(ParseAttackPlacement("inside").status().message().find("'inside'") != std::string::npos);
+  proto::Scenario s;
+  s.mutable_spec()->set_compression("none");
+  for (auto [name, placement] :
+       {std::pair{"attached", AttackPlacement::kAttached}, std::pair{"members", AttackPlacement::kMembers}}) {
+    s.mutable_spec()->set_attack_placement(name);
+    CHECK(PlanScenario(s).value().job().gossip().placement == placement);
+  }
+  s.mutable_spec()->set_attack_placement("inside");
+  CHECK(PlanScenario(s).status().message().find("'inside'") != std::string::npos);
 }
 
 TEST_CASE(
