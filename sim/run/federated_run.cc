@@ -71,6 +71,8 @@ class FederatedRun final : public RoundObserver {
   const proto::Scenario& s_;
   const proto::JobSpec& spec_;
   const engine::JobPlan& plan_;
+  // edge_assignment nearest-rsu (with edge aggregators): vehicles to their nearest RSU.
+  const bool by_rsu_ = plan_.fed().edge_assignment == engine::FederatedPlan::EdgeAssignment::kNearestRsu;
 
   std::unique_ptr<World> world_;
   ProgressFn progress_;
@@ -117,8 +119,7 @@ Status FederatedRun::Build() {
                             MakeDeviceProfiles(s_.edge_devices(), num_edges, spec_.seed() + 2));
     for (auto& d : edge_devices) d.availability = 1.0;  // edge aggregators are infrastructure: no churn
     devices.insert(devices.end(), edge_devices.begin(), edge_devices.end());
-    edge_of_ = spec_.edge_assignment() == "nearest-rsu" ? NearestRsu(*world_->mobility, n, num_edges)
-                                                        : EdgesById(n, num_edges);
+    edge_of_ = by_rsu_ ? NearestRsu(*world_->mobility, n, num_edges) : EdgesById(n, num_edges);
   }
   const NodeId top = n + num_edges;
   top_ = top;
@@ -185,11 +186,10 @@ Status FederatedRun::Build() {
     summary_.state_bytes += clients_[i]->state_floats() * sizeof(float);
   }
   if (num_edges > 0) {
-    const bool by_rsu = spec_.edge_assignment() == "nearest-rsu";
     for (NodeId e = 0; e < num_edges; ++e) {
       std::vector<NodeId> members;  // nearest-rsu: every vehicle, restricted per round by SetCluster
       for (NodeId i = 0; i < n; ++i) {
-        if (by_rsu || edge_of_[i] == e) members.push_back(i);
+        if (by_rsu_ || edge_of_[i] == e) members.push_back(i);
       }
       if (members.empty())
         return Status::InvalidArgument("scenario field 'edge_aggregators': edge " + std::to_string(e) +
@@ -203,7 +203,7 @@ Status FederatedRun::Build() {
       sim_->SetSink(n + e, edges_.back().get());
       summary_.state_bytes += edges_.back()->state_floats() * sizeof(float);
     }
-    if (by_rsu) AssignToRsus();
+    if (by_rsu_) AssignToRsus();
   }
   if (!place.local(top)) {
     // The server runs on another rank.
@@ -249,7 +249,7 @@ Status FederatedRun::Build() {
 // server last.
 Placement FederatedRun::PlaceFederated(NodeId clients, NodeId edges) {
   const int ranks = ranks_->size(), rank = ranks_->rank();
-  if (ranks == 1 || edges == 0 || spec_.edge_assignment() != "id" || s_.placement() == "blocks") {
+  if (ranks == 1 || edges == 0 || by_rsu_ || s_.placement() == "blocks") {
     summary_.placement = "blocks";
     return Placement(clients + edges + 1, ranks, rank);
   }
@@ -261,7 +261,7 @@ Placement FederatedRun::PlaceFederated(NodeId clients, NodeId edges) {
 Status FederatedRun::CheckPartitionable() const {
   MURMUR_RETURN_IF_ERROR(
       CheckSpreadable(*sim_, *ranks_, num_clients_, "clients", options_.learning != nullptr));
-  if (ranks_->size() > 1 && spec_.edge_assignment() == "nearest-rsu" && spec_.edge_aggregators() > 0)
+  if (ranks_->size() > 1 && by_rsu_ && spec_.edge_aggregators() > 0)
     return OneRankOnly("nearest-rsu edge assignment (one mobility model for all vehicles)");
   // Every message goes to or from the server: there are no neighbours to keep together.
   if (ranks_->size() > 1 && s_.placement() == "graph")
@@ -322,7 +322,7 @@ void FederatedRun::AssignToRsus() {
 
 // On the server's rank, as the server finishes a round.
 void FederatedRun::OnRoundDone(NodeId, std::uint64_t round, double loss) {
-  if (spec_.edge_aggregators() > 0 && spec_.edge_assignment() == "nearest-rsu") AssignToRsus();
+  if (spec_.edge_aggregators() > 0 && by_rsu_) AssignToRsus();
   last_loss_ = loss;
   server_rounds_ = round + 1;
   const std::uint64_t r = server_rounds_;

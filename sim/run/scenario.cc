@@ -121,7 +121,7 @@ Status CheckWorld(const proto::Scenario& s, const engine::JobPlan& plan) {
                "is for topology vehicles");
   }
   if (federated && spec.edge_aggregators() > 0) {
-    if (spec.edge_assignment() == "nearest-rsu" &&
+    if (plan.fed().edge_assignment == engine::FederatedPlan::EdgeAssignment::kNearestRsu &&
         (engine::TopologyKind(spec.topology()) != "vehicles" || s.rsus() != spec.edge_aggregators()))
       return Status::InvalidArgument(
           "spec field 'edge_assignment' nearest-rsu needs topology \"vehicles\" with scenario field rsus = "
