@@ -1,5 +1,6 @@
 #include "engine/plan.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <string>
@@ -120,24 +121,16 @@ namespace {
 
 std::atomic<std::uint64_t> plans_made{0};
 
-constexpr std::pair<const char*, Algorithm> kAlgorithms[] = {
-    {"dpsgd", Algorithm::kDpsgd},
-    {"dpsgd-cta", Algorithm::kDpsgdCta},
-    {"diloco", Algorithm::kDiloco},
-    {"allreduce", Algorithm::kAllReduce},
-    {"diloco-allreduce", Algorithm::kDilocoAllReduce},
-    {"push-sum", Algorithm::kPushSum},
-    {"dsgt", Algorithm::kDsgt},
-    {"gossip-learning", Algorithm::kGossipLearning},
-    {"fedavg", Algorithm::kFedAvg},
-    {"fedprox", Algorithm::kFedProx},
-    {"scaffold", Algorithm::kScaffold},
-    {"fedavgm", Algorithm::kFedAvgM},
-    {"fedadam", Algorithm::kFedAdam},
-    {"fedyogi", Algorithm::kFedYogi},
-    {"fedadagrad", Algorithm::kFedAdagrad},
-    {"fedbuff", Algorithm::kFedBuff},
-};
+// The enum follows engine/algorithms.cc's lists: the gossip names in order,
+// then the federated ones from kFedAvg.
+Algorithm AlgorithmOf(const std::string& name) {
+  const auto index = [&](std::span<const char* const> names) {
+    return static_cast<int>(std::find(names.begin(), names.end(), name) - names.begin());
+  };
+  if (IsFederatedAlgorithm(name))
+    return static_cast<Algorithm>(static_cast<int>(Algorithm::kFedAvg) + index(FederatedAlgorithms()));
+  return static_cast<Algorithm>(index(GossipAlgorithms()));
+}
 
 }  // namespace
 
@@ -163,8 +156,7 @@ const FederatedPlan& JobPlan::fed() const {
 Result<JobPlan> PlanJob(const proto::JobSpec& spec, Host host) {
   JobPlan plan;
   MURMUR_RETURN_IF_ERROR(internal::PlanCommon(spec, plan.learner_));
-  for (const auto& [name, algorithm] : kAlgorithms)
-    if (spec.algorithm() == name) plan.algorithm_ = algorithm;
+  plan.algorithm_ = AlgorithmOf(spec.algorithm());  // a known name: PlanCommon checked it
   plan.spec_ = spec;
   plan.host_ = host;
   plan.local_buffers_ = spec.model_buffers() == "local";

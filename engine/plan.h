@@ -49,7 +49,8 @@ enum class Host { kSimulator, kDaemon };
 inline constexpr std::uint32_t kMaxGossipNodes = 10'000'000;
 inline constexpr std::uint32_t kMaxFederatedClients = 1'000'000;
 
-// Every algorithm a spec may name (engine/algorithms.h lists their names).
+// Every algorithm a spec may name, in the order of engine/algorithms.cc's
+// lists (the gossip ones, then the federated ones), whose names they are.
 enum class Algorithm {
   kDpsgd,            // adapt-then-combine D-PSGD (CHOCO-SGD with a compressing codec)
   kDpsgdCta,         // combine-then-adapt D-PSGD

@@ -40,6 +40,7 @@ Status PlanGossip(const proto::JobSpec& s, Host host, GossipPlan& plan) {
                    "measured links and sends the graph as edges:U V;...; or give murmurd a graph as "
                    "file:EDGES.txt or edges:...");
   const bool dpsgd = IsDpsgd(a);
+  const bool time_varying = IsTimeVarying(s.topology());
   const std::string compression = CompressionOf(s);
   auto codec = gossip::CodecSpec::Parse(compression);
   if (!codec.ok()) return codec.status().WithContext("spec field 'compression'");
@@ -54,7 +55,7 @@ Status PlanGossip(const proto::JobSpec& s, Host host, GossipPlan& plan) {
                                   "' inside a hierarchical all-reduce needs group_topology complete: the "
                                   "groups' factors must mix to one mean (got '" +
                                   s.group_topology() + "')");
-  if (!codec->full_model_safe && IsTimeVarying(s.topology())) {
+  if (!codec->full_model_safe && time_varying) {
     std::string named = "'" + compression + "'";
     if (s.compression() == "default") named.append(" (the default for ").append(s.algorithm()).append(")");
     return Bad("compression", named +
@@ -70,7 +71,7 @@ Status PlanGossip(const proto::JobSpec& s, Host host, GossipPlan& plan) {
   plan.compression = compression;
   plan.codec = codec.value();
   plan.gamma = s.gamma() > 0 ? s.gamma() : (codec->value_coding ? 1.0 : 0.05);
-  plan.time_varying = IsTimeVarying(s.topology());
+  plan.time_varying = time_varying;
   if (s.overlap()) {
     if (!IsRingAllReduce(a))
       return Bad("overlap", "applies to allreduce and diloco-allreduce (got " + a + ")");
@@ -133,7 +134,7 @@ Status PlanGossip(const proto::JobSpec& s, Host host, GossipPlan& plan) {
       return Bad("optimizer", "dsgt applies its gradients itself: sgd only (got " + s.optimizer() + ")");
   }
   if (a == "gossip-learning") {
-    if (host == Host::kDaemon && IsTimeVarying(s.topology()))
+    if (host == Host::kDaemon && time_varying)
       return Bad("topology",
                  "gossip learning on murmurd draws its peers from a static topology or complete, not '" +
                      s.topology() + "'");
@@ -196,7 +197,7 @@ Status PlanGossip(const proto::JobSpec& s, Host host, GossipPlan& plan) {
     if (host == Host::kDaemon)
       return Bad("attack",
                  "simulated gossip attackers run in the simulator only (" + a + " is a gossip job)");
-    if (!codec->full_model_safe || IsTimeVarying(s.topology()))
+    if (!codec->full_model_safe || time_varying)
       return Bad("attack",
                  "gossip attackers need whole models (compression none, fp16, bf16 or int8) on a static "
                  "topology (got '" +
