@@ -14,6 +14,27 @@ Hash Blake2b(std::initializer_list<ByteSpan> parts) {
   return out;
 }
 
+Blake2bHasher::Blake2bHasher(std::size_t out_bytes) : out_bytes_(out_bytes) {
+  static_assert(sizeof(crypto_generichash_state) <= sizeof(state_));
+  MURMUR_CHECK(out_bytes >= 1 && out_bytes <= kHashLen);
+  EnsureSodium();
+  MURMUR_CHECK(crypto_generichash_init(reinterpret_cast<crypto_generichash_state*>(state_.data()), nullptr, 0,
+                                       out_bytes_) == 0);
+}
+
+void Blake2bHasher::Update(ByteSpan piece) {
+  MURMUR_CHECK(crypto_generichash_update(reinterpret_cast<crypto_generichash_state*>(state_.data()),
+                                         piece.data(), piece.size()) == 0);
+}
+
+Bytes Blake2bHasher::Final() {
+  auto* st = reinterpret_cast<crypto_generichash_state*>(state_.data());
+  Bytes out(out_bytes_);
+  MURMUR_CHECK(crypto_generichash_final(st, out.data(), out.size()) == 0);
+  MURMUR_CHECK(crypto_generichash_init(st, nullptr, 0, out_bytes_) == 0);
+  return out;
+}
+
 Hash HmacBlake2b(ByteSpan key, std::initializer_list<ByteSpan> message_parts) {
   std::array<std::uint8_t, kBlockLen> k0{};  // the key, zero-padded to one block
   if (key.size() > kBlockLen) {

@@ -28,6 +28,21 @@ using Hash = std::array<std::uint8_t, kHashLen>;
 // BLAKE2b-512 of the concatenation of the parts.
 Hash Blake2b(std::initializer_list<ByteSpan> parts);
 
+// BLAKE2b over bytes that come in pieces (a file read a chunk at a time),
+// with an output of 1..64 bytes: Final() of 64 bytes equals Blake2b() of the
+// pieces concatenated; a 32-byte output is BLAKE2b-256 (b2sum -l 256).
+class Blake2bHasher {
+ public:
+  explicit Blake2bHasher(std::size_t out_bytes = kHashLen);
+  void Update(ByteSpan piece);
+  // The digest; the hasher starts over afterwards.
+  Bytes Final();
+
+ private:
+  std::size_t out_bytes_;
+  alignas(64) std::array<std::uint8_t, 384> state_;  // crypto_generichash_state, kept opaque here
+};
+
 // HMAC-BLAKE2b (RFC 2104). Keys longer than 128 bytes are hashed first.
 Hash HmacBlake2b(ByteSpan key, std::initializer_list<ByteSpan> message_parts);
 

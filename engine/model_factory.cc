@@ -32,10 +32,15 @@ Result<std::string> ModelFileBlake2b(const std::string& path) {
 
 Result<std::unique_ptr<ml::Model>> MakeJobModel(const proto::JobSpec& spec,
                                                 std::span<const std::int64_t> sample_shape, int num_classes,
-                                                const std::string& model_dir, bool require_hash) {
+                                                const std::string& model_dir, bool require_hash,
+                                                const std::string& artifact_dir) {
   if (!ml::IsTorchScriptSpec(spec.model())) return MakeModel(spec.model(), sample_shape, num_classes);
   MURMUR_ASSIGN_OR_RETURN(std::string path, ml::TorchScriptPath(spec.model()));
-  if (!model_dir.empty() && std::filesystem::path(path).is_relative())
+  std::error_code ec;
+  const std::filesystem::path stored = std::filesystem::path(artifact_dir) / spec.model_blake2b();
+  if (!artifact_dir.empty() && !spec.model_blake2b().empty() && std::filesystem::is_regular_file(stored, ec))
+    path = stored.string();
+  else if (!model_dir.empty() && std::filesystem::path(path).is_relative())
     path = (std::filesystem::path(model_dir) / path).string();
   if (spec.model_blake2b().empty()) {
     if (require_hash)
@@ -45,9 +50,11 @@ Result<std::unique_ptr<ml::Model>> MakeJobModel(const proto::JobSpec& spec,
   } else {
     MURMUR_ASSIGN_OR_RETURN(std::string have, ModelFileBlake2b(path));
     if (have != spec.model_blake2b())
-      return Status::FailedPrecondition("model file '" + path + "' has BLAKE2b " + have +
-                                        " but the job's spec field 'model_blake2b' is " +
-                                        spec.model_blake2b() + "; copy the job's model file there");
+      return Status::FailedPrecondition(
+          "model file '" + path + "' has BLAKE2b " + have + " but the job's spec field 'model_blake2b' is " +
+          spec.model_blake2b() +
+          "; copy the job's model file there, or submit the job with murmur job "
+          "submit from where the file is (docs/daemon.md \"Artifacts\")");
   }
   return ml::LoadTorchScriptModel(std::string(ml::kTorchScriptPrefix) + path, sample_shape, num_classes);
 }

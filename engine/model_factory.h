@@ -35,9 +35,12 @@ Result<std::unique_ptr<ml::Model>> MakeModel(std::string_view spec,
 // model_blake2b, the file's BLAKE2b-512 must equal it, or FailedPrecondition
 // names the file and both hashes; `require_hash` makes the field mandatory
 // for TorchScript models (murmurd: every daemon must train the same file).
+// With `artifact_dir` (a daemon's artifact store), a file there named by the
+// model_blake2b is used before the relative path is looked up.
 Result<std::unique_ptr<ml::Model>> MakeJobModel(const proto::JobSpec& spec,
                                                 std::span<const std::int64_t> sample_shape, int num_classes,
-                                                const std::string& model_dir, bool require_hash);
+                                                const std::string& model_dir, bool require_hash,
+                                                const std::string& artifact_dir = "");
 
 // OK when `model` can train on `train`; otherwise InvalidArgument saying
 // why: byte-level text windows hold their own target as their last byte,

@@ -111,6 +111,8 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
     case proto::ControlRequest::kFaultSet: r = SetFaults(request.fault_set().faults()); break;
     case proto::ControlRequest::kFaultClear: r = SetFaults(proto::FaultConfig{}); break;
     case proto::ControlRequest::kCertReload: r = ReloadCertificateRequest(); break;
+    case proto::ControlRequest::kArtifactOffer:
+    case proto::ControlRequest::kArtifactPut: r = OnArtifact(request); break;
     default: r = Refuse("unknown request"); break;
   }
   // Every reply, a refusal too, says which node answered and where its job stands.
@@ -208,6 +210,48 @@ proto::ControlResponse DaemonImpl::Commit(const std::string& job_id) {
   prepared_.reset();
   const proto::JobConfig config = job.config();
   return Submit(config, std::move(job), std::move(made));
+}
+
+proto::ControlResponse DaemonImpl::OnArtifact(const proto::ControlRequest& request) {
+  Result<proto::ArtifactState> state = Status::Internal("no artifact request");
+  if (request.has_artifact_offer()) {
+    const proto::ArtifactOffer& o = request.artifact_offer();
+    state = artifacts_->Offer(
+        ArtifactManifest{o.artifact(), {o.chunk_digests().begin(), o.chunk_digests().end()}});
+    if (state.ok())
+      MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": artifact " << DescribeArtifact(o.artifact())
+                        << " offered: " << (state->complete() ? "here already" : "holding ")
+                        << (state->complete() ? ""
+                                              : std::to_string(state->chunks_have()) + " of " +
+                                                    std::to_string(state->chunks_total()) + " chunks");
+  } else {
+    const proto::ArtifactPut& p = request.artifact_put();
+    state = artifacts_->Put(p.blake2b(), p.index(), crypto::AsBytes(p.data()));
+    if (state.ok() && state->complete())
+      MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": artifact " << p.blake2b().substr(0, 16)
+                        << "... stored and verified";
+  }
+  if (!state.ok()) {
+    MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": " << state.status().ToString();
+    return Refuse(state.status().ToString());
+  }
+  proto::ControlResponse r;
+  r.set_ok(true);
+  *r.mutable_artifact() = *state;
+  return r;
+}
+
+Status DaemonImpl::CheckArtifacts(const proto::JobConfig& job) {
+  for (const proto::Artifact& a : job.artifacts()) {
+    MURMUR_RETURN_IF_ERROR(CheckArtifact(a).WithContext("job field 'artifacts'"));
+    if (artifacts_->PathOf(a.blake2b()).empty())
+      return Status::FailedPrecondition("artifact " + DescribeArtifact(a) +
+                                        " is not in this daemon's store: murmur job submit offers the "
+                                        "operator's copy before it prepares the job (docs/daemon.md "
+                                        "\"Artifacts\")");
+    MURMUR_RETURN_IF_ERROR(artifacts_->Verify(a));
+  }
+  return Status::Ok();
 }
 
 proto::ControlResponse DaemonImpl::SetFaults(const proto::FaultConfig& faults) {

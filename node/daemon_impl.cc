@@ -189,6 +189,10 @@ Status DaemonImpl::Init() {
   }
   MURMUR_ASSIGN_OR_RETURN(JobStore store, JobStore::Open(config_.data_dir(), last ? last->job_id() : ""));
   store_ = std::make_unique<JobStore>(std::move(store));
+  MURMUR_ASSIGN_OR_RETURN(
+      artifacts_,
+      ArtifactStore::Open(DataPath("artifacts"),
+                          ArtifactLimits{config_.artifact_max_bytes(), config_.artifact_store_max_bytes()}));
 
   // The job: the config's, or the one a restart interrupted.
   if (config_.has_job()) {
@@ -284,6 +288,7 @@ Status DaemonImpl::StartJob(const PlannedJob& planned, bool submitted, std::uniq
 }
 
 Result<std::unique_ptr<Job>> DaemonImpl::BuildJob(const PlannedJob& job) {
+  MURMUR_RETURN_IF_ERROR(CheckArtifacts(job.config()));
   MURMUR_ASSIGN_OR_RETURN(std::string checkpoint, store_->CheckpointPath(job.config().job_id()));
   return MakeJob(
       job, net(), checkpoint, [this](Job::End how) { OnJobEnd(how); },

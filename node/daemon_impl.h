@@ -18,6 +18,7 @@
 #include "core/faulty_env.h"
 #include "crypto/handshake.h"
 #include "membership/membership.h"
+#include "node/artifacts/store.h"
 #include "node/control/server.h"
 #include "node/daemon.h"
 #include "node/job/job.h"
@@ -107,6 +108,7 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   std::vector<std::unique_ptr<Job>> retired_;  // ended jobs; callbacks may still name them
   JobLifecycle lifecycle_;                     // the current or last job's state (node/job/lifecycle.h)
   std::unique_ptr<JobStore> store_;            // the jobs' checkpoints and the completed ones (set by Start)
+  std::unique_ptr<ArtifactStore> artifacts_;   // the files jobs need, by content (set by Start)
   std::string job_error_;
   // The job a `prepare` holds until its commit, abort or deadline
   // (proto/control.proto, JobPrepare).
@@ -162,6 +164,9 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   // or a prepare) is planned here (PlanJobConfig), once per submission; a
   // commit brings its prepare's plan.
   std::string RefuseSubmission(const proto::JobConfig& job, std::optional<PlannedJob>& planned);
+  proto::ControlResponse OnArtifact(const proto::ControlRequest& request);
+  // Every artifact the job lists is in the store and verifies.
+  Status CheckArtifacts(const proto::JobConfig& job);
   proto::ControlResponse Submit(const proto::JobConfig& job, std::optional<PlannedJob> planned = {},
                                 std::unique_ptr<Job> made = nullptr);
   proto::ControlResponse Prepare(const proto::JobConfig& job);

@@ -131,24 +131,67 @@ std::string CheckFleet(const proto::JobConfig& job, const std::vector<DaemonRepl
          " (--partial submits to some of a job's daemons, e.g. one that restarted empty)";
 }
 
+// Offers each artifact to each daemon in turn over one session per daemon,
+// sending the chunks it lacks; prints a line per artifact.
+Status OfferArtifacts(const OperatorContext& ctx, const std::vector<node::LocalArtifact>& artifacts) {
+  const auto timeout = std::chrono::milliseconds(ctx.timeout_ms);
+  for (const node::LocalArtifact& file : artifacts) {
+    const auto start = std::chrono::steady_clock::now();
+    std::size_t had = 0, resumed = 0;
+    std::uint64_t sent = 0;
+    for (const std::string& address : ctx.daemons) {
+      auto session = node::ControlSession::Open(address, *ctx.credentials, ctx.policy, timeout);
+      if (!session.ok()) return session.status();
+      auto report = node::OfferArtifact(**session, file, timeout);
+      if (!report.ok())
+        return report.status().WithContext("artifact " + node::DescribeArtifact(file.manifest.artifact));
+      if (!report->complete)
+        return Status::DataLoss("daemon " + address + " did not complete artifact " +
+                                node::DescribeArtifact(file.manifest.artifact));
+      had += report->chunks_sent == 0;
+      resumed += report->chunks_sent > 0 && report->chunks_had > 0;
+      sent += report->bytes_sent;
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr,
+                 "murmur job submit: artifact %s: %zu of %zu daemons had it; sent %llu bytes to the others "
+                 "(%zu resumed a broken transfer) in %.1f s\n",
+                 node::DescribeArtifact(file.manifest.artifact).c_str(), had, ctx.daemons.size(),
+                 static_cast<unsigned long long>(sent), resumed, seconds);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
-Status FillModelHash(const std::string& job_file, const char* action, proto::JobConfig* job) {
+Status FillModelHash(const std::string& job_file, const char* action, proto::JobConfig* job,
+                     std::vector<node::LocalArtifact>* artifacts) {
   proto::JobSpec& spec = *job->mutable_spec();
-  if (!ml::IsTorchScriptSpec(spec.model()) || !spec.model_blake2b().empty()) return Status::Ok();
+  if (!ml::IsTorchScriptSpec(spec.model())) return Status::Ok();
   MURMUR_ASSIGN_OR_RETURN(std::string file, ml::TorchScriptPath(spec.model()));
   std::filesystem::path path(file);
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec) && path.is_relative())
+  if (!std::filesystem::is_regular_file(path, ec) && path.is_relative())
     path = std::filesystem::path(job_file).parent_path() / file;
-  if (!std::filesystem::exists(path, ec))
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    if (!spec.model_blake2b().empty()) return Status::Ok();  // each daemon holds it already
     return Status::InvalidArgument("spec field 'model_blake2b' is empty and the model file '" + file +
                                    "' is neither here nor next to the job file: set it to the file's BLAKE2b "
                                    "(b2sum FILE), or submit where the file is");
-  MURMUR_ASSIGN_OR_RETURN(std::string hash, engine::ModelFileBlake2b(path.string()));
-  std::fprintf(stderr, "murmur job %s: spec field 'model_blake2b' set to the BLAKE2b of %s: %s\n", action,
-               path.c_str(), hash.c_str());
-  spec.set_model_blake2b(hash);
+  }
+  MURMUR_ASSIGN_OR_RETURN(node::ArtifactManifest manifest, node::DescribeArtifactFile(path.string(), file));
+  const std::string& hash = manifest.artifact.blake2b();
+  if (spec.model_blake2b().empty()) {
+    std::fprintf(stderr, "murmur job %s: spec field 'model_blake2b' set to the BLAKE2b of %s: %s\n", action,
+                 path.c_str(), hash.c_str());
+    spec.set_model_blake2b(hash);
+  } else if (spec.model_blake2b() != hash) {
+    return Status::InvalidArgument("the model file '" + path.string() + "' has BLAKE2b " + hash +
+                                   " but the job's spec field 'model_blake2b' is " + spec.model_blake2b() +
+                                   ": submit the file the job names, or clear the field to take this one");
+  }
+  *job->add_artifacts() = manifest.artifact;
+  artifacts->push_back(node::LocalArtifact{std::move(manifest), path.string()});
   return Status::Ok();
 }
 
@@ -214,7 +257,8 @@ int Submit(int argc, char** argv) {
   auto job = config::LoadJobConfig(args["job"].as<std::string>(), &warnings);
   if (!job.ok()) return UsageError(kName, job.status().message());
   for (const auto& w : warnings) std::fprintf(stderr, "murmur job submit: warning: %s\n", w.c_str());
-  if (Status hashed = FillModelHash(args["job"].as<std::string>(), "submit", &*job); !hashed.ok())
+  std::vector<node::LocalArtifact> artifacts;
+  if (Status hashed = FillModelHash(args["job"].as<std::string>(), "submit", &*job, &artifacts); !hashed.ok())
     return UsageError(kName, hashed.message());
   auto ctx = LoadOperatorContext(args);
   if (!ctx.ok()) return UsageError(kName, ctx.status().message());
@@ -223,12 +267,13 @@ int Submit(int argc, char** argv) {
     return UsageError(kName, "--model-bytes must be positive");
   if (Status chosen = ChooseMeasuredTopology(*ctx, model_bytes, "submit", &*job); !chosen.ok())
     return Failure(kName, chosen.message() + "; job " + job->job_id() + " was started nowhere");
-  return SubmitToFleet(*ctx, *job, args.count("partial") > 0);
+  return SubmitToFleet(*ctx, *job, args.count("partial") > 0, artifacts);
 }
 
 }  // namespace
 
-int SubmitToFleet(const OperatorContext& ctx, const proto::JobConfig& job, bool partial) {
+int SubmitToFleet(const OperatorContext& ctx, const proto::JobConfig& job, bool partial,
+                  const std::vector<node::LocalArtifact>& artifacts) {
   const std::string nowhere = "; job " + job.job_id() + " was started nowhere";
   proto::ControlRequest status;
   status.mutable_status();
@@ -236,6 +281,8 @@ int SubmitToFleet(const OperatorContext& ctx, const proto::JobConfig& job, bool 
   for (const DaemonReply& r : fleet)
     if (!r.response.ok()) return Failure(kName, Named(r) + " " + WhyNot(r) + nowhere);
   if (std::string why = CheckFleet(job, fleet, partial); !why.empty()) return Failure(kName, why + nowhere);
+  if (Status offered = OfferArtifacts(ctx, artifacts); !offered.ok())
+    return Failure(kName, offered.message() + nowhere);
 
   proto::ControlRequest prepare;
   *prepare.mutable_prepare()->mutable_job() = job;

@@ -40,6 +40,7 @@ struct RelinkOptions {
   double stop_timeout = 120;
   bool force = false;
   bool partial = false;
+  std::vector<node::LocalArtifact> artifacts;  // the model file, when the operator has it
 };
 
 enum class Pass { kKept, kRelinked, kEnded, kFailed };
@@ -196,7 +197,7 @@ Pass RelinkOnce(const OperatorContext& ctx, const proto::JobConfig& job, const R
     std::printf("job %s finished while it stopped: not submitted again\n", id.c_str());
     return Pass::kEnded;
   }
-  if (SubmitToFleet(ctx, chosen, o.partial) != kExitOk) {
+  if (SubmitToFleet(ctx, chosen, o.partial, o.artifacts) != kExitOk) {
     Failure(kName, "job " + id + " stopped after round " + std::to_string(*stopped) +
                        " and was not submitted again; once the cause is fixed, `murmur job submit` of its "
                        "file continues it from its checkpoints");
@@ -260,7 +261,8 @@ int Relink(int argc, char** argv) {
                                  " keeps CHOCO's public copies of its neighbours' models, which hold only on "
                                  "the graph they were made on: it cannot change graph (a full-model "
                                  "compression such as none, fp16 or int8 can)");
-  if (Status hashed = FillModelHash(args["job"].as<std::string>(), "relink", &*job); !hashed.ok())
+  if (Status hashed = FillModelHash(args["job"].as<std::string>(), "relink", &*job, &o.artifacts);
+      !hashed.ok())
     return UsageError(kName, hashed.message());
   auto ctx = LoadOperatorContext(args);
   if (!ctx.ok()) return UsageError(kName, ctx.status().message());

@@ -4,21 +4,28 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "apps/murmur/operator.h"
 #include "core/status.h"
+#include "node/artifacts/offer.h"
 #include "proto/node.pb.h"
 #include "topology/graph.h"
 #include "topology/measured.h"
 
 namespace murmur::cli {
 
-// A TorchScript job without model_blake2b gets the hash of the operator's
-// copy of the model file (FILE as given, else next to the job file), so that
-// every daemon checks its copy against it (docs/daemon.md, "TorchScript
-// models"); without a copy there, the job is refused naming the field.
-// `action` ("submit", "relink") names the command in what it prints.
-Status FillModelHash(const std::string& job_file, const char* action, proto::JobConfig* job);
+// A TorchScript job's model file, when the operator has a copy (FILE as
+// given, else next to the job file), becomes one of the job's artifacts
+// (docs/daemon.md "Artifacts"): it is listed in the job and its manifest
+// appended to *artifacts, for SubmitToFleet to offer to the daemons; a job
+// without model_blake2b gets the copy's hash, and one whose model_blake2b
+// differs from the copy's is refused naming both. Without a copy, the job
+// needs model_blake2b (each daemon must then hold the file already) or is
+// refused naming the field. `action` ("submit", "relink") names the command
+// in what it prints.
+Status FillModelHash(const std::string& job_file, const char* action, proto::JobConfig* job,
+                     std::vector<node::LocalArtifact>* artifacts);
 
 // A link-aware topology (docs/topology.md) is chosen here, from the links
 // the daemons measured (each round trip, and each throughput timed from the
@@ -36,11 +43,13 @@ Status ChooseMeasuredTopology(const OperatorContext& ctx, double model_bytes, co
                               proto::JobConfig* job, MeasuredChoice* choice = nullptr);
 
 // Submission is all or nothing: every daemon's status (its node id against
-// the job's nodes), then a prepare on each (the daemon checks the job as it
+// the job's nodes), then `artifacts` offered to each (a daemon that lacks a
+// file, or part of it, is sent the chunks it lacks), then a prepare on each (the daemon checks the job as it
 // would start it), then, when all took it, a commit on each; a refusal
 // aborts the prepared ones, and a commit that fails stops those that started.
 // Prints the daemons' replies; returns the exit code.
-int SubmitToFleet(const OperatorContext& ctx, const proto::JobConfig& job, bool partial);
+int SubmitToFleet(const OperatorContext& ctx, const proto::JobConfig& job, bool partial,
+                  const std::vector<node::LocalArtifact>& artifacts);
 
 // murmur job relink JOB: see apps/murmur/cmd_job_relink.cc.
 int Relink(int argc, char** argv);

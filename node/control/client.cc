@@ -1,6 +1,8 @@
 #include "node/control/client.h"
 
+#include <algorithm>
 #include <array>
+#include <optional>
 
 #include "crypto/frame_codec.h"
 #include "node/control/codec.h"
@@ -19,7 +21,8 @@ std::int64_t UnixNow() {
 // One blocking exchange over an io_context driven with a deadline.
 class Exchange {
  public:
-  Exchange(std::chrono::steady_clock::time_point deadline) : socket_(io_), deadline_(deadline) {}
+  explicit Exchange(std::chrono::steady_clock::time_point deadline) : socket_(io_), deadline_(deadline) {}
+  void set_deadline(std::chrono::steady_clock::time_point deadline) { deadline_ = deadline; }
 
   Status Connect(const HostPort& hp) {
     asio::error_code ec;
@@ -93,52 +96,86 @@ class Exchange {
   std::vector<crypto::Bytes> frames_;
 };
 
-Result<proto::ControlResponse> Call(const std::string& address, const crypto::Credentials& credentials,
-                                    const crypto::TrustPolicy& policy, const proto::ControlRequest& request,
-                                    std::chrono::milliseconds timeout) {
-  MURMUR_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
-  Exchange x(std::chrono::steady_clock::now() + timeout);
-  MURMUR_RETURN_IF_ERROR(x.Connect(hp));
-  crypto::SecureHandshake hs(crypto::HandshakeRole::kInitiator, credentials, policy, UnixNow());
-  while (!hs.IsComplete()) {
-    if (hs.IsMyTurn()) {
-      crypto::Bytes message, framed;
-      MURMUR_RETURN_IF_ERROR(hs.WriteMessage(&message));
-      MURMUR_RETURN_IF_ERROR(crypto::AppendFrame(message, crypto::kConnectionFrameLimits, &framed));
-      MURMUR_RETURN_IF_ERROR(x.Write(framed));
-    } else {
-      MURMUR_ASSIGN_OR_RETURN(crypto::Bytes frame, x.ReadFrame());
-      MURMUR_RETURN_IF_ERROR(hs.ReadMessage(frame));
+}  // namespace
+
+struct ControlSession::Impl {
+  explicit Impl(std::chrono::steady_clock::time_point deadline) : x(deadline) {}
+  Exchange x;
+  std::optional<crypto::SecureChannel> channel;
+  bool broken = false;
+};
+
+ControlSession::ControlSession(std::string address, std::unique_ptr<Impl> impl)
+    : address_(std::move(address)), impl_(std::move(impl)) {}
+ControlSession::~ControlSession() = default;
+
+Result<std::unique_ptr<ControlSession>> ControlSession::Open(const std::string& address,
+                                                             const crypto::Credentials& credentials,
+                                                             const crypto::TrustPolicy& policy,
+                                                             std::chrono::milliseconds timeout) {
+  auto opened = [&]() -> Result<std::unique_ptr<Impl>> {
+    MURMUR_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
+    auto impl = std::make_unique<Impl>(std::chrono::steady_clock::now() + timeout);
+    Exchange& x = impl->x;
+    MURMUR_RETURN_IF_ERROR(x.Connect(hp));
+    crypto::SecureHandshake hs(crypto::HandshakeRole::kInitiator, credentials, policy, UnixNow());
+    while (!hs.IsComplete()) {
+      if (hs.IsMyTurn()) {
+        crypto::Bytes message, framed;
+        MURMUR_RETURN_IF_ERROR(hs.WriteMessage(&message));
+        MURMUR_RETURN_IF_ERROR(crypto::AppendFrame(message, crypto::kConnectionFrameLimits, &framed));
+        MURMUR_RETURN_IF_ERROR(x.Write(framed));
+      } else {
+        MURMUR_ASSIGN_OR_RETURN(crypto::Bytes frame, x.ReadFrame());
+        MURMUR_RETURN_IF_ERROR(hs.ReadMessage(frame));
+      }
     }
-  }
-  crypto::SecureChannel channel = hs.MakeChannel();
-  crypto::Bytes framed;
-  const std::string body = request.SerializeAsString();
-  MURMUR_RETURN_IF_ERROR(SealControlMessage(crypto::AsBytes(body), channel, &framed));
-  MURMUR_RETURN_IF_ERROR(x.Write(framed));
-  ControlMessageAssembler assembler;
-  while (!assembler.complete()) {
-    MURMUR_ASSIGN_OR_RETURN(crypto::Bytes frame, x.ReadFrame());
-    crypto::Bytes plaintext;
-    MURMUR_RETURN_IF_ERROR(channel.Open(frame, &plaintext));
-    MURMUR_RETURN_IF_ERROR(assembler.Add(plaintext));
-  }
-  const crypto::Bytes reply = assembler.Take();
-  proto::ControlResponse response;
-  if (!response.ParseFromArray(reply.data(), static_cast<int>(reply.size())))
-    return Status::DataLoss("the daemon's answer is not a valid ControlResponse");
-  return response;
+    impl->channel.emplace(hs.MakeChannel());
+    return impl;
+  }();
+  if (!opened.ok()) return opened.status().WithContext("daemon " + address);
+  return std::unique_ptr<ControlSession>(new ControlSession(address, std::move(opened).value()));
 }
 
-}  // namespace
+Result<proto::ControlResponse> ControlSession::Call(const proto::ControlRequest& request,
+                                                    std::chrono::milliseconds timeout) {
+  auto answered = [&]() -> Result<proto::ControlResponse> {
+    if (impl_->broken) return Status::Unavailable("the session broke on an earlier request");
+    impl_->broken = true;  // until this exchange completes
+    impl_->x.set_deadline(std::chrono::steady_clock::now() + timeout);
+    crypto::SecureChannel& channel = *impl_->channel;
+    crypto::Bytes framed;
+    const std::string body = request.SerializeAsString();
+    MURMUR_RETURN_IF_ERROR(SealControlMessage(crypto::AsBytes(body), channel, &framed));
+    MURMUR_RETURN_IF_ERROR(impl_->x.Write(framed));
+    ControlMessageAssembler assembler;
+    while (!assembler.complete()) {
+      MURMUR_ASSIGN_OR_RETURN(crypto::Bytes frame, impl_->x.ReadFrame());
+      crypto::Bytes plaintext;
+      MURMUR_RETURN_IF_ERROR(channel.Open(frame, &plaintext));
+      MURMUR_RETURN_IF_ERROR(assembler.Add(plaintext));
+    }
+    const crypto::Bytes reply = assembler.Take();
+    proto::ControlResponse response;
+    if (!response.ParseFromArray(reply.data(), static_cast<int>(reply.size())))
+      return Status::DataLoss("the daemon's answer is not a valid ControlResponse");
+    impl_->broken = false;
+    return response;
+  }();
+  if (!answered.ok()) return answered.status().WithContext("daemon " + address_);
+  return answered;
+}
 
 Result<proto::ControlResponse> CallDaemon(const std::string& address, const crypto::Credentials& credentials,
                                           const crypto::TrustPolicy& policy,
                                           const proto::ControlRequest& request,
                                           std::chrono::milliseconds timeout) {
-  auto r = Call(address, credentials, policy, request, timeout);
-  if (!r.ok()) return r.status().WithContext("daemon " + address);
-  return r;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  MURMUR_ASSIGN_OR_RETURN(std::unique_ptr<ControlSession> session,
+                          ControlSession::Open(address, credentials, policy, timeout));
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  return session->Call(request, std::max(left, std::chrono::milliseconds(1)));
 }
 
 }  // namespace murmur::node

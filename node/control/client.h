@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "core/status.h"
@@ -17,6 +18,30 @@
 #include "proto/control.pb.h"
 
 namespace murmur::node {
+
+// One operator session with a daemon: the handshake once, then any number of
+// requests, each answered in order (a file's chunks offered one after
+// another). A request that fails (timeout, closed connection) breaks the
+// session: later calls fail at once.
+class ControlSession {
+ public:
+  // Connects and runs the handshake within `timeout`; errors as CallDaemon's.
+  static Result<std::unique_ptr<ControlSession>> Open(const std::string& address,
+                                                      const crypto::Credentials& credentials,
+                                                      const crypto::TrustPolicy& policy,
+                                                      std::chrono::milliseconds timeout);
+  ~ControlSession();
+  // One request and its response within `timeout`.
+  Result<proto::ControlResponse> Call(const proto::ControlRequest& request,
+                                      std::chrono::milliseconds timeout);
+  const std::string& address() const { return address_; }
+
+ private:
+  struct Impl;
+  ControlSession(std::string address, std::unique_ptr<Impl> impl);
+  std::string address_;
+  std::unique_ptr<Impl> impl_;
+};
 
 // `address` is "HOST:PORT" or "[V6]:PORT" (numeric). Unavailable (connect,
 // closed connection), DeadlineExceeded, or the handshake's error

@@ -52,7 +52,7 @@ Result<NamedPartition> ParseNamedPartition(const std::string& data) {
 }  // namespace
 
 LocalData LocalDataOf(const proto::NodeConfig& config) {
-  return {config.data(), config.dataset_dir(), config.data_dir()};
+  return {config.data(), config.dataset_dir(), config.data_dir(), config.data_dir() + "/artifacts"};
 }
 
 Status CheckLocalData(const std::string& data) {
@@ -90,7 +90,7 @@ Result<JobData> LoadJobData(const proto::JobConfig& job, const LocalData& local,
                                    " has no training samples");
   out.samples = ml::AllIndices(out.data.train);
   auto model = engine::MakeJobModel(job.spec(), out.data.train.sample_shape(), out.data.train.num_classes,
-                                    local.model_dir, /*require_hash=*/true);
+                                    local.model_dir, /*require_hash=*/true, local.artifact_dir);
   if (!model.ok()) return model.status().WithContext("spec field 'model'");
   MURMUR_RETURN_IF_ERROR(
       engine::CheckModelForData(**model, out.data.train).WithContext("spec field 'model'"));

@@ -50,6 +50,9 @@ struct LocalData {
   // Where a TorchScript model's relative path is looked up: the daemon's
   // data_dir (docs/torchscript.md, "murmurd"). Empty: the working directory.
   std::string model_dir;
+  // The daemon's artifact store (node/artifacts/store.h): a TorchScript
+  // model whose model_blake2b names a file there is read from it first.
+  std::string artifact_dir;
 };
 
 LocalData LocalDataOf(const proto::NodeConfig& config);

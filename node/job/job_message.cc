@@ -61,6 +61,7 @@ std::string CanonicalJobConfig(const proto::JobConfig& job) {
   proto::JobConfig c = job;
   c.DiscardUnknownFields();
   if (c.has_spec()) c.mutable_spec()->clear_data_dir();
+  c.clear_artifacts();  // how the files travel, not what is learned: model_blake2b names the model
   Canonicalize(&c);
   // Deterministic serialization writes the known fields in number order.
   std::string out;

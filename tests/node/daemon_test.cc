@@ -358,18 +358,18 @@ TEST_CASE("Local data given as a CSV path is that file whole and a missing file 
   }
   proto::JobConfig job;
   job.mutable_spec()->set_model("softmax");
-  auto whole = LoadJobData(job, LocalData{csv.string(), "", ""}, 4, 2);
+  auto whole = LoadJobData(job, LocalData{csv.string(), "", "", ""}, 4, 2);
   REQUIRE_MESSAGE(whole.ok(), whole.status().ToString());
   CHECK(whole->data.train.num_samples == 8);
   CHECK(whole->data.test.num_samples == 2);
   for (std::int64_t i = 0; i < 8; ++i)
     CHECK(whole->data.train.features[static_cast<std::size_t>(i * whole->data.train.dim)] ==
           10.0f * whole->data.train.labels[i]);
-  auto spec = LoadJobData(job, LocalData{"csv:" + csv.string(), "", ""}, 4, 2);
+  auto spec = LoadJobData(job, LocalData{"csv:" + csv.string(), "", "", ""}, 4, 2);
   REQUIRE(spec.ok());
   CHECK(spec->data.train.features == whole->data.train.features);
   fs::remove(csv);
-  auto missing = LoadJobData(job, LocalData{csv.string(), "", ""}, 4, 2);
+  auto missing = LoadJobData(job, LocalData{csv.string(), "", "", ""}, 4, 2);
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().message().find("config field 'data'") != std::string::npos);
   CHECK(missing.status().message().find(csv.filename().string()) != std::string::npos);
@@ -390,19 +390,19 @@ TEST_CASE("A daemon refuses a TorchScript job whose model file differs from the 
   job.mutable_spec()->set_dataset("synthetic:blobs");
   job.mutable_spec()->set_model("torchscript:model.pt");  // relative: in the daemon's data_dir
   job.mutable_spec()->set_model_blake2b(theirs);
-  auto refused = LoadJobData(job, LocalData{"", "", dir.string()}, 4, 0);
+  auto refused = LoadJobData(job, LocalData{"", "", dir.string(), ""}, 4, 0);
   REQUIRE_FALSE(refused.ok());
   const std::string& why = refused.status().message();
   CHECK(why.find("model file '" + file.string() + "' has BLAKE2b " + ours) != std::string::npos);
   CHECK(why.find("the job's spec field 'model_blake2b' is " + theirs) != std::string::npos);
   // Without a hash the job is refused too: every daemon must train the same file.
   job.mutable_spec()->clear_model_blake2b();
-  auto unhashed = LoadJobData(job, LocalData{"", "", dir.string()}, 4, 0);
+  auto unhashed = LoadJobData(job, LocalData{"", "", dir.string(), ""}, 4, 0);
   REQUIRE_FALSE(unhashed.ok());
   CHECK(unhashed.status().message().find("spec field 'model_blake2b' is required") != std::string::npos);
   // With the file's own hash the check passes and the file is loaded ("abc" is no TorchScript archive).
   job.mutable_spec()->set_model_blake2b(ours);
-  auto loaded = LoadJobData(job, LocalData{"", "", dir.string()}, 4, 0);
+  auto loaded = LoadJobData(job, LocalData{"", "", dir.string(), ""}, 4, 0);
   REQUIRE_FALSE(loaded.ok());
   CHECK(loaded.status().message().find("model_blake2b") == std::string::npos);
   CHECK((loaded.status().message().find("is not a TorchScript archive") != std::string::npos ||
