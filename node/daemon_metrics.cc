@@ -167,6 +167,20 @@ std::string DaemonImpl::RenderMetrics() const {
                               static_cast<double>(value));
     }
   }
+  out += PrometheusMetric("murmur_artifact_bytes_received_total", "counter",
+                          "Artifact chunk bytes taken from operators since the daemon started (docs/daemon.md "
+                          "\"Artifacts\").",
+                          static_cast<double>(artifacts_->bytes_received()));
+  out += PrometheusMetric("murmur_artifacts_stored_total", "counter",
+                          "Artifacts received whole and verified since the daemon started.",
+                          static_cast<double>(artifacts_->files_completed()));
+  out += PrometheusMetric("murmur_artifact_refusals_total", "counter",
+                          "Artifact offers, chunks and stored files refused: bad manifests, altered or "
+                          "out-of-order chunks, bounds, stored files whose bytes changed.",
+                          static_cast<double>(artifacts_->refusals()));
+  out += PrometheusMetric("murmur_artifact_store_bytes", "gauge",
+                          "Bytes of the artifact store: complete files and the full size of partial ones.",
+                          static_cast<double>(artifacts_->bytes_used()));
   out += PrometheusMetric("murmur_checkpoints_written_total", "counter",
                           "Checkpoints written by the current job.",
                           static_cast<double>(job ? job_->checkpoints() : 0));

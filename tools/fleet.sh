@@ -98,6 +98,18 @@ fleet_stop_all() {
   FLEET_PIDS=()
 }
 
+# fleet_fail MESSAGE...: prints FAIL and the message, then the last lines of
+# each daemon's log, and exits 1.
+fleet_fail() {
+  local d
+  echo "FAIL: $*"
+  for d in "$FLEET"/node*/; do
+    echo "--- $(basename "$d")"
+    tail -n 8 "$d/log" 2>/dev/null || true
+  done
+  exit 1
+}
+
 # fleet_done JOB R/R N FILE: how many daemons the last table of a `murmur job
 # status --wait` output in FILE shows done with JOB at R/R, of its N daemons
 # (--wait prints a table at every interval: only the last one counts).

@@ -145,6 +145,8 @@ Status OfferArtifacts(const OperatorContext& ctx, const std::vector<node::LocalA
       auto report = node::OfferArtifact(**session, file, timeout);
       if (!report.ok())
         return report.status().WithContext("artifact " + node::DescribeArtifact(file.manifest.artifact));
+      if (!report->note.empty())
+        std::fprintf(stderr, "murmur job submit: daemon %s: %s\n", address.c_str(), report->note.c_str());
       if (!report->complete)
         return Status::DataLoss("daemon " + address + " did not complete artifact " +
                                 node::DescribeArtifact(file.manifest.artifact));
@@ -154,10 +156,12 @@ Status OfferArtifacts(const OperatorContext& ctx, const std::vector<node::LocalA
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr,
-                 "murmur job submit: artifact %s: %zu of %zu daemons had it; sent %llu bytes to the others "
-                 "(%zu resumed a broken transfer) in %.1f s\n",
+                 "murmur job submit: artifact %s: %zu of %zu daemons had it; sent %llu bytes to the others%s "
+                 "in %.1f s\n",
                  node::DescribeArtifact(file.manifest.artifact).c_str(), had, ctx.daemons.size(),
-                 static_cast<unsigned long long>(sent), resumed, seconds);
+                 static_cast<unsigned long long>(sent),
+                 resumed > 0 ? (" (" + std::to_string(resumed) + " resumed a broken transfer)").c_str() : "",
+                 seconds);
   }
   return Status::Ok();
 }

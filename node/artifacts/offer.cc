@@ -30,6 +30,7 @@ Result<OfferReport> OfferArtifact(ControlSession& session, const LocalArtifact& 
   OfferReport report;
   report.complete = state.complete();
   report.chunks_had = state.complete() ? file.manifest.digests.size() : state.chunks_have();
+  report.note = state.note();
   if (state.complete()) return report;
 
   const int fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);

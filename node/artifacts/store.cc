@@ -133,6 +133,12 @@ std::string ArtifactStore::PathOf(const std::string& blake2b) const {
 
 Status ArtifactStore::Verify(const proto::Artifact& artifact) {
   std::lock_guard lock(mu_);
+  Status st = Refused(VerifyLocked(artifact));
+  if (st.code() != StatusCode::kDataLoss) return st;
+  return Status::DataLoss(st.message() + ", and the next offer fetches it again");
+}
+
+Status ArtifactStore::VerifyLocked(const proto::Artifact& artifact) {
   const std::string& name = artifact.blake2b();
   if (!complete_.count(name))
     return Status::NotFound("artifact " + DescribeArtifact(artifact) + " is not in this daemon's store");
@@ -144,10 +150,9 @@ Status ArtifactStore::Verify(const proto::Artifact& artifact) {
   if (have.ok() && *have == name) return Status::Ok();
   fs::remove(path, ec);
   complete_.erase(name);
-  return Status::DataLoss(
-      "stored artifact " + DescribeArtifact(artifact) + " at '" + path + "' has BLAKE2b " +
-      (have.ok() ? *have : have.status().message()) + ", not its name " + name +
-      " (its bytes changed on disk); it was removed, and the next offer fetches it again");
+  return Status::DataLoss("stored artifact " + DescribeArtifact(artifact) + " at '" + path +
+                          "' has BLAKE2b " + (have.ok() ? *have : have.status().message()) +
+                          ", not its name " + name + " (its bytes changed on disk); it was removed");
 }
 
 proto::ArtifactState ArtifactStore::StateOf(const std::string& blake2b) const {
@@ -180,6 +185,11 @@ std::uint64_t ArtifactStore::UsedLocked() const {
 std::uint64_t ArtifactStore::bytes_received() const {
   std::lock_guard lock(mu_);
   return bytes_received_;
+}
+
+std::uint64_t ArtifactStore::refusals() const {
+  std::lock_guard lock(mu_);
+  return refusals_;
 }
 
 std::uint64_t ArtifactStore::files_completed() const {
@@ -221,11 +231,28 @@ Result<std::uint64_t> ArtifactStore::ResumePoint(const ArtifactManifest& m) {
 }
 
 Result<proto::ArtifactState> ArtifactStore::Offer(const ArtifactManifest& offered) {
+  std::lock_guard lock(mu_);
+  return Refused(OfferLocked(offered));
+}
+
+Result<proto::ArtifactState> ArtifactStore::OfferLocked(const ArtifactManifest& offered) {
   MURMUR_RETURN_IF_ERROR(CheckManifest(offered));
   const proto::Artifact& a = offered.artifact;
   const std::string& name = a.blake2b();
-  std::lock_guard lock(mu_);
-  if (complete_.count(name)) return StateOf(name);
+  // A stored file is hashed again: one whose bytes changed is removed and
+  // offered afresh, and the answer says so.
+  std::string note;
+  if (complete_.count(name)) {
+    Status intact = VerifyLocked(a);
+    if (intact.ok()) return StateOf(name);
+    ++refusals_;
+    note = intact.message() + ", and this offer fetches it again";
+  }
+  auto answer = [&]() {
+    proto::ArtifactState s = StateOf(name);
+    if (!note.empty()) s.set_note(note);
+    return s;
+  };
   if (a.bytes() > limits_.max_file_bytes)
     return Status::ResourceExhausted("artifact " + Message(offered) + " is " + std::to_string(a.bytes()) +
                                      " bytes, over this daemon's artifact_max_bytes " +
@@ -240,7 +267,7 @@ Result<proto::ArtifactState> ArtifactStore::Offer(const ArtifactManifest& offere
       }
       p->second.manifest.artifact.set_name(a.name());
       p->second.touched = ++tick_;
-      return StateOf(name);
+      return answer();
     }
     Drop(name);  // cut another way: start over
   }
@@ -269,12 +296,17 @@ Result<proto::ArtifactState> ArtifactStore::Offer(const ArtifactManifest& offere
   p.checked = true;
   MURMUR_ASSIGN_OR_RETURN(p.chunks_have, ResumePoint(p.manifest));  // a .part left without its manifest
   if (p.chunks_have == p.manifest.digests.size()) MURMUR_RETURN_IF_ERROR(Complete(p));
-  return StateOf(name);
+  return answer();
 }
 
 Result<proto::ArtifactState> ArtifactStore::Put(const std::string& blake2b, std::uint64_t index,
                                                 crypto::ByteSpan data) {
   std::lock_guard lock(mu_);
+  return Refused(PutLocked(blake2b, index, data));
+}
+
+Result<proto::ArtifactState> ArtifactStore::PutLocked(const std::string& blake2b, std::uint64_t index,
+                                                      crypto::ByteSpan data) {
   if (complete_.count(blake2b)) return StateOf(blake2b);
   auto it = partial_.find(blake2b);
   if (it == partial_.end() || !it->second.checked)

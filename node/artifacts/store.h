@@ -51,8 +51,10 @@ class ArtifactStore {
   // offer fetches it afresh); NotFound when it is not here.
   Status Verify(const proto::Artifact& artifact);
 
-  // An offer (its manifest checked here): complete when the file is here,
-  // else how many chunks of it are, from the first. InvalidArgument for a bad
+  // An offer (its manifest checked here): complete when the file is here
+  // and still hashes to its name, else how many chunks of it are, from the
+  // first (a stored file whose bytes changed is removed, and the state's
+  // note names both hashes). InvalidArgument for a bad
   // manifest, ResourceExhausted over a bound.
   Result<proto::ArtifactState> Offer(const ArtifactManifest& offered);
   // Chunk `index` of an offered artifact, which must be the first it lacks
@@ -66,6 +68,8 @@ class ArtifactStore {
   // Chunk bytes taken by Put since the store opened.
   std::uint64_t bytes_received() const;
   std::uint64_t files_completed() const;
+  // Offers, chunks and verifications refused.
+  std::uint64_t refusals() const;
 
  private:
   struct Partial {
@@ -89,7 +93,17 @@ class ArtifactStore {
   std::map<std::string, std::uint64_t> complete_;  // name -> bytes
   std::map<std::string, Partial> partial_;
   std::map<std::string, std::uint64_t> received_;  // bytes taken per name (complete ones too)
-  std::uint64_t bytes_received_ = 0, files_completed_ = 0, tick_ = 0;
+  std::uint64_t bytes_received_ = 0, files_completed_ = 0, tick_ = 0, refusals_ = 0;
+  // Counts a refusal on its way out.
+  template <typename T>
+  T Refused(T result) {
+    if (!result.ok()) ++refusals_;
+    return result;
+  }
+  Result<proto::ArtifactState> OfferLocked(const ArtifactManifest& offered);
+  Result<proto::ArtifactState> PutLocked(const std::string& blake2b, std::uint64_t index,
+                                         crypto::ByteSpan data);
+  Status VerifyLocked(const proto::Artifact& artifact);
 };
 
 }  // namespace murmur::node

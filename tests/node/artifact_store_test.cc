@@ -164,6 +164,7 @@ TEST_CASE("A chunk altered in transit is refused naming both digests, and the tr
         std::string::npos);
   CHECK(msg.find("the offer's digest for it is " + crypto::ToHex(crypto::AsBytes(m.digests[0]))) !=
         std::string::npos);
+  CHECK(store->refusals() == 1);
   PutChunks(*store, m, file, 0, 3);
   CHECK_FALSE(store->PathOf(m.artifact.blake2b()).empty());
 }
@@ -217,6 +218,17 @@ TEST_CASE("A stored artifact whose bytes changed on disk is refused naming both 
   auto s = store->Offer(m);
   REQUIRE(s.ok());
   CHECK(s->chunks_have() == 0);
+  // Stored again and altered again: the next offer finds it, says so, and takes it afresh.
+  PutChunks(*store, m, file, 0, 2);
+  Write(path, altered);
+  auto found = store->Offer(m);
+  REQUIRE(found.ok());
+  CHECK_FALSE(found->complete());
+  CHECK(found->chunks_have() == 0);
+  CHECK(found->note().find("has BLAKE2b " + have + ", not its name " + m.artifact.blake2b()) !=
+        std::string::npos);
+  PutChunks(*store, m, file, 0, 2);
+  CHECK(store->Verify(m.artifact).ok());
 }
 
 TEST_CASE("Offers over the daemon's bounds are refused with both numbers") {
