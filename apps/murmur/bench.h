@@ -43,6 +43,7 @@ double AxpyRate(int threads, double seconds);
 
 int BenchSim(int argc, char** argv);
 int BenchTransport(int argc, char** argv);
+int BenchTransfer(int argc, char** argv);
 int BenchTorchScript(int argc, char** argv);
 
 }  // namespace murmur::cli

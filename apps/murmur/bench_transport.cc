@@ -71,23 +71,6 @@ class Arrivals {
   std::uint64_t bytes_ = 0;  // guarded by mu_
 };
 
-Result<crypto::Credentials> MakeCredentials(const crypto::Identity& coordinator, std::uint32_t serial) {
-  crypto::Identity id = crypto::Identity::Generate();
-  crypto::Certificate c;
-  c.node_key = id.public_key();
-  c.node_id = serial;
-  c.network_id = "bench";
-  c.roles = crypto::kRoleNode;
-  c.serial = serial;
-  const auto now =
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count();
-  c.not_before = now - 60;
-  c.not_after = now + 3600;
-  MURMUR_RETURN_IF_ERROR(crypto::SignCertificate(coordinator, &c));
-  return crypto::Credentials::Make(id, c);
-}
-
 // Two Transports (nodes 1 and 2) on their own io threads, connected.
 class TransportPair {
  public:
@@ -98,7 +81,8 @@ class TransportPair {
     crypto::TrustPolicy policy{"bench", coordinator.public_key(), crypto::kRoleNode,
                                cipher == crypto::Cipher::kAesGcm};
     for (std::uint32_t i = 0; i < 2; ++i) {
-      MURMUR_ASSIGN_OR_RETURN(crypto::Credentials creds, MakeCredentials(coordinator, i + 1));
+      MURMUR_ASSIGN_OR_RETURN(crypto::Credentials creds,
+                              MakeBenchCredentials(coordinator, i + 1, crypto::kRoleNode));
       node::TransportOptions o;
       o.self = i + 1;
       o.max_queue_bytes = max_queue_bytes;
@@ -169,7 +153,7 @@ class TransportPair {
 Result<std::uint64_t> IdleRss() {
   IoThread io;
   crypto::Identity coordinator = crypto::Identity::Generate();
-  MURMUR_ASSIGN_OR_RETURN(crypto::Credentials creds, MakeCredentials(coordinator, 1));
+  MURMUR_ASSIGN_OR_RETURN(crypto::Credentials creds, MakeBenchCredentials(coordinator, 1, crypto::kRoleNode));
   node::AsioEnv env(io.io(), 1, 1);
   node::TransportOptions o;
   o.self = 1;

@@ -5,12 +5,14 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <chrono>
 #include <ctime>
 #include <stdexcept>
 #include <vector>
 
 #include "apps/murmur/bench.h"
 #include "crypto/bytes.h"
+#include "crypto/certificate.h"
 
 namespace murmur::cli {
 namespace {
@@ -76,6 +78,24 @@ class RawEnd {
 }  // namespace
 
 // CPU seconds (user + system) of every thread of this process so far.
+Result<crypto::Credentials> MakeBenchCredentials(const crypto::Identity& coordinator, std::uint32_t serial,
+                                                 std::uint8_t roles) {
+  crypto::Identity id = crypto::Identity::Generate();
+  crypto::Certificate c;
+  c.node_key = id.public_key();
+  c.node_id = serial;
+  c.network_id = "bench";
+  c.roles = roles;
+  c.serial = serial;
+  const auto now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  c.not_before = now - 60;
+  c.not_after = now + 3600;
+  MURMUR_RETURN_IF_ERROR(crypto::SignCertificate(coordinator, &c));
+  return crypto::Credentials::Make(id, c);
+}
+
 double ProcessCpuSeconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);

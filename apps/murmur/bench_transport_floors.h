@@ -15,8 +15,10 @@
 #include <future>
 #include <thread>
 
+#include "core/status.h"
 #include "crypto/bytes.h"
 #include "crypto/cipher_state.h"
+#include "crypto/handshake.h"
 #include "node/transport/asio.h"
 
 namespace murmur::cli {
@@ -61,6 +63,12 @@ class IoThread {
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   std::thread thread_;
 };
+
+// A fresh identity and its certificate from `coordinator` on network
+// "bench", node id `serial`, with `roles` (crypto::kRoleNode, kRoleOperator),
+// valid for the next hour.
+Result<crypto::Credentials> MakeBenchCredentials(const crypto::Identity& coordinator, std::uint32_t serial,
+                                                 std::uint8_t roles);
 
 // CPU seconds (user + system) of every thread of this process so far.
 double ProcessCpuSeconds();

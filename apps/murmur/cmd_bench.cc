@@ -340,6 +340,8 @@ constexpr Benchmark kBenchmarks[] = {
     {"sim", "simulated rounds/s and peak memory against the GEMM and memory-bandwidth floors", BenchSim},
     {"transport", "update exchange between two Transports against raw loopback TCP and the AEAD rate",
      BenchTransport},
+    {"transfer", "a model file shipped as an artifact to a daemon's store against TCP, AEAD and BLAKE2b",
+     BenchTransfer},
     {"torchscript", "murmur's TorchScript learner against a plain LibTorch loop on the same module",
      BenchTorchScript},
 };

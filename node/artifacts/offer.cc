@@ -3,15 +3,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <deque>
 #include <vector>
 
 namespace murmur::node {
 
 namespace {
 
-Result<proto::ArtifactState> Ask(ControlSession& session, const proto::ControlRequest& request,
-                                 std::chrono::milliseconds timeout) {
-  MURMUR_ASSIGN_OR_RETURN(proto::ControlResponse r, session.Call(request, timeout));
+Result<proto::ArtifactState> Answer(Result<proto::ControlResponse> response, const ControlSession& session) {
+  MURMUR_ASSIGN_OR_RETURN(proto::ControlResponse r, std::move(response));
   if (!r.ok()) return Status::FailedPrecondition("daemon " + session.address() + " refused: " + r.error());
   if (!r.has_artifact())
     return Status::DataLoss("daemon " + session.address() + " answered without its artifact state");
@@ -26,7 +26,7 @@ Result<OfferReport> OfferArtifact(ControlSession& session, const LocalArtifact& 
   proto::ControlRequest offer;
   *offer.mutable_artifact_offer()->mutable_artifact() = a;
   for (const std::string& d : file.manifest.digests) offer.mutable_artifact_offer()->add_chunk_digests(d);
-  MURMUR_ASSIGN_OR_RETURN(proto::ArtifactState state, Ask(session, offer, timeout));
+  MURMUR_ASSIGN_OR_RETURN(proto::ArtifactState state, Answer(session.Call(offer, timeout), session));
   OfferReport report;
   report.complete = state.complete();
   report.chunks_had = state.complete() ? file.manifest.digests.size() : state.chunks_have();
@@ -37,27 +37,39 @@ Result<OfferReport> OfferArtifact(ControlSession& session, const LocalArtifact& 
   if (fd < 0) return Status::NotFound("cannot open '" + file.path + "'");
   std::vector<std::uint8_t> buf(a.chunk_bytes());
   Status st = Status::Ok();
-  for (std::uint64_t i = state.chunks_have();
-       i < file.manifest.digests.size() && report.chunks_sent < max_chunks; ++i) {
-    const std::uint64_t n = ChunkSize(a, i);
-    if (::pread(fd, buf.data(), n, static_cast<off_t>(i * a.chunk_bytes())) != static_cast<ssize_t>(n) ||
-        ChunkDigest(crypto::ByteSpan(buf.data(), n)) != file.manifest.digests[i]) {
-      st = Status::FailedPrecondition("'" + file.path + "' changed since it was hashed (chunk " +
-                                      std::to_string(i) + " differs); hash it again");
-      break;
+  // Up to kOfferWindow puts are on their way at once, so that reading,
+  // hashing and sealing the next chunks here overlaps the daemon's work on
+  // the earlier ones; the daemon answers in order.
+  std::deque<std::uint64_t> in_flight;
+  std::uint64_t next = state.chunks_have(), sent = 0;
+  while (st.ok()) {
+    while (in_flight.size() < kOfferWindow && next < file.manifest.digests.size() && sent < max_chunks) {
+      const std::uint64_t n = ChunkSize(a, next);
+      if (::pread(fd, buf.data(), n, static_cast<off_t>(next * a.chunk_bytes())) != static_cast<ssize_t>(n) ||
+          ChunkDigest(crypto::ByteSpan(buf.data(), n)) != file.manifest.digests[next]) {
+        st = Status::FailedPrecondition("'" + file.path + "' changed since it was hashed (chunk " +
+                                        std::to_string(next) + " differs); hash it again");
+        break;
+      }
+      proto::ControlRequest put;
+      put.mutable_artifact_put()->set_blake2b(a.blake2b());
+      put.mutable_artifact_put()->set_index(next);
+      put.mutable_artifact_put()->set_data(buf.data(), n);
+      st = session.Send(put, timeout);
+      if (!st.ok()) break;
+      in_flight.push_back(next++);
+      ++sent;
     }
-    proto::ControlRequest put;
-    put.mutable_artifact_put()->set_blake2b(a.blake2b());
-    put.mutable_artifact_put()->set_index(i);
-    put.mutable_artifact_put()->set_data(buf.data(), n);
-    auto answered = Ask(session, put, timeout);
+    if (in_flight.empty()) break;
+    auto answered = Answer(session.Receive(timeout), session);
     if (!answered.ok()) {
-      st = answered.status();
+      if (st.ok()) st = answered.status();
       break;
     }
     state = *answered;
     ++report.chunks_sent;
-    report.bytes_sent += n;
+    report.bytes_sent += ChunkSize(a, in_flight.front());
+    in_flight.pop_front();
     if (state.complete()) break;
   }
   ::close(fd);

@@ -17,6 +17,9 @@
 
 namespace murmur::node {
 
+// Chunks sent ahead of their answers.
+inline constexpr std::size_t kOfferWindow = 4;
+
 // A file the operator offers: its manifest and where its bytes are.
 struct LocalArtifact {
   ArtifactManifest manifest;

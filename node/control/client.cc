@@ -1,8 +1,8 @@
 #include "node/control/client.h"
 
 #include <algorithm>
-#include <array>
 #include <optional>
+#include <vector>
 
 #include "crypto/frame_codec.h"
 #include "node/control/codec.h"
@@ -55,11 +55,12 @@ class Exchange {
       bool done = false;
       asio::error_code result;
       std::size_t n = 0;
-      socket_.async_read_some(asio::buffer(buf_), [&](const asio::error_code& e, std::size_t got) {
-        result = e;
-        n = got;
-        done = true;
-      });
+      socket_.async_read_some(asio::buffer(buf_.data(), buf_.size()),
+                              [&](const asio::error_code& e, std::size_t got) {
+                                result = e;
+                                n = got;
+                                done = true;
+                              });
       MURMUR_RETURN_IF_ERROR(RunUntilDone([&] { return done; }));
       if (result == asio::error::eof) return Status::Unavailable("the daemon closed the connection");
       if (result) return Status::Unavailable("read: " + result.message());
@@ -91,7 +92,7 @@ class Exchange {
   asio::io_context io_;
   asio::ip::tcp::socket socket_;
   std::chrono::steady_clock::time_point deadline_;
-  std::array<std::uint8_t, 16384> buf_{};
+  std::vector<std::uint8_t> buf_ = std::vector<std::uint8_t>(64 * 1024);
   crypto::FrameDecoder decoder_{crypto::kConnectionFrameLimits};
   std::vector<crypto::Bytes> frames_;
 };
@@ -139,15 +140,32 @@ Result<std::unique_ptr<ControlSession>> ControlSession::Open(const std::string& 
 
 Result<proto::ControlResponse> ControlSession::Call(const proto::ControlRequest& request,
                                                     std::chrono::milliseconds timeout) {
-  auto answered = [&]() -> Result<proto::ControlResponse> {
+  MURMUR_RETURN_IF_ERROR(Send(request, timeout));
+  return Receive(timeout);
+}
+
+Status ControlSession::Send(const proto::ControlRequest& request, std::chrono::milliseconds timeout) {
+  auto sent = [&]() -> Status {
     if (impl_->broken) return Status::Unavailable("the session broke on an earlier request");
-    impl_->broken = true;  // until this exchange completes
+    impl_->broken = true;  // until this write completes
     impl_->x.set_deadline(std::chrono::steady_clock::now() + timeout);
-    crypto::SecureChannel& channel = *impl_->channel;
     crypto::Bytes framed;
     const std::string body = request.SerializeAsString();
-    MURMUR_RETURN_IF_ERROR(SealControlMessage(crypto::AsBytes(body), channel, &framed));
+    MURMUR_RETURN_IF_ERROR(SealControlMessage(crypto::AsBytes(body), *impl_->channel, &framed));
     MURMUR_RETURN_IF_ERROR(impl_->x.Write(framed));
+    impl_->broken = false;
+    return Status::Ok();
+  }();
+  if (!sent.ok()) return sent.WithContext("daemon " + address_);
+  return sent;
+}
+
+Result<proto::ControlResponse> ControlSession::Receive(std::chrono::milliseconds timeout) {
+  auto answered = [&]() -> Result<proto::ControlResponse> {
+    if (impl_->broken) return Status::Unavailable("the session broke on an earlier request");
+    impl_->broken = true;  // until this answer is in
+    impl_->x.set_deadline(std::chrono::steady_clock::now() + timeout);
+    crypto::SecureChannel& channel = *impl_->channel;
     ControlMessageAssembler assembler;
     while (!assembler.complete()) {
       MURMUR_ASSIGN_OR_RETURN(crypto::Bytes frame, impl_->x.ReadFrame());

@@ -34,6 +34,10 @@ class ControlSession {
   // One request and its response within `timeout`.
   Result<proto::ControlResponse> Call(const proto::ControlRequest& request,
                                       std::chrono::milliseconds timeout);
+  // The halves of Call, for requests sent ahead of their answers (the daemon
+  // answers in order): Send writes one request, Receive reads the next answer.
+  Status Send(const proto::ControlRequest& request, std::chrono::milliseconds timeout);
+  Result<proto::ControlResponse> Receive(std::chrono::milliseconds timeout);
   const std::string& address() const { return address_; }
 
  private:

@@ -1,7 +1,7 @@
 #include "node/control/server.h"
 
-#include <array>
 #include <deque>
+#include <vector>
 
 #include "core/log.h"
 #include "crypto/frame_codec.h"
@@ -71,31 +71,32 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
 
   void Read() {
     auto self = shared_from_this();
-    socket_.async_read_some(asio::buffer(buf_), [this, self](const asio::error_code& ec, std::size_t n) {
-      if (ec) {
-        if (ec != asio::error::eof && ec != asio::error::operation_aborted)
-          MURMUR_LOG(kInfo) << "control connection: " << ec.message();
-        Close();
-        return;
-      }
-      // One frame at a time: the frame that completes the handshake changes
-      // the limits for the frames behind it in the same read.
-      crypto::ByteSpan bytes(buf_.data(), n);
-      while (!bytes.empty()) {
-        std::vector<crypto::Bytes> frames;
-        std::size_t used = 0;
-        const Status framing = decoder_.Feed(bytes, &frames, &used);
-        bytes = bytes.subspan(used);
-        for (const crypto::Bytes& f : frames) {
-          Status st = OnFrame(f);
-          if (!st.ok()) return Fail(st);
-          if (!socket_.is_open()) return;
-        }
-        if (!framing.ok()) return Fail(framing);
-      }
-      Write();
-      Read();
-    });
+    socket_.async_read_some(asio::buffer(buf_.data(), buf_.size()),
+                            [this, self](const asio::error_code& ec, std::size_t n) {
+                              if (ec) {
+                                if (ec != asio::error::eof && ec != asio::error::operation_aborted)
+                                  MURMUR_LOG(kInfo) << "control connection: " << ec.message();
+                                Close();
+                                return;
+                              }
+                              // One frame at a time: the frame that completes the handshake changes
+                              // the limits for the frames behind it in the same read.
+                              crypto::ByteSpan bytes(buf_.data(), n);
+                              while (!bytes.empty()) {
+                                std::vector<crypto::Bytes> frames;
+                                std::size_t used = 0;
+                                const Status framing = decoder_.Feed(bytes, &frames, &used);
+                                bytes = bytes.subspan(used);
+                                for (const crypto::Bytes& f : frames) {
+                                  Status st = OnFrame(f);
+                                  if (!st.ok()) return Fail(st);
+                                  if (!socket_.is_open()) return;
+                                }
+                                if (!framing.ok()) return Fail(framing);
+                              }
+                              Write();
+                              Read();
+                            });
   }
 
   Status OnHandshakeFrame(const crypto::Bytes& frame) {
@@ -118,6 +119,9 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
     channel_.emplace(handshake_->MakeChannel());
     handshake_.reset();
     decoder_.SetLimits(crypto::kConnectionFrameLimits);
+    // Reads of a whole frame at once from now on (a chunk of an artifact is
+    // eight of them); during the handshake a connection holds 4 kB.
+    buf_.resize(kSessionReadBytes);
     ArmTimer(server_->options_.idle_timeout, "no complete request within the idle timeout");
     return Status::Ok();
   }
@@ -159,7 +163,8 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
   std::shared_ptr<State> state_;
   asio::ip::tcp::socket socket_;
   asio::steady_timer timer_;
-  std::array<std::uint8_t, 4096> buf_{};
+  static constexpr std::size_t kSessionReadBytes = 64 * 1024;
+  std::vector<std::uint8_t> buf_ = std::vector<std::uint8_t>(4096);
   crypto::FrameDecoder decoder_;
   std::optional<crypto::SecureHandshake> handshake_;
   std::optional<crypto::SecureChannel> channel_;
