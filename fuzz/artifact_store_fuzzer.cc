@@ -4,7 +4,8 @@
 // altered or out-of-order chunks, offers of altered manifests, raw bytes
 // parsed as an ArtifactOffer (the control request's decoder), a store
 // reopened over a torn or rotten partial file, a manifest file of raw
-// bytes, and a stored file altered on disk. Whatever happens, the store
+// bytes, a stored file altered on disk, and raw bytes given to the
+// decoders of the peers' artifact messages. Whatever happens, the store
 // must never hold a complete file whose bytes are not the file's, a
 // complete file it holds must verify unless the fuzzer altered it, and
 // Verify must catch every alteration (and remove the file).
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <string>
 
+#include "node/artifacts/messages.h"
 #include "node/artifacts/store.h"
 
 namespace {
@@ -78,7 +80,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   bool altered = false;  // the fuzzer wrote to the complete file since it was last verified
   std::uint64_t next = 0;
   for (int ops = 0; in.n > 0 && ops < 64; ++ops) {
-    const std::uint8_t op = in.Byte() % 9;
+    const std::uint8_t op = in.Byte() % 10;
     switch (op) {
       case 0: {  // the next chunk, correct
         const std::size_t at = next * m.artifact.chunk_bytes();
@@ -147,6 +149,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (ok != intact) std::abort();
         if (!ok && !store->PathOf(name).empty()) std::abort();
         altered = false;
+        break;
+      }
+      case 9: {  // raw bytes as a peer's artifact message; what decodes re-encodes to the same bytes
+        static const murmur::DecoderTable decoders = murmur::node::ArtifactDecoders();
+        const std::uint32_t kind =
+            in.Byte() % 2 ? murmur::node::kArtifactChunkKind : murmur::node::kArtifactRequestKind;
+        const std::string raw = in.Bytes(std::size_t{in.Byte()} * 4);
+        const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(raw.data()),
+                                                  raw.size());
+        auto decoded = decoders.at(kind)(bytes);
+        if (!decoded.ok()) break;
+        std::vector<std::uint8_t> again;
+        (*decoded)->EncodeTo(again);
+        if (again.size() != (*decoded)->EncodedSize() ||
+            again != std::vector<std::uint8_t>(bytes.begin(), bytes.end()))
+          std::abort();
         break;
       }
       case 8: {  // raw bytes as the control request's ArtifactOffer

@@ -112,7 +112,8 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
     case proto::ControlRequest::kFaultClear: r = SetFaults(proto::FaultConfig{}); break;
     case proto::ControlRequest::kCertReload: r = ReloadCertificateRequest(); break;
     case proto::ControlRequest::kArtifactOffer:
-    case proto::ControlRequest::kArtifactPut: r = OnArtifact(request); break;
+    case proto::ControlRequest::kArtifactPut:
+    case proto::ControlRequest::kArtifactFetch: r = OnArtifact(request); break;
     default: r = Refuse("unknown request"); break;
   }
   // Every reply, a refusal too, says which node answered and where its job stands.
@@ -224,6 +225,16 @@ proto::ControlResponse DaemonImpl::OnArtifact(const proto::ControlRequest& reque
                         << (state->complete() ? ""
                                               : std::to_string(state->chunks_have()) + " of " +
                                                     std::to_string(state->chunks_total()) + " chunks");
+  } else if (request.has_artifact_fetch()) {
+    const proto::ArtifactFetch& f = request.artifact_fetch();
+    std::vector<NodeId> sources(f.sources().begin(), f.sources().end());
+    if (f.has_offer())
+      state = fetcher_->Fetch(
+          ArtifactManifest{f.offer().artifact(),
+                           {f.offer().chunk_digests().begin(), f.offer().chunk_digests().end()}},
+          std::move(sources));
+    else
+      state = fetcher_->Update(f.blake2b(), std::move(sources));
   } else {
     const proto::ArtifactPut& p = request.artifact_put();
     state = artifacts_->Put(p.blake2b(), p.index(), crypto::AsBytes(p.data()));
@@ -239,6 +250,35 @@ proto::ControlResponse DaemonImpl::OnArtifact(const proto::ControlRequest& reque
   r.set_ok(true);
   *r.mutable_artifact() = *state;
   return r;
+}
+
+void DaemonImpl::ServeArtifact(NodeId from, const ArtifactRequestMessage& request) {
+  // At most kServeChunksPerSecond chunks a second to one peer (a burst of
+  // kServeChunkBurst): a request asks for up to 8 chunks of 512 KiB, so the
+  // transport's per-address message budget alone would let one peer make
+  // this daemon send gigabytes a second.
+  constexpr double kServeChunksPerSecond = 256, kServeChunkBurst = 64;
+  ServeBudget& b = serve_budget_[from];
+  const Nanos now = env_->Now();
+  if (b.at == Nanos(0)) b.tokens = kServeChunkBurst;
+  b.tokens = std::min(kServeChunkBurst,
+                      b.tokens + kServeChunksPerSecond * std::chrono::duration<double>(now - b.at).count());
+  b.at = now;
+  const std::string name = HashHex(request.hash());
+  for (std::uint32_t i = 0; i < request.count(); ++i) {
+    if (b.tokens < 1) {
+      ++chunk_requests_refused_;  // the fetcher asks again after its stall
+      return;
+    }
+    b.tokens -= 1;
+    auto chunk = artifacts_->ReadChunk(name, request.index() + i, request.chunk_bytes());
+    if (!chunk.ok() && chunk.status().code() == StatusCode::kOutOfRange) return;
+    net().Send(from,
+               std::make_shared<ArtifactChunkMessage>(request.hash(), request.index() + i,
+                                                      chunk.ok() ? std::move(chunk).value() : std::string()));
+    if (!chunk.ok()) return;  // "no complete copy", once
+    ++chunks_served_;
+  }
 }
 
 Status DaemonImpl::CheckArtifacts(const proto::JobConfig& job) {

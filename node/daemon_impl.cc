@@ -124,6 +124,7 @@ Status DaemonImpl::Init() {
   // The transport knows no protocol: the jobs' kinds, then membership's.
   env_->RegisterDecoders(JobDecoders());
   env_->RegisterDecoder(membership::kMembershipMessageKind, membership::MembershipDecoder());
+  env_->RegisterDecoders(ArtifactDecoders());
   if (config_.fault_injection()) {
     faulty_ = std::make_unique<FaultyEnv>(env_.get(), &fault_plan_);
     MURMUR_RETURN_IF_ERROR(engine::ApplyFaults(config_.faults(), engine::kMaxFaultNodeId,
@@ -193,6 +194,7 @@ Status DaemonImpl::Init() {
       artifacts_,
       ArtifactStore::Open(DataPath("artifacts"),
                           ArtifactLimits{config_.artifact_max_bytes(), config_.artifact_store_max_bytes()}));
+  fetcher_ = std::make_unique<ArtifactFetcher>(net(), *artifacts_);
 
   // The job: the config's, or the one a restart interrupted.
   if (config_.has_job()) {

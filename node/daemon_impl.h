@@ -18,6 +18,8 @@
 #include "core/faulty_env.h"
 #include "crypto/handshake.h"
 #include "membership/membership.h"
+#include "node/artifacts/fetcher.h"
+#include "node/artifacts/messages.h"
 #include "node/artifacts/store.h"
 #include "node/control/server.h"
 #include "node/daemon.h"
@@ -45,8 +47,9 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
     if (control_) control_->Stop();
     io_.stop();
     membership_.reset();
-    faulty_.reset();  // cancels its timers on the AsioEnv
-    env_.reset();     // joins the worker pool before the jobs go
+    fetcher_.reset();  // cancels its timers on the Env
+    faulty_.reset();   // cancels its timers on the AsioEnv
+    env_.reset();      // joins the worker pool before the jobs go
     job_.reset();
     retired_.clear();
     control_.reset();
@@ -67,6 +70,10 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   void OnMessage(NodeId from, MessagePtr msg) override {
     if (msg->kind() == membership::kMembershipMessageKind) {
       if (membership_) membership_->OnMessage(from, std::move(msg));
+    } else if (msg->kind() == kArtifactRequestKind) {
+      ServeArtifact(from, static_cast<const ArtifactRequestMessage&>(*msg));
+    } else if (msg->kind() == kArtifactChunkKind) {
+      if (fetcher_) fetcher_->OnChunk(from, static_cast<const ArtifactChunkMessage&>(*msg));
     } else {
       router_.OnMessage(from, std::move(msg));
     }
@@ -109,6 +116,15 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   JobLifecycle lifecycle_;                     // the current or last job's state (node/job/lifecycle.h)
   std::unique_ptr<JobStore> store_;            // the jobs' checkpoints and the completed ones (set by Start)
   std::unique_ptr<ArtifactStore> artifacts_;   // the files jobs need, by content (set by Start)
+  std::unique_ptr<ArtifactFetcher> fetcher_;   // fetches of artifacts from other daemons (on the io thread)
+  // Artifact chunks served to each peer: a token bucket of kServeChunksPerSecond.
+  struct ServeBudget {
+    double tokens = 0;
+    Nanos at{0};
+  };
+  std::map<NodeId, ServeBudget> serve_budget_;
+  std::atomic<std::uint64_t> chunks_served_{0}, chunk_requests_refused_{0};
+  void ServeArtifact(NodeId from, const ArtifactRequestMessage& request);
   std::string job_error_;
   // The job a `prepare` holds until its commit, abort or deadline
   // (proto/control.proto, JobPrepare).

@@ -168,7 +168,8 @@ std::string DaemonImpl::RenderMetrics() const {
     }
   }
   out += PrometheusMetric("murmur_artifact_bytes_received_total", "counter",
-                          "Artifact chunk bytes taken from operators since the daemon started (docs/daemon.md "
+                          "Artifact chunk bytes stored, from operators and other daemons, since the daemon "
+                          "started (docs/daemon.md "
                           "\"Artifacts\").",
                           static_cast<double>(artifacts_->bytes_received()));
   out += PrometheusMetric("murmur_artifacts_stored_total", "counter",
@@ -178,6 +179,12 @@ std::string DaemonImpl::RenderMetrics() const {
                           "Artifact offers, chunks and stored files refused: bad manifests, altered or "
                           "out-of-order chunks, bounds, stored files whose bytes changed.",
                           static_cast<double>(artifacts_->refusals()));
+  out += PrometheusMetric("murmur_artifact_bytes_fetched_total", "counter",
+                          "Artifact chunk bytes fetched from other daemons.",
+                          static_cast<double>(fetcher_->bytes_fetched()));
+  out += PrometheusMetric("murmur_artifact_chunks_served_total", "counter",
+                          "Artifact chunks sent to other daemons' fetches.",
+                          static_cast<double>(chunks_served_));
   out += PrometheusMetric("murmur_artifact_store_bytes", "gauge",
                           "Bytes of the artifact store: complete files and the full size of partial ones.",
                           static_cast<double>(artifacts_->bytes_used()));

@@ -131,37 +131,30 @@ std::string CheckFleet(const proto::JobConfig& job, const std::vector<DaemonRepl
          " (--partial submits to some of a job's daemons, e.g. one that restarted empty)";
 }
 
-// Offers each artifact to each daemon in turn over one session per daemon,
-// sending the chunks it lacks; prints a line per artifact.
-Status OfferArtifacts(const OperatorContext& ctx, const std::vector<node::LocalArtifact>& artifacts) {
-  const auto timeout = std::chrono::milliseconds(ctx.timeout_ms);
+// Gives every daemon each artifact (node/artifacts/distribute.h): uploaded
+// to `uploads` daemons when none has it, fetched by the others from the
+// daemons that hold it; prints a line per artifact.
+Status OfferArtifacts(const OperatorContext& ctx, const std::vector<DaemonReply>& fleet,
+                      const std::vector<node::LocalArtifact>& artifacts, std::size_t uploads) {
+  std::vector<node::FleetDaemon> daemons;
+  for (const DaemonReply& r : fleet) daemons.push_back({r.address, r.response->node_id()});
+  node::DistributeOptions o;
+  o.uploads = uploads;
+  o.timeout = std::chrono::milliseconds(ctx.timeout_ms);
+  o.say = [](const std::string& s) { std::fprintf(stderr, "murmur job submit: %s\n", s.c_str()); };
   for (const node::LocalArtifact& file : artifacts) {
     const auto start = std::chrono::steady_clock::now();
-    std::size_t had = 0, resumed = 0;
-    std::uint64_t sent = 0;
-    for (const std::string& address : ctx.daemons) {
-      auto session = node::ControlSession::Open(address, *ctx.credentials, ctx.policy, timeout);
-      if (!session.ok()) return session.status();
-      auto report = node::OfferArtifact(**session, file, timeout);
-      if (!report.ok())
-        return report.status().WithContext("artifact " + node::DescribeArtifact(file.manifest.artifact));
-      if (!report->note.empty())
-        std::fprintf(stderr, "murmur job submit: daemon %s: %s\n", address.c_str(), report->note.c_str());
-      if (!report->complete)
-        return Status::DataLoss("daemon " + address + " did not complete artifact " +
-                                node::DescribeArtifact(file.manifest.artifact));
-      had += report->chunks_sent == 0;
-      resumed += report->chunks_sent > 0 && report->chunks_had > 0;
-      sent += report->bytes_sent;
-    }
+    auto r = node::DistributeArtifact(daemons, *ctx.credentials, ctx.policy, file, o);
+    if (!r.ok()) return r.status().WithContext("artifact " + node::DescribeArtifact(file.manifest.artifact));
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr,
-                 "murmur job submit: artifact %s: %zu of %zu daemons had it; sent %llu bytes to the others%s "
-                 "in %.1f s\n",
-                 node::DescribeArtifact(file.manifest.artifact).c_str(), had, ctx.daemons.size(),
-                 static_cast<unsigned long long>(sent),
-                 resumed > 0 ? (" (" + std::to_string(resumed) + " resumed a broken transfer)").c_str() : "",
-                 seconds);
+    std::fprintf(
+        stderr,
+        "murmur job submit: artifact %s: %zu of %zu daemons had it; uploaded to %zu (%llu bytes%s), "
+        "fetched by %zu from other daemons, in %.1f s\n",
+        node::DescribeArtifact(file.manifest.artifact).c_str(), r->had, daemons.size(), r->uploaded,
+        static_cast<unsigned long long>(r->bytes_uploaded),
+        r->resumed > 0 ? (", " + std::to_string(r->resumed) + " resumed a broken transfer").c_str() : "",
+        r->fetched, seconds);
   }
   return Status::Ok();
 }
@@ -248,6 +241,7 @@ int Submit(int argc, char** argv) {
   options.add_options()
     ("job", "JobConfig file", cxxopts::value<std::string>())
     ("partial", "the daemons named may be some of the job's (each node id once); by default they must be all")
+    ("artifact-uploads", "when no daemon has the job's model file, upload it to this many; the others fetch it from the daemons that have it", cxxopts::value<int>()->default_value("1"))
     ("model-bytes", "a link-aware topology: the bytes of the model each edge carries a round, which "
                     "weigh the measured throughputs against the round trips", cxxopts::value<double>()->default_value("407080"))
     ("h,help", "show this help");
@@ -271,13 +265,15 @@ int Submit(int argc, char** argv) {
     return UsageError(kName, "--model-bytes must be positive");
   if (Status chosen = ChooseMeasuredTopology(*ctx, model_bytes, "submit", &*job); !chosen.ok())
     return Failure(kName, chosen.message() + "; job " + job->job_id() + " was started nowhere");
-  return SubmitToFleet(*ctx, *job, args.count("partial") > 0, artifacts);
+  const int uploads = args["artifact-uploads"].as<int>();
+  if (uploads < 1) return UsageError(kName, "--artifact-uploads must be at least 1");
+  return SubmitToFleet(*ctx, *job, args.count("partial") > 0, artifacts, static_cast<std::size_t>(uploads));
 }
 
 }  // namespace
 
 int SubmitToFleet(const OperatorContext& ctx, const proto::JobConfig& job, bool partial,
-                  const std::vector<node::LocalArtifact>& artifacts) {
+                  const std::vector<node::LocalArtifact>& artifacts, std::size_t artifact_uploads) {
   const std::string nowhere = "; job " + job.job_id() + " was started nowhere";
   proto::ControlRequest status;
   status.mutable_status();
@@ -285,7 +281,7 @@ int SubmitToFleet(const OperatorContext& ctx, const proto::JobConfig& job, bool 
   for (const DaemonReply& r : fleet)
     if (!r.response.ok()) return Failure(kName, Named(r) + " " + WhyNot(r) + nowhere);
   if (std::string why = CheckFleet(job, fleet, partial); !why.empty()) return Failure(kName, why + nowhere);
-  if (Status offered = OfferArtifacts(ctx, artifacts); !offered.ok())
+  if (Status offered = OfferArtifacts(ctx, fleet, artifacts, artifact_uploads); !offered.ok())
     return Failure(kName, offered.message() + nowhere);
 
   proto::ControlRequest prepare;

@@ -8,7 +8,7 @@
 
 #include "apps/murmur/operator.h"
 #include "core/status.h"
-#include "node/artifacts/offer.h"
+#include "node/artifacts/distribute.h"
 #include "proto/node.pb.h"
 #include "topology/graph.h"
 #include "topology/measured.h"
@@ -43,13 +43,14 @@ Status ChooseMeasuredTopology(const OperatorContext& ctx, double model_bytes, co
                               proto::JobConfig* job, MeasuredChoice* choice = nullptr);
 
 // Submission is all or nothing: every daemon's status (its node id against
-// the job's nodes), then `artifacts` offered to each (a daemon that lacks a
-// file, or part of it, is sent the chunks it lacks), then a prepare on each (the daemon checks the job as it
+// the job's nodes), then `artifacts` given to each (uploaded to
+// `artifact_uploads` daemons when none has a file, fetched by the others
+// from those that hold it), then a prepare on each (the daemon checks the job as it
 // would start it), then, when all took it, a commit on each; a refusal
 // aborts the prepared ones, and a commit that fails stops those that started.
 // Prints the daemons' replies; returns the exit code.
 int SubmitToFleet(const OperatorContext& ctx, const proto::JobConfig& job, bool partial,
-                  const std::vector<node::LocalArtifact>& artifacts);
+                  const std::vector<node::LocalArtifact>& artifacts, std::size_t artifact_uploads = 1);
 
 // murmur job relink JOB: see apps/murmur/cmd_job_relink.cc.
 int Relink(int argc, char** argv);

@@ -170,6 +170,30 @@ proto::ArtifactState ArtifactStore::StateOf(const std::string& blake2b) const {
   return s;
 }
 
+Result<std::string> ArtifactStore::ReadChunk(const std::string& blake2b, std::uint64_t index,
+                                             std::uint32_t chunk_bytes) const {
+  std::lock_guard lock(mu_);
+  auto it = complete_.find(blake2b);
+  if (it == complete_.end()) return Status::NotFound("no complete copy here");
+  const std::uint64_t start = index * chunk_bytes;
+  if (chunk_bytes == 0 || index >= (it->second + chunk_bytes - 1) / chunk_bytes)
+    return Status::OutOfRange("past the file's end");
+  const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk_bytes, it->second - start));
+  std::string out(n, '\0');
+  const std::string path = Path(blake2b, "");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::NotFound("cannot open '" + path + "'");
+  const ssize_t got = ::pread(fd, out.data(), n, static_cast<off_t>(start));
+  ::close(fd);
+  if (got != static_cast<ssize_t>(n)) return Status::DataLoss("reading '" + path + "' failed");
+  return out;
+}
+
+proto::ArtifactState ArtifactStore::State(const std::string& blake2b) const {
+  std::lock_guard lock(mu_);
+  return StateOf(blake2b);
+}
+
 std::uint64_t ArtifactStore::bytes_used() const {
   std::lock_guard lock(mu_);
   return UsedLocked();

@@ -63,9 +63,17 @@ class ArtifactStore {
   // offered one, naming both (the chunk, or the whole partial file, is dropped).
   Result<proto::ArtifactState> Put(const std::string& blake2b, std::uint64_t index, crypto::ByteSpan data);
 
+  // Chunk `index` of the complete file `blake2b` cut in chunks of
+  // `chunk_bytes` (to serve another daemon's fetch): NotFound when the file
+  // is not here whole, OutOfRange past its end.
+  Result<std::string> ReadChunk(const std::string& blake2b, std::uint64_t index,
+                                std::uint32_t chunk_bytes) const;
+  // The state an offer of `blake2b` would answer now (complete, chunks held).
+  proto::ArtifactState State(const std::string& blake2b) const;
+
   // Bytes of complete files and reserved by partial ones.
   std::uint64_t bytes_used() const;
-  // Chunk bytes taken by Put since the store opened.
+  // Chunk bytes taken by Put since the store opened (uploaded or fetched).
   std::uint64_t bytes_received() const;
   std::uint64_t files_completed() const;
   // Offers, chunks and verifications refused.

@@ -70,6 +70,10 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
   }
 
   void Read() {
+    // Reads of a whole frame at once once authenticated (a chunk of an
+    // artifact is eight of them); during the handshake a connection holds
+    // 4 kB. Grown here, between reads: the read's callback walks the buffer.
+    if (authenticated_ && buf_.size() < kSessionReadBytes) buf_.resize(kSessionReadBytes);
     auto self = shared_from_this();
     socket_.async_read_some(asio::buffer(buf_.data(), buf_.size()),
                             [this, self](const asio::error_code& ec, std::size_t n) {
@@ -119,9 +123,6 @@ class ControlServer::Connection : public std::enable_shared_from_this<Connection
     channel_.emplace(handshake_->MakeChannel());
     handshake_.reset();
     decoder_.SetLimits(crypto::kConnectionFrameLimits);
-    // Reads of a whole frame at once from now on (a chunk of an artifact is
-    // eight of them); during the handshake a connection holds 4 kB.
-    buf_.resize(kSessionReadBytes);
     ArmTimer(server_->options_.idle_timeout, "no complete request within the idle timeout");
     return Status::Ok();
   }
