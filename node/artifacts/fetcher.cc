@@ -54,8 +54,7 @@ Result<proto::ArtifactState> ArtifactFetcher::Fetch(const ArtifactManifest& m, s
                       << a.sources.size() << " daemons";
   }
   if (a.sources.empty()) {
-    a.stopped = true;
-    a.why = "no daemon to fetch it from";
+    Stop(a, "no daemon to fetch it from");
   } else {
     Pump(a);
   }
@@ -76,7 +75,11 @@ Result<proto::ArtifactState> ArtifactFetcher::Update(const std::string& blake2b,
   // A stopped fetch starts again only for sources it has not tried.
   if (SetSources(a, std::move(sources)) && a.stopped && !a.sources.empty())
     return Fetch(a.manifest, a.sources);
-  if (!a.stopped) Pump(a);
+  if (a.sources.empty()) {
+    Stop(a, "no daemon to fetch it from");
+  } else if (!a.stopped) {
+    Pump(a);
+  }
   return StateOf(&a, blake2b);
 }
 
@@ -121,15 +124,20 @@ void ArtifactFetcher::Arm(Active& a) {
   });
 }
 
+void ArtifactFetcher::Stop(Active& a, std::string why) {
+  a.stopped = true;
+  a.why = std::move(why);
+  if (a.timer != 0) env_.CancelTimer(a.timer);
+  a.timer = 0;
+}
+
 void ArtifactFetcher::NextSource(Active& a, std::string why) {
   MURMUR_LOG(kInfo) << "node " << env_.self() << ": artifact " << DescribeArtifact(a.manifest.artifact)
                     << ": " << why;
   a.why = std::move(why);
   ++a.switches;
-  if (a.switches >= options_.max_rounds * static_cast<int>(a.sources.size())) {
-    a.stopped = true;
-    if (a.timer != 0) env_.CancelTimer(a.timer);
-    a.timer = 0;
+  if (a.sources.empty() || a.switches >= options_.max_rounds * static_cast<int>(a.sources.size())) {
+    Stop(a, a.why);
     MURMUR_LOG(kWarning) << "node " << env_.self() << ": artifact " << DescribeArtifact(a.manifest.artifact)
                          << ": the fetch stopped after every source failed " << options_.max_rounds
                          << " times; the last: " << a.why;

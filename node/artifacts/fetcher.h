@@ -67,6 +67,7 @@ class ArtifactFetcher {
   void Pump(Active& a);
   void Arm(Active& a);
   void NextSource(Active& a, std::string why);
+  void Stop(Active& a, std::string why);
   proto::ArtifactState StateOf(const Active* a, const std::string& blake2b) const;
   // True when the list changed.
   bool SetSources(Active& a, std::vector<NodeId> sources);

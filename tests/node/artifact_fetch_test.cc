@@ -98,6 +98,18 @@ TEST_CASE("A fetch from daemons without a copy stops and says why, and the opera
   *fetch.mutable_artifact_fetch()->mutable_offer()->mutable_artifact() = file.manifest.artifact;
   for (const std::string& d : file.manifest.digests)
     fetch.mutable_artifact_fetch()->mutable_offer()->add_chunk_digests(d);
+  // No source (itself left out): it stops at once, saying so, and a poll with none is no crash.
+  fetch.mutable_artifact_fetch()->add_sources(0);
+  auto alone = fleet.Call(0, fetch);
+  REQUIRE(alone.ok());
+  REQUIRE_MESSAGE(alone->ok(), alone->error());
+  CHECK(alone->artifact().note() == "the fetch stopped: no daemon to fetch it from");
+  proto::ControlRequest empty_poll;
+  empty_poll.mutable_artifact_fetch()->set_blake2b(file.manifest.artifact.blake2b());
+  auto still = fleet.Call(0, empty_poll);
+  REQUIRE(still.ok());
+  CHECK(still->artifact().note() == "the fetch stopped: no daemon to fetch it from");
+  fetch.mutable_artifact_fetch()->clear_sources();
   fetch.mutable_artifact_fetch()->add_sources(1);
   fetch.mutable_artifact_fetch()->add_sources(2);
   auto started = fleet.Call(0, fetch);
