@@ -170,8 +170,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case 8: {  // raw bytes as the control request's ArtifactOffer
         murmur::proto::ArtifactOffer offer;
         if (!offer.ParseFromString(in.Bytes(in.Byte() * 4))) break;
-        (void)store->Offer(
-            ArtifactManifest{offer.artifact(), {offer.chunk_digests().begin(), offer.chunk_digests().end()}});
+        (void)store->Offer(murmur::node::ManifestOf(offer));
         break;
       }
     }

@@ -217,22 +217,18 @@ proto::ControlResponse DaemonImpl::OnArtifact(const proto::ControlRequest& reque
   Result<proto::ArtifactState> state = Status::Internal("no artifact request");
   if (request.has_artifact_offer()) {
     const proto::ArtifactOffer& o = request.artifact_offer();
-    state = artifacts_->Offer(
-        ArtifactManifest{o.artifact(), {o.chunk_digests().begin(), o.chunk_digests().end()}});
+    state = artifacts_->Offer(ManifestOf(o));
     if (state.ok())
       MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": artifact " << DescribeArtifact(o.artifact())
-                        << " offered: " << (state->complete() ? "here already" : "holding ")
-                        << (state->complete() ? ""
-                                              : std::to_string(state->chunks_have()) + " of " +
+                        << " offered: "
+                        << (state->complete() ? "here already"
+                                              : "holding " + std::to_string(state->chunks_have()) + " of " +
                                                     std::to_string(state->chunks_total()) + " chunks");
   } else if (request.has_artifact_fetch()) {
     const proto::ArtifactFetch& f = request.artifact_fetch();
     std::vector<NodeId> sources(f.sources().begin(), f.sources().end());
     if (f.has_offer())
-      state = fetcher_->Fetch(
-          ArtifactManifest{f.offer().artifact(),
-                           {f.offer().chunk_digests().begin(), f.offer().chunk_digests().end()}},
-          std::move(sources));
+      state = fetcher_->Fetch(ManifestOf(f.offer()), std::move(sources));
     else
       state = fetcher_->Update(f.blake2b(), std::move(sources));
   } else {

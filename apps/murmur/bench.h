@@ -5,11 +5,17 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "ml/dataset.h"
 #include "ml/model.h"
 
 namespace murmur::cli {
+
+// The q-quantile of v, interpolated between its nearest ranks, and the
+// median (Quantile 0.5: the mean of the middle two for an even count).
+double Quantile(std::vector<double> v, double q);
+double Median(const std::vector<double>& v);
 
 double SecondsSince(std::chrono::steady_clock::time_point since);
 

@@ -75,11 +75,6 @@ double Blake2bRate(std::size_t chunk, double seconds) {
   return static_cast<double>(bytes) / elapsed / 1e6;
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 int Run(std::uint64_t megabytes, int runs, std::uint32_t chunk) {
   const fs::path dir = fs::temp_directory_path() / ("murmur-bench-transfer-" + std::to_string(::getpid()));
   std::error_code ec;
@@ -114,10 +109,7 @@ int Run(std::uint64_t megabytes, int runs, std::uint32_t chunk) {
   std::unique_ptr<node::ArtifactStore> store;
   auto handler = [&store](const proto::ControlRequest& r, const crypto::PeerInfo&) {
     Result<proto::ArtifactState> s = Status::InvalidArgument("not an artifact request");
-    if (r.has_artifact_offer())
-      s = store->Offer(node::ArtifactManifest{
-          r.artifact_offer().artifact(),
-          {r.artifact_offer().chunk_digests().begin(), r.artifact_offer().chunk_digests().end()}});
+    if (r.has_artifact_offer()) s = store->Offer(node::ManifestOf(r.artifact_offer()));
     if (r.has_artifact_put())
       s = store->Put(r.artifact_put().blake2b(), r.artifact_put().index(),
                      crypto::AsBytes(r.artifact_put().data()));

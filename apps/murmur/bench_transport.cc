@@ -179,12 +179,6 @@ std::string LoadAverage() {
   return buf;
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 std::string Join(const std::vector<double>& v) {
   std::string s;
   char buf[32];

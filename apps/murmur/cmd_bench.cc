@@ -26,6 +26,17 @@
 #include "ml/trainer.h"
 
 namespace murmur::cli {
+
+double Quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double at = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(at);
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (at - static_cast<double>(lo));
+}
+
+double Median(const std::vector<double>& v) { return Quantile(v, 0.5); }
+
 namespace {
 
 constexpr const char* kName = "bench";
@@ -71,17 +82,6 @@ class TrainTimer {
 double TrainRate(const ml::Model& model, const ml::Dataset& data, int batch, int threads, double seconds) {
   return TrainTimer(model, data, batch, threads).Measure(seconds);
 }
-
-// The q-quantile of v, interpolated between its nearest ranks.
-double Quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  const double at = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(at);
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (at - static_cast<double>(lo));
-}
-
-double Median(const std::vector<double>& v) { return Quantile(v, 0.5); }
 
 // One matrix product of the network, to be timed alone: its name, the
 // FLOPs of one call and per training sample, and the call (which owns its

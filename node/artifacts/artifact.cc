@@ -22,6 +22,17 @@ std::string SizeText(std::uint64_t bytes) {
 }
 }  // namespace
 
+ArtifactManifest ManifestOf(const proto::ArtifactOffer& offer) {
+  return ArtifactManifest{offer.artifact(), {offer.chunk_digests().begin(), offer.chunk_digests().end()}};
+}
+
+proto::ArtifactOffer OfferOf(const ArtifactManifest& m) {
+  proto::ArtifactOffer offer;
+  *offer.mutable_artifact() = m.artifact;
+  for (const std::string& d : m.digests) offer.add_chunk_digests(d);
+  return offer;
+}
+
 std::string ChunkDigest(crypto::ByteSpan chunk) {
   crypto::Blake2bHasher h(kChunkDigestBytes);
   h.Update(chunk);

@@ -20,6 +20,7 @@
 
 #include "core/status.h"
 #include "crypto/bytes.h"
+#include "proto/control.pb.h"
 #include "proto/node.pb.h"
 
 namespace murmur::node {
@@ -34,6 +35,11 @@ struct ArtifactManifest {
   proto::Artifact artifact;
   std::vector<std::string> digests;
 };
+
+// The manifest an offer carries (control request artifact_offer, and the
+// HASH.manifest file of a partial artifact), and back. Unchecked: CheckManifest.
+ArtifactManifest ManifestOf(const proto::ArtifactOffer& offer);
+proto::ArtifactOffer OfferOf(const ArtifactManifest& m);
 
 // Reads the file at `path` once: its BLAKE2b-512, size and chunk digests.
 // `name` is what messages call it. NotFound, DataLoss on a read error.

@@ -27,8 +27,7 @@ Result<DistributeReport> DistributeArtifact(const std::vector<FleetDaemon>& flee
     sessions.push_back(std::move(s));
   }
   proto::ControlRequest offer;
-  *offer.mutable_artifact_offer()->mutable_artifact() = file.manifest.artifact;
-  for (const std::string& d : file.manifest.digests) offer.mutable_artifact_offer()->add_chunk_digests(d);
+  *offer.mutable_artifact_offer() = OfferOf(file.manifest);
 
   DistributeReport report;
   std::vector<std::uint32_t> holders;

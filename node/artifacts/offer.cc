@@ -24,13 +24,11 @@ Result<OfferReport> OfferArtifact(ControlSession& session, const LocalArtifact& 
                                   std::chrono::milliseconds timeout, std::uint64_t max_chunks) {
   const proto::Artifact& a = file.manifest.artifact;
   proto::ControlRequest offer;
-  *offer.mutable_artifact_offer()->mutable_artifact() = a;
-  for (const std::string& d : file.manifest.digests) offer.mutable_artifact_offer()->add_chunk_digests(d);
+  *offer.mutable_artifact_offer() = OfferOf(file.manifest);
   MURMUR_ASSIGN_OR_RETURN(proto::ArtifactState state, Answer(session.Call(offer, timeout), session));
   OfferReport report;
   report.complete = state.complete();
   report.chunks_had = state.complete() ? file.manifest.digests.size() : state.chunks_have();
-  report.note = state.note();
   if (state.complete()) return report;
 
   const int fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -31,7 +31,6 @@ struct OfferReport {
   std::uint64_t chunks_sent = 0;
   std::uint64_t bytes_sent = 0;
   bool complete = false;  // the daemon stored and verified the whole file
-  std::string note;       // what the daemon found (a stored copy that no longer verified)
 };
 
 // Offers `file` on `session` and sends the chunks the daemon asks for,

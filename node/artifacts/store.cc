@@ -70,7 +70,7 @@ Result<ArtifactManifest> ReadManifest(const std::string& path) {
   MURMUR_ASSIGN_OR_RETURN(std::string bytes, crypto::ReadSmallFile(path, kMaxManifestFileBytes));
   proto::ArtifactOffer offer;
   if (!offer.ParseFromString(bytes)) return Status::DataLoss("'" + path + "' is not an artifact manifest");
-  ArtifactManifest m{offer.artifact(), {offer.chunk_digests().begin(), offer.chunk_digests().end()}};
+  ArtifactManifest m = ManifestOf(offer);
   MURMUR_RETURN_IF_ERROR(CheckManifest(m));
   return m;
 }
@@ -309,10 +309,7 @@ Result<proto::ArtifactState> ArtifactStore::OfferLocked(const ArtifactManifest& 
       if (it->second.touched < oldest->second.touched) oldest = it;
     Drop(std::string(oldest->first));
   }
-  proto::ArtifactOffer record;
-  *record.mutable_artifact() = a;
-  for (const std::string& d : offered.digests) record.add_chunk_digests(d);
-  const std::string bytes = record.SerializeAsString();
+  const std::string bytes = OfferOf(offered).SerializeAsString();
   MURMUR_RETURN_IF_ERROR(crypto::WriteFileAtomic(Path(name, ".manifest"), crypto::AsBytes(bytes), 0644));
   Partial& p = partial_[name];
   p.manifest = offered;

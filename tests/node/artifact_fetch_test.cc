@@ -95,9 +95,7 @@ TEST_CASE("A fetch from daemons without a copy stops and says why, and the opera
   FedFleet fleet(3);
   const LocalArtifact file = MakeFile(fleet, 5 * 16384);
   proto::ControlRequest fetch;
-  *fetch.mutable_artifact_fetch()->mutable_offer()->mutable_artifact() = file.manifest.artifact;
-  for (const std::string& d : file.manifest.digests)
-    fetch.mutable_artifact_fetch()->mutable_offer()->add_chunk_digests(d);
+  *fetch.mutable_artifact_fetch()->mutable_offer() = OfferOf(file.manifest);
   // No source (itself left out): it stops at once, saying so, and a poll with none is no crash.
   fetch.mutable_artifact_fetch()->add_sources(0);
   auto alone = fleet.Call(0, fetch);
