@@ -108,6 +108,8 @@ class FrameReader {
   bool failed() const { return failed_; }
   // Bytes received and not yet returned as frames.
   std::size_t buffered_bytes() const { return end_ - begin_; }
+  // Those bytes (a listener sniffs a relay preface in them before any frame is taken).
+  ByteSpan buffered() const { return ByteSpan(buffer_.data() + begin_, end_ - begin_); }
 
  private:
   FrameLimits limits_;

@@ -29,6 +29,11 @@ std::array<std::uint8_t, 8> RoundBytes(std::uint64_t round) {
 
 }  // namespace
 
+void FillRandom(std::span<std::uint8_t> out) {
+  EnsureSodium();
+  randombytes_buf(out.data(), out.size());
+}
+
 MaskSeed RandomSeed() {
   EnsureSodium();
   MaskSeed s{};

@@ -41,6 +41,8 @@ inline constexpr std::string_view kShareKeyLabel = "murmur secagg share key v1";
 
 // 32 bytes from the system's randomness (libsodium randombytes_buf).
 MaskSeed RandomSeed();
+// Fills `out` from the system's randomness (a relay circuit's tokens).
+void FillRandom(std::span<std::uint8_t> out);
 
 // The X25519 key pair whose secret is `secret` (RFC 7748; clamping happens in
 // the scalar multiplication, so any 32 bytes will do).

@@ -8,20 +8,28 @@
 //     bytes are the data of its records, in order;
 //   - a CERTIFICATE record's payload is the record after its type byte, and
 //     the handshake-payload decoder the session then runs on it does not crash;
+//   - a RELAY record's node, token and reason are its bytes (section 7.4);
 //   - every record is read in the order RecordSource promises (its header,
 //     then one run of later bytes without gaps), on which the transport's
 //     AES-GCM records rely.
+// The whole input is also scanned as a connection's first bytes
+// (ScanPreface: a token only from a whole preface of version 1) and parsed
+// as a membership address (ParseMemberAddress: what it formats parses to
+// the same address).
 // Input: byte 0 picks the message bound (1 B .. 512 KiB); then records, each
 // a u16 little-endian length, a keep flag byte and the record's bytes.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "crypto/bytes.h"
 #include "crypto/handshake.h"
+#include "node/transport/address.h"
 #include "node/transport/envelope.h"
+#include "node/transport/preface.h"
 
 using murmur::crypto::Bytes;
 using murmur::crypto::ByteSpan;
@@ -57,7 +65,27 @@ class OrderedRecord : public murmur::node::RecordSource {
 
 }  // namespace
 
+void CheckPrefaceAndAddress(const std::uint8_t* data, std::size_t size) {
+  murmur::node::RelayToken token{};
+  const auto scan = murmur::node::ScanPreface(ByteSpan(data, size), &token);
+  if (scan.ok() && *scan == murmur::node::PrefaceScan::kPreface) {
+    if (size < murmur::node::kPrefaceBytes ||
+        murmur::node::PrefaceBytes(token) != Bytes(data, data + murmur::node::kPrefaceBytes))
+      std::abort();
+  }
+  const std::string text(reinterpret_cast<const char*>(data), std::min<std::size_t>(size, 300));
+  const auto address = murmur::node::ParseMemberAddress(text);
+  if (!address.ok()) return;
+  if (address->relays.size() > murmur::node::kMaxRelays) std::abort();
+  const auto again =
+      murmur::node::ParseMemberAddress(murmur::node::FormatMemberAddress(address->at, address->relays));
+  if (!again.ok() || again->at.host != address->at.host || again->at.port != address->at.port ||
+      again->relays != address->relays)
+    std::abort();
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  CheckPrefaceAndAddress(data, size);
   if (size < 1) return 0;
   const std::uint64_t bound = std::uint64_t{1} << (data[0] % 20);
   EnvelopeReader reader(bound);
@@ -100,6 +128,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         (void)murmur::crypto::DecodeHandshakePayload(event.certificate);
         break;
       }
+      case RecordType::kRelayConnect:
+      case RecordType::kRelayInvite:
+        if (record.size() != 21 || event.relay_node != murmur::crypto::LoadU32(record.data() + 1) ||
+            !std::equal(event.relay_token.begin(), event.relay_token.end(), record.begin() + 5))
+          std::abort();
+        break;
+      case RecordType::kRelayRefused:
+        if (record.size() < 18 || record[17] != record.size() - 18 ||
+            !std::equal(event.relay_token.begin(), event.relay_token.end(), record.begin() + 1) ||
+            event.relay_reason != std::string(record.begin() + 18, record.end()))
+          std::abort();
+        break;
       default: break;
     }
     if (event.type == RecordType::kBegin || event.type == RecordType::kContinue) {

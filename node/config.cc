@@ -51,6 +51,8 @@ Status ValidateNodeConfig(const proto::NodeConfig& c) {
       {"control_max_pending", c.control_max_pending()},
       {"control_max_pending_per_address", c.control_max_pending_per_address()},
       {"max_members_per_peer", c.max_members_per_peer()},
+      {"relay_max_circuits", c.relay_max_circuits()},
+      {"relay_max_circuits_per_node", c.relay_max_circuits_per_node()},
   };
   for (const auto& [name, value] : bounds)
     if (value < 1)
@@ -63,6 +65,18 @@ Status ValidateNodeConfig(const proto::NodeConfig& c) {
       return Status::InvalidArgument("config field 'peers': id " + std::to_string(p.id()) +
                                      " is missing, repeated, or this node's own");
     MURMUR_RETURN_IF_ERROR(ParseHostPort(p.address()).status().WithContext("config field 'peers.address'"));
+  }
+  if (!(c.relay_bytes_per_second_per_node() >= 1024))
+    return Status::InvalidArgument("config field 'relay_bytes_per_second_per_node' must be at least 1024");
+  if (c.relays_size() > static_cast<int>(kMaxRelays))
+    return Status::InvalidArgument("config field 'relays': at most " + std::to_string(kMaxRelays) +
+                                   " relays");
+  std::set<std::uint32_t> relays;
+  for (std::uint32_t r : c.relays()) {
+    if (ids.count(r) == 0 || !relays.insert(r).second)
+      return Status::InvalidArgument(
+          "config field 'relays': node " + std::to_string(r) +
+          " is repeated or not in 'peers' (a relay must be dialled by its address)");
   }
   if (c.has_faults()) {
     if (!c.fault_injection())

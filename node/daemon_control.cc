@@ -95,6 +95,7 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
         }
         for (auto& [id, s] : peers) {
           s.set_connected(transport_->IsConnected(id));
+          if (auto relay = transport_->RelayOf(id)) s.set_relay(*relay);
           if (auto out = transport_->Unconnected(id)) {
             s.set_unconnected(out->reason);
             s.set_unconnected_s(std::chrono::duration<double>(out->duration).count());
@@ -114,6 +115,18 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
     case proto::ControlRequest::kArtifactOffer:
     case proto::ControlRequest::kArtifactPut:
     case proto::ControlRequest::kArtifactFetch: r = OnArtifact(request); break;
+    case proto::ControlRequest::kControlRelay: {
+      const NodeId target = request.control_relay().node();
+      auto token = transport_->relay().OpenControl(target, transport_->IsConnected(target));
+      if (!token.ok()) {
+        r = Refuse("no relay to node " + std::to_string(target) + ": " + token.status().message());
+        break;
+      }
+      r.set_ok(true);
+      r.mutable_relay()->set_token(token->data(), token->size());
+      r.mutable_relay()->set_address(advertised_);
+      break;
+    }
     default: r = Refuse("unknown request"); break;
   }
   // Every reply, a refusal too, says which node answered and where its job stands.

@@ -103,6 +103,12 @@ Status DaemonImpl::Init() {
     }
     to.peers.push_back(pa);
   }
+  to.relays.assign(config_.relays().begin(), config_.relays().end());
+  to.relay.serve = config_.relay();
+  to.relay.max_circuits = config_.relay_max_circuits();
+  to.relay.max_circuits_per_node = config_.relay_max_circuits_per_node();
+  to.relay.bytes_per_second_per_node = config_.relay_bytes_per_second_per_node();
+  to.relay.burst_bytes_per_node = std::max(to.relay.bytes_per_second_per_node / 4, 256.0 * 1024);
   const bool aes_gcm = config_.cipher() == "auto";
   crypto::TrustPolicy policy{config_.network_id(), coordinator, crypto::kRoleNode, aes_gcm};
   node_policy_ = policy;
@@ -138,9 +144,10 @@ Status DaemonImpl::Init() {
   // Membership (SWIM with Lifeguard, docs/membership.md): the configured
   // peers are the seeds; members learned from them are dialled.
   membership::MembershipOptions mo;
-  mo.address = listen.host.find(':') != std::string::npos
-                   ? "[" + listen.host + "]:" + std::to_string(transport_->port())
-                   : listen.host + ":" + std::to_string(transport_->port());
+  // The address stated in membership names this node's relays, so that
+  // peers that cannot dial it go through them (docs/protocol.md 7.2).
+  advertised_ = FormatHostPort(HostPort{listen.host, transport_->port()});
+  mo.address = FormatMemberAddress(HostPort{listen.host, transport_->port()}, to.relays);
   for (const auto& p : config_.peers()) mo.seeds.push_back(p.id());
   mo.max_members_per_peer = config_.max_members_per_peer();
   signer_ = std::make_unique<CertifiedSigner>(identity, cert);
@@ -163,6 +170,11 @@ Status DaemonImpl::Init() {
       co);
   MURMUR_ASSIGN_OR_RETURN(HostPort chp, ParseHostPort(config_.control_listen()));
   MURMUR_RETURN_IF_ERROR(control_->Start(chp.host, chp.port));
+  // An operator's connection relayed to this daemon (docs/daemon.md "Behind NAT").
+  transport_->SetControlCircuitHandler([this](asio::ip::tcp::socket socket, NodeId relay) {
+    MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": an operator's connection through relay " << relay;
+    control_->Adopt(std::move(socket));
+  });
   std::ostringstream ports;
   ports << "transport " << transport_->port() << "\nmetrics " << metrics_->port() << "\ncontrol "
         << control_->port() << "\n";
@@ -435,14 +447,27 @@ Status DaemonImpl::Run(bool handle_signals) {
 void DaemonImpl::OnMemberAlive(const membership::Member& m) {
   MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": member " << m.id << " alive (incarnation "
                     << m.incarnation << ", " << m.address << ")";
-  auto hp = ParseHostPort(m.address);
-  if (hp.ok() && !transport_->IsConnected(m.id)) {
-    bool configured = false;
-    for (const auto& p : config_.peers()) configured = configured || p.id() == m.id;
+  auto stated = ParseMemberAddress(m.address);
+  if (stated.ok() && !transport_->IsConnected(m.id)) {
     // The address is the member's own signed word; who answers there must
     // still present a certificate for that node id. No key is pinned: the
-    // coordinator may have certified a new one for it since (a re-keyed node).
-    if (!configured) transport_->AddPeer(PeerAddress{m.id, hp->host, hp->port, std::nullopt});
+    // coordinator may have certified a new one for it since (a re-keyed
+    // node). A configured peer keeps its configured address and key, and
+    // takes the relays it states.
+    PeerAddress pa{m.id, stated->at.host, stated->at.port, std::nullopt, stated->relays};
+    for (const auto& p : config_.peers()) {
+      if (p.id() != m.id) continue;
+      auto hp = ParseHostPort(p.address());
+      if (hp.ok()) {
+        pa.host = hp->host;
+        pa.port = hp->port;
+      }
+      if (p.has_public_key()) {
+        auto key = crypto::ParsePublicKeyText(p.public_key());
+        if (key.ok()) pa.key = *key;
+      }
+    }
+    transport_->AddPeer(pa);
   }
   if (job_ && !job_->ended()) job_->PeersChanged();
 }

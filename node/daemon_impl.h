@@ -105,6 +105,7 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<MetricsServer> metrics_;
   std::unique_ptr<ControlServer> control_;
+  std::string advertised_;  // HOST:PORT of the peer port, as membership states it (without relays)
   std::unique_ptr<CertifiedSigner> signer_;
   std::unique_ptr<crypto::Identity> identity_;  // signs SecAgg+ keys of federated jobs
   std::unique_ptr<MemberKeys> member_keys_;

@@ -34,6 +34,51 @@ std::string DaemonImpl::RenderMetrics() const {
   out += PrometheusMetric("murmur_sessions_duplicate_total", "counter",
                           "Second sessions with a peer (dialled from both ends at once), closed.",
                           static_cast<double>(s.sessions_duplicate.load()));
+  {
+    const RelayStats& r = transport_->relay().stats();
+    struct Counter {
+      const char* name;
+      const char* help;
+      std::uint64_t value;
+    };
+    const Counter counters[] = {
+        {"murmur_relay_dials_total",
+         "Circuits this node asked a relay for (its direct dial to the peer failed).", s.relay_dials.load()},
+        {"murmur_relay_refusals_total", "Of them, refused by the relay (the log and murmur peers say why).",
+         s.relay_refusals.load()},
+        {"murmur_relay_invites_total", "Relay invitations this node answered by dialling its relay.",
+         s.relay_invites.load()},
+        {"murmur_relay_invites_refused_total",
+         "Relay invitations not answered (not from a relay of this node, "
+         "or over the bound).",
+         s.relay_invites_refused.load()},
+        {"murmur_relayed_sessions_total", "Sessions with peers that came up through a relay.",
+         s.relayed_sessions.load()},
+        {"murmur_relayed_bytes_sent_total", "Bytes this node wrote on sessions through a relay.",
+         s.relayed_bytes_sent.load()},
+        {"murmur_relayed_bytes_received_total", "Bytes this node read on sessions through a relay.",
+         s.relayed_bytes_received.load()},
+        {"murmur_relay_circuits_total", "Circuits this node relayed (both ends came in).",
+         r.circuits_spliced.load()},
+        {"murmur_relay_circuits_refused_total",
+         "Circuits this node refused to relay (not a relay, no session "
+         "with the target, or a bound).",
+         r.circuits_refused.load()},
+        {"murmur_relay_circuits_unpaired_total", "Circuits dropped because an end did not come within 10 s.",
+         r.circuits_unpaired.load()},
+        {"murmur_relay_bytes_total", "Bytes this node forwarded for others, both directions (ciphertext).",
+         r.bytes_forwarded.load()},
+        {"murmur_relay_prefaces_unknown_total",
+         "Connections to this relay whose token no circuit held, closed.", r.prefaces_unknown.load()},
+        {"murmur_relay_rate_limited_total", "Relayed reads held back for a node's bytes-per-second bound.",
+         r.rate_limited_waits.load()},
+    };
+    for (const Counter& c : counters)
+      out += PrometheusMetric(c.name, "counter", c.help, static_cast<double>(c.value));
+    out += PrometheusMetric("murmur_relay_circuits", "gauge",
+                            "Circuits this node relays now (spliced, or waiting for an end).",
+                            static_cast<double>(r.circuits_open.load()));
+  }
   out +=
       PrometheusMetric("murmur_handshake_failures_total", "counter", "Handshakes that failed or timed out.",
                        static_cast<double>(s.handshake_failures.load()));

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "node/metrics_server.h"
+#include "node/transport/relay.h"
 
 namespace murmur::node {
 
@@ -13,7 +14,8 @@ std::string DescriptorNeeds::Describe() const {
   return std::to_string(total()) + " (max_sessions " + std::to_string(sessions) +
          " + max_pending_handshakes " + std::to_string(pending) +
          " + control_max_sessions and control_max_pending " + std::to_string(control) + " + metrics " +
-         std::to_string(metrics) + " + " + std::to_string(base) + " for the daemon itself)";
+         std::to_string(metrics) + (relay > 0 ? " + relay circuits " + std::to_string(relay) : "") + " + " +
+         std::to_string(base) + " for the daemon itself)";
 }
 
 DescriptorNeeds NeededDescriptors(const proto::NodeConfig& c) {
@@ -22,6 +24,7 @@ DescriptorNeeds NeededDescriptors(const proto::NodeConfig& c) {
   n.pending = c.max_pending_handshakes();
   n.control = std::uint64_t{c.control_max_sessions()} + c.control_max_pending();
   n.metrics = MetricsServerOptions{}.max_connections;
+  if (c.relay()) n.relay = 2 * std::uint64_t{c.relay_max_circuits()} + kMaxOrphans;
   return n;
 }
 

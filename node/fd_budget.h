@@ -30,8 +30,9 @@ struct DescriptorNeeds {
   std::uint64_t pending = 0;   // max_pending_handshakes
   std::uint64_t control = 0;   // control_max_sessions + control_max_pending
   std::uint64_t metrics = 0;   // MetricsServerOptions::max_connections
+  std::uint64_t relay = 0;     // relay: true: two per circuit (relay_max_circuits), and kMaxOrphans
 
-  std::uint64_t total() const { return base + sessions + pending + control + metrics; }
+  std::uint64_t total() const { return base + sessions + pending + control + metrics + relay; }
   // "1400 (max_sessions 1024 + max_pending_handshakes 256 + ...)".
   std::string Describe() const;
 };

@@ -42,6 +42,7 @@ int RunPeers(int argc, char** argv) {
       std::printf("  %-5u %-22s %-10s %-11s %-11llu %-9s %s", p.id(),
                   p.address().empty() ? "-" : p.address().c_str(), p.connected() ? "up" : "down",
                   p.state().c_str(), static_cast<unsigned long long>(p.incarnation()), rtt, in);
+      if (p.has_relay()) std::printf("  through relay %u", p.relay());
       if (p.has_unconnected())
         std::printf("  no session for %.0f s: %s", p.unconnected_s(), p.unconnected().c_str());
       std::printf("\n");

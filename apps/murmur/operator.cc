@@ -15,8 +15,8 @@ namespace murmur::cli {
 void AddOperatorOptions(cxxopts::Options& options) {
   // clang-format off
   options.add_options("daemons")
-    ("daemon", "a daemon's control address HOST:PORT (repeat the flag for more)", cxxopts::value<std::vector<std::string>>())
-    ("cluster", "file listing daemons' control addresses, one HOST:PORT per line ('#' comments)", cxxopts::value<std::string>())
+    ("daemon", "a daemon's control address HOST:PORT, or NODE@HOST:PORT: node NODE behind NAT, through its relay whose control address that is (repeat the flag for more)", cxxopts::value<std::vector<std::string>>())
+    ("cluster", "file listing daemons' control addresses, one HOST:PORT or NODE@HOST:PORT per line ('#' comments)", cxxopts::value<std::string>())
     ("identity", "the operator's identity.key", cxxopts::value<std::string>())
     ("cert", "the operator's certificate (roles must include operator)", cxxopts::value<std::string>())
     ("coordinator-key", "the coordinator's identity.pub, or its 64 hex digits", cxxopts::value<std::string>())

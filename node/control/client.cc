@@ -8,6 +8,7 @@
 #include "node/control/codec.h"
 #include "node/transport/address.h"
 #include "node/transport/asio.h"
+#include "node/transport/preface.h"
 
 namespace murmur::node {
 
@@ -110,15 +111,54 @@ ControlSession::ControlSession(std::string address, std::unique_ptr<Impl> impl)
     : address_(std::move(address)), impl_(std::move(impl)) {}
 ControlSession::~ControlSession() = default;
 
+namespace {
+
+// "NODE@HOST:PORT": node NODE's control server, through the daemon whose
+// control port is HOST:PORT (a relay of NODE's). nullopt for a plain address.
+Result<std::optional<NodeId>> RelayedNode(const std::string& address, std::string* relay) {
+  const auto at = address.find('@');
+  if (at == std::string::npos) {
+    *relay = address;
+    return std::optional<NodeId>();
+  }
+  const std::string id = address.substr(0, at);
+  if (id.empty() || id.size() > 10 || id.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoull(id) >= kNoNode)
+    return Status::InvalidArgument("address '" + address + "': '" + id + "' before '@' is not a node id");
+  *relay = address.substr(at + 1);
+  return std::optional<NodeId>(static_cast<NodeId>(std::stoull(id)));
+}
+
+}  // namespace
+
 Result<std::unique_ptr<ControlSession>> ControlSession::Open(const std::string& address,
                                                              const crypto::Credentials& credentials,
                                                              const crypto::TrustPolicy& policy,
                                                              std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto opened = [&]() -> Result<std::unique_ptr<Impl>> {
-    MURMUR_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(address));
-    auto impl = std::make_unique<Impl>(std::chrono::steady_clock::now() + timeout);
+    std::string direct;
+    MURMUR_ASSIGN_OR_RETURN(std::optional<NodeId> node, RelayedNode(address, &direct));
+    MURMUR_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(direct));
+    std::optional<RelayToken> token;
+    if (node.has_value()) {
+      // The relay opens a circuit to the node's control server; this end
+      // connects to the relay's peer port with the token's preface.
+      proto::ControlRequest ask;
+      ask.mutable_control_relay()->set_node(*node);
+      MURMUR_ASSIGN_OR_RETURN(proto::ControlResponse grant,
+                              CallDaemon(direct, credentials, policy, ask, timeout));
+      if (!grant.ok()) return Status::FailedPrecondition(grant.error());
+      if (grant.relay().token().size() != kRelayTokenSize)
+        return Status::DataLoss("the relay's grant carries no token");
+      token.emplace();
+      std::copy(grant.relay().token().begin(), grant.relay().token().end(), token->begin());
+      MURMUR_ASSIGN_OR_RETURN(hp, ParseHostPort(grant.relay().address()));
+    }
+    auto impl = std::make_unique<Impl>(deadline);
     Exchange& x = impl->x;
     MURMUR_RETURN_IF_ERROR(x.Connect(hp));
+    if (token.has_value()) MURMUR_RETURN_IF_ERROR(x.Write(PrefaceBytes(*token)));
     crypto::SecureHandshake hs(crypto::HandshakeRole::kInitiator, credentials, policy, UnixNow());
     while (!hs.IsComplete()) {
       if (hs.IsMyTurn()) {
@@ -131,6 +171,10 @@ Result<std::unique_ptr<ControlSession>> ControlSession::Open(const std::string& 
         MURMUR_RETURN_IF_ERROR(hs.ReadMessage(frame));
       }
     }
+    // Through a relay, the daemon that answers must be the node asked for.
+    if (node.has_value() && hs.peer().certificate.node_id != *node)
+      return Status::PermissionDenied("node " + std::to_string(hs.peer().certificate.node_id) +
+                                      " answered, not node " + std::to_string(*node));
     impl->channel.emplace(hs.MakeChannel());
     return impl;
   }();

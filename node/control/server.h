@@ -60,6 +60,9 @@ class ControlServer {
   // Listens on host:port (0: any free port). Unavailable on failure.
   Status Start(const std::string& host, std::uint16_t port);
   void Stop();
+  // Runs `socket` as an accepted connection (an operator's, relayed to this
+  // daemon: node/transport/relay.h), under the same bounds.
+  void Adopt(asio::ip::tcp::socket socket) { OnAccept(std::move(socket)); }
   // The credentials presented to operators from the next connection on (a renewed certificate).
   void SetCredentials(crypto::Credentials credentials) { credentials_ = std::move(credentials); }
   std::uint16_t port() const { return listener_.port(); }

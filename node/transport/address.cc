@@ -25,4 +25,49 @@ Result<HostPort> ParseHostPort(const std::string& text) {
   return hp;
 }
 
+std::string FormatHostPort(const HostPort& at) {
+  return at.host.find(':') != std::string::npos ? "[" + at.host + "]:" + std::to_string(at.port)
+                                                : at.host + ":" + std::to_string(at.port);
+}
+
+std::string FormatMemberAddress(const HostPort& at, const std::vector<NodeId>& relays) {
+  std::string out = FormatHostPort(at);
+  for (std::size_t i = 0; i < relays.size(); ++i)
+    out += (i == 0 ? ";relays=" : ",") + std::to_string(relays[i]);
+  return out;
+}
+
+Result<MemberAddress> ParseMemberAddress(const std::string& text) {
+  MemberAddress out;
+  const auto semi = text.find(';');
+  MURMUR_ASSIGN_OR_RETURN(out.at, ParseHostPort(text.substr(0, semi)));
+  if (semi == std::string::npos) return out;
+  const std::string rest = text.substr(semi + 1);
+  const std::string key = "relays=";
+  if (rest.compare(0, key.size(), key) != 0 || rest.size() == key.size())
+    return Status::InvalidArgument("address '" + text + "': after ';' only 'relays=ID,...' is known");
+  std::size_t at = key.size();
+  while (at <= rest.size()) {
+    const auto comma = rest.find(',', at);
+    const std::string id = rest.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    if (id.empty() || id.size() > 10 || id.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoull(id) > 0xffffffffULL)
+      return Status::InvalidArgument("address '" + text + "': relay '" + id + "' is not a node id");
+    if (out.relays.size() == kMaxRelays)
+      return Status::InvalidArgument("address '" + text + "': more than " + std::to_string(kMaxRelays) +
+                                     " relays");
+    out.relays.push_back(static_cast<NodeId>(std::stoull(id)));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return out;
+}
+
+Result<asio::ip::address> ParseAddress(const std::string& host) {
+  asio::error_code ec;
+  asio::ip::address a = asio::ip::make_address(host, ec);
+  if (ec) return Status::InvalidArgument("address '" + host + "' is not a numeric IPv4 or IPv6 address");
+  return a;
+}
+
 }  // namespace murmur::node

@@ -6,8 +6,11 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
+#include "core/env.h"
 #include "core/status.h"
+#include "node/transport/asio.h"
 
 namespace murmur::node {
 
@@ -17,5 +20,20 @@ struct HostPort {
 };
 // "127.0.0.1:7001" or "[::1]:7001". InvalidArgument otherwise.
 Result<HostPort> ParseHostPort(const std::string& text);
+// The address a daemon states in membership (docs/protocol.md section 7.4):
+// "HOST:PORT", or "HOST:PORT;relays=R1,R2" naming the relays it keeps
+// sessions with (at most kMaxRelays node ids, decimal).
+inline constexpr std::size_t kMaxRelays = 8;
+struct MemberAddress {
+  HostPort at;
+  std::vector<NodeId> relays;
+};
+Result<MemberAddress> ParseMemberAddress(const std::string& text);
+std::string FormatMemberAddress(const HostPort& at, const std::vector<NodeId>& relays);
+// "127.0.0.1:7001" or "[::1]:7001".
+std::string FormatHostPort(const HostPort& at);
+
+// A numeric IPv4 or IPv6 address. InvalidArgument otherwise.
+Result<asio::ip::address> ParseAddress(const std::string& host);
 
 }  // namespace murmur::node

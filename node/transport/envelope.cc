@@ -39,6 +39,25 @@ crypto::Bytes CertificateRecord(const crypto::HandshakePayload& payload) {
   return out;
 }
 
+crypto::Bytes RelayRecord(RecordType type, NodeId node, const RelayToken& token) {
+  MURMUR_CHECK(type == RecordType::kRelayConnect || type == RecordType::kRelayInvite);
+  crypto::Bytes out;
+  crypto::AppendU8(&out, static_cast<std::uint8_t>(type));
+  crypto::AppendU32(&out, node);
+  crypto::AppendBytes(&out, token);
+  return out;
+}
+
+crypto::Bytes RelayRefusedRecord(const RelayToken& token, std::string_view reason) {
+  reason = reason.substr(0, kMaxRelayReasonBytes);
+  crypto::Bytes out;
+  crypto::AppendU8(&out, static_cast<std::uint8_t>(RecordType::kRelayRefused));
+  crypto::AppendBytes(&out, token);
+  crypto::AppendU8(&out, static_cast<std::uint8_t>(reason.size()));
+  crypto::AppendBytes(&out, crypto::AsBytes(reason));
+  return out;
+}
+
 std::size_t RecordCount(std::size_t payload_size, std::size_t max_plaintext) {
   MURMUR_CHECK(max_plaintext > kBeginHeaderSize);
   const std::size_t first = max_plaintext - kBeginHeaderSize;
@@ -176,6 +195,30 @@ Status EnvelopeReader::Feed(RecordSource& source, RecordEvent* event, bool keep)
       event->type = RecordType::kCertificate;
       event->certificate.resize(size - 1);
       source.Read(1, size - 1, event->certificate.data());
+      return Status::Ok();
+    }
+    case RecordType::kRelayConnect:
+    case RecordType::kRelayInvite: {
+      constexpr std::size_t kSize = 1 + 4 + kRelayTokenSize;
+      if (size != kSize) return Fail(Status::DataLoss("RELAY_CONNECT/RELAY_INVITE record must be 21 bytes"));
+      std::array<std::uint8_t, kSize> all{};
+      source.Read(0, kSize, all.data());
+      event->type = static_cast<RecordType>(type);
+      event->relay_node = crypto::LoadU32(all.data() + 1);
+      std::copy_n(all.begin() + 5, kRelayTokenSize, event->relay_token.begin());
+      return Status::Ok();
+    }
+    case RecordType::kRelayRefused: {
+      constexpr std::size_t kFixed = 1 + kRelayTokenSize + 1;
+      if (size < kFixed || size > kFixed + kMaxRelayReasonBytes)
+        return Fail(Status::DataLoss("RELAY_REFUSED record of " + std::to_string(size) + " bytes"));
+      crypto::Bytes all(size);
+      source.Read(0, size, all.data());
+      if (all[kFixed - 1] != size - kFixed)
+        return Fail(Status::DataLoss("RELAY_REFUSED record's reason length disagrees with its size"));
+      event->type = RecordType::kRelayRefused;
+      std::copy_n(all.begin() + 1, kRelayTokenSize, event->relay_token.begin());
+      event->relay_reason.assign(all.begin() + kFixed, all.end());
       return Status::Ok();
     }
     case RecordType::kBegin: {

@@ -9,6 +9,14 @@
 //   4 PING      u64 token                               keepalive; answered with PONG
 //   5 PONG      u64 token
 //   6 CERTIFICATE handshake credentials payload        the sender's renewed certificate (below)
+//   7 RELAY_CONNECT  u32 target || token[16]           to a relay: splice me to `target`
+//   8 RELAY_INVITE   u32 initiator || token[16]        from a relay: `initiator` asks for you
+//   9 RELAY_REFUSED  token[16] || u8 n || reason[n]    from a relay: that circuit is refused
+//
+// The three RELAY records set up a circuit through a relay
+// (node/transport/relay.h, docs/protocol.md section 7.4): both ends then
+// open a TCP connection to the relay, send a preface with their token, and
+// run the Noise handshake with each other through it.
 //
 // CERTIFICATE carries crypto::EncodeHandshakePayload of the sender's new
 // certificate and its signature of the session's Noise static key: a daemon
@@ -30,6 +38,8 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/env.h"
@@ -45,8 +55,16 @@ enum class RecordType : std::uint8_t {
   kContinue = 3,
   kPing = 4,
   kPong = 5,
-  kCertificate = 6
+  kCertificate = 6,
+  kRelayConnect = 7,
+  kRelayInvite = 8,
+  kRelayRefused = 9
 };
+
+// A relay circuit's token: 16 random bytes, one per end of a circuit.
+inline constexpr std::size_t kRelayTokenSize = 16;
+using RelayToken = std::array<std::uint8_t, kRelayTokenSize>;
+inline constexpr std::size_t kMaxRelayReasonBytes = 200;
 
 inline constexpr std::size_t kBeginHeaderSize = 1 + 4 + 8;
 inline constexpr std::size_t kContinueHeaderSize = 1;
@@ -57,6 +75,10 @@ inline constexpr std::size_t kMaxCertificateRecordPayload =
 crypto::Bytes HelloRecord(NodeId self);
 crypto::Bytes PingRecord(RecordType type, std::uint64_t token);  // kPing or kPong
 crypto::Bytes CertificateRecord(const crypto::HandshakePayload& payload);
+// kRelayConnect (node = target) or kRelayInvite (node = initiator).
+crypto::Bytes RelayRecord(RecordType type, NodeId node, const RelayToken& token);
+// `reason` is cut to kMaxRelayReasonBytes.
+crypto::Bytes RelayRefusedRecord(const RelayToken& token, std::string_view reason);
 
 // Number of records a message of `payload_size` bytes takes with plaintexts of
 // at most `max_plaintext` bytes. REQUIRES: max_plaintext > kBeginHeaderSize.
@@ -167,6 +189,9 @@ struct RecordEvent {
   NodeId hello_node = kNoNode;             // kHello
   std::uint64_t token = 0;                 // kPing, kPong
   crypto::Bytes certificate;               // kCertificate: the handshake payload, not yet decoded
+  NodeId relay_node = kNoNode;             // kRelayConnect: the target; kRelayInvite: the initiator
+  RelayToken relay_token{};                // the three RELAY records
+  std::string relay_reason;                // kRelayRefused
   std::optional<ReceivedMessage> message;  // set when a BEGIN/CONTINUE completed a message
 };
 

@@ -5,6 +5,7 @@
 
 #include "core/log.h"
 #include "node/transport/frame_records.h"
+#include "node/transport/preface.h"
 #include "node/transport/transport.h"
 
 namespace murmur::node {
@@ -38,7 +39,8 @@ void Session::Start() {
   started_ = last_receive_ = last_send_ = std::chrono::steady_clock::now();
   asio::error_code ec;
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
-  address_ = socket_.remote_endpoint(ec).address().to_string();
+  address_ = relay_ != kNoNode ? "relay " + std::to_string(relay_)
+                               : socket_.remote_endpoint(ec).address().to_string();
   handshake_.emplace(role_, transport_->credentials_, transport_->policy_, UnixNow());
   presented_ = transport_->credentials_.certificate;
   if (role_ == crypto::HandshakeRole::kInitiator) {
@@ -105,7 +107,13 @@ void Session::Read() {
         last_receive_ = std::chrono::steady_clock::now();
         ++reads_;
         if (transport_ != nullptr) transport_->stats_.bytes_received += n;
+        if (transport_ != nullptr && relay_ != kNoNode) transport_->stats_.relayed_bytes_received += n;
         frames_.Commit(n);
+        if (sniff_preface_ && transport_ != nullptr) {
+          const Sniff sniff = SniffPreface();
+          if (sniff == Sniff::kMore) return Read();
+          if (sniff != Sniff::kHandshake) return;
+        }
         // Frames completed before a bad length are processed, in order, before it closes the session.
         std::optional<Status> bad_length;
         std::vector<std::span<std::uint8_t>> sealed;  // to open on the crypto workers
@@ -150,6 +158,35 @@ void Session::Read() {
         Pump();
         Read();
       });
+}
+
+Session::Sniff Session::SniffPreface() {
+  RelayToken token;
+  const crypto::ByteSpan first = frames_.buffered();
+  Result<PrefaceScan> scan = ScanPreface(first, &token);
+  if (!scan.ok()) {
+    ++transport_->stats_.handshake_failures;
+    transport_->OnSessionFailure(kNoNode, address_, true, scan.status());
+    Close(scan.status());
+    return Sniff::kFailed;
+  }
+  if (*scan == PrefaceScan::kIncomplete) return Sniff::kMore;
+  sniff_preface_ = false;
+  if (*scan == PrefaceScan::kNotPreface) return Sniff::kHandshake;
+  // The socket leaves this session, which ends without a word: it was never one.
+  crypto::Bytes rest(first.begin() + static_cast<std::ptrdiff_t>(kPrefaceBytes), first.end());
+  closed_ = true;
+  tick_.cancel();
+  Transport* transport = transport_;
+  transport_ = nullptr;
+  transport->OnPreface(this, std::move(socket_), token, std::move(rest));
+  return Sniff::kHandedOff;
+}
+
+void Session::SendControl(crypto::Bytes record) {
+  if (closed_ || transport_ == nullptr || !ready_) return;
+  control_.push_back(std::move(record));
+  Pump();
 }
 
 Status Session::OnFrame(std::span<std::uint8_t> frame) {
@@ -322,6 +359,18 @@ Status Session::OnRecord(RecordSource& record) {
     case RecordType::kCertificate:
       if (!ready_) return Status::DataLoss("CERTIFICATE record before HELLO");
       return OnPeerCertificate(event.certificate);
+    case RecordType::kRelayConnect:
+      if (!ready_) return Status::DataLoss("RELAY_CONNECT before HELLO");
+      transport_->OnRelayConnect(peer_, event.relay_node, event.relay_token);
+      return Status::Ok();
+    case RecordType::kRelayInvite:
+      if (!ready_) return Status::DataLoss("RELAY_INVITE before HELLO");
+      transport_->OnRelayInvite(peer_, event.relay_node, event.relay_token);
+      return Status::Ok();
+    case RecordType::kRelayRefused:
+      if (!ready_) return Status::DataLoss("RELAY_REFUSED before HELLO");
+      transport_->OnRelayRefused(peer_, event.relay_token, event.relay_reason);
+      return Status::Ok();
     case RecordType::kBegin:
     case RecordType::kContinue:
       if (!ready_) return Status::DataLoss("message before HELLO");
@@ -375,6 +424,8 @@ void Session::Pump() {
                       if (closed_) return;
                       if (ec) return Close(Status::Unavailable("write: " + ec.message()));
                       if (transport_ != nullptr) transport_->stats_.bytes_sent += n;
+                      if (transport_ != nullptr && relay_ != kNoNode)
+                        transport_->stats_.relayed_bytes_sent += n;
                       Pump();
                     });
 }

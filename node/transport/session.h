@@ -57,9 +57,23 @@ class Session : public std::enable_shared_from_this<Session> {
   const std::optional<crypto::PeerInfo>& peer_info() const { return peer_info_; }
   bool ready() const { return ready_; }
   bool closed() const { return closed_; }
+  // The relay this session runs through (kNoNode: a direct connection). Set
+  // before Start.
+  NodeId relay() const { return relay_; }
+  void set_relay(NodeId relay) { relay_ = relay; }
+  // An accepted connection: its first bytes may be a relay preface
+  // (node/transport/preface.h), which hands the socket to the Transport's relay.
+  void set_sniff_preface() { sniff_preface_ = true; }
+  // Seals and sends a record ahead of queued data (once ready; else dropped).
+  void SendControl(crypto::Bytes record);
 
  private:
   void Read();
+  // With sniff_preface_: whether the bytes read so far are a preface (then
+  // handed to the relay) or may be one (read more). Clears the flag once
+  // they cannot be.
+  enum class Sniff { kHandshake, kMore, kHandedOff, kFailed };
+  Sniff SniffPreface();
   Status OnFrame(std::span<std::uint8_t> frame);
   // Sealed frames of one read, opened on the Transport's crypto workers
   // (verified and decrypted in place in parallel, then handled in order up to
@@ -117,6 +131,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::uint64_t pending_ticket_ = 0;
   std::string dial_key_;
   bool counted_ = false;
+  NodeId relay_ = kNoNode;
+  bool sniff_preface_ = false;
   bool writing_ = false;
   bool ready_ = false;
   bool closed_ = false;

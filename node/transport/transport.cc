@@ -5,18 +5,10 @@
 
 #include "core/log.h"
 #include "core/sysinfo.h"
+#include "node/transport/address.h"
 #include "node/transport/session.h"
 
 namespace murmur::node {
-
-namespace {
-Result<asio::ip::address> ParseAddress(const std::string& host) {
-  asio::error_code ec;
-  asio::ip::address a = asio::ip::make_address(host, ec);
-  if (ec) return Status::InvalidArgument("address '" + host + "' is not a numeric IPv4 or IPv6 address");
-  return a;
-}
-}  // namespace
 
 namespace {
 // Pending handshakes at once after which the allocator returns free memory
@@ -50,6 +42,9 @@ Transport::Transport(asio::io_context& io, crypto::Credentials credentials, cryp
   const int workers =
       options_.crypto_threads >= 0 ? options_.crypto_threads : DefaultCryptoThreads(HardwareThreads());
   if (workers > 0) workers_ = std::make_unique<ThreadPool>(workers + 1);  // the io thread joins in
+  relay_ = std::make_unique<RelayServer>(
+      io, options_.self, options_.relay,
+      [this](NodeId to, crypto::Bytes r) { return SendRecord(to, std::move(r)); });
 }
 
 Transport::~Transport() { Stop(); }
@@ -68,6 +63,7 @@ void Transport::Stop() {
   stopped_ = true;
   listener_.Close();
   report_timer_.cancel();
+  relay_->Stop();
   for (auto& w : sessions_) {
     if (auto s = w.lock()) s->Detach();
   }
@@ -119,6 +115,7 @@ void Transport::OnAccept(asio::ip::tcp::socket socket) {
     return;  // the unstarted session closes its socket
   }
   s->set_pending_ticket(ticket);
+  s->set_sniff_preface();  // a relay circuit's end, when this node relays
   pending_peak_ = std::max(pending_peak_, pending_.size());
   sessions_.push_back(s);
   s->Start();
@@ -129,6 +126,10 @@ void Transport::Dial(NodeId id) {
   if (stopped_ || !peer.address.has_value()) return;
   if (peer.session) return;  // the peer dialled this node meanwhile
   if (!Dials(id)) ++stats_.reverse_dials;
+  if (peer.via_relay_next && !peer.address->relays.empty()) {
+    peer.via_relay_next = false;
+    return DialViaRelay(id);
+  }
   auto addr = ParseAddress(peer.address->host);
   if (!addr.ok()) {
     MURMUR_LOG(kError) << "node " << id << ": " << addr.status().ToString();
@@ -152,14 +153,7 @@ void Transport::Dial(NodeId id) {
   ++sessions_open_;  // the dial's socket; the session keeps the count
   peer.dialing = true;
   auto socket = std::make_shared<asio::ip::tcp::socket>(io_);
-  auto timer = std::make_shared<asio::steady_timer>(io_);
-  timer->expires_after(options_.connect_timeout);
-  timer->async_wait([socket](const asio::error_code& ec) {
-    if (!ec) {
-      asio::error_code ignored;
-      socket->close(ignored);
-    }
-  });
+  auto timer = ConnectTimer(socket);
   asio::ip::tcp::endpoint ep(*addr, peer.address->port);
   socket->async_connect(ep, [this, id, key, socket, timer](const asio::error_code& ec) {
     timer->cancel();
@@ -171,6 +165,7 @@ void Transport::Dial(NodeId id) {
       MURMUR_LOG(kDebug) << "connect to node " << id << ": " << ec.message();
       Unreached(id, ConnectFailure(ec));
       peers_[id].dialing = false;
+      peers_[id].via_relay_next = true;  // when it has relays
       ScheduleRedial(id);
       return;
     }
@@ -180,6 +175,19 @@ void Transport::Dial(NodeId id) {
     sessions_.push_back(s);
     s->Start();
   });
+}
+
+std::shared_ptr<asio::steady_timer> Transport::ConnectTimer(
+    const std::shared_ptr<asio::ip::tcp::socket>& socket) {
+  auto timer = std::make_shared<asio::steady_timer>(io_);
+  timer->expires_after(options_.connect_timeout);
+  timer->async_wait([socket](const asio::error_code& ec) {
+    if (!ec) {
+      asio::error_code ignored;
+      socket->close(ignored);
+    }
+  });
+  return timer;
 }
 
 // Exponential backoff with "equal jitter": half the step fixed, half uniform.
@@ -276,6 +284,7 @@ void Transport::OnReady(const std::shared_ptr<Session>& session) {
   peer.why.clear();
   peer.reported = false;
   ++stats_.sessions_opened;
+  if (session->relay() != kNoNode) ++stats_.relayed_sessions;
   const crypto::Cipher cipher = session->peer_info()->cipher;
   if (cipher == crypto::Cipher::kAesGcm) ++stats_.sessions_aes_gcm;
   // A message cut off by the old session cannot continue on the new one.
@@ -287,6 +296,8 @@ void Transport::OnReady(const std::shared_ptr<Session>& session) {
   if (!session->dial_key().empty()) address_dials_.erase(session->dial_key());  // the address is good
   MURMUR_LOG(kInfo) << "node " << options_.self << ": session with node " << session->peer() << " ready ("
                     << crypto::CipherName(cipher)
+                    << (session->relay() != kNoNode ? ", through relay " + std::to_string(session->relay())
+                                                    : "")
                     << (smaller_dialled(*session) ? ")" : ", dialled by the larger id)");
   session->Pump();
 }
@@ -317,7 +328,12 @@ void Transport::OnClosed(Session* session, NodeId peer_id, bool was_dialer, cons
     }
   }
   if (peer.session) return;
-  if (was_dialer && !session->ready()) Unreached(peer_id, "handshake failed: " + why.ToString());
+  if (was_dialer && !session->ready()) {
+    const bool relayed = session->relay() != kNoNode;
+    Unreached(peer_id, relayed ? "through relay " + std::to_string(session->relay()) + ": " + why.ToString()
+                               : "handshake failed: " + why.ToString());
+    peer.via_relay_next = !relayed;  // the other way next
+  }
   if (was_dialer || Dials(peer_id)) {
     peer.dialing = false;
     ScheduleRedial(peer_id);

@@ -106,6 +106,7 @@
 #include "node/transport/listener.h"
 #include "node/transport/peer_scoring.h"
 #include "node/transport/pending.h"
+#include "node/transport/relay.h"
 #include "node/transport/write_batch.h"
 
 namespace murmur::node {
@@ -118,6 +119,9 @@ struct PeerAddress {
   std::uint16_t port = 0;
   // When set, the peer's certificate must name this key.
   std::optional<crypto::SignPublicKey> key;
+  // Relays the peer holds sessions with (its membership address names them):
+  // when a dial to host:port fails, the next goes through one of them.
+  std::vector<NodeId> relays = {};
 };
 
 struct TransportOptions {
@@ -154,6 +158,13 @@ struct TransportOptions {
   // (docs/benchmarks.md: on 2 cores a worker only competes with the peer).
   int crypto_threads = -1;
   crypto::ChannelOptions channel;
+  // This node's relays: it accepts RELAY_INVITEs from these nodes only
+  // (node/transport/relay.h). Its peers learn them from its membership address.
+  std::vector<NodeId> relays = {};
+  // Relaying for others (off unless relay.serve), and its bounds.
+  RelayOptions relay;
+  // RELAY_INVITEs being answered at once (a dial to the relay each).
+  std::size_t max_relay_invites_in_flight = 8;
   PeerScoringOptions
       scoring;  // penalties, graylisting, rate limits (defaults in node/transport/peer_scoring.h)
 };
@@ -197,6 +208,14 @@ struct TransportStats {
       0};  // peers with an address, no session for unconnected_report_after
   std::atomic<std::uint64_t> reverse_dials{0};       // dials by the larger id (the smaller did not connect)
   std::atomic<std::uint64_t> sessions_duplicate{0};  // the second of two sessions with a peer, closed
+  // Through relays (node/transport/relay.h), as an end of a circuit.
+  std::atomic<std::uint64_t> relay_dials{0};            // circuits asked for (RELAY_CONNECT sent)
+  std::atomic<std::uint64_t> relay_refusals{0};         // of them, refused by the relay
+  std::atomic<std::uint64_t> relay_invites{0};          // RELAY_INVITEs answered (a dial to the relay)
+  std::atomic<std::uint64_t> relay_invites_refused{0};  // not answered: not from a relay of this node, bounds
+  std::atomic<std::uint64_t> relayed_sessions{0};       // sessions that came up through a relay
+  std::atomic<std::uint64_t> relayed_bytes_sent{0};     // bytes written on relayed sessions
+  std::atomic<std::uint64_t> relayed_bytes_received{0};
 };
 
 // Why a peer with an address has no session (Transport::Unconnected).
@@ -283,6 +302,18 @@ class Transport {
   // Every peer's, by node id.
   const std::map<NodeId, PeerThroughput>& Throughputs() const { return throughput_; }
   const TransportStats& stats() const { return stats_; }
+  // The relay this node serves (refusing every circuit unless options.relay.serve).
+  RelayServer& relay() { return *relay_; }
+  const RelayServer& relay() const { return *relay_; }
+  // Where an operator's relayed control connection goes (RELAY_INVITE from
+  // one of this node's relays with initiator kNoNode): the socket, after
+  // its preface, for the control server to run as an accepted connection.
+  // Without a handler such invitations are refused.
+  using ControlCircuitHandler = std::function<void(asio::ip::tcp::socket socket, NodeId relay)>;
+  void SetControlCircuitHandler(ControlCircuitHandler handler) { control_circuit_ = std::move(handler); }
+  // The relay `peer`'s current session runs through; nullopt when it is
+  // direct or there is none.
+  std::optional<NodeId> RelayOf(NodeId peer) const;
   NodeId self() const { return options_.self; }
 
  private:
@@ -304,6 +335,9 @@ class Transport {
     std::chrono::steady_clock::time_point unconnected_since{};
     std::string why;
     bool reported = false;
+    // Dials alternate between the address and the peer's relays.
+    bool via_relay_next = false;
+    std::size_t relay_turn = 0;
     // An address known, no session, and the time without one counted.
     bool unconnected() const {
       return !session && address.has_value() && unconnected_since != std::chrono::steady_clock::time_point{};
@@ -314,6 +348,9 @@ class Transport {
   void OnAccept(asio::ip::tcp::socket socket);
   void Dial(NodeId id);
   void ScheduleRedial(NodeId id);
+  // Closes `socket` when its connect has not completed within connect_timeout
+  // (cancel the timer when it has).
+  std::shared_ptr<asio::steady_timer> ConnectTimer(const std::shared_ptr<asio::ip::tcp::socket>& socket);
   // The redial wait after `failures` consecutive failures (jittered).
   Nanos Backoff(int failures);
   // A dial to the address `key` failed: the next to it waits out the backoff.
@@ -356,6 +393,23 @@ class Transport {
   void WarnRateLimited(NodeId peer, const std::string& address, std::chrono::steady_clock::time_point now);
   void OnGraylisted(NodeId peer);
 
+  // Relays (transport_relay.cc).
+  // Asks one of the peer's relays for a circuit and dials the relay.
+  void DialViaRelay(NodeId id);
+  // Connects to `relay`'s address, sends the preface with `token`, then
+  // `done` with the socket, or `failed` with why.
+  void ConnectPreface(const PeerAddress& relay, const RelayToken& token,
+                      std::function<void(asio::ip::tcp::socket)> done,
+                      std::function<void(std::string)> failed);
+  void OnRelayConnect(NodeId from, NodeId target, const RelayToken& token);
+  void OnRelayInvite(NodeId from, NodeId initiator, const RelayToken& token);
+  void OnRelayRefused(NodeId from, const RelayToken& token, const std::string& reason);
+  // An accepted connection began with a relay preface: it leaves the
+  // session (still in its handshake) for the relay.
+  void OnPreface(Session* session, asio::ip::tcp::socket socket, const RelayToken& token, crypto::Bytes rest);
+  // Sends a record on `to`'s session; false without one.
+  bool SendRecord(NodeId to, crypto::Bytes record);
+
   asio::io_context& io_;
   crypto::Credentials credentials_;
   crypto::TrustPolicy policy_;
@@ -381,6 +435,18 @@ class Transport {
   Rng jitter_;
   PeerScores scores_;
   std::unique_ptr<ThreadPool> workers_;  // null without crypto threads
+  std::unique_ptr<RelayServer> relay_;
+  // Circuits this node asked for, by its token: for the relay's refusal.
+  struct RelayDial {
+    NodeId peer = kNoNode;
+    NodeId relay = kNoNode;
+    bool connecting = true;  // the TCP connection to the relay is under way
+    std::string refused;     // the relay's reason, when it refused before the connection was up
+    std::weak_ptr<Session> session;
+  };
+  std::map<RelayToken, RelayDial> relay_dials_;
+  std::size_t invites_in_flight_ = 0;
+  ControlCircuitHandler control_circuit_;
   bool stopped_ = false;
   std::chrono::steady_clock::time_point next_rate_warning_{};  // WarnRateLimited's next
   TransportStats stats_;

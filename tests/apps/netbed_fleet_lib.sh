@@ -1,4 +1,4 @@
-# What the bed's fleet tests (netbed_job_test.sh, netbed_nat_test.sh) share:
+# What the bed's fleet tests (netbed_job_test.sh, netbed_nat_test.sh, netbed_relay_test.sh) share:
 # the binaries from the arguments MURMUR MURMURD NETDELAY SOURCE_DIR, a
 # fleet directory, tools/netbed/netbed.sh and tools/fleet.sh, a teardown on
 # exit, fail (prints the daemons' last log lines), op (the operator in the
@@ -29,4 +29,34 @@ run() {
     { tail -n 20 "$FLEET/status"; fail "$1 did not complete"; }
   end=$(date +%s.%N)
   awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }'
+}
+
+# gossip_matches_sim JOB_FILE ROUNDS LATENCY_MS: runs a gossip job on the
+# fleet's 8 daemons to its end, checks that their mean test accuracy is
+# `murmur sim --job`'s on links of that latency, and prints it.
+gossip_matches_sim() {
+  local id daemons sim
+  id=$(sed -n 's/.*job_id: "\([^"]*\)".*/\1/p' "$1" | head -n 1)
+  run "$1" >/dev/null || exit 1
+  [ "$(fleet_done "$id" "$2/$2" 8 "$FLEET/status")" -eq 8 ] || { tail -n 12 "$FLEET/status" >&2; fail "not all 8 daemons ended at $2/$2"; }
+  daemons=$(grep -o "mean test accuracy [0-9.]*" "$FLEET/status" | tail -n 1 | awk '{ print $4 }')
+  "$MURMUR" sim --job "$1" --latency-ms "$3" --eval-nodes 8 --eval-samples 1000000 >"$FLEET/sim" 2>&1 ||
+    { tail "$FLEET/sim" >&2; fail "murmur sim"; }
+  sim=$(grep -o "node accuracy mean [0-9.]*" "$FLEET/sim" | tail -n 1 | awk '{ print $4 }')
+  [ -n "$sim" ] && [ "$sim" = "$daemons" ] || { tail -n 3 "$FLEET/sim" >&2; fail "the daemons' mean accuracy $daemons is not the simulator's $sim"; }
+  echo "$daemons"
+}
+
+# fedavg_matches_sim JOB_FILE ROUNDS LATENCY_MS: the same for a federated
+# job: the aggregator's global model test accuracy against murmur sim's.
+fedavg_matches_sim() {
+  local id global sim
+  id=$(sed -n 's/.*job_id: "\([^"]*\)".*/\1/p' "$1" | head -n 1)
+  run "$1" >/dev/null || exit 1
+  [ "$(fleet_done "$id" "$2/$2" 8 "$FLEET/status")" -eq 8 ] || { tail -n 12 "$FLEET/status" >&2; fail "not all 8 daemons ended at $2/$2"; }
+  global=$(grep -o "global model test accuracy [0-9.]*" "$FLEET/status" | awk '{ print $5 }')
+  "$MURMUR" sim --job "$1" --latency-ms "$3" >"$FLEET/sim" 2>&1 || { tail "$FLEET/sim" >&2; fail "murmur sim (fedavg)"; }
+  sim=$(grep -o "final (round $2): global model test accuracy [0-9.]*" "$FLEET/sim" | awk '{ print $8 }')
+  [ -n "$sim" ] && [ "$sim" = "$global" ] || { tail -n 3 "$FLEET/sim" >&2; fail "the aggregator's accuracy $global is not the simulator's $sim"; }
+  echo "$global"
 }

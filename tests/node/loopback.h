@@ -88,6 +88,13 @@ inline std::vector<std::uint16_t> FreeLoopbackPorts(std::size_t n) {
   return ports;
 }
 
+// A loopback port with nothing listening on it (connections are refused).
+inline std::uint16_t ClosedPort() {
+  asio::io_context io;
+  asio::ip::tcp::acceptor a(io, {asio::ip::make_address("127.0.0.1"), 0});
+  return a.local_endpoint().port();  // closed when `a` goes
+}
+
 // A model message of round `round`: n fp32 values that depend on the round
 // and the position (so that a mixed-up message shows).
 inline std::shared_ptr<const gossip::GossipMessage> DenseModel(std::uint64_t round, std::size_t n) {

@@ -9,19 +9,13 @@
 namespace murmur::node {
 namespace {
 
+using testing::ClosedPort;
 using testing::Creds;
 using testing::DenseModel;
 using testing::Endpoint;
 using testing::Policy;
 using testing::Seeded;
 using testing::WaitFor;
-
-// A loopback port with nothing listening on it (connections are refused).
-std::uint16_t ClosedPort() {
-  asio::io_context io;
-  asio::ip::tcp::acceptor a(io, {asio::ip::make_address("127.0.0.1"), 0});
-  return a.local_endpoint().port();  // closed when `a` goes
-}
 
 TransportOptions Quick() {
   TransportOptions o;

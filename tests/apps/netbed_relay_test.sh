@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Daemons behind NAT that reach each other through relays, in the network
+# test bed (docs/daemon.md "Behind NAT", docs/protocol.md section 7.4):
+# 9 daemons on 5 ms access links; nodes 3 and 6 each behind a NAT router of
+# its own that drops every connection opened towards it, no port forwarded;
+# nodes 8 (in no job) and 1 relay, and nodes 3 and 6 name them (`relays:
+# [8, 1]`). The operator, in the hub outside both NATs, reaches nodes 3 and 6
+# through relay 1 (`3@RELAY1:PORT` in its cluster file): it submits,
+# watches and reads their metrics and peers that way.
+#  1. nodes 3 and 6 hold a session with each other through relay 8, and
+#     every daemon holds one with every other;
+#  2. a D-PSGD job on the complete graph (3 and 6 are neighbours) runs to
+#     its end on daemons 0-7 and their mean test accuracy is `murmur sim`'s;
+#     the relay counts what it forwarded;
+#  3. a FedAvg job with SecAgg+ (aggregator 0; clients 3 and 6 key each
+#     other through the relay) does the same;
+#  4. relay 8 is killed mid-job: nodes 3 and 6 are back in session through
+#     relay 1 within 10 s, and the job runs to its end.
+# usage: netbed_relay_test.sh MURMUR MURMURD NETDELAY SOURCE_DIR
+source "$4/tests/apps/netbed_fleet_lib.sh"
+NATTED=(3 6)
+
+netbed_up --nodes 9 --latency-ms 5 || fail "bed up"
+for i in "${NATTED[@]}"; do netbed_nat "$i" || fail "NAT $i"; done
+fleet_make 9
+for i in 8 1; do echo "relay: true" >>"$FLEET/node$i/node.conf"; done
+for i in "${NATTED[@]}"; do echo "relays: [8, 1]" >>"$FLEET/node$i/node.conf"; done
+# The operator's address of daemon I: through relay 1 for those behind NAT.
+ctl() {
+  case " ${NATTED[*]} " in
+    *" $1 "*) echo "$1@$(fleet_addr 1):$((BASE_PORT + 101))" ;;
+    *) echo "$(fleet_addr "$1"):$((BASE_PORT + 100 + $1))" ;;
+  esac
+}
+metric() {
+  op metrics --daemon "$(ctl "$1")" "${FLEET_OP[@]:2}" 2>/dev/null |
+    awk -v n="$2" '$1 == n { print $2; found = 1 } END { if (!found) print -1 }'
+}
+rounds() {
+  op job status --daemon "$(ctl "$1")" "${FLEET_OP[@]:2}" 2>/dev/null |
+    awk -v job="$2" 'NR == 2 && $3 == job { split($5, r, "/"); print r[1]; found = 1 } END { if (!found) print -1 }'
+}
+# The jobs run on daemons 0-7; daemon 8 only relays.
+for i in $(seq 0 7); do ctl "$i"; done >"$FLEET/cluster"
+# The relay first, so that it is up when nodes 3 and 6 first look for one.
+for i in 8 $(seq 0 7); do fleet_start "$i" || fail "start $i"; done
+
+# 1. Every daemon in session with every other; 3 and 6 through relay 8.
+connected_all() {
+  local i
+  for i in $(seq 0 8); do [ "$(metric "$i" murmur_peers_connected)" = 8 ] || return 1; done
+}
+start=$(date +%s)
+for _ in $(seq 60); do connected_all && break; sleep 0.5; done
+took=$(($(date +%s) - start))
+for i in $(seq 0 8); do echo -n "node $i: $(metric "$i" murmur_peers_connected) sessions; "; done; echo
+connected_all || fail "the sessions did not all come up"
+op peers --daemon "$(ctl 3)" "${FLEET_OP[@]:2}" >"$FLEET/peers" 2>&1
+grep -Eq "^ +6 .* up .*through relay 8" "$FLEET/peers" || { cat "$FLEET/peers"; fail "node 3 is not in session with node 6 through relay 8"; }
+for i in "${NATTED[@]}"; do
+  [ "$(metric "$i" murmur_relayed_sessions_total)" -ge 1 ] || fail "node $i counts no relayed session"
+done
+[ "$(metric 8 murmur_relay_circuits_total)" -ge 1 ] || fail "relay 8 counts no circuit"
+echo "1. all 9 daemons in session within $took s; node 3 (asked through relay 1) with node 6:"
+grep -E "^ +6 " "$FLEET/peers" | sed 's/^ */   /'
+
+# 2. D-PSGD on the complete graph.
+relayed=$(metric 8 murmur_relay_bytes_total)
+cat >"$FLEET/dpsgd.job" <<JOB
+job_id: "relay-dpsgd" checkpoint_every: 10
+spec { algorithm: "dpsgd" model: "mlp:128" dataset: "fashion-mnist" nodes: 8 topology: "complete"
+       rounds: 20 lr: 0.05 local_steps: 1 batch: 32 eval_every: 10 seed: 3 compression: "none" }
+JOB
+daemons=$(gossip_matches_sim "$FLEET/dpsgd.job" 20 5) || exit 1
+forwarded=$(($(metric 8 murmur_relay_bytes_total) - relayed))
+# 20 rounds of a 102,000-parameter model each way between 3 and 6: over 16 MB.
+((forwarded > 16000000)) || fail "relay 8 forwarded $forwarded bytes during the job"
+echo "2. D-PSGD, nodes 3 and 6 neighbours through relay 8: mean test accuracy $daemons, equal to murmur sim's; relay 8 forwarded $forwarded bytes"
+
+# 3. FedAvg with SecAgg+.
+cat >"$FLEET/fedavg.job" <<JOB
+job_id: "relay-fedavg" aggregator: 0
+spec { algorithm: "fedavg" model: "softmax" dataset: "fashion-mnist" nodes: 7 clients_per_round: 0
+       rounds: 10 lr: 0.1 eval_every: 5 seed: 4 compression: "none" secure_aggregation: true }
+JOB
+global=$(fedavg_matches_sim "$FLEET/fedavg.job" 10 5) || exit 1
+echo "3. FedAvg with SecAgg+, clients 3 and 6 behind NAT: global model test accuracy $global, equal to murmur sim's"
+
+# 4. Relay 8 dies mid-job.
+cat >"$FLEET/long.job" <<JOB
+job_id: "relay-dies" checkpoint_every: 10
+spec { algorithm: "dpsgd" model: "mlp:128" dataset: "fashion-mnist" nodes: 8 topology: "complete"
+       rounds: 60 lr: 0.05 local_steps: 1 batch: 32 eval_every: 20 seed: 5 compression: "none" round_timeout: 5 }
+JOB
+op job submit "$FLEET/long.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "submit long.job"; }
+for _ in $(seq 100); do [ "$(rounds 3 relay-dies)" -ge 10 ] && break; sleep 0.1; done
+at=$(rounds 3 relay-dies)
+((at >= 10 && at < 60)) || fail "node 3 at round $at when relay 8 was to die"
+circuits=$(metric 1 murmur_relay_circuits_total)
+fleet_kill 8
+killed=$(date +%s.%N)
+moved=""
+for _ in $(seq 100); do
+  op peers --daemon "$(ctl 3)" "${FLEET_OP[@]:2}" >"$FLEET/peers" 2>&1
+  grep -Eq "^ +6 .* up .*through relay 1" "$FLEET/peers" && { moved=$(date +%s.%N); break; }
+  sleep 0.1
+done
+[ -n "$moved" ] || { cat "$FLEET/peers"; fail "node 3 did not reach node 6 through relay 1"; }
+after=$(awk -v s="$killed" -v e="$moved" 'BEGIN { printf "%.1f", e - s }')
+awk -v a="$after" 'BEGIN { exit !(a <= 10) }' || fail "moving to relay 1 took $after s"
+timeout 150 "${FLEET_OP_LAUNCH[@]}" "$MURMUR" job status --wait --interval 0.5 "${FLEET_OP[@]}" >"$FLEET/status" 2>&1 ||
+  { tail -n 20 "$FLEET/status"; fail "relay-dies did not complete"; }
+[ "$(fleet_done relay-dies 60/60 8 "$FLEET/status")" -eq 8 ] || { tail -n 12 "$FLEET/status"; fail "not all 8 daemons ended at 60/60"; }
+(($(metric 1 murmur_relay_circuits_total) > circuits)) || fail "relay 1 counts no new circuit"
+echo "4. relay 8 killed at round $at of node 3: nodes 3 and 6 in session through relay 1 after $after s; all 8 daemons ended at 60/60"
+echo "netbed relay test passed"
