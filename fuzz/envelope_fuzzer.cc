@@ -8,7 +8,8 @@
 //     bytes are the data of its records, in order;
 //   - a CERTIFICATE record's payload is the record after its type byte, and
 //     the handshake-payload decoder the session then runs on it does not crash;
-//   - a RELAY record's node, token and reason are its bytes (section 7.4);
+//   - a RELAY or PROBE record's node, token, flag and reason are its bytes
+//     (sections 7.4, 7.5);
 //   - every record is read in the order RecordSource promises (its header,
 //     then one run of later bytes without gaps), on which the transport's
 //     AES-GCM records rely.
@@ -138,6 +139,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (record.size() < 18 || record[17] != record.size() - 18 ||
             !std::equal(event.relay_token.begin(), event.relay_token.end(), record.begin() + 1) ||
             event.relay_reason != std::string(record.begin() + 18, record.end()))
+          std::abort();
+        break;
+      case RecordType::kProbeRequest:
+        if (record.size() != 17 ||
+            !std::equal(event.relay_token.begin(), event.relay_token.end(), record.begin() + 1))
+          std::abort();
+        break;
+      case RecordType::kProbeResult:
+        if (record.size() < 19 || record[17] > 2 ||
+            static_cast<std::uint8_t>(event.probe_verdict) != record[17] ||
+            record[18] != record.size() - 19 ||
+            !std::equal(event.relay_token.begin(), event.relay_token.end(), record.begin() + 1) ||
+            event.relay_reason != std::string(record.begin() + 19, record.end()))
           std::abort();
         break;
       default: break;

@@ -103,6 +103,13 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
           if (auto t = transport_->Throughput(id)) s.set_mbps_in(t->bytes_per_second * 8 / 1e6);
           *r.add_peers() = s;
         }
+        {
+          const Reachability reach = transport_->reachability();
+          r.set_reachability(std::string(reach == Reachability::kReachable     ? "reachable: "
+                                         : reach == Reachability::kUnreachable ? "not reachable: "
+                                                                               : "unknown: ") +
+                             transport_->reachability_detail());
+        }
         break;
       }
     case proto::ControlRequest::kMetrics:

@@ -70,11 +70,25 @@ std::string DaemonImpl::RenderMetrics() const {
          r.bytes_forwarded.load()},
         {"murmur_relay_prefaces_unknown_total",
          "Connections to this relay whose token no circuit held, closed.", r.prefaces_unknown.load()},
+        {"murmur_reachability_probes_total",
+         "Reachability probes this node sent (peers asked to dial it back).", s.probes_sent.load()},
+        {"murmur_reachability_dialbacks_total",
+         "Dial-backs that reached this node with a probe nonce of its own.", s.probe_dialbacks.load()},
+        {"murmur_reachability_probes_served_total", "Dial-backs this node made for its peers' probes.",
+         s.probes_served.load()},
+        {"murmur_reachability_probes_refused_total",
+         "Peers' probes answered without a dial (rate, no address, an address not where the peer connects "
+         "from).",
+         s.probes_refused.load()},
         {"murmur_relay_rate_limited_total", "Relayed reads held back for a node's bytes-per-second bound.",
          r.rate_limited_waits.load()},
     };
     for (const Counter& c : counters)
       out += PrometheusMetric(c.name, "counter", c.help, static_cast<double>(c.value));
+    out += PrometheusMetric(
+        "murmur_reachable", "gauge",
+        "1 when the last probe round found this node dialable, 0 when not, -1 before one did.",
+        static_cast<double>(s.reachable.load()));
     out += PrometheusMetric("murmur_relay_circuits", "gauge",
                             "Circuits this node relays now (spliced, or waiting for an end).",
                             static_cast<double>(r.circuits_open.load()));

@@ -31,8 +31,9 @@ int RunPeers(int argc, char** argv) {
       ++bad;
       continue;
     }
-    std::printf("node %u (%s): %d peers\n", r.response->node_id(), r.address.c_str(),
-                r.response->peers_size());
+    std::printf("node %u (%s): %d peers; %s\n", r.response->node_id(), r.address.c_str(),
+                r.response->peers_size(),
+                r.response->has_reachability() ? r.response->reachability().c_str() : "reachability unknown");
     std::printf("  %-5s %-22s %-10s %-11s %-11s %-9s %s\n", "id", "address", "session", "membership",
                 "incarnation", "rtt ms", "Mbit/s in");
     for (const auto& p : r.response->peers()) {

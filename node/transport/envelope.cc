@@ -58,6 +58,24 @@ crypto::Bytes RelayRefusedRecord(const RelayToken& token, std::string_view reaso
   return out;
 }
 
+crypto::Bytes ProbeRequestRecord(const RelayToken& nonce) {
+  crypto::Bytes out;
+  crypto::AppendU8(&out, static_cast<std::uint8_t>(RecordType::kProbeRequest));
+  crypto::AppendBytes(&out, nonce);
+  return out;
+}
+
+crypto::Bytes ProbeResultRecord(const RelayToken& nonce, ProbeVerdict verdict, std::string_view reason) {
+  reason = reason.substr(0, kMaxRelayReasonBytes);
+  crypto::Bytes out;
+  crypto::AppendU8(&out, static_cast<std::uint8_t>(RecordType::kProbeResult));
+  crypto::AppendBytes(&out, nonce);
+  crypto::AppendU8(&out, static_cast<std::uint8_t>(verdict));
+  crypto::AppendU8(&out, static_cast<std::uint8_t>(reason.size()));
+  crypto::AppendBytes(&out, crypto::AsBytes(reason));
+  return out;
+}
+
 std::size_t RecordCount(std::size_t payload_size, std::size_t max_plaintext) {
   MURMUR_CHECK(max_plaintext > kBeginHeaderSize);
   const std::size_t first = max_plaintext - kBeginHeaderSize;
@@ -218,6 +236,28 @@ Status EnvelopeReader::Feed(RecordSource& source, RecordEvent* event, bool keep)
         return Fail(Status::DataLoss("RELAY_REFUSED record's reason length disagrees with its size"));
       event->type = RecordType::kRelayRefused;
       std::copy_n(all.begin() + 1, kRelayTokenSize, event->relay_token.begin());
+      event->relay_reason.assign(all.begin() + kFixed, all.end());
+      return Status::Ok();
+    }
+    case RecordType::kProbeRequest: {
+      if (size != 1 + kRelayTokenSize) return Fail(Status::DataLoss("PROBE_REQUEST record must be 17 bytes"));
+      std::array<std::uint8_t, 1 + kRelayTokenSize> all{};
+      source.Read(0, all.size(), all.data());
+      event->type = RecordType::kProbeRequest;
+      std::copy_n(all.begin() + 1, kRelayTokenSize, event->relay_token.begin());
+      return Status::Ok();
+    }
+    case RecordType::kProbeResult: {
+      constexpr std::size_t kFixed = 1 + kRelayTokenSize + 2;
+      if (size < kFixed || size > kFixed + kMaxRelayReasonBytes)
+        return Fail(Status::DataLoss("PROBE_RESULT record of " + std::to_string(size) + " bytes"));
+      crypto::Bytes all(size);
+      source.Read(0, size, all.data());
+      if (all[kFixed - 2] > 2 || all[kFixed - 1] != size - kFixed)
+        return Fail(Status::DataLoss("PROBE_RESULT record with a bad flag or reason length"));
+      event->type = RecordType::kProbeResult;
+      std::copy_n(all.begin() + 1, kRelayTokenSize, event->relay_token.begin());
+      event->probe_verdict = static_cast<ProbeVerdict>(all[kFixed - 2]);
       event->relay_reason.assign(all.begin() + kFixed, all.end());
       return Status::Ok();
     }

@@ -12,6 +12,8 @@
 //   7 RELAY_CONNECT  u32 target || token[16]           to a relay: splice me to `target`
 //   8 RELAY_INVITE   u32 initiator || token[16]        from a relay: `initiator` asks for you
 //   9 RELAY_REFUSED  token[16] || u8 n || reason[n]    from a relay: that circuit is refused
+//  10 PROBE_REQUEST  nonce[16]                          dial me back at my address, with this nonce
+//  11 PROBE_RESULT   nonce[16] || u8 r || u8 n || reason[n]    r: 0 not reached, 1 reached, 2 no verdict
 //
 // The three RELAY records set up a circuit through a relay
 // (node/transport/relay.h, docs/protocol.md section 7.4): both ends then
@@ -58,7 +60,9 @@ enum class RecordType : std::uint8_t {
   kCertificate = 6,
   kRelayConnect = 7,
   kRelayInvite = 8,
-  kRelayRefused = 9
+  kRelayRefused = 9,
+  kProbeRequest = 10,
+  kProbeResult = 11
 };
 
 // A relay circuit's token: 16 random bytes, one per end of a circuit.
@@ -79,6 +83,10 @@ crypto::Bytes CertificateRecord(const crypto::HandshakePayload& payload);
 crypto::Bytes RelayRecord(RecordType type, NodeId node, const RelayToken& token);
 // `reason` is cut to kMaxRelayReasonBytes.
 crypto::Bytes RelayRefusedRecord(const RelayToken& token, std::string_view reason);
+// The reachability probe (docs/protocol.md section 7.5); the nonce is a RelayToken's size.
+crypto::Bytes ProbeRequestRecord(const RelayToken& nonce);
+enum class ProbeVerdict : std::uint8_t { kNotReached = 0, kReached = 1, kNoVerdict = 2 };
+crypto::Bytes ProbeResultRecord(const RelayToken& nonce, ProbeVerdict verdict, std::string_view reason);
 
 // Number of records a message of `payload_size` bytes takes with plaintexts of
 // at most `max_plaintext` bytes. REQUIRES: max_plaintext > kBeginHeaderSize.
@@ -186,13 +194,14 @@ class SpanRecord : public RecordSource {
 // What one record meant.
 struct RecordEvent {
   RecordType type = RecordType::kContinue;
-  NodeId hello_node = kNoNode;             // kHello
-  std::uint64_t token = 0;                 // kPing, kPong
-  crypto::Bytes certificate;               // kCertificate: the handshake payload, not yet decoded
-  NodeId relay_node = kNoNode;             // kRelayConnect: the target; kRelayInvite: the initiator
-  RelayToken relay_token{};                // the three RELAY records
-  std::string relay_reason;                // kRelayRefused
-  std::optional<ReceivedMessage> message;  // set when a BEGIN/CONTINUE completed a message
+  NodeId hello_node = kNoNode;  // kHello
+  std::uint64_t token = 0;      // kPing, kPong
+  crypto::Bytes certificate;    // kCertificate: the handshake payload, not yet decoded
+  NodeId relay_node = kNoNode;  // kRelayConnect: the target; kRelayInvite: the initiator
+  RelayToken relay_token{};     // the three RELAY records; the PROBE records' nonce
+  std::string relay_reason;     // kRelayRefused, kProbeResult
+  ProbeVerdict probe_verdict = ProbeVerdict::kNoVerdict;  // kProbeResult
+  std::optional<ReceivedMessage> message;                 // set when a BEGIN/CONTINUE completed a message
 };
 
 class EnvelopeReader {

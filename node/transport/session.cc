@@ -371,6 +371,14 @@ Status Session::OnRecord(RecordSource& record) {
       if (!ready_) return Status::DataLoss("RELAY_REFUSED before HELLO");
       transport_->OnRelayRefused(peer_, event.relay_token, event.relay_reason);
       return Status::Ok();
+    case RecordType::kProbeRequest:
+      if (!ready_) return Status::DataLoss("PROBE_REQUEST before HELLO");
+      transport_->OnProbeRequest(peer_, address_, event.relay_token);
+      return Status::Ok();
+    case RecordType::kProbeResult:
+      if (!ready_) return Status::DataLoss("PROBE_RESULT before HELLO");
+      transport_->OnProbeResult(peer_, event.relay_token, event.probe_verdict, event.relay_reason);
+      return Status::Ok();
     case RecordType::kBegin:
     case RecordType::kContinue:
       if (!ready_) return Status::DataLoss("message before HELLO");

@@ -64,6 +64,8 @@ class Session : public std::enable_shared_from_this<Session> {
   // An accepted connection: its first bytes may be a relay preface
   // (node/transport/preface.h), which hands the socket to the Transport's relay.
   void set_sniff_preface() { sniff_preface_ = true; }
+  // The remote IP address ("relay R" through a relay).
+  const std::string& remote_address() const { return address_; }
   // Seals and sends a record ahead of queued data (once ready; else dropped).
   void SendControl(crypto::Bytes record);
 

@@ -55,6 +55,11 @@ Status Transport::Start() {
     if (peer.address.has_value()) WantSession(id);
   }
   ReportUnconnected();
+  probe_timer_ = std::make_unique<asio::steady_timer>(io_);
+  probe_timer_->expires_after(options_.probe_first);
+  probe_timer_->async_wait([this](const asio::error_code& ec) {
+    if (!ec) ProbeRound();
+  });
   return Status::Ok();
 }
 
@@ -63,6 +68,7 @@ void Transport::Stop() {
   stopped_ = true;
   listener_.Close();
   report_timer_.cancel();
+  if (probe_timer_) probe_timer_->cancel();
   relay_->Stop();
   for (auto& w : sessions_) {
     if (auto s = w.lock()) s->Detach();

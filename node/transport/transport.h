@@ -124,6 +124,10 @@ struct PeerAddress {
   std::vector<NodeId> relays = {};
 };
 
+// Whether this node's peers can dial it, as the reachability probes last
+// found (docs/protocol.md section 7.5).
+enum class Reachability { kUnknown = -1, kUnreachable = 0, kReachable = 1 };
+
 struct TransportOptions {
   NodeId self = 0;
   std::string listen_host = "127.0.0.1";  // numeric; "::1" for IPv6
@@ -165,6 +169,12 @@ struct TransportOptions {
   RelayOptions relay;
   // RELAY_INVITEs being answered at once (a dial to the relay each).
   std::size_t max_relay_invites_in_flight = 8;
+  // Reachability probes: the first round this long after Start, then one
+  // every probe_interval; each asks up to probe_peers peers with direct
+  // sessions to dial this node back.
+  Nanos probe_first = std::chrono::seconds(3);
+  Nanos probe_interval = std::chrono::minutes(5);
+  std::size_t probe_peers = 3;
   PeerScoringOptions
       scoring;  // penalties, graylisting, rate limits (defaults in node/transport/peer_scoring.h)
 };
@@ -216,6 +226,12 @@ struct TransportStats {
   std::atomic<std::uint64_t> relayed_sessions{0};       // sessions that came up through a relay
   std::atomic<std::uint64_t> relayed_bytes_sent{0};     // bytes written on relayed sessions
   std::atomic<std::uint64_t> relayed_bytes_received{0};
+  // Reachability probes (docs/protocol.md section 7.5).
+  std::atomic<std::uint64_t> probes_sent{0};      // PROBE_REQUESTs this node sent
+  std::atomic<std::uint64_t> probe_dialbacks{0};  // dial-backs that reached this node with a nonce of its own
+  std::atomic<std::uint64_t> probes_served{0};    // dial-backs this node made for its peers
+  std::atomic<std::uint64_t> probes_refused{0};   // PROBE_REQUESTs answered without a dial (rate, no address)
+  std::atomic<int> reachable{-1};                 // Reachability, as a number
 };
 
 // Why a peer with an address has no session (Transport::Unconnected).
@@ -311,6 +327,10 @@ class Transport {
   // Without a handler such invitations are refused.
   using ControlCircuitHandler = std::function<void(asio::ip::tcp::socket socket, NodeId relay)>;
   void SetControlCircuitHandler(ControlCircuitHandler handler) { control_circuit_ = std::move(handler); }
+  // Whether peers can dial this node (the last probe round's finding), and
+  // in words: who dialled it back, or why they could not.
+  Reachability reachability() const { return static_cast<Reachability>(stats_.reachable.load()); }
+  const std::string& reachability_detail() const { return reachability_detail_; }
   // The relay `peer`'s current session runs through; nullopt when it is
   // direct or there is none.
   std::optional<NodeId> RelayOf(NodeId peer) const;
@@ -407,6 +427,15 @@ class Transport {
   // An accepted connection began with a relay preface: it leaves the
   // session (still in its handshake) for the relay.
   void OnPreface(Session* session, asio::ip::tcp::socket socket, const RelayToken& token, crypto::Bytes rest);
+  // Reachability probes (transport_probe.cc).
+  void ProbeRound();
+  // The round's end: a verdict from the answers, then the next round.
+  void ConcludeProbes();
+  void OnProbeRequest(NodeId from, const std::string& observed, const RelayToken& nonce);
+  void OnProbeResult(NodeId from, const RelayToken& nonce, ProbeVerdict verdict, const std::string& reason);
+  // A dial-back reached this node's listener; false when `nonce` is not one of this round's.
+  bool OnDialBack(const RelayToken& nonce);
+  void SetReachability(Reachability r, std::string detail);
   // Sends a record on `to`'s session; false without one.
   bool SendRecord(NodeId to, crypto::Bytes record);
 
@@ -447,6 +476,21 @@ class Transport {
   std::map<RelayToken, RelayDial> relay_dials_;
   std::size_t invites_in_flight_ = 0;
   ControlCircuitHandler control_circuit_;
+  // Reachability probes: this round's, by nonce.
+  struct Probe {
+    NodeId peer = kNoNode;
+    bool answered = false;
+    bool confirmed = false;  // its dial-back reached the listener
+    ProbeVerdict verdict = ProbeVerdict::kNoVerdict;
+    std::string reason = {};
+  };
+  std::map<RelayToken, Probe> probes_;
+  std::unique_ptr<asio::steady_timer> probe_timer_;
+  std::uint64_t probe_rounds_ = 0;
+  std::string reachability_detail_ = "not probed yet";
+  // Serving others' probes: when each peer was last dialled back, and dials under way.
+  std::map<NodeId, std::chrono::steady_clock::time_point> probe_served_at_;
+  std::size_t probe_dials_ = 0;
   bool stopped_ = false;
   std::chrono::steady_clock::time_point next_rate_warning_{};  // WarnRateLimited's next
   TransportStats stats_;

@@ -197,6 +197,7 @@ void Transport::OnPreface(Session* session, asio::ip::tcp::socket socket, const 
     return !s || s.get() == session;
   });
   ReleasePending(session);
+  if (OnDialBack(token)) return;  // a reachability probe's dial-back: the socket closes as it goes
   relay_->OnPreface(std::move(socket), token, std::move(rest));
 }
 

@@ -8,7 +8,9 @@
 # through relay 1 (`3@RELAY1:PORT` in its cluster file): it submits,
 # watches and reads their metrics and peers that way.
 #  1. nodes 3 and 6 hold a session with each other through relay 8, and
-#     every daemon holds one with every other;
+#     every daemon holds one with every other; the reachability probes find
+#     nodes 3 and 6 not reachable and the others reachable (metric, log and
+#     `murmur peers`);
 #  2. a D-PSGD job on the complete graph (3 and 6 are neighbours) runs to
 #     its end on daemons 0-7 and their mean test accuracy is `murmur sim`'s;
 #     the relay counts what it forwarded;
@@ -61,7 +63,22 @@ for i in "${NATTED[@]}"; do
   [ "$(metric "$i" murmur_relayed_sessions_total)" -ge 1 ] || fail "node $i counts no relayed session"
 done
 [ "$(metric 8 murmur_relay_circuits_total)" -ge 1 ] || fail "relay 8 counts no circuit"
-echo "1. all 9 daemons in session within $took s; node 3 (asked through relay 1) with node 6:"
+reach_ok() {
+  local i want
+  for i in $(seq 0 8); do
+    want=1
+    case " ${NATTED[*]} " in *" $i "*) want=0 ;; esac
+    [ "$(metric "$i" murmur_reachable)" = "$want" ] || return 1
+  done
+}
+for _ in $(seq 30); do reach_ok && break; sleep 0.5; done
+for i in $(seq 0 8); do echo -n "node $i: reachable $(metric "$i" murmur_reachable); "; done; echo
+reach_ok || fail "the probes did not find nodes 3 and 6 unreachable and the others reachable"
+grep -q "node 3: not reachable by its peers (node [0-9]: dial back to .*: timed out" "$FLEET/node3/log" || fail "node 3 does not log that it is not reachable"
+op peers --daemon "$(ctl 3)" "${FLEET_OP[@]:2}" >"$FLEET/peers" 2>&1
+grep -q "^node 3 .*; not reachable: node" "$FLEET/peers" || { cat "$FLEET/peers"; fail "murmur peers does not say node 3 is not reachable"; }
+echo "1. all 9 daemons in session within $took s; node 3 (asked through relay 1):"
+head -n 1 "$FLEET/peers" | sed 's/^/   /'
 grep -E "^ +6 " "$FLEET/peers" | sed 's/^ */   /'
 
 # 2. D-PSGD on the complete graph.

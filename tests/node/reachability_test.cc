@@ -100,5 +100,52 @@ TEST_CASE("A peer that no dial reaches is reported with the reason, and cleared 
   CHECK(WaitFor([&] { return a.transport().stats().peers_unconnected == 0; }, std::chrono::seconds(3)));
 }
 
+TransportOptions Probing() {
+  TransportOptions o = Quick();
+  o.probe_first = std::chrono::milliseconds(300);
+  o.probe_interval = std::chrono::seconds(1);
+  return o;
+}
+
+std::string Detail(Endpoint& e) {
+  std::string out;
+  e.Do([&] { out = e.transport().reachability_detail(); });
+  return out;
+}
+
+TEST_CASE("Probes: a node its peers dial back is reachable; one they cannot is not, and says why") {
+  auto coordinator = Seeded(100);
+  Endpoint a(1, Creds(coordinator, 1), Policy(coordinator), Probing());
+  Endpoint b(2, Creds(coordinator, 2), Policy(coordinator), Probing());
+  Endpoint c(3, Creds(coordinator, 3), Policy(coordinator), Probing());
+  Endpoint d(4, Creds(coordinator, 4), Policy(coordinator), Probing());
+  CHECK(a.transport().reachability() == Reachability::kUnknown);
+  a.AddPeer({2, "127.0.0.1", b.port(), std::nullopt});
+  b.AddPeer({1, "127.0.0.1", a.port(), std::nullopt});
+  // Node 1 knows node 3 at a closed port (as if behind a NAT that refuses),
+  // and node 4 at another address than the one it connects from.
+  const std::uint16_t closed = ClosedPort();
+  a.AddPeer({3, "127.0.0.1", closed, std::nullopt});
+  c.AddPeer({1, "127.0.0.1", a.port(), std::nullopt});
+  a.AddPeer({4, "127.0.0.2", d.port(), std::nullopt});
+  d.AddPeer({1, "127.0.0.1", a.port(), std::nullopt});
+  REQUIRE(WaitFor(
+      [&] {
+        return b.transport().reachability() == Reachability::kReachable &&
+               c.transport().reachability() == Reachability::kUnreachable &&
+               d.transport().reachability() == Reachability::kUnreachable;
+      },
+      std::chrono::seconds(15)));
+  CHECK(Detail(b) == "dialled back by node 1");
+  CHECK(b.transport().stats().probe_dialbacks >= 1);
+  CHECK(Detail(c) ==
+        "node 1: dial back to 127.0.0.1:" + std::to_string(closed) + ": refused (nothing listens there)");
+  // Node 1 never dials 127.0.0.2 for node 4's probe: not where node 4 connects from.
+  CHECK(Detail(d) == "node 1: its address 127.0.0.2:" + std::to_string(d.port()) +
+                         " is not where it connects from (127.0.0.1): behind NAT");
+  CHECK(a.transport().stats().probes_refused >= 1);
+  CHECK(a.transport().stats().probes_served >= 2);  // node 2's and node 3's
+}
+
 }  // namespace
 }  // namespace murmur::node
