@@ -233,5 +233,37 @@ TEST_CASE("An invitation from a node that is not one's relay, and a preface no c
   CHECK(WaitFor([&] { return relay.transport().stats().handshake_failures >= 1; }));
 }
 
+TEST_CASE("A node that asks a relay for a hundred circuits makes it invite the target at most its share") {
+  auto coordinator = Seeded(100);
+  RelayOptions r;
+  r.pair_timeout = std::chrono::seconds(1);
+  Endpoint relay(1, Creds(coordinator, 1), Policy(coordinator), Relaying(r));
+  Endpoint b(3, Creds(coordinator, 3), Policy(coordinator), Behind({1}));
+  b.AddPeer({1, "127.0.0.1", relay.port(), std::nullopt});
+  REQUIRE(WaitFor([&] { return b.Connected(1); }, std::chrono::seconds(5)));
+  // Certified node 5 asks for 100 circuits to node 3 and never comes to any.
+  RawPeer attacker(relay.port());
+  REQUIRE(attacker.Handshake(Creds(coordinator, 5), Policy(coordinator)).ok());
+  attacker.WriteFrame(attacker.Seal(HelloRecord(5)));
+  for (int i = 0; i < 100; ++i) {
+    RelayToken token{};
+    token.fill(static_cast<std::uint8_t>(i));
+    attacker.WriteFrame(attacker.Seal(RelayRecord(RecordType::kRelayConnect, 3, token)));
+  }
+  const RelayStats& rs = relay.transport().relay().stats();
+  REQUIRE(
+      WaitFor([&] { return rs.circuits_refused + rs.circuits_unpaired == 100; }, std::chrono::seconds(10)));
+  // 16 circuits (the per-node share) at most; each invited node 3 once, and
+  // none paired, so each was dropped at the pair timeout.
+  CHECK(rs.circuits_refused == 100 - r.max_circuits_per_node);
+  CHECK(rs.circuits_unpaired == r.max_circuits_per_node);
+  CHECK(rs.circuits_spliced == 0);
+  const TransportStats& bs = b.transport().stats();
+  CHECK(bs.relay_invites + bs.relay_invites_refused == r.max_circuits_per_node);
+  CHECK(bs.relay_invites <= r.max_circuits_per_node);
+  CHECK(WaitFor([&] { return rs.circuits_open == 0; }));
+  CHECK(b.Connected(1));  // the target's session with its relay carries on
+}
+
 }  // namespace
 }  // namespace murmur::node
