@@ -17,7 +17,9 @@
 #  3. a FedAvg job with SecAgg+ (aggregator 0; clients 3 and 6 key each
 #     other through the relay) does the same;
 #  4. relay 8 is killed mid-job: nodes 3 and 6 are back in session through
-#     relay 1 within 10 s, and the job runs to its end.
+#     relay 1 within 10 s, and the job runs to its end;
+#  5. the operator stops a running job on all 8, nodes 3 and 6 through
+#     relay 1, and every daemon reports it stopped.
 # usage: netbed_relay_test.sh MURMUR MURMURD NETDELAY SOURCE_DIR
 source "$4/tests/apps/netbed_fleet_lib.sh"
 NATTED=(3 6)
@@ -130,4 +132,17 @@ timeout 150 "${FLEET_OP_LAUNCH[@]}" "$MURMUR" job status --wait --interval 0.5 "
 [ "$(fleet_done relay-dies 60/60 8 "$FLEET/status")" -eq 8 ] || { tail -n 12 "$FLEET/status"; fail "not all 8 daemons ended at 60/60"; }
 (($(metric 1 murmur_relay_circuits_total) > circuits)) || fail "relay 1 counts no new circuit"
 echo "4. relay 8 killed at round $at of node 3: nodes 3 and 6 in session through relay 1 after $after s; all 8 daemons ended at 60/60"
+
+# 5. The operator stops a job on all 8, nodes 3 and 6 through relay 1.
+sed -e 's/relay-dies/relay-stop/' -e 's/rounds: 60/rounds: 100000/' "$FLEET/long.job" >"$FLEET/stop.job"
+op job submit "$FLEET/stop.job" "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "submit stop.job"; }
+for _ in $(seq 100); do [ "$(rounds 6 relay-stop)" -ge 3 ] && break; sleep 0.1; done
+op job stop --job-id relay-stop "${FLEET_OP[@]}" >"$FLEET/out" 2>&1 || { cat "$FLEET/out"; fail "job stop"; }
+for _ in $(seq 50); do
+  op job status "${FLEET_OP[@]}" >"$FLEET/status" 2>&1
+  [ "$(awk '$3 == "relay-stop" && $4 == "stopped"' "$FLEET/status" | wc -l)" -eq 8 ] && break
+  sleep 0.2
+done
+[ "$(awk '$3 == "relay-stop" && $4 == "stopped"' "$FLEET/status" | wc -l)" -eq 8 ] || { cat "$FLEET/status"; fail "not all 8 daemons stopped relay-stop"; }
+echo "5. relay-stop stopped by the operator on all 8 daemons (nodes 3 and 6 through relay 1)"
 echo "netbed relay test passed"

@@ -113,7 +113,7 @@ std::string Detail(Endpoint& e) {
   return out;
 }
 
-TEST_CASE("Probes: a node its peers dial back is reachable; one they cannot is not, and says why") {
+TEST_CASE("Probes: a node its peers dial back is reachable, and one they cannot is not and says why") {
   auto coordinator = Seeded(100);
   Endpoint a(1, Creds(coordinator, 1), Policy(coordinator), Probing());
   Endpoint b(2, Creds(coordinator, 2), Policy(coordinator), Probing());
