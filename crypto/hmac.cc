@@ -2,6 +2,8 @@
 
 #include <sodium.h>
 
+#include <bit>
+
 namespace murmur::crypto {
 
 Hash Blake2b(std::initializer_list<ByteSpan> parts) {
@@ -70,6 +72,12 @@ void NoiseHkdf(const Hash& chaining_key, ByteSpan input_key_material, Hash* out1
   *out2 = HmacBlake2b(temp_key, {*out1, kTwo});
   if (out3 != nullptr) *out3 = HmacBlake2b(temp_key, {*out2, kThree});
   sodium_memzero(temp_key.data(), temp_key.size());
+}
+
+std::string ModelBlake2b(std::span<const float> params) {
+  static_assert(std::endian::native == std::endian::little, "murmur's wire and digests are little-endian");
+  return ToHex(
+      Blake2b({ByteSpan(reinterpret_cast<const std::uint8_t*>(params.data()), params.size_bytes())}));
 }
 
 }  // namespace murmur::crypto

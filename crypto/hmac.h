@@ -15,6 +15,8 @@
 
 #include <array>
 #include <cstdint>
+#include <span>
+#include <string>
 
 #include "crypto/bytes.h"
 
@@ -27,6 +29,11 @@ using Hash = std::array<std::uint8_t, kHashLen>;
 
 // BLAKE2b-512 of the concatenation of the parts.
 Hash Blake2b(std::initializer_list<ByteSpan> parts);
+
+// A model's digest: the lowercase hex of BLAKE2b-512 over its float32
+// parameters as little-endian bytes (what `b2sum` gives for them written
+// raw). Two models with the same digest are equal bit for bit.
+std::string ModelBlake2b(std::span<const float> params);
 
 // BLAKE2b over bytes that come in pieces (a file read a chunk at a time),
 // with an output of 1..64 bytes: Final() of 64 bytes equals Blake2b() of the

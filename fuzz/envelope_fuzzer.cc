@@ -78,10 +78,10 @@ void CheckPrefaceAndAddress(const std::uint8_t* data, std::size_t size) {
   const auto address = murmur::node::ParseMemberAddress(text);
   if (!address.ok()) return;
   if (address->relays.size() > murmur::node::kMaxRelays) std::abort();
-  const auto again =
-      murmur::node::ParseMemberAddress(murmur::node::FormatMemberAddress(address->at, address->relays));
+  const auto again = murmur::node::ParseMemberAddress(
+      murmur::node::FormatMemberAddress(address->at, address->relays, address->offers_relay));
   if (!again.ok() || again->at.host != address->at.host || again->at.port != address->at.port ||
-      again->relays != address->relays)
+      again->relays != address->relays || again->offers_relay != address->offers_relay)
     std::abort();
 }
 

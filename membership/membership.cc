@@ -101,6 +101,17 @@ void Membership::Stop() {
   relays_.clear();
 }
 
+Status Membership::SetAddress(std::string address) {
+  if (address.size() > 128)
+    return Status::InvalidArgument("membership address of " + std::to_string(address.size()) +
+                                   " bytes is over the limit of 128");
+  if (address == options_.address || left_) return Status::Ok();
+  options_.address = std::move(address);
+  ++incarnation_;
+  broadcasts_.Enqueue(SelfUpdate());
+  return Status::Ok();
+}
+
 void Membership::Leave() {
   if (!running_ || left_) return;
   left_ = true;

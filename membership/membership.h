@@ -165,6 +165,11 @@ class Membership final : public MessageSink {
   void Start();
   // Graceful leave: every known member is told, then the node stops.
   void Leave();
+  // States a new address (a daemon that learned its relays): a new
+  // incarnation, announced like a refutation, so that every member takes
+  // the address. InvalidArgument over 128 bytes.
+  Status SetAddress(std::string address);
+  const std::string& address() const { return options_.address; }
   // Stops without a word (timers cancelled, messages ignored), as a crash would.
   void Stop();
   // Handles membership messages; other kinds are ignored.

@@ -12,6 +12,8 @@
 #include "node/certificate_reload.h"
 #include "node/config.h"
 #include "node/daemon_impl.h"
+
+#include "crypto/hmac.h"
 #include "node/job/job_message.h"
 #include "node/job/job_store.h"
 
@@ -139,6 +141,8 @@ proto::ControlResponse DaemonImpl::OnControl(const proto::ControlRequest& reques
   // Every reply, a refusal too, says which node answered and where its job stands.
   r.set_node_id(config_.node_id());
   *r.mutable_job() = JobStatus();
+  if (request.has_status() && request.status().model_digest() && job_)
+    r.mutable_job()->set_model_blake2b(crypto::ModelBlake2b(job_->params()));
   return r;
 }
 

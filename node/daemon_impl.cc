@@ -1,5 +1,6 @@
 #include "node/daemon_impl.h"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -146,7 +147,8 @@ Status DaemonImpl::Init() {
   membership::MembershipOptions mo;
   // The address stated in membership names this node's relays, so that
   // peers that cannot dial it go through them (docs/protocol.md 7.2).
-  advertised_ = FormatHostPort(HostPort{listen.host, transport_->port()});
+  listen_at_ = HostPort{listen.host, transport_->port()};
+  advertised_ = FormatHostPort(listen_at_);
   mo.address = FormatMemberAddress(HostPort{listen.host, transport_->port()}, to.relays);
   for (const auto& p : config_.peers()) mo.seeds.push_back(p.id());
   mo.max_members_per_peer = config_.max_members_per_peer();
@@ -170,6 +172,7 @@ Status DaemonImpl::Init() {
       co);
   MURMUR_ASSIGN_OR_RETURN(HostPort chp, ParseHostPort(config_.control_listen()));
   MURMUR_RETURN_IF_ERROR(control_->Start(chp.host, chp.port));
+  transport_->SetReachabilityHandler([this](Reachability) { UpdateStatedAddress(); });
   // An operator's connection relayed to this daemon (docs/daemon.md "Behind NAT").
   transport_->SetControlCircuitHandler([this](asio::ip::tcp::socket socket, NodeId relay) {
     MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": an operator's connection through relay " << relay;
@@ -448,7 +451,7 @@ void DaemonImpl::OnMemberAlive(const membership::Member& m) {
   MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": member " << m.id << " alive (incarnation "
                     << m.incarnation << ", " << m.address << ")";
   auto stated = ParseMemberAddress(m.address);
-  if (stated.ok() && !transport_->IsConnected(m.id)) {
+  if (stated.ok()) {
     // The address is the member's own signed word; who answers there must
     // still present a certificate for that node id. No key is pinned: the
     // coordinator may have certified a new one for it since (a re-keyed
@@ -469,7 +472,49 @@ void DaemonImpl::OnMemberAlive(const membership::Member& m) {
     }
     transport_->AddPeer(pa);
   }
+  UpdateStatedAddress();
   if (job_ && !job_->ended()) job_->PeersChanged();
+}
+
+namespace {
+// Relays a daemon behind NAT learns from membership (NodeConfig.learn_relays).
+constexpr std::size_t kLearnedRelays = 2;
+}  // namespace
+
+void DaemonImpl::UpdateStatedAddress() {
+  const bool learns = config_.relays_size() == 0 && config_.learn_relays();
+  if (!membership_ || (!learns && !config_.relay())) return;  // the stated address never changes
+  const Reachability reach = transport_->reachability();
+  const bool offers = config_.relay() && reach == Reachability::kReachable;
+  std::vector<NodeId> relays(config_.relays().begin(), config_.relays().end());
+  if (learns && reach == Reachability::kUnreachable) {
+    // Members offering relaying, nearest first (measured round trip; the
+    // unmeasured last, by id). Relays already taken stay while they offer.
+    std::vector<std::pair<Nanos, NodeId>> offering;
+    for (const membership::Member& m : membership_->Members()) {
+      if (m.state != membership::MemberState::kAlive) continue;
+      auto a = ParseMemberAddress(m.address);
+      if (a.ok() && a->offers_relay) offering.emplace_back(m.rtt > Nanos(0) ? m.rtt : Nanos::max(), m.id);
+    }
+    std::sort(offering.begin(), offering.end());
+    relays.clear();
+    for (NodeId r : learned_relays_)
+      if (std::any_of(offering.begin(), offering.end(), [r](const auto& o) { return o.second == r; }))
+        relays.push_back(r);
+    for (const auto& [rtt, id] : offering) {
+      if (relays.size() >= kLearnedRelays) break;
+      if (std::find(relays.begin(), relays.end(), id) == relays.end()) relays.push_back(id);
+    }
+  }
+  if (learns) learned_relays_ = relays;
+  const std::string address = FormatMemberAddress(listen_at_, relays, offers);
+  if (address == membership_->address()) return;
+  transport_->SetRelays(relays);
+  MURMUR_LOG(kInfo) << "node " << config_.node_id() << ": states its address as " << address
+                    << (learns && !relays.empty() ? " (relays learned from membership)" : "")
+                    << (offers ? " (offers relaying)" : "");
+  if (Status st = membership_->SetAddress(address); !st.ok())
+    MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": " << st.ToString();
 }
 
 void DaemonImpl::OnRejected(NodeId from, membership::Rejection why) {
@@ -484,6 +529,7 @@ void DaemonImpl::OnMemberSuspect(const membership::Member& m) {
 void DaemonImpl::OnMemberDead(const membership::Member& m) {
   MURMUR_LOG(kWarning) << "node " << config_.node_id() << ": member " << m.id << " "
                        << (m.state == membership::MemberState::kLeft ? "left" : "declared dead");
+  UpdateStatedAddress();  // a learned relay that died is replaced
   if (job_ && !job_->ended()) job_->PeersChanged();
 }
 

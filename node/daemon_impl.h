@@ -29,6 +29,7 @@
 #include "node/job/lifecycle.h"
 #include "node/member_keys.h"
 #include "node/metrics_server.h"
+#include "node/transport/address.h"
 #include "node/transport/asio.h"
 #include "node/transport/asio_env.h"
 #include "node/transport/transport.h"
@@ -81,6 +82,11 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   void OnMemberAlive(const membership::Member& m) override;
   void OnMemberSuspect(const membership::Member& m) override;
   void OnMemberDead(const membership::Member& m) override;
+  // The address this daemon states in membership, from its listen address,
+  // its relays (configured, or learned when the probes find it not
+  // reachable) and whether it offers relaying (relay: true and reachable);
+  // a change is announced with a new incarnation (docs/daemon.md "Behind NAT").
+  void UpdateStatedAddress();
   void OnRejected(NodeId from, membership::Rejection why) override;
   bool PeerAlive(NodeId peer) const {
     if (!membership_) return true;
@@ -105,7 +111,10 @@ class DaemonImpl final : public MessageSink, public membership::MembershipObserv
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<MetricsServer> metrics_;
   std::unique_ptr<ControlServer> control_;
-  std::string advertised_;  // HOST:PORT of the peer port, as membership states it (without relays)
+  std::string advertised_;
+  HostPort listen_at_;                  // the peer port's host and bound port
+  std::vector<NodeId> learned_relays_;  // relays taken from membership (no `relays` configured)  // HOST:PORT
+                                        // of the peer port, as membership states it (without relays)
   std::unique_ptr<CertifiedSigner> signer_;
   std::unique_ptr<crypto::Identity> identity_;  // signs SecAgg+ keys of federated jobs
   std::unique_ptr<MemberKeys> member_keys_;

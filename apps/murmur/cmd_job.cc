@@ -1,6 +1,7 @@
 // murmur job submit|status|stop: an operator runs jobs on a fleet of daemons
 // (docs/daemon.md, "Operator commands"). Each command talks to every daemon
 // named with --daemon / --cluster over its control port.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +12,7 @@
 
 #include "apps/murmur/command.h"
 #include "apps/murmur/job_submit.h"
+#include "apps/murmur/model_digests.h"
 #include "apps/murmur/operator.h"
 #include "config/files.h"
 #include "engine/model_factory.h"
@@ -337,6 +339,8 @@ int Status(int argc, char** argv) {
   options.add_options()
     ("wait", "poll every --interval seconds until no daemon runs a job; then print the mean test accuracy")
     ("interval", "seconds between polls with --wait", cxxopts::value<double>()->default_value("5"))
+    ("model-digests", "also print the models' digests (BLAKE2b-512 of their parameters) as `murmur sim "
+                      "--model-digests` does: each gossip daemon's, the aggregator's global model")
     ("h,help", "show this help");
   // clang-format on
   cxxopts::ParseResult args;
@@ -348,11 +352,28 @@ int Status(int argc, char** argv) {
     return UsageError(kName, "--interval must be in [0.1, 3600] seconds");
   proto::ControlRequest request;
   request.mutable_status();
+  const bool digests = args.count("model-digests") > 0;
+  if (digests) request.mutable_status()->set_model_digest(true);
+  // The digests line(s) of the replies: gossip daemons by node id, the aggregator's global model.
+  const auto print_digests = [](const std::vector<DaemonReply>& replies) {
+    std::vector<std::pair<std::uint32_t, std::string>> nodes;
+    for (const auto& r : replies) {
+      if (!r.response.ok() || !r.response->job().has_model_blake2b()) continue;
+      const auto& j = r.response->job();
+      if (j.role() == "aggregator") std::printf("%s\n", GlobalModelDigestLine(j.model_blake2b()).c_str());
+      if (j.role() == "node") nodes.emplace_back(r.response->node_id(), j.model_blake2b());
+    }
+    std::sort(nodes.begin(), nodes.end());
+    if (!nodes.empty()) std::printf("%s\n", ModelDigestsLine(nodes).c_str());
+  };
   for (bool first = true;; first = false) {
     if (!first) std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(interval * 1000)));
     const auto replies = CallAll(*ctx, request);
     const int bad = PrintReplies(replies, first || !args.count("wait"));
-    if (!args.count("wait")) return bad > 0 ? kExitFailure : kExitOk;
+    if (!args.count("wait")) {
+      if (digests) print_digests(replies);
+      return bad > 0 ? kExitFailure : kExitOk;
+    }
     bool running = false;
     // Gossip: every node's own model; federated: the aggregator's global
     // model, and apart from it the last global model each client received.
@@ -385,6 +406,7 @@ int Status(int argc, char** argv) {
             client_sum / clients, clients);
       if (evaluated > 0)
         std::printf("mean test accuracy %.4f over %d daemons (%d done)\n", sum / evaluated, evaluated, done);
+      if (digests) print_digests(replies);
       return bad > 0 || done < static_cast<int>(replies.size()) ? kExitFailure : kExitOk;
     }
   }

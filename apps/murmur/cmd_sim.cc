@@ -10,12 +10,14 @@
 #include <vector>
 
 #include "apps/murmur/command.h"
+#include "apps/murmur/model_digests.h"
 #include "apps/murmur/plot.h"
 #include "apps/murmur/progress.h"
 #include "apps/murmur/scenario_flags.h"
 #include "config/files.h"
 #include "config/scenario_fields.h"
 #include "core/log.h"
+#include "crypto/hmac.h"
 #include "engine/algorithms.h"
 #include "engine/gossip_builder.h"
 #include "ml/text.h"
@@ -236,7 +238,10 @@ int RunSim(int argc, char** argv) {
       cxxopts::value<std::string>())("print-scenario",
                                      "print the effective scenario as protobuf text and exit (its spec { } "
                                      "block is what a murmurd job file holds)")("quiet", "no progress bar")(
-      "log-level", "debug, info, warning or error", cxxopts::value<std::string>());
+      "log-level", "debug, info, warning or error", cxxopts::value<std::string>())(
+      "model-digests",
+      "at the end, print each node's model digest (BLAKE2b-512 of its parameters; federated: the global "
+      "model's), to compare with `murmur job status --model-digests` of a fleet");
   AddScenarioFlags(options);
   cxxopts::ParseResult result;
   try {
@@ -321,6 +326,7 @@ int RunSim(int argc, char** argv) {
   }
   sim::RunOptions run_options;
   run_options.ranks = ranks.get();
+  run_options.keep_final_models = result.count("model-digests") > 0;
   auto run = sim::RunScenario(plan, progress, run_options);
   if (!quiet && run.ok()) bar.Finish(status);
   if (!quiet && !run.ok()) bar.Abandon();  // no "sim done" before the error
@@ -332,6 +338,16 @@ int RunSim(int argc, char** argv) {
   std::printf("%s\n", run->description.c_str());
   PrintTable(*run, IsTextDataset(scenario.spec()));
   PrintSummary(*run, plan);
+  if (run_options.keep_final_models && !run->final_models.empty()) {
+    if (plan.job().federated()) {
+      std::printf("%s\n", GlobalModelDigestLine(crypto::ModelBlake2b(run->final_models.front())).c_str());
+    } else {
+      std::vector<std::pair<std::uint32_t, std::string>> digests;
+      for (std::size_t i = 0; i < run->final_models.size(); ++i)
+        digests.emplace_back(static_cast<std::uint32_t>(i), crypto::ModelBlake2b(run->final_models[i]));
+      std::printf("%s\n", ModelDigestsLine(digests).c_str());
+    }
+  }
   if (!scenario.plot().empty() && rank == 0) {
     Status st = PlotMetrics({run->points}, {RunLabel(plan.job())}, scenario.plot());
     if (!st.ok()) return Failure("sim", st.message());

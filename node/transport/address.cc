@@ -30,8 +30,9 @@ std::string FormatHostPort(const HostPort& at) {
                                                 : at.host + ":" + std::to_string(at.port);
 }
 
-std::string FormatMemberAddress(const HostPort& at, const std::vector<NodeId>& relays) {
+std::string FormatMemberAddress(const HostPort& at, const std::vector<NodeId>& relays, bool offers_relay) {
   std::string out = FormatHostPort(at);
+  if (offers_relay) out += ";relay";
   for (std::size_t i = 0; i < relays.size(); ++i)
     out += (i == 0 ? ";relays=" : ",") + std::to_string(relays[i]);
   return out;
@@ -39,19 +40,27 @@ std::string FormatMemberAddress(const HostPort& at, const std::vector<NodeId>& r
 
 Result<MemberAddress> ParseMemberAddress(const std::string& text) {
   MemberAddress out;
-  const auto semi = text.find(';');
+  auto semi = text.find(';');
   MURMUR_ASSIGN_OR_RETURN(out.at, ParseHostPort(text.substr(0, semi)));
-  if (semi == std::string::npos) return out;
-  const std::string rest = text.substr(semi + 1);
+  std::string rest = semi == std::string::npos ? "" : text.substr(semi + 1);
+  if (semi != std::string::npos && rest.empty())
+    return Status::InvalidArgument("address '" + text + "': nothing after ';'");
+  if (rest == "relay" || rest.compare(0, 6, "relay;") == 0) {
+    out.offers_relay = true;
+    rest = rest.size() > 5 ? rest.substr(6) : "";
+    if (text.back() == ';') return Status::InvalidArgument("address '" + text + "': nothing after ';'");
+  }
+  if (rest.empty()) return out;
   const std::string key = "relays=";
   if (rest.compare(0, key.size(), key) != 0 || rest.size() == key.size())
-    return Status::InvalidArgument("address '" + text + "': after ';' only 'relays=ID,...' is known");
+    return Status::InvalidArgument("address '" + text +
+                                   "': after ';' only 'relay' and 'relays=ID,...' are known");
   std::size_t at = key.size();
   while (at <= rest.size()) {
     const auto comma = rest.find(',', at);
     const std::string id = rest.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
     if (id.empty() || id.size() > 10 || id.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoull(id) > 0xffffffffULL)
+        std::stoull(id) >= kNoNode)
       return Status::InvalidArgument("address '" + text + "': relay '" + id + "' is not a node id");
     if (out.relays.size() == kMaxRelays)
       return Status::InvalidArgument("address '" + text + "': more than " + std::to_string(kMaxRelays) +

@@ -21,15 +21,18 @@ struct HostPort {
 // "127.0.0.1:7001" or "[::1]:7001". InvalidArgument otherwise.
 Result<HostPort> ParseHostPort(const std::string& text);
 // The address a daemon states in membership (docs/protocol.md section 7.4):
-// "HOST:PORT", or "HOST:PORT;relays=R1,R2" naming the relays it keeps
-// sessions with (at most kMaxRelays node ids, decimal).
+// "HOST:PORT", then optionally ";relay" (it relays for others, and its
+// probes found it reachable) and ";relays=R1,R2" (the relays it keeps
+// sessions with: at most kMaxRelays node ids, decimal), in that order.
 inline constexpr std::size_t kMaxRelays = 8;
 struct MemberAddress {
   HostPort at;
+  bool offers_relay = false;
   std::vector<NodeId> relays;
 };
 Result<MemberAddress> ParseMemberAddress(const std::string& text);
-std::string FormatMemberAddress(const HostPort& at, const std::vector<NodeId>& relays);
+std::string FormatMemberAddress(const HostPort& at, const std::vector<NodeId>& relays,
+                                bool offers_relay = false);
 // "127.0.0.1:7001" or "[::1]:7001".
 std::string FormatHostPort(const HostPort& at);
 

@@ -327,6 +327,13 @@ class Transport {
   // Without a handler such invitations are refused.
   using ControlCircuitHandler = std::function<void(asio::ip::tcp::socket socket, NodeId relay)>;
   void SetControlCircuitHandler(ControlCircuitHandler handler) { control_circuit_ = std::move(handler); }
+  // Called on the io thread whenever the probes change their finding.
+  void SetReachabilityHandler(std::function<void(Reachability)> handler) {
+    reachability_handler_ = std::move(handler);
+  }
+  // This node's relays from now on (relays learned from membership).
+  void SetRelays(std::vector<NodeId> relays) { options_.relays = std::move(relays); }
+  const std::vector<NodeId>& relays() const { return options_.relays; }
   // Whether peers can dial this node (the last probe round's finding), and
   // in words: who dialled it back, or why they could not.
   Reachability reachability() const { return static_cast<Reachability>(stats_.reachable.load()); }
@@ -476,6 +483,7 @@ class Transport {
   std::map<RelayToken, RelayDial> relay_dials_;
   std::size_t invites_in_flight_ = 0;
   ControlCircuitHandler control_circuit_;
+  std::function<void(Reachability)> reachability_handler_;
   // Reachability probes: this round's, by nonce.
   struct Probe {
     NodeId peer = kNoNode;

@@ -140,6 +140,7 @@ void Transport::SetReachability(Reachability r, std::string detail) {
   stats_.reachable = static_cast<int>(r);
   reachability_detail_ = std::move(detail);
   if (!changed) return;
+  if (reachability_handler_) reachability_handler_(r);
   if (r == Reachability::kReachable) {
     MURMUR_LOG(kInfo) << "node " << options_.self << ": reachable: " << reachability_detail_;
   } else {

@@ -31,32 +31,46 @@ run() {
   awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }'
 }
 
+# same_models PATTERN: the fleet's line of `murmur job status --model-digests`
+# that PATTERN finds is the simulator's ($FLEET/sim): the models are equal bit for bit.
+same_models() {
+  local fleet simulated
+  op job status --model-digests "${FLEET_OP[@]}" >"$FLEET/digests" 2>&1
+  fleet=$(grep -E "$1" "$FLEET/digests")
+  simulated=$(grep -E "$1" "$FLEET/sim")
+  [ -n "$fleet" ] && [ "$fleet" = "$simulated" ] ||
+    fail "the fleet's models are not the simulator's: fleet '$fleet', murmur sim '$simulated'"
+}
+
 # gossip_matches_sim JOB_FILE ROUNDS LATENCY_MS: runs a gossip job on the
-# fleet's 8 daemons to its end, checks that their mean test accuracy is
-# `murmur sim --job`'s on links of that latency, and prints it.
+# fleet's 8 daemons to its end, checks that their models are `murmur sim
+# --job`'s on links of that latency bit for bit (the digests of
+# --model-digests) and so is their mean test accuracy, and prints it.
 gossip_matches_sim() {
   local id daemons sim
   id=$(sed -n 's/.*job_id: "\([^"]*\)".*/\1/p' "$1" | head -n 1)
   run "$1" >/dev/null || exit 1
   [ "$(fleet_done "$id" "$2/$2" 8 "$FLEET/status")" -eq 8 ] || { tail -n 12 "$FLEET/status" >&2; fail "not all 8 daemons ended at $2/$2"; }
   daemons=$(grep -o "mean test accuracy [0-9.]*" "$FLEET/status" | tail -n 1 | awk '{ print $4 }')
-  "$MURMUR" sim --job "$1" --latency-ms "$3" --eval-nodes 8 --eval-samples 1000000 >"$FLEET/sim" 2>&1 ||
+  "$MURMUR" sim --job "$1" --latency-ms "$3" --eval-nodes 8 --eval-samples 1000000 --model-digests >"$FLEET/sim" 2>&1 ||
     { tail "$FLEET/sim" >&2; fail "murmur sim"; }
   sim=$(grep -o "node accuracy mean [0-9.]*" "$FLEET/sim" | tail -n 1 | awk '{ print $4 }')
   [ -n "$sim" ] && [ "$sim" = "$daemons" ] || { tail -n 3 "$FLEET/sim" >&2; fail "the daemons' mean accuracy $daemons is not the simulator's $sim"; }
+  same_models "^model digests:"
   echo "$daemons"
 }
 
 # fedavg_matches_sim JOB_FILE ROUNDS LATENCY_MS: the same for a federated
-# job: the aggregator's global model test accuracy against murmur sim's.
+# job: the aggregator's global model, and its test accuracy, against murmur sim's.
 fedavg_matches_sim() {
   local id global sim
   id=$(sed -n 's/.*job_id: "\([^"]*\)".*/\1/p' "$1" | head -n 1)
   run "$1" >/dev/null || exit 1
   [ "$(fleet_done "$id" "$2/$2" 8 "$FLEET/status")" -eq 8 ] || { tail -n 12 "$FLEET/status" >&2; fail "not all 8 daemons ended at $2/$2"; }
   global=$(grep -o "global model test accuracy [0-9.]*" "$FLEET/status" | awk '{ print $5 }')
-  "$MURMUR" sim --job "$1" --latency-ms "$3" >"$FLEET/sim" 2>&1 || { tail "$FLEET/sim" >&2; fail "murmur sim (fedavg)"; }
+  "$MURMUR" sim --job "$1" --latency-ms "$3" --model-digests >"$FLEET/sim" 2>&1 || { tail "$FLEET/sim" >&2; fail "murmur sim (fedavg)"; }
   sim=$(grep -o "final (round $2): global model test accuracy [0-9.]*" "$FLEET/sim" | awk '{ print $8 }')
   [ -n "$sim" ] && [ "$sim" = "$global" ] || { tail -n 3 "$FLEET/sim" >&2; fail "the aggregator's accuracy $global is not the simulator's $sim"; }
+  same_models "^global model digest"
   echo "$global"
 }

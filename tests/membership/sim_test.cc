@@ -53,6 +53,27 @@ TEST_CASE("Nodes joining through one seed converge to full views") {
   }
 }
 
+TEST_CASE("A new address a member states reaches every member, with a new incarnation") {
+  Cluster c(16, {}, 0.0, 1);
+  c.Start();
+  REQUIRE(c.RunUntilConverged(Range(0, 16), seconds(60)).has_value());
+  const std::uint64_t before = c.node(5).incarnation();
+  const std::string moved = "10.0.0.5:7000;relays=1,2";
+  REQUIRE(c.node(5).SetAddress(moved).ok());
+  CHECK(c.node(5).incarnation() == before + 1);
+  CHECK(c.node(5).SetAddress(std::string(129, 'x')).code() == StatusCode::kInvalidArgument);
+  c.RunFor(seconds(10));
+  for (NodeId i = 0; i < 16; ++i) {
+    if (i == 5) continue;
+    CAPTURE(i);
+    const auto m = c.node(i).Find(5);
+    REQUIRE(m.has_value());
+    CHECK(m->address == moved);
+    CHECK(m->incarnation == before + 1);
+    CHECK(m->state == MemberState::kAlive);
+  }
+}
+
 TEST_CASE("A crashed node is declared dead by every member within SWIM's bound, and nobody else is") {
   const NodeId n = 32;
   const NodeId victim = 7;
