@@ -96,7 +96,8 @@ void Transport::DialViaRelay(NodeId id) {
   ++sessions_open_;  // the dial's socket; the session keeps the count
   peer.dialing = true;
   const PeerAddress at = *peers_[relay].address;
-  const auto failed = [this, id, token](const std::string& why) {
+  // `why` by value: it may be the refusal held in the entry this erases.
+  const auto failed = [this, id, token](std::string why) {
     relay_dials_.erase(token);
     --sessions_open_;
     Unreached(id, why);
