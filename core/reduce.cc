@@ -12,9 +12,9 @@ namespace {
 constexpr std::size_t kLanes = 16;
 
 // Runs term(i) into the lanes in the documented order and combines them.
-template <typename Term>
-[[gnu::always_inline]] inline float LaneSum(std::size_t n, Term term) {
-  float lane[kLanes] = {};
+template <typename T = float, typename Term>
+[[gnu::always_inline]] inline T LaneSum(std::size_t n, Term term) {
+  T lane[kLanes] = {};
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
     for (std::size_t l = 0; l < kLanes; ++l) lane[l] = term(i + l, lane[l]);
@@ -91,6 +91,12 @@ float FixedSquaredNorm(std::span<const float> x) {
 float FixedSquaredDistance(std::span<const float> a, std::span<const float> b) {
   MURMUR_CHECK(a.size() == b.size());
   return Dispatch<Kind::kSquaredDistance>(a.data(), b.data(), a.size());
+}
+
+double FixedSquaredNorm(std::span<const double> x) {
+  // Products rounded, then added: the same two roundings at every width
+  // (contraction is off in every build), so no dispatch is needed.
+  return LaneSum<double>(x.size(), [&](std::size_t i, double acc) { return acc + x[i] * x[i]; });
 }
 
 void ColumnSums(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, float* out) {

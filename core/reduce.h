@@ -28,6 +28,9 @@ float FixedDot(std::span<const float> a, std::span<const float> b);
 float FixedSquaredNorm(std::span<const float> x);
 // sum_i (a_i - b_i)^2. REQUIRES: a.size() == b.size().
 float FixedSquaredDistance(std::span<const float> a, std::span<const float> b);
+// sum_i x_i^2 of doubles, in the same lane order; each product is rounded
+// and then added (no fused multiply-add).
+double FixedSquaredNorm(std::span<const double> x);
 
 // out[j] = sum over r of x[r * ld + j] for j < cols, each column summed
 // from +0 in increasing r (vectorized across j, which changes no sum).

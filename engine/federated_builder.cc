@@ -55,6 +55,7 @@ federated::ServerOptions MakeServerOptions(const JobPlan& plan, const FederatedH
   o.optimizer.beta2 = s.server_beta2();
   o.optimizer.tau = s.server_tau();
   o.robust = f.robust;
+  o.plausibility = s.plausibility();
   // Attacks: the server holds the round's updates whenever an attack poisons
   // them (so that honest updates are aggregated the same way in both hosts).
   const federated::AttackKind attack = f.attack;
@@ -186,6 +187,11 @@ std::unique_ptr<federated::EdgeAggregator> MakeEdgeAggregator(Env& env, const La
   e.robust.krum_f = std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(f)));
   e.attack = flat.attack;
   e.attack_scale = flat.attack_scale;
+  e.max_weight = flat.max_weight;  // with edges: the whole partition
+  e.plausibility = flat.plausibility;
+  if (flat.dp_client_side)
+    e.length_floor = federated::ClientNoiseLength(flat.dp_clip, flat.dp_noise, flat.clients_per_round,
+                                                  layout.total_size());
   if (!flat.attacker.empty()) {
     for (NodeId m : members) e.attacker.push_back(flat.attacker[m]);
   }

@@ -20,7 +20,8 @@ EdgeAggregator::EdgeAggregator(Env& env, const Layout& layout, EdgeOptions optio
       straggling_until_(options_.members.size(), 0),
       busy_(options_.members.size(), 0),
       acc_(x_.size(), 0.0),
-      delta_(x_.size(), 0.0) {
+      delta_(x_.size(), 0.0),
+      diff_(x_.size(), 0.0) {
   MURMUR_CHECK(!options_.members.empty());
   MURMUR_CHECK(options_.attacker.empty() || options_.attacker.size() == options_.members.size());
   for (std::size_t i = 0; i < options_.members.size(); ++i) member_index_.emplace(options_.members[i], i);
@@ -32,7 +33,8 @@ bool EdgeAggregator::Buffered() const {
 }
 
 std::size_t EdgeAggregator::state_floats() const {
-  std::size_t n = x_.size() + scratch_.size() + 2 * (acc_.size() + delta_.size() + last_.size());
+  std::size_t n =
+      x_.size() + scratch_.size() + 2 * (acc_.size() + delta_.size() + last_.size() + diff_.size());
   for (const auto& h : held_) n += h.size();
   return n;
 }
@@ -91,6 +93,9 @@ void EdgeAggregator::OnTask(const FedMessage& m) {
   std::fill(acc_.begin(), acc_.end(), 0.0);
   held_.clear();
   held_weight_.clear();
+  held_tau_.clear();
+  held_loss_.clear();
+  held_member_.clear();
   held_attacker_.clear();
   std::fill(pending_.begin(), pending_.end(), 0);
 
@@ -124,26 +129,38 @@ void EdgeAggregator::OnTask(const FedMessage& m) {
 
 void EdgeAggregator::OnResult(std::size_t member, const FedMessage& m) {
   const FedHeader& h = m.header();
+  const ResultBounds bounds{options_.max_weight, options_.plausibility, options_.length_floor};
+  auto refused = CheckResult(m, bounds);
+  if (!refused) {
+    scratch_.SetZero();
+    Status st = m.updates()[0]->AddTo(scratch_.span());
+    MURMUR_CHECK_MSG(st.ok(), st.ToString());
+    // Differences of models in double, as the flat server takes them.
+    const bool is_model = (h.flags & kFlagIsModel) != 0;
+    for (std::size_t j = 0; j < diff_.size(); ++j)
+      diff_[j] = is_model ? static_cast<double>(scratch_[j]) - static_cast<double>(x_[j]) : scratch_[j];
+    refused = JudgeDifference(diff_, x_.span(), bounds);
+  }
+  if (refused) {  // the member's answer, an empty one (docs/security.md, Insiders)
+    ++dropped_;
+    env_.Refuse(options_.members[member], *refused);
+    return MaybeClose();
+  }
   ++accepted_;
   selector_.Report(static_cast<NodeId>(member), h.weight, h.loss,
                    std::chrono::duration<double>(env_.Now() - started_).count());
-  scratch_.SetZero();
-  Status st = m.updates()[0]->AddTo(scratch_.span());
-  MURMUR_CHECK_MSG(st.ok(), st.ToString());
-  const bool is_model = (h.flags & kFlagIsModel) != 0;
-  const double weight = h.weight > 0 ? h.weight : 1.0;
+  const double weight = h.weight;
   const double steps = std::max<double>(h.steps, 1);
   const double scale = options_.fednova ? 1.0 / steps : 1.0;
-  // Differences of models in double, as the flat server takes them.
-  auto delta = [&](std::size_t j) {
-    const double d = is_model ? static_cast<double>(scratch_[j]) - static_cast<double>(x_[j]) : scratch_[j];
-    return d * scale;
-  };
+  auto delta = [&](std::size_t j) { return diff_[j] * scale; };
   if (Buffered()) {
     ParamVector d(x_.layout());
     for (std::size_t j = 0; j < d.size(); ++j) d[j] = static_cast<float>(delta(j));
     held_.push_back(std::move(d));
     held_weight_.push_back(weight);
+    held_tau_.push_back(steps);
+    held_loss_.push_back(h.loss);
+    held_member_.push_back(member);
     held_attacker_.push_back(!options_.attacker.empty() && options_.attacker[member]);
   } else {
     for (std::size_t j = 0; j < acc_.size(); ++j) acc_[j] += weight * delta(j);
@@ -169,16 +186,12 @@ void EdgeAggregator::CloseRound() {
   std::fill(pending_.begin(), pending_.end(), 0);
   outstanding_ = 0;
   ++rounds_done_;
+  if (results_ > 0 && Buffered()) PoisonHeld();
   const std::size_t n = results_;
   if (n > 0) {
     if (Buffered()) {
-      std::vector<std::span<float>> mut;
       std::vector<std::span<const float>> view;
-      for (auto& h : held_) {
-        mut.push_back(h.span());
-        view.push_back(h.span());
-      }
-      ApplyAttack(options_.attack, options_.attack_scale, mut, held_attacker_, attack_rng_);
+      for (auto& h : held_) view.push_back(h.span());
       Status st = Aggregate(options_.robust, view, held_weight_, last_, delta_);
       if (!st.ok()) {  // too few results for the rule (e.g. Krum): the median, as the flat server does
         RobustOptions median;
@@ -192,6 +205,24 @@ void EdgeAggregator::CloseRound() {
     }
   }
   SendUp(n);
+}
+
+void EdgeAggregator::PoisonHeld() {
+  const auto refused =
+      PoisonAndJudge(options_.attack, options_.attack_scale, attack_rng_, held_, held_attacker_, held_tau_,
+                     options_.fednova, x_.span(), {0, options_.plausibility, options_.length_floor}, diff_);
+  if (refused.empty()) return;
+  // As if they had been refused on arrival: out of the round, and the
+  // round's sums taken again in arrival order without them.
+  for (const std::size_t i : refused) env_.Refuse(options_.members[held_member_[i]], Refusal::kImplausible);
+  dropped_ += refused.size();
+  accepted_ -= refused.size();
+  results_ -= refused.size();
+  EraseIndices(refused, held_, held_weight_, held_tau_, held_loss_, held_member_, held_attacker_);
+  const HeldSums sums = SumHeld(held_weight_, held_tau_, held_loss_);
+  weight_sum_ = sums.weight;
+  tau_sum_ = sums.tau;
+  loss_sum_ = sums.loss;
 }
 
 void EdgeAggregator::SendUp(std::size_t results) {

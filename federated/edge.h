@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "core/param_vector.h"
+#include "federated/admission.h"
 #include "federated/aggregation.h"
 #include "federated/attack.h"
 #include "federated/messages.h"
@@ -56,6 +57,11 @@ struct EdgeOptions {
   AttackKind attack = AttackKind::kNone;
   double attack_scale = 1.0;
   std::vector<bool> attacker;  // by member index (empty: none)
+  // What a member's result must satisfy (federated/admission.h): its weight
+  // at most max_weight, its difference at most plausibility ||x|| (0: no bound).
+  double max_weight = 0;
+  double plausibility = 0;
+  double length_floor = 0;  // ResultBounds::length_floor (client-side DP)
 };
 
 class EdgeAggregator final : public MessageSink {
@@ -83,6 +89,9 @@ class EdgeAggregator final : public MessageSink {
   void OnResult(std::size_t member, const FedMessage& m);
   void MaybeClose();
   void CloseRound();
+  // The simulated attack on the held updates, and the refusal of crafted
+  // ones that are implausible (as FedServer::PoisonHeld).
+  void PoisonHeld();
   void SendUp(std::size_t results);
 
   Env& env_;
@@ -102,9 +111,11 @@ class EdgeAggregator final : public MessageSink {
   std::vector<std::uint8_t> busy_;
   std::size_t outstanding_ = 0, results_ = 0;
   std::vector<double> acc_, delta_, last_;
+  std::vector<double> diff_;  // the result being judged: Delta_i in double
   double weight_sum_ = 0, tau_sum_ = 0, loss_sum_ = 0;
   std::vector<ParamVector> held_;
-  std::vector<double> held_weight_;
+  std::vector<double> held_weight_, held_tau_, held_loss_;
+  std::vector<std::size_t> held_member_;
   std::vector<bool> held_attacker_;
   std::uint64_t rounds_done_ = 0, accepted_ = 0, dropped_ = 0;
 };

@@ -121,6 +121,8 @@ void FedServer::StartRound() {
   held_.clear();
   held_weight_.clear();
   held_tau_.clear();
+  held_loss_.clear();
+  held_from_.clear();
   held_attacker_.clear();
   std::fill(pending_.begin(), pending_.end(), 0);
   const auto want = static_cast<std::size_t>(
@@ -190,15 +192,9 @@ void FedServer::OnMessage(NodeId from, MessagePtr msg) {
   }
   pending_[from] = 0;
   --outstanding_;
-  if (auto why = Inadmissible(m)) {
-    // Refused (docs/security.md, Insiders): it counts as this client's
-    // answer, an empty one, so the round does not wait for it.
-    ++dropped_;
-    env_.Refuse(from, *why);
-    if (!options_.async) return MaybeClose();
-    for (NodeId c : selector_.Select(1, pending_)) SendTask(c);  // keep `concurrency` clients training
-    return;
-  }
+  if (auto why = CheckResult(m, Bounds())) return RefuseResult(from, *why);
+  LoadDelta(m);
+  if (auto why = JudgeDifference(delta_, x_.span(), Bounds())) return RefuseResult(from, *why);
   if (!contributed_[from]) {
     contributed_[from] = 1;
     ++contributors_;
@@ -208,23 +204,21 @@ void FedServer::OnMessage(NodeId from, MessagePtr msg) {
   OnResult(from, m);
 }
 
-std::optional<Refusal> FedServer::Inadmissible(const FedMessage& m) const {
-  const FedHeader& h = m.header();
-  // A weight is a sample count: positive, and at most the public bound, so
-  // that no result outweighs the largest honest one.
-  if (!std::isfinite(h.weight) || h.weight <= 0 ||
-      (options_.max_weight > 0 && h.weight > options_.max_weight))
-    return Refusal::kImplausible;
-  if (!std::isfinite(h.loss)) return Refusal::kNotFinite;
-  for (const auto& u : m.updates()) {
-    // The wire decoder refuses non-finite values already; this covers updates
-    // that were never encoded (the simulator).
-    if (const float* v = u->dense_f32(); v != nullptr) {
-      for (std::size_t j = 0; j < u->size(); ++j)
-        if (!std::isfinite(v[j])) return Refusal::kNotFinite;
-    }
-  }
-  return std::nullopt;
+ResultBounds FedServer::Bounds() const {
+  ResultBounds b{options_.max_weight, options_.plausibility, 0};
+  if (options_.dp_client_side)
+    b.length_floor =
+        ClientNoiseLength(options_.dp_clip, options_.dp_noise, options_.clients_per_round, x_.size());
+  return b;
+}
+
+void FedServer::RefuseResult(NodeId from, Refusal why) {
+  // It counts as this client's answer, an empty one, so the round does not
+  // wait for it (docs/security.md, Insiders).
+  ++dropped_;
+  env_.Refuse(from, why);
+  if (!options_.async) return MaybeClose();
+  for (NodeId c : selector_.Select(1, pending_)) SendTask(c);  // keep `concurrency` clients training
 }
 
 void FedServer::LoadDelta(const FedMessage& m) {
@@ -241,7 +235,6 @@ void FedServer::LoadDelta(const FedMessage& m) {
 void FedServer::OnResult(NodeId from, const FedMessage& m) {
   const FedHeader& h = m.header();
   ++accepted_;
-  LoadDelta(m);
   double weight = h.weight > 0 ? h.weight : 1.0;
   const double steps = std::max<double>(h.steps, 1);
   const bool dp = options_.dp_clip > 0;
@@ -296,6 +289,8 @@ void FedServer::OnResult(NodeId from, const FedMessage& m) {
     held_.push_back(std::move(d));
     held_weight_.push_back(weight);
     held_tau_.push_back(steps);
+    held_loss_.push_back(h.loss);
+    held_from_.push_back(from);
     held_attacker_.push_back(!options_.attacker.empty() && options_.attacker[from]);
   } else {
     for (std::size_t j = 0; j < acc_.size(); ++j) acc_[j] += weight * delta_[j];
@@ -307,6 +302,24 @@ void FedServer::OnResult(NodeId from, const FedMessage& m) {
   tau_sum_ += weight * steps;
   ++results_;
   MaybeClose();
+}
+
+void FedServer::PoisonHeld() {
+  const auto refused =
+      PoisonAndJudge(options_.attack, options_.attack_scale, attack_rng_, held_, held_attacker_, held_tau_,
+                     options_.fednova, x_.span(), Bounds(), delta_);
+  if (refused.empty()) return;
+  // As if they had been refused on arrival: out of the round, and the
+  // round's sums taken again in arrival order without them.
+  for (const std::size_t i : refused) env_.Refuse(held_from_[i], Refusal::kImplausible);
+  dropped_ += refused.size();
+  accepted_ -= refused.size();
+  results_ -= refused.size();
+  EraseIndices(refused, held_, held_weight_, held_tau_, held_loss_, held_from_, held_attacker_);
+  const HeldSums sums = SumHeld(held_weight_, held_tau_, held_loss_);
+  weight_sum_ = sums.weight;
+  tau_sum_ = sums.tau;
+  loss_sum_ = sums.loss;
 }
 
 void FedServer::Apply(std::span<double> delta) { optimizer_.Apply(x_.span(), delta); }
@@ -321,17 +334,14 @@ void FedServer::CloseRound() {
   }
   std::fill(pending_.begin(), pending_.end(), 0);
   outstanding_ = 0;
+  const std::size_t min_results = std::max<std::size_t>(options_.min_results, 1);
+  if (results_ >= min_results && Buffered()) PoisonHeld();
   const std::size_t n = results_;
-  if (n >= std::max<std::size_t>(options_.min_results, 1)) {
+  if (n >= min_results) {
     const bool dp = options_.dp_clip > 0;
     if (Buffered()) {
-      std::vector<std::span<float>> mut;
       std::vector<std::span<const float>> view;
-      for (auto& h : held_) {
-        mut.push_back(h.span());
-        view.push_back(h.span());
-      }
-      ApplyAttack(options_.attack, options_.attack_scale, mut, held_attacker_, attack_rng_);
+      for (auto& h : held_) view.push_back(h.span());
       Status st = Aggregate(options_.robust, view, held_weight_, last_, delta_);
       if (!st.ok()) {  // too few results for the rule (e.g. Krum): fall back to the median
         RobustOptions median;

@@ -61,6 +61,7 @@
 #include "compression/compressor.h"
 #include "core/round_observer.h"
 #include "federated/accountant.h"
+#include "federated/admission.h"
 #include "federated/aggregation.h"
 #include "federated/attack.h"
 #include "federated/messages.h"
@@ -87,6 +88,9 @@ struct ServerOptions {
   // the largest client share of the job's partition, or with edge
   // aggregators all of it. 0: no bound (a daemon's clients with local data).
   double max_weight = 0;
+  // A bound on a result's difference: ||Delta_i|| <= plausibility ||x||
+  // (federated/admission.h; the spec field `plausibility`). 0: no bound.
+  double plausibility = 0;
   SelectionOptions selection;
   // Which clients a failure detector holds reachable (empty: all): a client
   // it returns false for is never selected, whatever the selection kind (a
@@ -171,19 +175,28 @@ class FedServer final : public MessageSink {
 
  private:
   bool Buffered() const;
-  // Why a result that the round expects is refused (weight, loss, values), or nullopt.
-  std::optional<Refusal> Inadmissible(const FedMessage& m) const;
+  // A result the round expects, refused (federated/admission.h): counted,
+  // booked, and the client's empty answer.
+  void RefuseResult(NodeId from, Refusal why);
+  // What a result must satisfy (federated/admission.h).
+  ResultBounds Bounds() const;
   void StartRound();
   void SendTask(NodeId client);
+  // Uses a result whose difference LoadDelta put in delta_.
   void OnResult(NodeId from, const FedMessage& m);
   void LoadDelta(const FedMessage& m);
   void Accumulate(double weight, double steps, std::span<const double> dc);
   void CloseRound();
+  // The simulated attack on the held updates, and the refusal of crafted
+  // ones that are implausible (federated/admission.h, RefusedAttackers).
+  void PoisonHeld();
   void Apply(std::span<double> delta);
   void Finish(std::string reason);
   void MaybeClose();
   void StartSecureRound(std::vector<NodeId> clients);
   void OnSecAggDone(SecAggOutcome outcome);
+  // Ok, or why a SecAgg+ round's sum is not applied (its mean difference is implausible).
+  Status JudgeSecureSum(const SecAggOutcome& outcome);
 
   Env& env_;
   ServerOptions options_;
@@ -214,7 +227,8 @@ class FedServer final : public MessageSink {
   std::vector<double> acc_, acc_c_, delta_, last_;
   double weight_sum_ = 0, tau_sum_ = 0, loss_sum_ = 0;
   std::vector<ParamVector> held_;
-  std::vector<double> held_weight_, held_tau_;
+  std::vector<double> held_weight_, held_tau_, held_loss_;
+  std::vector<NodeId> held_from_;
   std::vector<bool> held_attacker_;
   ParamVector scratch_;
   std::uint64_t accepted_ = 0, dropped_ = 0;

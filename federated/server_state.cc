@@ -26,9 +26,25 @@ void FedServer::StartSecureRound(std::vector<NodeId> clients) {
   secagg_->Start();
 }
 
+Status FedServer::JudgeSecureSum(const SecAggOutcome& outcome) {
+  // The server sees only the sum, so it judges the round's mean difference
+  // as it would judge one result (federated/admission.h): a masked input
+  // outside the quantizer's range wraps around the ring, and nobody can be
+  // named for it, so such a round is not applied.
+  const std::size_t d = x_.size();
+  if (outcome.sum.size() != d + 2 || !(outcome.sum[d] > 0)) return Status::Ok();
+  for (std::size_t j = 0; j < d; ++j) delta_[j] = outcome.sum[j] / outcome.sum[d];
+  if (JudgeDifference(delta_, x_.span(), {0, options_.plausibility, Bounds().length_floor}))
+    return Status::FailedPrecondition(
+        "secure aggregation: the sum's mean difference is longer than plausibility times the model's "
+        "norm; the round is not applied");
+  return Status::Ok();
+}
+
 void FedServer::OnSecAggDone(SecAggOutcome outcome) {
   secagg_.reset();
   secagg_dropped_ += outcome.dropped;
+  if (outcome.status.ok()) outcome.status = JudgeSecureSum(outcome);
   secagg_status_ = outcome.status;
   const std::size_t d = x_.size();
   results_ = 0;

@@ -364,8 +364,12 @@ TEST_CASE("plausibility and max_weight take their ranges and only the algorithms
                      {"max_weight", [](proto::JobSpec& s) { s.set_max_weight(-1); }},
                      {"max_weight",
                       [](proto::JobSpec& s) { s.set_max_weight(std::numeric_limits<double>::infinity()); }},
-                     {"plausibility", [](proto::JobSpec& s) { s.set_plausibility(3); }},
+                     {"plausibility", [](proto::JobSpec& s) { s.set_plausibility(-1); }},
+                     {"plausibility", [](proto::JobSpec& s) { s.set_plausibility(2e6); }},
                  });
+    fed.set_plausibility(3);  // federated results are bounded too
+    CHECK(ValidateJobSpec(fed, host).ok());
+    fed.set_plausibility(10);
     gossip.set_plausibility(0);  // no bound
     CHECK(ValidateJobSpec(gossip, host).ok());
     gossip.set_plausibility(10);

@@ -137,6 +137,35 @@ TEST_CASE("An edge forwards the task to its cluster and sends its parent one sam
   CHECK(edge.results_dropped() == 1);
 }
 
+TEST_CASE("An edge refuses and books a member's implausible result, and closes on the honest ones") {
+  // Task x = 10, rho = 2: a difference may be 20 long. Member 5 sends 1e30,
+  // then weight 50 over a bound of 40, then 20.5, just past the length bound.
+  for (const auto& lie : {Result(0, 1, {1e30f}), Result(0, 50, {1}), Result(0, 1, {20.5f})}) {
+    ManualEnv env(8);
+    federated::EdgeOptions o;
+    o.parent = 9;
+    o.members = {3, 4, 5};
+    o.clients_per_round = 3;
+    o.max_weight = 40;
+    o.plausibility = 2;
+    federated::EdgeAggregator edge(env, OneParameter(), o);
+    edge.OnMessage(9, std::make_shared<const federated::FedMessage>(Task(0, {10})));
+    REQUIRE(env.outbox().size() == 3);
+    edge.OnMessage(3, Result(0, 1, {20}));  // at the bound: counts
+    edge.OnMessage(5, lie);
+    edge.OnMessage(4, Result(0, 3, {4}));
+    REQUIRE(env.outbox().size() == 4);
+    const auto& up = static_cast<const federated::FedMessage&>(*env.outbox()[3].msg);
+    CHECK(up.header().weight == 4.0);
+    ParamVector got(1);
+    REQUIRE(up.updates()[0]->AddTo(got.span()).ok());
+    CHECK(got[0] == doctest::Approx((20 + 12) / 4.0));
+    REQUIRE(env.refused().size() == 1);
+    CHECK(env.refused()[0] == std::pair<NodeId, Refusal>{5, Refusal::kImplausible});
+    CHECK(edge.results_dropped() == 1);
+  }
+}
+
 TEST_CASE(
     "An edge with no client online answers empty, and the top closes its round on it, model unchanged") {
   ManualEnv edge_env(8);

@@ -74,6 +74,35 @@ TEST_CASE(
   CHECK(bounded->stop_reason == "rounds done");
 }
 
+TEST_CASE("Simulated attackers' crafted results are judged as results from the network are") {
+  // 2 of 10 clients flip and scale their differences by 1e4, every client
+  // every round: each crafted result is far past 10 ||x|| and refused, as
+  // murmurd refuses it on arrival, so the run ends where the attack-free one
+  // does; without the bound (plausibility 0) the mean is ruined.
+  proto::Scenario s = Blobs("fedavg", 10, 10);
+  s.mutable_spec()->set_model("mlp:16");
+  s.mutable_spec()->set_clients_per_round(10);
+  auto clean = RunFederatedScenario(s, {});
+  REQUIRE(clean.ok());
+  const double accuracy = clean->points.back().avg_acc;
+  s.mutable_spec()->set_attack("sign-flip");
+  s.mutable_spec()->set_attack_fraction(0.2);
+  s.mutable_spec()->set_attack_scale(1e4);
+  FederatedStats stats;
+  auto attacked = RunFederatedScenario(s, {}, &stats);
+  REQUIRE_MESSAGE(attacked.ok(), attacked.status().ToString());
+  CHECK(attacked->refused[static_cast<std::size_t>(Refusal::kImplausible)] == 20);
+  CHECK(stats.results_accepted == 80);
+  CHECK(attacked->points.back().avg_acc >= accuracy - 0.02);
+  s.mutable_spec()->set_plausibility(0);
+  auto unbounded = RunFederatedScenario(s, {});
+  REQUIRE(unbounded.ok());
+  MESSAGE("attack-free " << accuracy << ", bounded " << attacked->points.back().avg_acc << ", unbounded "
+                         << unbounded->points.back().avg_acc);
+  CHECK(unbounded->refused[static_cast<std::size_t>(Refusal::kImplausible)] == 0);
+  CHECK(unbounded->points.back().avg_acc < accuracy - 0.2);
+}
+
 TEST_CASE("Federated scenario fields are validated by name") {
   proto::Scenario s = Blobs("fedavg", 10, 5);
   CHECK(ValidateScenario(s).ok());

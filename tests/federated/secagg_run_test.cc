@@ -92,6 +92,32 @@ TEST_CASE("SecAgg+ runs with 10% and 30% dropouts after key sharing keep trainin
   }
 }
 
+TEST_CASE("The spec's plausibility bounds results in the clear and the secure sum alike") {
+  // A bound no honest difference meets (1e-6 ||x||): once the global model
+  // is not 0 (a zero model judges nothing), every result in the clear is
+  // refused, and every secure round's sum is judged and not applied.
+  proto::Scenario s = Blobs(6, 3);
+  s.mutable_spec()->set_plausibility(1e-6);
+  FederatedStats plain;
+  auto clear = RunFederatedScenario(s, {}, &plain);
+  REQUIRE_MESSAGE(clear.ok(), clear.status().ToString());
+  const std::uint64_t refused = clear->refused[static_cast<std::size_t>(Refusal::kImplausible)];
+  CHECK(refused >= 12);
+  CHECK(refused % 6 == 0);
+  CHECK(plain.results_accepted + refused == 18);
+  s.mutable_spec()->set_secure_aggregation(true);
+  FederatedStats secure;
+  auto run = RunFederatedScenario(s, {}, &secure);
+  REQUIRE_MESSAGE(run.ok(), run.status().ToString());
+  CHECK(run->rounds_done == 3);
+  CHECK(secure.secagg_rounds_aborted * 6 == refused);
+  // Off (0), nothing is refused or aborted.
+  s.mutable_spec()->set_plausibility(0);
+  FederatedStats off;
+  REQUIRE(RunFederatedScenario(s, {}, &off).ok());
+  CHECK(off.secagg_rounds_aborted == 0);
+}
+
 TEST_CASE("SecAgg+ scenario fields are validated by name") {
   proto::Scenario s = Blobs(10, 2);
   s.mutable_spec()->set_secure_aggregation(true);

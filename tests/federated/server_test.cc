@@ -130,6 +130,84 @@ TEST_CASE(
   CHECK(env.refused().empty());
 }
 
+MessagePtr ModelResult(std::uint64_t round, std::vector<float> model) {
+  FedHeader h;
+  h.kind = FedKind::kResult;
+  h.round = round;
+  h.weight = 1;
+  h.steps = 1;
+  h.flags = kFlagIsModel;
+  return std::make_shared<const FedMessage>(h, std::vector<UpdatePtr>{Dense(std::move(model))});
+}
+
+TEST_CASE(
+    "A result whose difference is longer than plausibility x ||x|| is refused, and at the bound it counts") {
+  // x = (3, 4), ||x|| = 5, rho = 2: a difference may be 10 long. (6, 8) is
+  // exactly 10 (every square and sum exact in double) and counts.
+  const auto x0 = [] {
+    ParamVector x(2);
+    x[0] = 3;
+    x[1] = 4;
+    return x;
+  };
+  struct Case {
+    MessagePtr lie;
+    bool refused;
+  };
+  for (const Case& c : {Case{Result(0, 1, 1, {6, 8}), false}, Case{Result(0, 1, 1, {6, 8.01f}), true},
+                        Case{Result(0, 1, 1, {1e30f, 0}), true}, Case{Result(0, 1, 1, {-150, -200}), true},
+                        Case{ModelResult(0, {9, 12}), false},        // y - x = (6, 8)
+                        Case{ModelResult(0, {9, 12.02f}), true}}) {  // y - x = (6, 8.02)
+    ManualEnv env(3);
+    ServerOptions o = OneRoundOf(3);
+    o.plausibility = 2;
+    FedServer server(env, x0(), o, nullptr);
+    server.Start();
+    server.OnMessage(0, Result(0, 1, 1, {0, 0}));
+    server.OnMessage(2, c.lie);
+    server.OnMessage(1, Result(0, 1, 1, {0, 0}));
+    REQUIRE(server.rounds_done() == 1);
+    if (c.refused) {
+      REQUIRE(env.refused().size() == 1);
+      CHECK(env.refused()[0] == std::pair<NodeId, Refusal>{2, Refusal::kImplausible});
+      CHECK(server.results_accepted() == 2);
+      CHECK(server.params()[0] == 3.0f);  // the honest clients' mean, 0
+      CHECK(server.params()[1] == 4.0f);
+    } else {
+      CHECK(env.refused().empty());
+      CHECK(server.params()[0] == doctest::Approx(5.0));  // 3 + 6 / 3
+      CHECK(server.params()[1] == doctest::Approx(4.0 + 8.0 / 3));
+    }
+  }
+  // Client-side DP: an honest result carries noise of its own length, so the
+  // bound is rho max(||x||, C + z C sqrt(d / K)) = 2 (1 + 10 sqrt(2)) = 30.28.
+  for (const bool dp : {false, true}) {
+    ManualEnv env(1);
+    ServerOptions o = OneRoundOf(1);
+    o.plausibility = 2;
+    if (dp) {
+      o.dp_clip = 1;
+      o.dp_noise = 10;
+      o.dp_client_side = true;
+    }
+    FedServer server(env, x0(), o, nullptr);
+    server.Start();
+    server.OnMessage(0, Result(0, 1, 1, {0, 30}));
+    CHECK(env.refused().size() == (dp ? 0u : 1u));
+  }
+  // A model that is 0 cannot judge lengths, and rho = 0 turns the bound off.
+  for (const bool zero : {true, false}) {
+    ManualEnv env(1);
+    ServerOptions o = OneRoundOf(1);
+    o.plausibility = zero ? 2 : 0;
+    FedServer server(env, zero ? ParamVector(2) : x0(), o, nullptr);
+    server.Start();
+    server.OnMessage(0, Result(0, 1, 1, {1e30f, 0}));
+    CHECK(env.refused().empty());
+    CHECK(server.params()[0] == doctest::Approx(1e30));
+  }
+}
+
 TEST_CASE("A client the availability predicate calls dead is never selected, even by uniform selection") {
   // 10 clients, K = 4, uniform selection; clients 3 and 7 are dead for the first
   // 150 rounds, then 3 comes back. Among the 8 live clients each round is a

@@ -48,6 +48,7 @@ proto::Scenario AttackScenario(const proto::JobConfig& job) {
 struct Outcome {
   std::vector<float> model;
   double accuracy = 0;
+  std::string metrics;  // the aggregator's /metrics (daemons)
 };
 
 Outcome OnDaemons(const proto::JobConfig& job) {
@@ -56,17 +57,20 @@ Outcome OnDaemons(const proto::JobConfig& job) {
   REQUIRE(fleet.WaitDone(std::chrono::seconds(60)));
   Outcome o;
   o.accuracy = fleet.Status(job.aggregator()).test_accuracy();
+  o.metrics = testing::Metrics(fleet.daemons[job.aggregator()]->metrics_port());
   fleet.Stop();
   o.model = fleet.daemons[job.aggregator()]->params();
   return o;
 }
 
-Outcome InSim(const proto::Scenario& s) {
+// `refused`: the crafted results the simulator's server must refuse (none are late).
+Outcome InSim(const proto::Scenario& s, std::uint64_t refused = 0) {
   sim::FederatedStats stats;
   auto run = sim::RunFederatedScenario(s, {}, &stats);
   REQUIRE_MESSAGE(run.ok(), run.status().ToString());
-  REQUIRE(stats.results_dropped == 0);
-  return {stats.final_model, run->points.back().avg_acc};
+  REQUIRE(stats.results_dropped == refused);
+  REQUIRE(run->refused[static_cast<std::size_t>(Refusal::kImplausible)] == refused);
+  return {stats.final_model, run->points.back().avg_acc, {}};
 }
 
 std::size_t Differing(const std::vector<float>& a, const std::vector<float>& b) {
@@ -112,6 +116,28 @@ TEST_CASE("Attackers on six daemons give the simulator's models bit for bit, and
       CHECK(daemon_acc[1] - daemon_acc[0] > gap / 2);
     }
   }
+}
+
+TEST_CASE("Attacker daemons sending 1e30 x their differences are refused as the simulator refuses them") {
+  // Sign flip with s = 1e30: each crafted result is some 1e30 times longer
+  // than an honest difference, far past plausibility (10) x ||x||. The
+  // aggregator refuses both attackers' results on arrival every round; the
+  // simulator's server, which plays them, refuses the same ones, so the
+  // models agree bit for bit and end at the attack-free accuracy.
+  const proto::JobConfig job = AttackJob("sign-flip", 1e30, "mean");
+  const Outcome daemons = OnDaemons(job);
+  const std::uint64_t rounds = job.spec().rounds();
+  const Outcome sim = InSim(AttackScenario(job), 2 * rounds);
+  CHECK(Differing(daemons.model, sim.model) == 0);
+  proto::Scenario clean = AttackScenario(job);
+  clean.mutable_spec()->set_attack("none");
+  const double attack_free = InSim(clean).accuracy;
+  MESSAGE("attack-free " << attack_free << ", daemons " << daemons.accuracy << ", sim " << sim.accuracy);
+  CHECK(daemons.accuracy >= attack_free - 0.02);
+  // Refused, counted and booked on the aggregator: 2 attackers x every round.
+  CHECK(testing::Sample(daemons.metrics, "murmur_updates_refused_total{reason=\"implausible\"}") ==
+        static_cast<double>(2 * rounds));
+  CHECK(testing::Sample(daemons.metrics, "murmur_peer_offences_total") >= static_cast<double>(2 * rounds));
 }
 
 TEST_CASE("A gaussian attacker daemon adds noise of the simulator's scale s ||Delta|| / sqrt(d)") {

@@ -23,27 +23,8 @@ namespace {
 
 using gossip::UpdatePtr;
 using testing::Cluster;
-
-// The body of GET /metrics from 127.0.0.1:port.
-std::string Metrics(std::uint16_t port) {
-  asio::io_context io;
-  asio::ip::tcp::socket s(io);
-  s.connect({asio::ip::make_address("127.0.0.1"), port});
-  const std::string get = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  asio::write(s, asio::buffer(get));
-  std::string out;
-  asio::error_code ec;
-  char buf[4096];
-  for (std::size_t n; (n = s.read_some(asio::buffer(buf), ec)) > 0 || !ec;) out.append(buf, n);
-  return out;
-}
-
-// The value of the sample line that starts with `name` (-1 when absent).
-double Sample(const std::string& metrics, const std::string& name) {
-  const auto at = metrics.find("\n" + name + " ");
-  if (at == std::string::npos) return -1;
-  return std::stod(metrics.substr(at + name.size() + 2));
-}
+using testing::Metrics;
+using testing::Sample;
 
 // Node 3: answers each model of round r from j with craft(that model) for round r.
 class Insider final : public MessageSink {
