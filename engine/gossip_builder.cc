@@ -220,6 +220,7 @@ NodeResult MakeGossipLearning(const JobPlan& plan, ParamVector x0, const GossipH
   o.age_weighted = spec.age_weighted();
   o.uniform_peers = host.peers != nullptr || spec.topology() == "complete";
   o.defer_merges = host.concurrent_training;
+  o.plausibility = spec.plausibility();
   auto node = std::make_unique<gossip::GossipLearningNode>(
       *host.env, o.uniform_peers ? nullptr : host.topology, host.nodes, *host.learner, std::move(x0),
       std::move(c.codec), o, host.observer);

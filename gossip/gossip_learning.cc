@@ -17,6 +17,7 @@ GossipLearningNode::GossipLearningNode(Env& env, RoundTopology* topology, NodeId
       learner_(learner),
       codec_(std::move(codec)),
       options_(options),
+      admission_(codec_->codec_spec(), options_.plausibility),
       observer_(observer),
       rng_(env.MakeRng(RngPurpose::kPeerSampling)),
       x_(std::move(x0)) {
@@ -80,9 +81,9 @@ void GossipLearningNode::Wake() {
         training_ = false;
         // The simulator runs the training when it is offloaded and delivers
         // what arrives meanwhile after it, before the age grows: the same order.
-        std::vector<std::shared_ptr<const GossipMessage>> deferred;
+        std::vector<std::pair<NodeId, std::shared_ptr<const GossipMessage>>> deferred;
         deferred.swap(deferred_);
-        for (const auto& m : deferred) Merge(*m);
+        for (const auto& [from, m] : deferred) Merge(from, *m);
         age_ += options_.local_steps;
         // Counted before the observer runs, so that a state it exports is complete.
         const std::uint64_t done = wakeups_++;
@@ -113,21 +114,36 @@ Status GossipLearningNode::ImportState(const NodeState& state) {
 }
 
 void GossipLearningNode::OnMessage(NodeId from, MessagePtr msg) {
-  (void)from;
   if (msg->kind() != kGossipMessageKind) return;
   auto m = std::static_pointer_cast<const GossipMessage>(msg);
-  if (m->channel() != Channel::kGossipModel || m->update().size() != x_.size()) return;
-  if (options_.defer_merges && training_) {
-    if (deferred_.size() < kMaxDeferred) deferred_.push_back(std::move(m));
+  if (m->channel() != Channel::kGossipModel) return;
+  // Length, encoding and (without a plausibility bound, which judges them
+  // at the merge) finite values, as the model arrives (gossip/admission.h).
+  if (auto why = admission_.Check(m->update(), x_.size(), false, admission_.plausibility() <= 0)) {
+    env_.Refuse(from, *why);
     return;
   }
-  Merge(*m);
+  if (options_.defer_merges && training_) {
+    if (deferred_.size() < kMaxDeferred) deferred_.emplace_back(from, std::move(m));
+    return;
+  }
+  Merge(from, *m);
 }
 
-void GossipLearningNode::Merge(const GossipMessage& m) {
+void GossipLearningNode::Merge(NodeId from, const GossipMessage& m) {
   const double a_j = m.scalar();
-  // From the network on a daemon: an infinite age would make the weights NaN.
-  if (!(a_j >= 0) || !std::isfinite(a_j)) return;
+  // From the network on a daemon: an infinite or negative age would make the weights NaN.
+  if (!(a_j >= 0) || !std::isfinite(a_j)) {
+    env_.Refuse(from, Refusal::kImplausible);
+    return;
+  }
+  if (admission_.plausibility() > 0) {
+    const std::vector<float> theirs = m.update().ToDense();
+    if (auto why = admission_.Judge(theirs, x_.span())) {
+      env_.Refuse(from, *why);
+      return;
+    }
+  }
   double wi = 0.5, wj = 0.5;
   if (options_.age_weighted && age_ + a_j > 0) {
     wi = age_ / (age_ + a_j);

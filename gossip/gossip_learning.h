@@ -27,6 +27,7 @@
 
 #include "core/learner.h"
 #include "core/round_observer.h"
+#include "gossip/admission.h"
 #include "gossip/codec.h"
 #include "gossip/messages.h"
 #include "gossip/node.h"
@@ -51,6 +52,10 @@ struct GossipLearningOptions {
   // simulator trains when the work is offloaded, so its merges meanwhile
   // already come after the training.
   bool defer_merges = false;
+  // A received model farther than `plausibility` times ||x_i|| from the
+  // receiver's own x_i is refused, as in D-PSGD (gossip/admission.h; 0: no
+  // bound; the spec field `plausibility`).
+  double plausibility = 10;
 };
 
 class GossipLearningNode final : public Node {
@@ -84,7 +89,8 @@ class GossipLearningNode final : public Node {
   std::vector<NodeId> PickPeers();
   // One peer, uniform over the candidates other than this node. REQUIRES: one exists.
   NodeId PickPeer();
-  void Merge(const GossipMessage& m);
+  // Merges a model from `from` unless admission_ refuses it.
+  void Merge(NodeId from, const GossipMessage& m);
 
   Env& env_;
   RoundTopology* topology_;
@@ -92,6 +98,7 @@ class GossipLearningNode final : public Node {
   LocalLearner& learner_;
   std::unique_ptr<Codec> codec_;
   GossipLearningOptions options_;
+  UpdateAdmission admission_;
   RoundObserver* observer_;
   PeerSampler* sampler_ = nullptr;
   Rng rng_;
@@ -100,7 +107,7 @@ class GossipLearningNode final : public Node {
   std::uint64_t wakeups_ = 0;
   double loss_ = 0;
   bool training_ = false;
-  std::vector<std::shared_ptr<const GossipMessage>> deferred_;
+  std::vector<std::pair<NodeId, std::shared_ptr<const GossipMessage>>> deferred_;  // (sender, model)
 };
 
 }  // namespace murmur::gossip

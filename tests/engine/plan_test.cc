@@ -372,6 +372,10 @@ TEST_CASE("plausibility and max_weight take their ranges and only the algorithms
     fed.set_plausibility(10);
     gossip.set_plausibility(0);  // no bound
     CHECK(ValidateJobSpec(gossip, host).ok());
+    proto::JobSpec learning = gossip;  // gossip learning judges whole models too
+    learning.set_algorithm("gossip-learning");
+    learning.set_plausibility(3);
+    CHECK(ValidateJobSpec(learning, host).ok());
     gossip.set_plausibility(10);
     fed.set_max_weight(6000);
     CHECK(ValidateJobSpec(fed, host).ok());

@@ -13,8 +13,11 @@
 #include <vector>
 
 #include "compression/values.h"
+#include "core/manual_env.h"
 #include "gossip/decentralized_sgd.h"
+#include "gossip/gossip_learning.h"
 #include "sim/net/simulator.h"
+#include "tests/gossip/fixture.h"
 #include "tests/gossip/quadratic.h"
 #include "topology/generators.h"
 #include "topology/weights.h"
@@ -23,6 +26,8 @@ namespace murmur::gossip {
 namespace {
 
 using compression::Update;
+using testing::Fixture;
+using testing::kDim;
 
 UpdateAdmission Admission(const std::string& codec, double rho = 10) {
   return UpdateAdmission(CodecSpec::Parse(codec).value(), rho);
@@ -219,6 +224,53 @@ TEST_CASE(
   const InsiderRing unbounded(cases[1].craft, 0);
   CHECK(unbounded.models != silent.models);
   CHECK(unbounded.refused[static_cast<std::size_t>(Refusal::kImplausible)] == 0);
+}
+
+TEST_CASE(
+    "Gossip learning refuses a model by length, encoding, values, age and distance, and merges the rest") {
+  // One node whose own model is 1 everywhere (||x|| = sqrt(8)), rho = 2: a
+  // model within 2 sqrt(8) of it is merged, age-weighted (own age 0: the
+  // model is taken whole); anything else is refused for its reason.
+  Fixture f(1, 0.05);
+  GossipLearningOptions o;
+  o.uniform_peers = true;
+  o.plausibility = 2;
+  ManualEnv env(0);
+  ParamVector x0(kDim);
+  for (std::size_t k = 0; k < kDim; ++k) x0[k] = 1;
+  GossipLearningNode node(env, nullptr, 2, *f.learners[0], std::move(x0), f.MakeCodec("none", 0), o, nullptr);
+  const auto model = [](std::vector<float> v, double age) {
+    return std::make_shared<const GossipMessage>(Channel::kGossipModel, 0, age,
+                                                 compression::DenseF32Update(std::move(v)));
+  };
+  const std::vector<float> far(kDim, 6.0f);  // 5 from x in each of 8 values: 5 sqrt(8) > 2 sqrt(8)
+  struct Case {
+    MessagePtr msg;
+    Refusal why;
+  };
+  const std::vector<Case> cases = {
+      {model(std::vector<float>(kDim - 1, 1.0f), 1), Refusal::kWrongLength},
+      {std::make_shared<const GossipMessage>(
+           Channel::kGossipModel, 0, 1.0,
+           std::make_shared<const Update>(
+               DenseOf(std::vector<float>(kDim, 1.0f), compression::ValueType::kF16))),
+       Refusal::kWrongEncoding},
+      {model(std::vector<float>(kDim, std::nanf("")), 1), Refusal::kNotFinite},
+      {model(std::vector<float>(kDim, 1.0f), std::numeric_limits<double>::infinity()), Refusal::kImplausible},
+      {model(std::vector<float>(kDim, 1.0f), -1), Refusal::kImplausible},
+      {model(far, 1), Refusal::kImplausible},
+  };
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    CAPTURE(c);
+    node.OnMessage(1, cases[c].msg);
+    REQUIRE(env.refused().size() == c + 1);
+    CHECK(env.refused()[c] == std::pair<NodeId, Refusal>{1, cases[c].why});
+  }
+  for (std::size_t k = 0; k < kDim; ++k) CHECK(node.params()[k] == 1.0f);  // nothing merged
+  // 1 + 2 sqrt(8) / sqrt(8) - a little: within the bound, and merged whole.
+  node.OnMessage(1, model(std::vector<float>(kDim, 2.99f), 1));
+  CHECK(env.refused().size() == cases.size());
+  for (std::size_t k = 0; k < kDim; ++k) CHECK(node.params()[k] == 2.99f);
 }
 
 TEST_CASE("Honest neighbours' models pass: a ring of honest nodes mixes as without the bound") {
