@@ -191,6 +191,7 @@ NodeResult MakePushSum(const JobPlan& plan, ParamVector x0, const GossipHost& ho
   o.local_steps = static_cast<int>(plan.spec().local_steps());
   o.round_timeout = c.timeout;
   o.catch_up = host.catch_up && c.static_topology;
+  o.plausibility = plan.spec().plausibility();
   return std::unique_ptr<gossip::Node>(std::make_unique<gossip::PushSumNode>(
       *host.env, *host.topology, *host.learner, std::move(x0), std::move(c.codec), o, host.observer));
 }

@@ -16,6 +16,7 @@ PushSumNode::PushSumNode(Env& env, RoundTopology& topology, LocalLearner& learne
       learner_(learner),
       codec_(std::move(codec)),
       options_(options),
+      admission_(codec_->codec_spec(), options_.plausibility),
       observer_(observer),
       x_(std::move(x0)) {
   MURMUR_CHECK_MSG(codec_->full_model_safe(),
@@ -187,6 +188,12 @@ void PushSumNode::Absorb(NodeId from, const GossipMessage& m, ParamVector& x, do
   // An older running sum overtaken by a newer one, or the same again (a
   // sender that pushed nothing new to this node): nothing new in it.
   if (m.scalar() <= rho.w) return;
+  // Judged again against the newest rho (two sums, each plausible against
+  // an older one, may differ by an implausible step).
+  if (auto why = Implausible(m, &rho.x, m.scalar() - rho.w)) {
+    env_.Refuse(from, *why);  // rho stays: an honest later sum still carries what came before
+    return;
+  }
   x.vec() -= rho.x.vec();
   Status st = m.update().AddTo(x.span());
   MURMUR_CHECK_MSG(st.ok(), st.ToString());
@@ -201,7 +208,20 @@ void PushSumNode::Absorb(NodeId from, const GossipMessage& m, ParamVector& x, do
 void PushSumNode::OnMessage(NodeId from, MessagePtr msg) {
   if (msg->kind() != kGossipMessageKind) return;
   auto m = std::static_pointer_cast<const GossipMessage>(msg);
-  if (m->channel() != Channel::kPushSum || m->update().size() != x_.size()) return;
+  if (m->channel() != Channel::kPushSum) return;
+  // Judged as it arrives, so that a sender whose every sum is refused is a
+  // silent neighbour (no new mass goes to it), not a sink for the mass.
+  auto why = admission_.Check(m->update(), x_.size(), false, admission_.plausibility() <= 0);
+  if (!why) {
+    const auto rho = received_.find(from);
+    const double rho_w = rho == received_.end() ? 0.0 : rho->second.w;
+    if (m->scalar() > rho_w)
+      why = Implausible(*m, rho == received_.end() ? nullptr : &rho->second.x, m->scalar() - rho_w);
+  }
+  if (why) {
+    env_.Refuse(from, *why);
+    return;
+  }
   auto [heard, fresh] = heard_.try_emplace(from, Hearing{m->round(), true});
   heard->second.round = std::max(heard->second.round, m->round());
   heard->second.since_push = true;
@@ -228,6 +248,19 @@ void PushSumNode::AbsorbLate(NodeId from, std::shared_ptr<const GossipMessage> m
   } else {
     Absorb(from, *m, x_, w_);
   }
+}
+
+std::optional<Refusal> PushSumNode::Implausible(const GossipMessage& m, const ParamVector* rho_x,
+                                                double dw) const {
+  // The whole network holds one unit of weight per node: no sender can add more.
+  if (dw > static_cast<double>(topology_.size())) return Refusal::kImplausible;
+  if (admission_.plausibility() <= 0) return std::nullopt;
+  // The model the new mass carries, dx / dw: a weighted mean of the sender's z.
+  std::vector<float> carried = m.update().ToDense();
+  const auto inv = static_cast<float>(1.0 / dw);
+  for (std::size_t j = 0; j < carried.size(); ++j)
+    carried[j] = (carried[j] - (rho_x == nullptr ? 0.0f : (*rho_x)[j])) * inv;
+  return admission_.Judge(carried, z_.span());
 }
 
 // catch_up: a neighbour already past this round without its message here

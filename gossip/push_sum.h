@@ -60,6 +60,7 @@
 
 #include "core/learner.h"
 #include "core/round_observer.h"
+#include "gossip/admission.h"
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
 #include "gossip/node.h"
@@ -79,6 +80,12 @@ struct PushSumOptions {
   // DecentralizedSgdOptions::catch_up); off, a node behind waits out
   // round_timeout in every round it is behind.
   bool catch_up = false;
+  // Admission (gossip/admission.h): a running sum of another length or
+  // encoding is refused on arrival; what a new running sum adds, (dx, dw),
+  // is refused when dw exceeds the network's whole mass (one per node) or
+  // the model it carries, dx / dw, lies farther than `plausibility` times
+  // ||z_i|| from the receiver's own z_i (0: no distance bound).
+  double plausibility = 10;
 };
 
 class PushSumNode final : public Node {
@@ -116,6 +123,8 @@ class PushSumNode final : public Node {
   void BeginRound();
   void Push();
   void Absorb(NodeId from, const GossipMessage& m, ParamVector& x, double& w);
+  // Why what m adds beyond rho (dw = m.scalar() - rho.w > 0; rho_x null: 0) is refused, or nullopt.
+  std::optional<Refusal> Implausible(const GossipMessage& m, const ParamVector* rho_x, double dw) const;
   void AbsorbLate(NodeId from, std::shared_ptr<const GossipMessage> m);
   bool Heard(NodeId j) const;
   bool Alone();
@@ -129,6 +138,7 @@ class PushSumNode final : public Node {
   LocalLearner& learner_;
   std::unique_ptr<Codec> codec_;
   PushSumOptions options_;
+  UpdateAdmission admission_;
   RoundObserver* observer_;
 
   ParamVector x_;

@@ -4,7 +4,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "gossip/push_sum.h"
@@ -197,6 +200,94 @@ TEST_CASE("Push-sum mass that arrives after the receiver's last round is kept") 
   CHECK(books.w == doctest::Approx(n).epsilon(1e-12));
   const std::vector<double> mean = f.Optimum();
   for (std::size_t k = 0; k < kDim; ++k) CHECK(books.x[k] == doctest::Approx(mean[k] * n).epsilon(1e-5));
+}
+
+// Node 3 of a complete graph of 4: a certified insider that answers each
+// running sum pushed to it with a crafted one of the same round (nothing
+// when `craft` is null: a silent node).
+struct PushSumInsider final : MessageSink {
+  sim::Simulator* sim = nullptr;
+  std::function<MessagePtr(const GossipMessage&)> craft;
+  void OnMessage(NodeId from, MessagePtr msg) override {
+    if (craft == nullptr || msg->kind() != kGossipMessageKind) return;
+    sim->env(3).Send(from, craft(static_cast<const GossipMessage&>(*msg)));
+  }
+};
+
+struct InsiderRun {
+  std::vector<std::vector<float>> models;
+  std::array<std::uint64_t, kRefusalKinds> refused{};
+};
+
+InsiderRun RunWithPushSumInsider(std::function<MessagePtr(const GossipMessage&)> craft, double rho = 10) {
+  Fixture f(4, 0.0);  // no training: the honest nodes only average their b_i
+  RoundTopology topo(topology::PushSumWeights(topology::Complete(4)));
+  PushSumOptions o;
+  o.rounds = 30;
+  o.round_timeout = std::chrono::seconds(1);
+  o.plausibility = rho;
+  PushSumInsider insider;
+  insider.sim = f.sim.get();
+  insider.craft = std::move(craft);
+  f.sim->SetSink(3, &insider);
+  std::vector<std::unique_ptr<PushSumNode>> nodes;
+  for (NodeId i = 0; i < 3; ++i) {
+    nodes.push_back(std::make_unique<PushSumNode>(f.sim->env(i), topo, *f.learners[i], f.Initial(i),
+                                                  f.MakeCodec("none", i), o, nullptr));
+    f.sim->SetSink(i, nodes.back().get());
+  }
+  for (auto& nd : nodes) nd->Start();
+  f.sim->RunUntil(Nanos::max());
+  InsiderRun out;
+  for (auto& nd : nodes) {
+    REQUIRE(nd->finished());
+    out.models.emplace_back(nd->params().span().begin(), nd->params().span().end());
+  }
+  out.refused = f.sim->TotalTraffic().refused;
+  return out;
+}
+
+TEST_CASE("A push-sum insider's implausible running sums are refused on arrival, as if it were silent") {
+  // Refused sums leave the honest nodes exactly where a silent node 3 would
+  // (no mass goes to a neighbour never heard from), bit for bit.
+  const InsiderRun silent = RunWithPushSumInsider(nullptr);
+  struct Case {
+    const char* what;
+    Refusal why;
+    std::function<MessagePtr(const GossipMessage&)> craft;
+  };
+  const auto sum = [](double w, std::vector<float> x, std::uint64_t round) {
+    return std::make_shared<const GossipMessage>(Channel::kPushSum, round, w,
+                                                 compression::DenseF32Update(std::move(x)));
+  };
+  const std::vector<Case> cases = {
+      // Half a unit of weight (never absorbed, so every sum adds it anew) carrying a model of
+      // 1e30: dx / dw is far from every z_i.
+      {"1e30", Refusal::kImplausible,
+       [&](const GossipMessage& m) { return sum(0.5, std::vector<float>(kDim, 1e30f), m.round()); }},
+      // More weight than the 4 nodes hold together, with an honest-looking model.
+      {"weight 1e9", Refusal::kImplausible,
+       [&](const GossipMessage& m) {
+         return sum(1e9 * static_cast<double>(m.round() + 1), std::vector<float>(kDim, 0.0f), m.round());
+       }},
+      {"NaN", Refusal::kNotFinite,
+       [&](const GossipMessage& m) { return sum(0.5, std::vector<float>(kDim, std::nanf("")), m.round()); }},
+      {"one value too few", Refusal::kWrongLength,
+       [&](const GossipMessage& m) { return sum(0.5, std::vector<float>(kDim - 1, 0.0f), m.round()); }},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.what);
+    const InsiderRun attacked = RunWithPushSumInsider(c.craft);
+    CHECK(attacked.models == silent.models);
+    std::uint64_t total = 0;
+    for (std::size_t k = 0; k < kRefusalKinds; ++k) total += attacked.refused[k];
+    CHECK(attacked.refused[static_cast<std::size_t>(c.why)] > 0);
+    CHECK(attacked.refused[static_cast<std::size_t>(c.why)] == total);
+  }
+  // Without the distance bound the 1e30 model is absorbed and ruins every honest model.
+  const InsiderRun unbounded = RunWithPushSumInsider(cases[0].craft, 0);
+  CHECK(unbounded.models != silent.models);
+  CHECK(unbounded.refused[static_cast<std::size_t>(Refusal::kImplausible)] == 0);
 }
 
 }  // namespace
