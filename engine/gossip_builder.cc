@@ -196,12 +196,13 @@ NodeResult MakePushSum(const JobPlan& plan, ParamVector x0, const GossipHost& ho
       *host.env, *host.topology, *host.learner, std::move(x0), std::move(c.codec), o, host.observer));
 }
 
-NodeResult MakeDsgt(ParamVector x0, const GossipHost& host, Common c) {
+NodeResult MakeDsgt(const JobPlan& plan, ParamVector x0, const GossipHost& host, Common c) {
   gossip::GradientTrackingOptions o;
   o.rounds = c.rounds;
   o.first_round = host.first_round;
   o.round_timeout = c.timeout;
   o.catch_up = host.catch_up && c.static_topology;
+  o.plausibility = plan.spec().plausibility();
   return std::unique_ptr<gossip::Node>(std::make_unique<gossip::GradientTrackingNode>(
       *host.env, *host.topology, *host.learner, std::move(x0), std::move(c.codec), o, host.observer));
 }
@@ -254,7 +255,7 @@ Result<std::unique_ptr<gossip::Node>> MakeGossipNode(const JobPlan& plan, ParamV
     case Algorithm::kAllReduce:
     case Algorithm::kDilocoAllReduce: return MakeAllReduce(plan, std::move(x0), host, std::move(c));
     case Algorithm::kPushSum: return MakePushSum(plan, std::move(x0), host, std::move(c));
-    case Algorithm::kDsgt: return MakeDsgt(std::move(x0), host, std::move(c));
+    case Algorithm::kDsgt: return MakeDsgt(plan, std::move(x0), host, std::move(c));
     case Algorithm::kGossipLearning: return MakeGossipLearning(plan, std::move(x0), host, std::move(c));
     case Algorithm::kFedAvg:
     case Algorithm::kFedProx:

@@ -161,10 +161,10 @@ Status PlanGossip(const proto::JobSpec& s, Host host, GossipPlan& plan) {
     return Bad("plausibility", "must be in [0, 1e6] (0: no bound), got " + Num(s.plausibility()));
   if (s.max_weight() != 0)
     return Bad("max_weight", "bounds federated results' weights; gossip mixes by the topology's weights");
-  if (s.plausibility() != 10 && !dpsgd && a != "gossip-learning" && a != "push-sum")
+  if (s.plausibility() != 10 && !dpsgd && a != "gossip-learning" && a != "push-sum" && a != "dsgt")
     return Bad("plausibility",
-               "bounds the models of dpsgd, dpsgd-cta, diloco, gossip-learning and push-sum; leave it at "
-               "its default");
+               "bounds the models that dpsgd, dpsgd-cta, diloco, gossip-learning, push-sum and dsgt mix; the "
+               "all-reduce sums exact shares: leave it at its default");
   // Robust mixing and gossip attackers.
   if (dpsgd) {
     auto rule = gossip::ParseMixingRule(s.gossip_aggregation(), s.clip_suspects());

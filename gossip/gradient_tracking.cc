@@ -18,6 +18,7 @@ GradientTrackingNode::GradientTrackingNode(Env& env, RoundTopology& topology, Lo
       learner_(learner),
       codec_(std::move(codec)),
       options_(options),
+      admission_(codec_->codec_spec(), options_.plausibility),
       observer_(observer),
       x_(std::move(x0)) {
   MURMUR_CHECK_MSG(codec_->full_model_safe(),
@@ -194,7 +195,12 @@ void GradientTrackingNode::OnMessage(NodeId from, MessagePtr msg) {
   if (msg->kind() != kGossipMessageKind) return;
   auto m = std::static_pointer_cast<const GossipMessage>(msg);
   if (m->channel() != Channel::kModel && m->channel() != Channel::kTracker) return;
-  if (m->update().size() != x_.size()) return;
+  // Models' values are judged when combined (with a distance bound), trackers' here.
+  const bool values = m->channel() == Channel::kTracker || admission_.plausibility() <= 0;
+  if (auto why = admission_.Check(m->update(), x_.size(), false, values)) {
+    env_.Refuse(from, *why);
+    return;
+  }
   if (options_.catch_up && m->channel() == Channel::kTracker &&
       topology_.In(m->round()).At(env_.self(), from) > 0)
     OnAck(from, m->round(), m->scalar());
@@ -254,6 +260,12 @@ void GradientTrackingNode::Combine() {
   for (const Received& r : got) {
     double wij = w.At(self, r.from);
     bool is_x = r.msg->channel() == Channel::kModel;
+    if (is_x && admission_.plausibility() > 0) {
+      if (auto why = admission_.Judge(r.msg->update().ToDense(), x_.span())) {
+        env_.Refuse(r.from, *why);  // its weight stays on this node's own model
+        continue;
+      }
+    }
     Status st = r.msg->update().AddTo((is_x ? acc_x_ : acc_y_).span(), static_cast<float>(wij));
     MURMUR_CHECK_MSG(st.ok(), st.ToString());
     (is_x ? got_x : got_y) += wij;

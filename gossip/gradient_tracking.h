@@ -31,6 +31,7 @@
 
 #include "core/learner.h"
 #include "core/round_observer.h"
+#include "gossip/admission.h"
 #include "gossip/codec.h"
 #include "gossip/inbox.h"
 #include "gossip/node.h"
@@ -49,6 +50,14 @@ struct GradientTrackingOptions {
   // DecentralizedSgdOptions::catch_up); off, a node behind waits out
   // round_timeout in every round it is behind.
   bool catch_up = false;
+  // Admission (gossip/admission.h): vectors of another length or encoding,
+  // and trackers with non-finite values, are refused on arrival; a model
+  // x_j farther than `plausibility` times ||x_i|| from the receiver's x_i
+  // (or not finite) is refused when the round is combined, its weight left
+  // on the receiver's own model (0: no distance bound). Trackers are
+  // gradient estimates, whose honest spread near an optimum is large next
+  // to their own norm, so they get no distance bound.
+  double plausibility = 10;
 };
 
 class GradientTrackingNode final : public Node {
@@ -92,6 +101,7 @@ class GradientTrackingNode final : public Node {
   LocalLearner& learner_;
   std::unique_ptr<Codec> codec_;
   GradientTrackingOptions options_;
+  UpdateAdmission admission_;
   RoundObserver* observer_;
 
   ParamVector x_, y_, g_old_, g_new_, half_, acc_x_, acc_y_;

@@ -354,7 +354,7 @@ TEST_CASE("plausibility and max_weight take their ranges and only the algorithms
                      {"plausibility", [](proto::JobSpec& s) { s.set_plausibility(1e7); }},
                      {"plausibility",
                       [](proto::JobSpec& s) {
-                        s.set_algorithm("dsgt");
+                        s.set_algorithm("allreduce");
                         s.set_plausibility(3);
                       }},
                      {"max_weight", [](proto::JobSpec& s) { s.set_max_weight(100); }},

@@ -7,6 +7,7 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "core/manual_env.h"
 #include "gossip/decentralized_sgd.h"
 #include "gossip/gossip_learning.h"
+#include "gossip/gradient_tracking.h"
 #include "sim/net/simulator.h"
 #include "tests/gossip/fixture.h"
 #include "tests/gossip/quadratic.h"
@@ -271,6 +273,93 @@ TEST_CASE(
   node.OnMessage(1, model(std::vector<float>(kDim, 2.99f), 1));
   CHECK(env.refused().size() == cases.size());
   for (std::size_t k = 0; k < kDim; ++k) CHECK(node.params()[k] == 2.99f);
+}
+
+// DSGT on the same ring: node 2 answers each model with `model(x)` and
+// each tracker with `tracker(y)` (nothing for a null function).
+struct DsgtInsider final : public MessageSink {
+  sim::Simulator* sim = nullptr;
+  std::function<UpdatePtr(std::span<const float>)> model, tracker;
+  void OnMessage(NodeId from, MessagePtr msg) override {
+    const auto& m = static_cast<const GossipMessage&>(*msg);
+    const auto& craft = m.channel() == Channel::kModel ? model : tracker;
+    if (craft == nullptr) return;
+    sim->env(2).Send(from, std::make_shared<const GossipMessage>(m.channel(), m.round(), 0.0,
+                                                                 craft(m.update().ToDense())));
+  }
+};
+
+struct DsgtRun {
+  std::vector<std::vector<float>> models;
+  std::array<std::uint64_t, kRefusalKinds> refused{};
+};
+
+DsgtRun RunDsgtWithInsider(std::function<UpdatePtr(std::span<const float>)> model,
+                           std::function<UpdatePtr(std::span<const float>)> tracker, double rho = 10) {
+  sim::Simulator sim(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(3));
+  RoundTopology topo(topology::UniformWeights(topology::Ring(3)));
+  DsgtInsider insider;
+  insider.sim = &sim;
+  insider.model = std::move(model);
+  insider.tracker = std::move(tracker);
+  sim.SetSink(2, &insider);
+  GradientTrackingOptions o;
+  o.rounds = 20;
+  o.round_timeout = std::chrono::seconds(5);
+  o.plausibility = rho;
+  std::vector<std::unique_ptr<testing::QuadraticLearner>> learners;
+  std::vector<std::unique_ptr<GradientTrackingNode>> nodes;
+  for (NodeId i = 0; i < 2; ++i) {
+    std::vector<float> b = {i == 0 ? 1.0f : 5.0f, 2.0f, -3.0f};
+    learners.push_back(std::make_unique<testing::QuadraticLearner>(b, 0.1));
+    ParamVector x0(3);
+    for (std::size_t k = 0; k < 3; ++k) x0[k] = b[k];
+    nodes.push_back(std::make_unique<GradientTrackingNode>(
+        sim.env(i), topo, *learners.back(), std::move(x0),
+        std::make_unique<Codec>(CodecSpec::Parse("none").value(), i, Layout(),
+                                Rng(7, i, RngPurpose::kCompression)),
+        o, nullptr));
+    sim.SetSink(i, nodes.back().get());
+  }
+  for (auto& n : nodes) n->Start();
+  sim.RunUntil(Nanos::max());
+  DsgtRun out;
+  for (auto& n : nodes) {
+    REQUIRE(n->finished());
+    out.models.emplace_back(n->params().span().begin(), n->params().span().end());
+  }
+  out.refused = sim.TotalTraffic().refused;
+  return out;
+}
+
+TEST_CASE(
+    "A DSGT insider's absurd models and broken trackers are refused: the honest nodes end as with a silent "
+    "one") {
+  // Models of 1e30 are refused when the round is combined, trackers of NaN
+  // or of the wrong length on arrival; with both refused every round the
+  // honest nodes' arithmetic is a silent neighbour's, bit for bit.
+  const DsgtRun silent = RunDsgtWithInsider(nullptr, nullptr);
+  const auto huge = [](std::span<const float> x) {
+    return compression::DenseF32Update(std::vector<float>(x.size(), 1e30f));
+  };
+  const auto nan = [](std::span<const float> y) {
+    return compression::DenseF32Update(std::vector<float>(y.size(), std::nanf("")));
+  };
+  const auto short_by_one = [](std::span<const float> y) {
+    return compression::DenseF32Update(y.subspan(1));
+  };
+  for (const bool nan_trackers : {true, false}) {
+    CAPTURE(nan_trackers);
+    const DsgtRun attacked = RunDsgtWithInsider(huge, nan_trackers ? nan : short_by_one);
+    CHECK(attacked.models == silent.models);
+    // One model and one tracker to each of the two honest nodes every round.
+    CHECK(attacked.refused[static_cast<std::size_t>(Refusal::kImplausible)] == 40);
+    CHECK(attacked.refused[static_cast<std::size_t>(nan_trackers ? Refusal::kNotFinite
+                                                                 : Refusal::kWrongLength)] == 40);
+  }
+  // Without the bound the 1e30 models are mixed (the trackers still refused).
+  const DsgtRun unbounded = RunDsgtWithInsider(huge, nan, 0);
+  CHECK(unbounded.models != silent.models);
 }
 
 TEST_CASE("Honest neighbours' models pass: a ring of honest nodes mixes as without the bound") {
