@@ -118,6 +118,28 @@ struct RoundCounter final : public RoundObserver {
   void OnRoundDone(NodeId node, std::uint64_t, double) override { ++rounds[node]; }
 };
 
+// The two honest nodes 0 and 1 of a 3-node insider ring: node i minimizes
+// ||x - b_i||^2 / 2 from x0 = b_i, b_0 = (1, 2, -3), b_1 = (5, 2, -3).
+template <typename NodeT, typename Options>
+std::vector<std::unique_ptr<NodeT>> HonestPair(
+    sim::Simulator& sim, RoundTopology& topo, const Options& o, RoundObserver* observer,
+    std::vector<std::unique_ptr<testing::QuadraticLearner>>& learners) {
+  std::vector<std::unique_ptr<NodeT>> nodes;
+  for (NodeId i = 0; i < 2; ++i) {
+    std::vector<float> b = {i == 0 ? 1.0f : 5.0f, 2.0f, -3.0f};
+    learners.push_back(std::make_unique<testing::QuadraticLearner>(b, 0.1));
+    ParamVector x0(3);
+    for (std::size_t k = 0; k < 3; ++k) x0[k] = b[k];
+    nodes.push_back(
+        std::make_unique<NodeT>(sim.env(i), topo, *learners.back(), std::move(x0),
+                                std::make_unique<Codec>(CodecSpec::Parse("none").value(), i, Layout(),
+                                                        Rng(7, i, RngPurpose::kCompression)),
+                                o, observer));
+    sim.SetSink(i, nodes.back().get());
+  }
+  return nodes;
+}
+
 struct InsiderRing {
   std::vector<std::vector<float>> models;
   std::array<std::uint64_t, kRefusalKinds> refused{};
@@ -142,19 +164,7 @@ struct InsiderRing {
     o.round_timeout = std::chrono::seconds(30);
     o.catch_up = true;  // as on a daemon
     std::vector<std::unique_ptr<testing::QuadraticLearner>> learners;
-    std::vector<std::unique_ptr<DecentralizedSgdNode>> nodes;
-    for (NodeId i = 0; i < 2; ++i) {
-      std::vector<float> b = {i == 0 ? 1.0f : 5.0f, 2.0f, -3.0f};
-      learners.push_back(std::make_unique<testing::QuadraticLearner>(b, 0.1));
-      ParamVector x0(3);
-      for (std::size_t k = 0; k < 3; ++k) x0[k] = b[k];
-      nodes.push_back(std::make_unique<DecentralizedSgdNode>(
-          sim.env(i), topo, *learners.back(), std::move(x0),
-          std::make_unique<Codec>(CodecSpec::Parse("none").value(), i, Layout(),
-                                  Rng(7, i, RngPurpose::kCompression)),
-          o, &counter));
-      sim.SetSink(i, nodes.back().get());
-    }
+    auto nodes = HonestPair<DecentralizedSgdNode>(sim, topo, o, &counter, learners);
     for (auto& n : nodes) n->Start();
     sim.RunUntil(std::chrono::seconds(1));
     for (auto& n : nodes) waiting_at_1s.push_back(n->WaitingFor());
@@ -308,19 +318,7 @@ DsgtRun RunDsgtWithInsider(std::function<UpdatePtr(std::span<const float>)> mode
   o.round_timeout = std::chrono::seconds(5);
   o.plausibility = rho;
   std::vector<std::unique_ptr<testing::QuadraticLearner>> learners;
-  std::vector<std::unique_ptr<GradientTrackingNode>> nodes;
-  for (NodeId i = 0; i < 2; ++i) {
-    std::vector<float> b = {i == 0 ? 1.0f : 5.0f, 2.0f, -3.0f};
-    learners.push_back(std::make_unique<testing::QuadraticLearner>(b, 0.1));
-    ParamVector x0(3);
-    for (std::size_t k = 0; k < 3; ++k) x0[k] = b[k];
-    nodes.push_back(std::make_unique<GradientTrackingNode>(
-        sim.env(i), topo, *learners.back(), std::move(x0),
-        std::make_unique<Codec>(CodecSpec::Parse("none").value(), i, Layout(),
-                                Rng(7, i, RngPurpose::kCompression)),
-        o, nullptr));
-    sim.SetSink(i, nodes.back().get());
-  }
+  auto nodes = HonestPair<GradientTrackingNode>(sim, topo, o, nullptr, learners);
   for (auto& n : nodes) n->Start();
   sim.RunUntil(Nanos::max());
   DsgtRun out;
