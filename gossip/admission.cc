@@ -87,4 +87,17 @@ std::optional<Refusal> UpdateAdmission::Judge(std::span<const float> theirs,
   return Verdict(d2, own2);
 }
 
+std::span<const float> UpdateAdmission::Values(const compression::Update& u, std::vector<float>& scratch) {
+  if (const float* v = u.dense_f32(); v != nullptr) return {v, u.size()};
+  scratch.assign(u.size(), 0.0f);
+  Status st = u.AddTo(scratch);
+  MURMUR_CHECK_MSG(st.ok(), st.ToString());
+  return scratch;
+}
+
+std::optional<Refusal> UpdateAdmission::JudgeUpdate(const compression::Update& u, std::span<const float> own,
+                                                    std::vector<float>& scratch) const {
+  return Judge(Values(u, scratch), own);
+}
+
 }  // namespace murmur::gossip

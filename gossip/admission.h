@@ -38,6 +38,7 @@
 
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "compression/update.h"
 #include "core/env.h"
@@ -75,6 +76,15 @@ class UpdateAdmission {
   std::optional<Refusal> Verdict(double d2, double own2) const;
   // Verdict over the whole of `theirs` against `own` (same size).
   std::optional<Refusal> Judge(std::span<const float> theirs, std::span<const float> own) const;
+
+  // Judge over the whole of update `u` (same size as `own`): its values in
+  // place when it is dense fp32, else decoded into `scratch` (resized, and
+  // reused from call to call, so that judging allocates nothing).
+  std::optional<Refusal> JudgeUpdate(const compression::Update& u, std::span<const float> own,
+                                     std::vector<float>& scratch) const;
+  // The values of `u` (same size as `scratch`): in place when dense fp32,
+  // else decoded into `scratch`.
+  static std::span<const float> Values(const compression::Update& u, std::vector<float>& scratch);
 
   double plausibility() const { return plausibility_; }
 

@@ -138,8 +138,7 @@ void GossipLearningNode::Merge(NodeId from, const GossipMessage& m) {
     return;
   }
   if (admission_.plausibility() > 0) {
-    const std::vector<float> theirs = m.update().ToDense();
-    if (auto why = admission_.Judge(theirs, x_.span())) {
+    if (auto why = admission_.JudgeUpdate(m.update(), x_.span(), scratch_)) {
       env_.Refuse(from, *why);
       return;
     }

@@ -99,6 +99,7 @@ class GossipLearningNode final : public Node {
   std::unique_ptr<Codec> codec_;
   GossipLearningOptions options_;
   UpdateAdmission admission_;
+  std::vector<float> scratch_;  // a coded model decoded to be judged
   RoundObserver* observer_;
   PeerSampler* sampler_ = nullptr;
   Rng rng_;

@@ -261,7 +261,7 @@ void GradientTrackingNode::Combine() {
     double wij = w.At(self, r.from);
     bool is_x = r.msg->channel() == Channel::kModel;
     if (is_x && admission_.plausibility() > 0) {
-      if (auto why = admission_.Judge(r.msg->update().ToDense(), x_.span())) {
+      if (auto why = admission_.JudgeUpdate(r.msg->update(), x_.span(), scratch_)) {
         env_.Refuse(r.from, *why);  // its weight stays on this node's own model
         continue;
       }

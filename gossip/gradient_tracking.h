@@ -102,6 +102,7 @@ class GradientTrackingNode final : public Node {
   std::unique_ptr<Codec> codec_;
   GradientTrackingOptions options_;
   UpdateAdmission admission_;
+  std::vector<float> scratch_;  // a coded model decoded to be judged
   RoundObserver* observer_;
 
   ParamVector x_, y_, g_old_, g_new_, half_, acc_x_, acc_y_;

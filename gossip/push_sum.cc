@@ -255,12 +255,22 @@ std::optional<Refusal> PushSumNode::Implausible(const GossipMessage& m, const Pa
   // The whole network holds one unit of weight per node: no sender can add more.
   if (dw > static_cast<double>(topology_.size())) return Refusal::kImplausible;
   if (admission_.plausibility() <= 0) return std::nullopt;
-  // The model the new mass carries, dx / dw: a weighted mean of the sender's z.
-  std::vector<float> carried = m.update().ToDense();
+  // The model the new mass carries, dx / dw (a weighted mean of the
+  // sender's z), judged block by block against z_i without being stored.
+  const std::span<const float> sum = UpdateAdmission::Values(m.update(), scratch_);
   const auto inv = static_cast<float>(1.0 / dw);
-  for (std::size_t j = 0; j < carried.size(); ++j)
-    carried[j] = (carried[j] - (rho_x == nullptr ? 0.0f : (*rho_x)[j])) * inv;
-  return admission_.Judge(carried, z_.span());
+  float carried[kAdmissionBlock];
+  double d2 = 0, own2 = 0;
+  for (std::size_t b = 0; b < sum.size(); b += kAdmissionBlock) {
+    const std::size_t len = std::min(kAdmissionBlock, sum.size() - b);
+    if (rho_x == nullptr) {
+      for (std::size_t k = 0; k < len; ++k) carried[k] = sum[b + k] * inv;
+    } else {
+      for (std::size_t k = 0; k < len; ++k) carried[k] = (sum[b + k] - (*rho_x)[b + k]) * inv;
+    }
+    AddBlockDistances(carried, z_.data() + b, len, d2, &own2);
+  }
+  return admission_.Verdict(d2, own2);
 }
 
 // catch_up: a neighbour already past this round without its message here

@@ -139,6 +139,7 @@ class PushSumNode final : public Node {
   std::unique_ptr<Codec> codec_;
   PushSumOptions options_;
   UpdateAdmission admission_;
+  mutable std::vector<float> scratch_;  // a coded running sum decoded to be judged
   RoundObserver* observer_;
 
   ParamVector x_;
