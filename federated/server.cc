@@ -30,6 +30,10 @@ FedServer::FedServer(Env& env, ParamVector x0, ServerOptions options, RoundObser
       contributed_(options_.num_clients, 0) {
   MURMUR_CHECK(options_.num_clients > 0 && options_.clients_per_round > 0);
   MURMUR_CHECK(options_.attacker.empty() || options_.attacker.size() == options_.num_clients);
+  bounds_ = {options_.max_weight, options_.plausibility, 0};
+  if (options_.dp_client_side)
+    bounds_.length_floor =
+        ClientNoiseLength(options_.dp_clip, options_.dp_noise, options_.clients_per_round, x_.size());
   if (options_.concurrency == 0) options_.concurrency = 2 * options_.clients_per_round;
   if (options_.buffer == 0) options_.buffer = options_.clients_per_round;
   if (options_.scaffold) {
@@ -192,9 +196,9 @@ void FedServer::OnMessage(NodeId from, MessagePtr msg) {
   }
   pending_[from] = 0;
   --outstanding_;
-  if (auto why = CheckResult(m, Bounds())) return RefuseResult(from, *why);
+  if (auto why = CheckResult(m, bounds_)) return RefuseResult(from, *why);
   LoadDelta(m);
-  if (auto why = JudgeDifference(delta_, x_.span(), Bounds())) return RefuseResult(from, *why);
+  if (auto why = JudgeDifference(delta_, x_.span(), bounds_)) return RefuseResult(from, *why);
   if (!contributed_[from]) {
     contributed_[from] = 1;
     ++contributors_;
@@ -202,14 +206,6 @@ void FedServer::OnMessage(NodeId from, MessagePtr msg) {
   selector_.Report(from, h.weight, h.loss,
                    std::chrono::duration<double>(env_.Now() - task_time_[from]).count());
   OnResult(from, m);
-}
-
-ResultBounds FedServer::Bounds() const {
-  ResultBounds b{options_.max_weight, options_.plausibility, 0};
-  if (options_.dp_client_side)
-    b.length_floor =
-        ClientNoiseLength(options_.dp_clip, options_.dp_noise, options_.clients_per_round, x_.size());
-  return b;
 }
 
 void FedServer::RefuseResult(NodeId from, Refusal why) {
@@ -307,7 +303,7 @@ void FedServer::OnResult(NodeId from, const FedMessage& m) {
 void FedServer::PoisonHeld() {
   const auto refused =
       PoisonAndJudge(options_.attack, options_.attack_scale, attack_rng_, held_, held_attacker_, held_tau_,
-                     options_.fednova, x_.span(), Bounds(), delta_);
+                     options_.fednova, x_.span(), bounds_, delta_);
   if (refused.empty()) return;
   // As if they had been refused on arrival: out of the round, and the
   // round's sums taken again in arrival order without them.

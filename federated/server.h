@@ -178,8 +178,6 @@ class FedServer final : public MessageSink {
   // A result the round expects, refused (federated/admission.h): counted,
   // booked, and the client's empty answer.
   void RefuseResult(NodeId from, Refusal why);
-  // What a result must satisfy (federated/admission.h).
-  ResultBounds Bounds() const;
   void StartRound();
   void SendTask(NodeId client);
   // Uses a result whose difference LoadDelta put in delta_.
@@ -202,6 +200,7 @@ class FedServer final : public MessageSink {
   ServerOptions options_;
   RoundObserver* observer_;
   ParamVector x_;
+  ResultBounds bounds_;  // what a result must satisfy (federated/admission.h), fixed at construction
   ServerOptimizer optimizer_;
   ClientSelector selector_;
   RdpAccountant accountant_;

@@ -34,7 +34,7 @@ Status FedServer::JudgeSecureSum(const SecAggOutcome& outcome) {
   const std::size_t d = x_.size();
   if (outcome.sum.size() != d + 2 || !(outcome.sum[d] > 0)) return Status::Ok();
   for (std::size_t j = 0; j < d; ++j) delta_[j] = outcome.sum[j] / outcome.sum[d];
-  if (JudgeDifference(delta_, x_.span(), {0, options_.plausibility, Bounds().length_floor}))
+  if (JudgeDifference(delta_, x_.span(), bounds_))
     return Status::FailedPrecondition(
         "secure aggregation: the sum's mean difference is longer than plausibility times the model's "
         "norm; the round is not applied");
