@@ -17,6 +17,10 @@ Result<HostPort> ParseHostPort(const std::string& text) {
     hp.host = text.substr(0, colon);
     port = text.substr(colon + 1);
   }
+  // A bracket in a host name could not be written back in the same form ("[[]:1" would read as
+  // host "[", which formats as "[:1"), and no IPv4, IPv6 or DNS name holds one.
+  if (hp.host.find_first_of("[]") != std::string::npos)
+    return Status::InvalidArgument("address '" + text + "' has a bracket inside its host");
   if (hp.host.empty() || port.empty() || port.size() > 5 ||
       port.find_first_not_of("0123456789") != std::string::npos || std::stoul(port) > 65535) {
     return Status::InvalidArgument("address '" + text + "' has no valid port");

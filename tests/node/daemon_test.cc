@@ -77,6 +77,8 @@ TEST_CASE("A config with a misspelled field is refused by name, in text and in J
   CHECK(ParseHostPort("127.0.0.1:7001")->port == 7001);
   CHECK_FALSE(ParseHostPort("::1:7001").ok());
   CHECK_FALSE(ParseHostPort("127.0.0.1:70001").ok());
+  CHECK_FALSE(ParseHostPort("[[]:1").ok());  // host "[" would format as "[:1", which reads back as nothing
+  CHECK_FALSE(ParseHostPort("a]:1").ok());
 }
 
 TEST_CASE("Checkpoints round-trip and every damaged file is refused") {
