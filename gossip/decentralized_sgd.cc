@@ -217,14 +217,17 @@ void DecentralizedSgdNode::Dispatch(NodeId from, std::shared_ptr<const GossipMes
     if (mixing_) return Defer(from, std::move(m));  // s is being read
     return OnLate(from, *m);
   }
-  if (topology_.In(m->round()).At(self, from) <= 0) return;   // not an in-neighbour this round
-  if (inbox_.Has(m->round(), Channel::kModel, from)) return;  // duplicate
+  if (topology_.In(m->round()).At(self, from) <= 0) return;  // not an in-neighbour this round
   const std::uint64_t round = m->round();
   // A whole model for a round beyond any a neighbour can legitimately be at
-  // replaces the sender's earlier such ones: one far-future model per sender
-  // is held (it is the one a catch-up to that round would mix).
+  // replaces the sender's earlier such ones, of that round too: one
+  // far-future model per sender is held, the newest (it is the one a catch-up
+  // to that round would mix). Nearer rounds keep the first copy.
   const std::uint64_t near = round_ + lead_ + 1;
-  if (!choco_ && round > near) inbox_.DropFromAbove(from, near);
+  if (!choco_ && round > near)
+    inbox_.DropFromAbove(from, near);
+  else if (inbox_.Has(round, Channel::kModel, from))
+    return;  // duplicate
   inbox_.Add(from, std::move(m));
   if (options_.catch_up) {
     std::uint64_t& latest = latest_[from];
