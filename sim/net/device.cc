@@ -119,6 +119,10 @@ Result<std::vector<DeviceProfile>> MakeDeviceProfiles(const std::string& spec, s
   return out;
 }
 
+namespace {
+constexpr double kMaxTraceLatencyMs = 86400e3;
+}  // namespace
+
 Result<std::vector<DeviceProfile>> ReadDeviceTrace(const std::string& path, std::size_t n) {
   std::ifstream in(path);
   if (!in) return Status::NotFound("device trace '" + path + "' cannot be opened");
@@ -159,6 +163,10 @@ Result<std::vector<DeviceProfile>> ReadDeviceTrace(const std::string& path, std:
       if (!(v[k] > 0) || !std::isfinite(v[k]))
         return Status::InvalidArgument(where() + "values must be positive and finite");
     }
+    // A latency becomes integer nanoseconds: a day is far beyond any link and far within range.
+    if (v[4] > kMaxTraceLatencyMs)
+      return Status::InvalidArgument(where() + "latency_ms " + std::to_string(v[4]) + " is above a day (" +
+                                     std::to_string(static_cast<long long>(kMaxTraceLatencyMs)) + " ms)");
     if (!(v[5] > 0 && v[5] <= 1)) return Status::InvalidArgument(where() + "availability must be in (0, 1]");
     seen[node] = true;
     out[node] = DeviceProfile{

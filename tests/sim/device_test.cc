@@ -54,6 +54,11 @@ TEST_CASE("Bad device specs and traces are rejected by name and line") {
   CHECK(ReadDeviceTrace(ragged, 1).status().message().find(":1: expected 6 fields") != std::string::npos);
   std::string range = WriteTemp("trace_range.csv", "5,1,2,3,4,0.5\n");
   CHECK(ReadDeviceTrace(range, 2).status().code() == StatusCode::kOutOfRange);
+  // A latency past a day would overflow the integer nanoseconds (the trace fuzzer's find).
+  std::string slow = WriteTemp("trace_slow.csv", "0,1,2,3,1e300,0.5\n");
+  CHECK(ReadDeviceTrace(slow, 1).status().message().find(":1: latency_ms") != std::string::npos);
+  std::string day = WriteTemp("trace_day.csv", "0,1,2,3,86400000,0.5\n");
+  CHECK(ReadDeviceTrace(day, 1).value()[0].latency == Nanos(86'400'000'000'000));
   CHECK(ReadDeviceTrace("/nonexistent/trace.csv", 2).status().code() == StatusCode::kNotFound);
 }
 
