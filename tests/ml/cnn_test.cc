@@ -415,7 +415,7 @@ TEST_CASE("Bad convolutional specs are refused, naming the layer and what is wro
 TEST_SUITE("slow") {
   // A second, independent implementation: PyTorch (tests/ml/torch_cnn_reference.py)
   // trains the same network from the same weights on the same batches.
-  TEST_CASE("The CNN follows PyTorch step for step: 100 SGD steps, the same losses within 1e-4") {
+  TEST_CASE("The CNN follows PyTorch step for step: 100 SGD steps with the same losses within 1e-4") {
     const auto dir =
         std::filesystem::temp_directory_path() / ("murmur_torch_cnn_" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir);

@@ -162,7 +162,7 @@ TEST_SUITE("slow") {
   constexpr const char* kUndecodable = "murmur_messages_undecodable_total";
 
   TEST_CASE(
-      "A certified federated insider sending absurd weights, 1e30 or NaN results, or a 'done' and tasks of "
+      "A certified federated insider sending absurd weights or 1e30 or NaN results or a 'done' and tasks of "
       "its own: every daemon finishes every round at the insider-free accuracy and only node 3 is booked") {
     const Outcome silent = Run(Behaviour{"silent", nullptr, false});
     const double base = silent.status[kAggregator].test_accuracy();
