@@ -28,6 +28,14 @@ float FixedDot(std::span<const float> a, std::span<const float> b);
 float FixedSquaredNorm(std::span<const float> x);
 // sum_i (a_i - b_i)^2. REQUIRES: a.size() == b.size().
 float FixedSquaredDistance(std::span<const float> a, std::span<const float> b);
+// out_i += w v_i (the product rounded, then added: compression::Update::
+// AddTo's arithmetic) and, in the same pass, FixedSquaredNorm(v), bit for
+// bit. REQUIRES: out.size() == v.size(), and they do not overlap.
+float FixedAxpySquaredNorm(std::span<float> out, std::span<const float> v, float w);
+// FixedSquaredNorm, taken again in double (each square added in order) when
+// the float sum overflows (values near 1.8e19 and up): infinite only when a
+// value is.
+double SquaredNormOrDouble(std::span<const float> x);
 // sum_i x_i^2 of doubles, in the same lane order; each product is rounded
 // and then added (no fused multiply-add).
 double FixedSquaredNorm(std::span<const double> x);

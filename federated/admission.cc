@@ -6,19 +6,6 @@
 #include "core/reduce.h"
 
 namespace murmur::federated {
-namespace {
-
-// ||x||^2 in a fixed order; summed again in double when the float sum
-// overflows (values near 1.8e19 and up).
-double SquaredNorm(std::span<const float> x) {
-  const float s = FixedSquaredNorm(x);
-  if (std::isfinite(s)) return s;
-  double sum = 0;
-  for (const float v : x) sum += static_cast<double>(v) * v;
-  return sum;
-}
-
-}  // namespace
 
 std::optional<Refusal> CheckResult(const FedMessage& m, const ResultBounds& bounds) {
   const FedHeader& h = m.header();
@@ -39,7 +26,7 @@ std::optional<Refusal> JudgeDifference(std::span<const double> delta, std::span<
   if (bounds.plausibility <= 0) return std::nullopt;
   const double d2 = FixedSquaredNorm(delta);
   if (!std::isfinite(d2)) return Refusal::kImplausible;  // only if a caller passed non-finite values
-  const double x2 = std::max(SquaredNorm(x), bounds.length_floor * bounds.length_floor);
+  const double x2 = std::max(SquaredNormOrDouble(x), bounds.length_floor * bounds.length_floor);
   if (x2 > 0 && std::isfinite(x2) && d2 > bounds.plausibility * bounds.plausibility * x2)
     return Refusal::kImplausible;
   return std::nullopt;

@@ -37,15 +37,14 @@ void AddBlockDistances(const float* theirs, const float* own, std::size_t len, d
     }
     d2 += sum;
   }
-  if (own2 == nullptr) return;
-  const float block_own2 = FixedSquaredNorm(o);
-  if (std::isfinite(block_own2)) {
-    *own2 += block_own2;
-    return;
-  }
-  double sum = 0;
-  for (std::size_t k = 0; k < len; ++k) sum += static_cast<double>(own[k]) * own[k];
-  *own2 += sum;
+  if (own2 != nullptr) *own2 += SquaredNormOrDouble(o);
+}
+
+double BlockSquaredNorm(std::span<const float> own) {
+  double own2 = 0;
+  for (std::size_t b = 0; b < own.size(); b += kAdmissionBlock)
+    own2 += SquaredNormOrDouble(own.subspan(b, std::min(kAdmissionBlock, own.size() - b)));
+  return own2;
 }
 
 std::optional<Refusal> UpdateAdmission::Check(const compression::Update& u, std::size_t size, bool fp32,
@@ -60,12 +59,7 @@ std::optional<Refusal> UpdateAdmission::Check(const compression::Update& u, std:
         f32 != nullptr ? compression::ValueType::kF32 : u.values().coding.type;
     if (type != value_type_) return Refusal::kWrongEncoding;
   }
-  if (values && f32 != nullptr && !std::isfinite(FixedSum({f32, size}))) {
-    // A finite sum has finite terms; an overflowing one is summed again in double.
-    double sum = 0;
-    for (std::size_t k = 0; k < size; ++k) sum += f32[k];
-    if (!std::isfinite(sum)) return Refusal::kNotFinite;
-  }
+  if (values && f32 != nullptr && !AllFinite({f32, size})) return Refusal::kNotFinite;
   return std::nullopt;
 }
 
@@ -74,6 +68,31 @@ std::optional<Refusal> UpdateAdmission::Verdict(double d2, double own2) const {
   if (plausibility_ > 0 && own2 > 0 && std::isfinite(own2) && d2 > plausibility_ * plausibility_ * own2)
     return Refusal::kImplausible;
   return std::nullopt;
+}
+
+bool UpdateAdmission::SurelyPlausible(double theirs2, double own2) const {
+  if (plausibility_ <= 0) return true;
+  if (!std::isfinite(theirs2) || !std::isfinite(own2) || own2 <= 0) return false;
+  return std::sqrt(theirs2) + std::sqrt(own2) <= (1 - 1e-3) * plausibility_ * std::sqrt(own2);
+}
+
+bool AllFinite(std::span<const float> x) {
+  // A finite sum has finite terms; an overflowing one is summed again in double.
+  if (std::isfinite(FixedSum(x))) return true;
+  double sum = 0;
+  for (const float v : x) sum += v;
+  return std::isfinite(sum);
+}
+
+double AddScaledSquaredNorm(float* out, const float* v, std::size_t n, float w) {
+  double sum = 0;
+  for (std::size_t b = 0; b < n; b += kAdmissionBlock) {
+    const std::size_t len = std::min(kAdmissionBlock, n - b);
+    const std::span<const float> block(v + b, len);
+    const float block2 = FixedAxpySquaredNorm({out + b, len}, block, w);
+    sum += std::isfinite(block2) ? block2 : SquaredNormOrDouble(block);  // the same bits as BlockSquaredNorm
+  }
+  return sum;
 }
 
 std::optional<Refusal> UpdateAdmission::Judge(std::span<const float> theirs,

@@ -54,8 +54,21 @@ namespace murmur::gossip {
 // block (kAdmissionBlock values each, in order), so that a caller that mixes
 // block by block can judge in the same pass and reach the same verdict.
 inline constexpr std::size_t kAdmissionBlock = 2048;
-// `own2` may be null (the own norm was taken with another input's block).
+// `own2` may be null (the own norm was taken with another input's block, or
+// once for many inputs by BlockSquaredNorm).
 void AddBlockDistances(const float* theirs, const float* own, std::size_t len, double& d2, double* own2);
+// What AddBlockDistances adds to own2 over every block of `own`, in order: a
+// receiver that judges many models against the same own model takes it once.
+double BlockSquaredNorm(std::span<const float> own);
+
+// Mixing and judging in one pass over a received dense fp32 vector v:
+// out[i] += w v[i] for i < n, with the same roundings as
+// compression::Update::AddTo, block by block (kAdmissionBlock values), each
+// block then measured while it is in cache: returns BlockSquaredNorm(v).
+double AddScaledSquaredNorm(float* out, const float* v, std::size_t n, float w);
+// Whether every x_i is finite (core/reduce.h's FixedSum, summed again in
+// double when the float sum overflows).
+bool AllFinite(std::span<const float> x);
 
 class UpdateAdmission {
  public:
@@ -74,6 +87,12 @@ class UpdateAdmission {
   // model and the own model's squared norm own2 (AddBlockDistances over
   // every block): not_finite, implausible, or nullopt to accept it.
   std::optional<Refusal> Verdict(double d2, double own2) const;
+  // Whether a model of squared norm theirs2 is within the bound of an own
+  // model of squared norm own2 whatever their distance: ||x_j|| + ||x_i|| <=
+  // rho ||x_i||, with a margin of 1e-3 for the roundings of both norms and
+  // of the distance that Judge would take. True means Judge would accept it;
+  // false means only Judge can tell.
+  bool SurelyPlausible(double theirs2, double own2) const;
   // Verdict over the whole of `theirs` against `own` (same size).
   std::optional<Refusal> Judge(std::span<const float> theirs, std::span<const float> own) const;
 

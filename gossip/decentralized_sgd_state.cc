@@ -78,7 +78,7 @@ void DecentralizedSgdNode::OnLate(NodeId from, const GossipMessage& m) {
 }
 
 void DecentralizedSgdNode::Defer(NodeId from, std::shared_ptr<const GossipMessage> m) {
-  deferred_.push_back(Received{from, std::move(m)});
+  deferred_.push_back(Received{from, std::move(m), -1});
 }
 
 void DecentralizedSgdNode::RunDeferred() {

@@ -195,8 +195,9 @@ void GradientTrackingNode::OnMessage(NodeId from, MessagePtr msg) {
   if (msg->kind() != kGossipMessageKind) return;
   auto m = std::static_pointer_cast<const GossipMessage>(msg);
   if (m->channel() != Channel::kModel && m->channel() != Channel::kTracker) return;
-  // Models' values are judged when combined (with a distance bound), trackers' here.
-  const bool values = m->channel() == Channel::kTracker || admission_.plausibility() <= 0;
+  // Values are judged when combined (MixJudged), models' here too when no
+  // distance bound is set.
+  const bool values = m->channel() == Channel::kModel && admission_.plausibility() <= 0;
   if (auto why = admission_.Check(m->update(), x_.size(), false, values)) {
     env_.Refuse(from, *why);
     return;
@@ -242,6 +243,24 @@ void GradientTrackingNode::MaybeCombine() {
   }
 }
 
+std::optional<Refusal> GradientTrackingNode::MixModel(const compression::Update& u, float wij) {
+  const float* v = u.dense_f32();
+  if (admission_.plausibility() > 0) {
+    if (own2_ < 0) own2_ = BlockSquaredNorm(x_.span());
+    if (v != nullptr) {
+      // Mixed and measured in one pass; most models are within the bound
+      // whatever their distance, and only the rest are judged in full.
+      const double theirs2 = AddScaledSquaredNorm(acc_x_.data(), v, u.size(), wij);
+      if (admission_.SurelyPlausible(theirs2, own2_)) return std::nullopt;
+      return admission_.Judge({v, u.size()}, x_.span());
+    }
+    if (auto why = admission_.JudgeUpdate(u, x_.span(), scratch_)) return why;
+  }
+  Status st = u.AddTo(acc_x_.span(), wij);
+  MURMUR_CHECK_MSG(st.ok(), st.ToString());
+  return std::nullopt;
+}
+
 void GradientTrackingNode::Combine() {
   if (timeout_ != 0) {
     env_.CancelTimer(timeout_);
@@ -257,22 +276,53 @@ void GradientTrackingNode::Combine() {
   acc_x_.SetZero();
   acc_y_.SetZero();
   double got_x = 0, got_y = 0;
-  for (const Received& r : got) {
-    double wij = w.At(self, r.from);
-    bool is_x = r.msg->channel() == Channel::kModel;
-    if (is_x && admission_.plausibility() > 0) {
-      if (auto why = admission_.JudgeUpdate(r.msg->update(), x_.span(), scratch_)) {
-        env_.Refuse(r.from, *why);  // its weight stays on this node's own model
+  std::vector<char> refused(got.size(), 0);
+  const auto tracker = [&](std::size_t k) { return got[k].msg->channel() == Channel::kTracker; };
+  const auto add = [&](std::size_t k, ParamVector& acc) {
+    Status st = got[k].msg->update().AddTo(acc.span(), static_cast<float>(w.At(self, got[k].from)));
+    MURMUR_CHECK_MSG(st.ok(), st.ToString());
+  };
+  // Trackers must be finite (gradient estimates, whose honest spread near an
+  // optimum is large next to their own norm, get no distance bound). A
+  // non-finite one makes their sum non-finite: only then is each looked at,
+  // and the sum taken again without those refused.
+  for (std::size_t k = 0; k < got.size(); ++k)
+    if (tracker(k)) add(k, acc_y_);
+  if (!AllFinite(acc_y_.span())) {
+    acc_y_.SetZero();
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      if (!tracker(k)) continue;
+      if (auto why = admission_.Check(got[k].msg->update(), x_.size(), false, true)) {
+        env_.Refuse(got[k].from, *why);  // its weight stays on this node's own tracker
+        refused[k] = 1;
         continue;
       }
+      add(k, acc_y_);
     }
-    Status st = r.msg->update().AddTo((is_x ? acc_x_ : acc_y_).span(), static_cast<float>(wij));
-    MURMUR_CHECK_MSG(st.ok(), st.ToString());
-    (is_x ? got_x : got_y) += wij;
-    if (options_.catch_up && !is_x) {
+  }
+  // Models, each judged in the pass that mixes it (MixModel); one judged out
+  // leaves their sum to be taken again without it.
+  bool redo = false;
+  own2_ = -1;
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    const Received& r = got[k];
+    const double wij = w.At(self, r.from);
+    if (refused[k]) continue;
+    if (!tracker(k)) {
+      if (auto why = MixModel(r.msg->update(), static_cast<float>(wij))) {
+        env_.Refuse(r.from, *why);  // its weight stays on this node's own model
+        refused[k] = 1;
+        redo = true;
+      } else {
+        got_x += wij;
+      }
+      continue;
+    }
+    got_y += wij;
+    if (options_.catch_up) {
       // What mixing y_j added to y_i over leaving its weight on y_i: W_ij (y_j - y_i).
       ParamVector c(x_.layout());
-      st = r.msg->update().AddTo(c.span(), static_cast<float>(wij));
+      Status st = r.msg->update().AddTo(c.span(), static_cast<float>(wij));
       MURMUR_CHECK_MSG(st.ok(), st.ToString());
       c.vec() -= static_cast<float>(wij) * y_.vec();
       unmatched_[r.from][round_] = std::move(c);
@@ -280,6 +330,11 @@ void GradientTrackingNode::Combine() {
       rounds.insert(round_);
       while (!rounds.empty() && *rounds.begin() + kAckRounds < round_ + 1) rounds.erase(rounds.begin());
     }
+  }
+  if (redo) {
+    acc_x_.SetZero();
+    for (std::size_t k = 0; k < got.size(); ++k)
+      if (!refused[k] && !tracker(k)) add(k, acc_x_);
   }
   // Weight of missing neighbours falls back on the node's own vectors.
   acc_x_.vec() += static_cast<float>(1.0 - got_x) * half_.vec();

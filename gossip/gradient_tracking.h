@@ -92,6 +92,10 @@ class GradientTrackingNode final : public Node {
   void BeginRound();
   void MaybeCombine();
   void Combine();
+  // Adds W_ij u, a neighbour's model, to acc_x_, judging u in the same pass
+  // (gossip/admission.h): the reason to refuse it, in which case acc_x_
+  // holds it and must be summed again without it.
+  std::optional<Refusal> MixModel(const compression::Update& u, float wij);
   std::uint64_t Latest(NodeId j) const;
   double AckMask(NodeId j) const;
   void OnAck(NodeId j, std::uint64_t round, double mask);
@@ -103,6 +107,7 @@ class GradientTrackingNode final : public Node {
   GradientTrackingOptions options_;
   UpdateAdmission admission_;
   std::vector<float> scratch_;  // a coded model decoded to be judged
+  double own2_ = -1;            // BlockSquaredNorm(x_) in Combine, taken at the first model judged
   RoundObserver* observer_;
 
   ParamVector x_, y_, g_old_, g_new_, half_, acc_x_, acc_y_;

@@ -6,9 +6,9 @@
 
 namespace murmur::gossip {
 
-void RoundInbox::Add(NodeId from, std::shared_ptr<const GossipMessage> msg) {
+void RoundInbox::Add(NodeId from, std::shared_ptr<const GossipMessage> msg, double judged_w) {
   MURMUR_CHECK(msg->round() >= closed_below_);
-  by_round_[msg->round()].push_back(Received{from, std::move(msg)});
+  by_round_[msg->round()].push_back(Received{from, std::move(msg), judged_w});
 }
 
 bool RoundInbox::Has(std::uint64_t round, Channel channel, NodeId from) const {

@@ -21,12 +21,15 @@ namespace murmur::gossip {
 struct Received {
   NodeId from;
   std::shared_ptr<const GossipMessage> msg;
+  // Push-sum: the running-sum weight rho_w the message was judged against on
+  // arrival (gossip/push_sum.h); -1 when it was not judged.
+  double judged_w = -1;
 };
 
 class RoundInbox {
  public:
   // Keeps `msg` for its round. REQUIRES: msg->round() >= closed_below().
-  void Add(NodeId from, std::shared_ptr<const GossipMessage> msg);
+  void Add(NodeId from, std::shared_ptr<const GossipMessage> msg, double judged_w = -1);
   // Whether a message from `from` on `channel` is held for `round` (duplicates are dropped by callers).
   bool Has(std::uint64_t round, Channel channel, NodeId from) const;
   // Number of messages held for (round, channel).

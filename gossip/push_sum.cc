@@ -69,6 +69,7 @@ Status PushSumNode::ImportState(const NodeState& state) {
     (is_sent ? sent_ : received_)[static_cast<NodeId>(j)] = std::move(sum);
   }
   z_.vec() = x_.vec() * static_cast<float>(1.0 / w_);
+  z_norm2_ = -1;
   return Status::Ok();
 }
 
@@ -96,6 +97,7 @@ void PushSumNode::BeginRound() {
         // x <- x - eta w g(z), so that z moves by the steps themselves.
         const float inv_w = static_cast<float>(1.0 / w_);
         z_.vec() = x_.vec() * inv_w;
+        z_norm2_ = -1;
         next_x_.CopyFrom(z_);
         loss_ = learner_.Train(next_x_, options_.local_steps);
         if (alone) {
@@ -108,7 +110,7 @@ void PushSumNode::BeginRound() {
         training_ = false;
         std::vector<Received> parked;
         parked.swap(parked_);
-        for (const Received& r : parked) Absorb(r.from, *r.msg, x_, w_);
+        for (Received& r : parked) Receive(r.from, std::move(r.msg));
         Push();
         MaybeCombine();
       });
@@ -181,18 +183,20 @@ void PushSumNode::Push() {
 }
 
 // Adds sigma - rho (what `from` pushed that this node has not seen) to (x, w).
-void PushSumNode::Absorb(NodeId from, const GossipMessage& m, ParamVector& x, double& w) {
+void PushSumNode::Absorb(NodeId from, const GossipMessage& m, ParamVector& x, double& w, double judged_w) {
   auto [it, fresh] = received_.try_emplace(from);
   RunningSum& rho = it->second;
   if (fresh) rho.x = ParamVector(x_.layout());
   // An older running sum overtaken by a newer one, or the same again (a
   // sender that pushed nothing new to this node): nothing new in it.
   if (m.scalar() <= rho.w) return;
-  // Judged again against the newest rho (two sums, each plausible against
-  // an older one, may differ by an implausible step).
-  if (auto why = Implausible(m, &rho.x, m.scalar() - rho.w)) {
-    env_.Refuse(from, *why);  // rho stays: an honest later sum still carries what came before
-    return;
+  // Judged again when rho has moved since it arrived (two sums, each
+  // plausible against an older one, may differ by an implausible step).
+  if (rho.w != judged_w) {
+    if (auto why = Implausible(m, &rho.x, m.scalar() - rho.w)) {
+      env_.Refuse(from, *why);  // rho stays: an honest later sum still carries what came before
+      return;
+    }
   }
   x.vec() -= rho.x.vec();
   Status st = m.update().AddTo(x.span());
@@ -209,14 +213,27 @@ void PushSumNode::OnMessage(NodeId from, MessagePtr msg) {
   if (msg->kind() != kGossipMessageKind) return;
   auto m = std::static_pointer_cast<const GossipMessage>(msg);
   if (m->channel() != Channel::kPushSum) return;
+  // The local steps rewrite z, against which sums are judged: what comes
+  // meanwhile waits for them (the Env contract of Offload).
+  if (training_) {
+    parked_.push_back(Received{from, std::move(m), -1});
+    return;
+  }
+  Receive(from, std::move(m));
+}
+
+void PushSumNode::Receive(NodeId from, std::shared_ptr<const GossipMessage> m) {
   // Judged as it arrives, so that a sender whose every sum is refused is a
   // silent neighbour (no new mass goes to it), not a sink for the mass.
+  double judged_w = -1;
   auto why = admission_.Check(m->update(), x_.size(), false, admission_.plausibility() <= 0);
   if (!why) {
     const auto rho = received_.find(from);
     const double rho_w = rho == received_.end() ? 0.0 : rho->second.w;
-    if (m->scalar() > rho_w)
+    if (m->scalar() > rho_w) {
       why = Implausible(*m, rho == received_.end() ? nullptr : &rho->second.x, m->scalar() - rho_w);
+      judged_w = rho_w;
+    }
   }
   if (why) {
     env_.Refuse(from, *why);
@@ -225,7 +242,7 @@ void PushSumNode::OnMessage(NodeId from, MessagePtr msg) {
   auto [heard, fresh] = heard_.try_emplace(from, Hearing{m->round(), true});
   heard->second.round = std::max(heard->second.round, m->round());
   heard->second.since_push = true;
-  if (m->round() < inbox_.closed_below()) return AbsorbLate(from, std::move(m));
+  if (m->round() < inbox_.closed_below()) return AbsorbLate(from, std::move(m), judged_w);
   if (topology_.In(m->round()).At(env_.self(), from) <= 0) return;
   if (inbox_.Has(m->round(), Channel::kPushSum, from)) return;
   if (options_.catch_up) {
@@ -233,20 +250,19 @@ void PushSumNode::OnMessage(NodeId from, MessagePtr msg) {
     latest = std::max(latest, m->round());
     ahead_ = std::max(ahead_, m->round());
   }
-  inbox_.Add(from, std::move(m));
+  inbox_.Add(from, std::move(m), judged_w);
   MaybeCombine();
 }
 
 // Late mass is still mass: it joins the node's state now (the round being
 // assembled once this node has pushed its shares; x and w before that, after
 // the local steps that use them, and after the run's last round).
-void PushSumNode::AbsorbLate(NodeId from, std::shared_ptr<const GossipMessage> m) {
-  if (training_) {
-    parked_.push_back(Received{from, std::move(m)});
-  } else if (pushed_) {
-    Absorb(from, *m, next_x_, next_w_);
+void PushSumNode::AbsorbLate(NodeId from, std::shared_ptr<const GossipMessage> m, double judged_w) {
+  MURMUR_CHECK(!training_);  // OnMessage parks what comes while the local steps run
+  if (pushed_) {
+    Absorb(from, *m, next_x_, next_w_, judged_w);
   } else {
-    Absorb(from, *m, x_, w_);
+    Absorb(from, *m, x_, w_, judged_w);
   }
 }
 
@@ -260,7 +276,7 @@ std::optional<Refusal> PushSumNode::Implausible(const GossipMessage& m, const Pa
   const std::span<const float> sum = UpdateAdmission::Values(m.update(), scratch_);
   const auto inv = static_cast<float>(1.0 / dw);
   float carried[kAdmissionBlock];
-  double d2 = 0, own2 = 0;
+  double d2 = 0;
   for (std::size_t b = 0; b < sum.size(); b += kAdmissionBlock) {
     const std::size_t len = std::min(kAdmissionBlock, sum.size() - b);
     if (rho_x == nullptr) {
@@ -268,9 +284,14 @@ std::optional<Refusal> PushSumNode::Implausible(const GossipMessage& m, const Pa
     } else {
       for (std::size_t k = 0; k < len; ++k) carried[k] = (sum[b + k] - (*rho_x)[b + k]) * inv;
     }
-    AddBlockDistances(carried, z_.data() + b, len, d2, &own2);
+    AddBlockDistances(carried, z_.data() + b, len, d2, nullptr);
   }
-  return admission_.Verdict(d2, own2);
+  return admission_.Verdict(d2, ZNorm2());
+}
+
+double PushSumNode::ZNorm2() const {
+  if (z_norm2_ < 0) z_norm2_ = BlockSquaredNorm(z_.span());
+  return z_norm2_;
 }
 
 // catch_up: a neighbour already past this round without its message here
@@ -300,12 +321,13 @@ void PushSumNode::Combine() {
   }
   std::vector<Received> got = inbox_.Close(round_);
   std::sort(got.begin(), got.end(), [](const Received& a, const Received& b) { return a.from < b.from; });
-  for (const Received& r : got) Absorb(r.from, *r.msg, next_x_, next_w_);
+  for (const Received& r : got) Absorb(r.from, *r.msg, next_x_, next_w_, r.judged_w);
   std::swap(x_, next_x_);
   w_ = next_w_;
   pushed_ = false;  // next_x_ is stale now: late mass goes to x_ until the next push
   MURMUR_CHECK_MSG(w_ > 0, "push-sum weight must stay positive");
   z_.vec() = x_.vec() * static_cast<float>(1.0 / w_);
+  z_norm2_ = -1;
   const std::uint64_t done = round_++;
   if (options_.catch_up && ahead_ >= round_ + lead_ && ahead_ < options_.rounds) {
     MURMUR_LOG(kInfo) << "node " << env_.self() << ": catching up from round " << round_ << " to " << ahead_;
@@ -317,9 +339,10 @@ void PushSumNode::Combine() {
     std::stable_sort(skipped.begin(), skipped.end(), [](const Received& a, const Received& b) {
       return a.msg->round() != b.msg->round() ? a.msg->round() < b.msg->round() : a.from < b.from;
     });
-    for (const Received& r : skipped) Absorb(r.from, *r.msg, x_, w_);
+    for (const Received& r : skipped) Absorb(r.from, *r.msg, x_, w_, r.judged_w);
     MURMUR_CHECK_MSG(w_ > 0, "push-sum weight must stay positive");
     z_.vec() = x_.vec() * static_cast<float>(1.0 / w_);
+    z_norm2_ = -1;
     round_ = ahead_;
   }
   if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), done, loss_);

@@ -122,10 +122,16 @@ class PushSumNode final : public Node {
   };
   void BeginRound();
   void Push();
-  void Absorb(NodeId from, const GossipMessage& m, ParamVector& x, double& w);
+  // `judged_w`: the rho_w the message was judged against on arrival (-1: not
+  // judged); judged again only when rho_w has moved since.
+  void Absorb(NodeId from, const GossipMessage& m, ParamVector& x, double& w, double judged_w);
   // Why what m adds beyond rho (dw = m.scalar() - rho.w > 0; rho_x null: 0) is refused, or nullopt.
   std::optional<Refusal> Implausible(const GossipMessage& m, const ParamVector* rho_x, double dw) const;
-  void AbsorbLate(NodeId from, std::shared_ptr<const GossipMessage> m);
+  void AbsorbLate(NodeId from, std::shared_ptr<const GossipMessage> m, double judged_w);
+  // What OnMessage does with a push-sum message once no local steps run.
+  void Receive(NodeId from, std::shared_ptr<const GossipMessage> m);
+  // BlockSquaredNorm(z_), taken once per value of z_.
+  double ZNorm2() const;
   bool Heard(NodeId j) const;
   bool Alone();
   std::vector<NodeId> SilentOutNeighbours();
@@ -145,13 +151,14 @@ class PushSumNode final : public Node {
   ParamVector x_;
   double w_ = 1.0;
   ParamVector z_;
-  ParamVector next_x_;  // the round's kept share plus what arrives
+  mutable double z_norm2_ = -1;  // ZNorm2's cache; -1 after z_ changes
+  ParamVector next_x_;           // the round's kept share plus what arrives
   double next_w_ = 0;
   std::map<NodeId, RunningSum> sent_;      // sigma_ij per out-neighbour
   std::map<NodeId, RunningSum> received_;  // rho_ij per in-neighbour
   std::map<NodeId, Hearing> heard_;        // per sender
-  // Messages of closed rounds that came while the offloaded local steps
-  // read and write x and w; absorbed once they are done.
+  // Messages that came while the offloaded local steps read and write x, w
+  // and z (judging one reads z); received once they are done, in order.
   std::vector<Received> parked_;
   RoundInbox inbox_;
   std::uint64_t round_ = 0;

@@ -52,6 +52,13 @@ TEST_CASE("fixed-order sums follow the documented order at every level") {
       CHECK(SameBits(FixedDot(a, b), dot));
       CHECK(SameBits(FixedSquaredNorm(a), sq));
       CHECK(SameBits(FixedSquaredDistance(a, b), dist));
+      // The axpy beside the norm: b + 0.75 a, each product rounded, then added.
+      std::vector<float> out = b;
+      CHECK(SameBits(FixedAxpySquaredNorm(out, a, 0.75f), sq));
+      for (std::size_t i = 0; i < n; ++i) {
+        const float product = 0.75f * a[i];
+        CHECK(SameBits(out[i], b[i] + product));
+      }
     }
     // And they are sums: within n u sum|terms| of the exact value (u = 2^-24).
     long double exact = 0, abs = 0;

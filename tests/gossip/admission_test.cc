@@ -15,6 +15,7 @@
 
 #include "compression/values.h"
 #include "core/manual_env.h"
+#include "core/rng.h"
 #include "gossip/decentralized_sgd.h"
 #include "gossip/gossip_learning.h"
 #include "gossip/gradient_tracking.h"
@@ -80,6 +81,63 @@ TEST_CASE("NaN and infinite values are refused, the largest finite floats are no
   CHECK(a.Judge(theirs, mine) == Refusal::kNotFinite);
   // Whole models judged when mixed are not scanned on arrival.
   CHECK(!a.Check(DenseOf({1, std::nanf(""), 3}), 3, false, /*values=*/false).has_value());
+}
+
+TEST_CASE("Mixing and judging in one pass adds what AddTo adds and never accepts what Judge refuses") {
+  Rng rng(5, 0, RngPurpose::kInit);
+  for (const std::size_t n :
+       {std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{33}, std::size_t{5000}}) {
+    CAPTURE(n);
+    std::vector<float> v(n), base(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      v[i] = static_cast<float>(rng.Normal()) * 3;
+      base[i] = static_cast<float>(rng.Normal());
+    }
+    // The sum is the same bits as AddTo's; the norm is BlockSquaredNorm's, near the exact one.
+    std::vector<float> fused = base, reference = base;
+    const double norm2 = AddScaledSquaredNorm(fused.data(), v.data(), n, 0.25f);
+    REQUIRE(compression::DenseF32Update(v)->AddTo(reference, 0.25f).ok());
+    CHECK(fused == reference);
+    CHECK(norm2 == BlockSquaredNorm(v));
+    long double exact = 0;
+    for (const float e : v) exact += static_cast<long double>(e) * e;
+    CHECK(norm2 == doctest::Approx(static_cast<double>(exact)).epsilon(1e-5));
+    CHECK(AllFinite(v));
+    // A NaN or an infinity anywhere, in the first block, in the middle or at the end.
+    for (const std::size_t at : {std::size_t{0}, n / 2, n - 1}) {
+      for (const float bad : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
+        std::vector<float> w = v;
+        w[at] = bad;
+        CHECK_FALSE(AllFinite(w));
+        fused = base;
+        CHECK_FALSE(std::isfinite(AddScaledSquaredNorm(fused.data(), w.data(), n, 1.0f)));
+      }
+    }
+  }
+  // SurelyPlausible is a shortcut of Judge: on models scaled towards and past the
+  // bound it never accepts one that Judge refuses, and it accepts the ordinary ones.
+  const UpdateAdmission a = Admission("none", 10);
+  std::vector<float> own(3000), theirs(3000);
+  for (std::size_t i = 0; i < own.size(); ++i) {
+    own[i] = static_cast<float>(rng.Normal());
+    theirs[i] = static_cast<float>(rng.Normal());
+  }
+  const double own2 = BlockSquaredNorm(own);
+  int surely = 0;
+  for (double scale = 0.5; scale < 20; scale *= 1.01) {
+    std::vector<float> t = theirs;
+    for (float& e : t) e = static_cast<float>(e * scale);
+    std::vector<float> sink(t.size());
+    const double t2 = AddScaledSquaredNorm(sink.data(), t.data(), t.size(), 1);
+    if (!a.SurelyPlausible(t2, own2)) continue;
+    ++surely;
+    CHECK_FALSE(a.Judge(t, own).has_value());
+  }
+  CHECK(surely > 100);  // up to about 9 ||x_i||: 0.5 to 8.99 by 1 % steps is 290 scales
+  CHECK(a.SurelyPlausible(own2, own2));
+  CHECK_FALSE(a.SurelyPlausible(std::numeric_limits<double>::infinity(), own2));
+  CHECK_FALSE(a.SurelyPlausible(own2, 0));                // a zero model: only Judge decides
+  CHECK(Admission("none", 0).SurelyPlausible(1e300, 1));  // no bound
 }
 
 TEST_CASE("The plausibility bound is ||x_j - x_i|| <= rho ||x_i||, at the boundary and on either side") {
@@ -333,8 +391,8 @@ DsgtRun RunDsgtWithInsider(std::function<UpdatePtr(std::span<const float>)> mode
 TEST_CASE(
     "A DSGT insider's absurd models and broken trackers are refused: the honest nodes end as with a silent "
     "one") {
-  // Models of 1e30 are refused when the round is combined, trackers of NaN
-  // or of the wrong length on arrival; with both refused every round the
+  // Models of 1e30 and trackers of NaN are refused when the round is
+  // combined, trackers of the wrong length on arrival; with both refused every round the
   // honest nodes' arithmetic is a silent neighbour's, bit for bit.
   const DsgtRun silent = RunDsgtWithInsider(nullptr, nullptr);
   const auto huge = [](std::span<const float> x) {
