@@ -99,80 +99,100 @@ float FixedSquaredDistance(std::span<const float> a, std::span<const float> b) {
 
 namespace {
 
-// The lanes after the whole chunks of 16, then the tail and the documented
-// combination of the lanes: LaneSum's order.
-[[gnu::always_inline]] inline float AxpyNormTail(float* out, const float* v, std::size_t i, std::size_t n,
-                                                 float w, float* lane) {
+// out = base + w v (each product rounded, then added) and the fixed-order
+// squared norm of v (kOfBase false) or of base (kOfBase true). base may be
+// out itself (an axpy); v overlaps neither.
+template <bool kOfBase>
+[[gnu::always_inline]] inline float AxpyNormTail(float* out, const float* base, const float* v, std::size_t i,
+                                                 std::size_t n, float w, float* lane) {
   for (std::size_t l = 0; i + l < n; ++l) {
-    out[i + l] += w * v[i + l];
-    lane[l] = std::fma(v[i + l], v[i + l], lane[l]);
+    const float measured = kOfBase ? base[i + l] : v[i + l];
+    out[i + l] = base[i + l] + w * v[i + l];
+    lane[l] = std::fma(measured, measured, lane[l]);
   }
   for (std::size_t width = kLanes / 2; width >= 1; width /= 2)
     for (std::size_t l = 0; l < width; ++l) lane[l] += lane[l + width];
   return lane[0];
 }
 
-float AxpyNormGeneric(float* out, const float* v, std::size_t n, float w) {
+template <bool kOfBase>
+float AxpyNormGeneric(float* out, const float* base, const float* v, std::size_t n, float w) {
   float lane[kLanes] = {};
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     for (std::size_t l = 0; l < kLanes; ++l) {
-      out[i + l] += w * v[i + l];
-      lane[l] = std::fma(v[i + l], v[i + l], lane[l]);
+      const float measured = kOfBase ? base[i + l] : v[i + l];
+      out[i + l] = base[i + l] + w * v[i + l];
+      lane[l] = std::fma(measured, measured, lane[l]);
     }
   }
-  return AxpyNormTail(out, v, i, n, w, lane);
+  return AxpyNormTail<kOfBase>(out, base, v, i, n, w, lane);
 }
 #if defined(__x86_64__)
 // Written with intrinsics: with the stores to out in the loop the compiler
 // keeps the lanes in memory or the products scalar. Lane l of the
 // accumulators is LaneSum's lane l.
-MURMUR_TARGET_AVX2 float AxpyNormAvx2(float* out, const float* v, std::size_t n, float w) {
+template <bool kOfBase>
+MURMUR_TARGET_AVX2 float AxpyNormAvx2(float* out, const float* base, const float* v, std::size_t n, float w) {
   const __m256 wv = _mm256_set1_ps(w);
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     const __m256 a = _mm256_loadu_ps(v + i), b = _mm256_loadu_ps(v + i + 8);
-    _mm256_storeu_ps(out + i, _mm256_add_ps(_mm256_loadu_ps(out + i), _mm256_mul_ps(wv, a)));
-    _mm256_storeu_ps(out + i + 8, _mm256_add_ps(_mm256_loadu_ps(out + i + 8), _mm256_mul_ps(wv, b)));
-    lo = _mm256_fmadd_ps(a, a, lo);
-    hi = _mm256_fmadd_ps(b, b, hi);
+    const __m256 c = _mm256_loadu_ps(base + i), d = _mm256_loadu_ps(base + i + 8);
+    _mm256_storeu_ps(out + i, _mm256_add_ps(c, _mm256_mul_ps(wv, a)));
+    _mm256_storeu_ps(out + i + 8, _mm256_add_ps(d, _mm256_mul_ps(wv, b)));
+    lo = kOfBase ? _mm256_fmadd_ps(c, c, lo) : _mm256_fmadd_ps(a, a, lo);
+    hi = kOfBase ? _mm256_fmadd_ps(d, d, hi) : _mm256_fmadd_ps(b, b, hi);
   }
   float lane[kLanes];
   _mm256_storeu_ps(lane, lo);
   _mm256_storeu_ps(lane + 8, hi);
-  return AxpyNormTail(out, v, i, n, w, lane);
+  return AxpyNormTail<kOfBase>(out, base, v, i, n, w, lane);
 }
-MURMUR_TARGET_AVX512 float AxpyNormAvx512(float* out, const float* v, std::size_t n, float w) {
+template <bool kOfBase>
+MURMUR_TARGET_AVX512 float AxpyNormAvx512(float* out, const float* base, const float* v, std::size_t n,
+                                          float w) {
   const __m512 wv = _mm512_set1_ps(w);
   __m512 acc = _mm512_setzero_ps();
   std::size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    const __m512 a = _mm512_loadu_ps(v + i);
-    _mm512_storeu_ps(out + i, _mm512_add_ps(_mm512_loadu_ps(out + i), _mm512_mul_ps(wv, a)));
-    acc = _mm512_fmadd_ps(a, a, acc);
+    const __m512 a = _mm512_loadu_ps(v + i), c = _mm512_loadu_ps(base + i);
+    _mm512_storeu_ps(out + i, _mm512_add_ps(c, _mm512_mul_ps(wv, a)));
+    acc = kOfBase ? _mm512_fmadd_ps(c, c, acc) : _mm512_fmadd_ps(a, a, acc);
   }
   float lane[kLanes];
   _mm512_storeu_ps(lane, acc);
-  return AxpyNormTail(out, v, i, n, w, lane);
+  return AxpyNormTail<kOfBase>(out, base, v, i, n, w, lane);
 }
 #endif
 
-}  // namespace
-
-float FixedAxpySquaredNorm(std::span<float> out, std::span<const float> v, float w) {
-  MURMUR_CHECK(out.size() == v.size());
+template <bool kOfBase>
+float AxpyNorm(float* out, const float* base, const float* v, std::size_t n, float w) {
   switch (ActiveSimd()) {
 #if defined(__x86_64__)
-    case SimdLevel::kAvx512: return AxpyNormAvx512(out.data(), v.data(), v.size(), w);
-    case SimdLevel::kAvx2: return AxpyNormAvx2(out.data(), v.data(), v.size(), w);
+    case SimdLevel::kAvx512: return AxpyNormAvx512<kOfBase>(out, base, v, n, w);
+    case SimdLevel::kAvx2: return AxpyNormAvx2<kOfBase>(out, base, v, n, w);
 #else
     case SimdLevel::kAvx512:
     case SimdLevel::kAvx2:
 #endif
     case SimdLevel::kGeneric: break;
   }
-  return AxpyNormGeneric(out.data(), v.data(), v.size(), w);
+  return AxpyNormGeneric<kOfBase>(out, base, v, n, w);
+}
+
+}  // namespace
+
+float FixedAxpySquaredNorm(std::span<float> out, std::span<const float> v, float w) {
+  MURMUR_CHECK(out.size() == v.size());
+  return AxpyNorm<false>(out.data(), out.data(), v.data(), v.size(), w);
+}
+
+float FixedSquaredNormPlusScaled(std::span<const float> a, std::span<const float> v, float w,
+                                 std::span<float> out) {
+  MURMUR_CHECK(a.size() == v.size() && out.size() == v.size());
+  return AxpyNorm<true>(out.data(), a.data(), v.data(), v.size(), w);
 }
 
 double SquaredNormOrDouble(std::span<const float> x) {

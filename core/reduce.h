@@ -32,6 +32,11 @@ float FixedSquaredDistance(std::span<const float> a, std::span<const float> b);
 // AddTo's arithmetic) and, in the same pass, FixedSquaredNorm(v), bit for
 // bit. REQUIRES: out.size() == v.size(), and they do not overlap.
 float FixedAxpySquaredNorm(std::span<float> out, std::span<const float> v, float w);
+// FixedSquaredNorm(a), bit for bit, and in the same pass out_i = a_i + w v_i
+// (the product rounded, then added). REQUIRES: equal sizes; out overlaps
+// neither a nor v.
+float FixedSquaredNormPlusScaled(std::span<const float> a, std::span<const float> v, float w,
+                                 std::span<float> out);
 // FixedSquaredNorm, taken again in double (each square added in order) when
 // the float sum overflows (values near 1.8e19 and up): infinite only when a
 // value is.

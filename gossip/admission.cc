@@ -95,6 +95,19 @@ double AddScaledSquaredNorm(float* out, const float* v, std::size_t n, float w) 
   return sum;
 }
 
+double BlockSquaredNormPlusScaled(std::span<const float> a, std::span<const float> v, float w,
+                                  std::span<float> out) {
+  MURMUR_CHECK(a.size() == v.size() && out.size() == v.size());
+  double sum = 0;
+  for (std::size_t b = 0; b < a.size(); b += kAdmissionBlock) {
+    const std::size_t len = std::min(kAdmissionBlock, a.size() - b);
+    const std::span<const float> block = a.subspan(b, len);
+    const float block2 = FixedSquaredNormPlusScaled(block, v.subspan(b, len), w, out.subspan(b, len));
+    sum += std::isfinite(block2) ? block2 : SquaredNormOrDouble(block);  // the same bits as BlockSquaredNorm
+  }
+  return sum;
+}
+
 std::optional<Refusal> UpdateAdmission::Judge(std::span<const float> theirs,
                                               std::span<const float> own) const {
   MURMUR_CHECK(theirs.size() == own.size());

@@ -66,6 +66,11 @@ double BlockSquaredNorm(std::span<const float> own);
 // compression::Update::AddTo, block by block (kAdmissionBlock values), each
 // block then measured while it is in cache: returns BlockSquaredNorm(v).
 double AddScaledSquaredNorm(float* out, const float* v, std::size_t n, float w);
+// BlockSquaredNorm(a), bit for bit, taken in the pass that writes
+// out = a + w v (the product rounded, then added): a node that computes
+// such a vector from its own model anyway has the norm it judges with.
+double BlockSquaredNormPlusScaled(std::span<const float> a, std::span<const float> v, float w,
+                                  std::span<float> out);
 // Whether every x_i is finite (core/reduce.h's FixedSum, summed again in
 // double when the float sum overflows).
 bool AllFinite(std::span<const float> x);

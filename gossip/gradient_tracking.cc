@@ -77,6 +77,7 @@ bool ValidMask(double mask) {
 
 Status GradientTrackingNode::ImportState(const NodeState& state) {
   MURMUR_RETURN_IF_ERROR(state.Get("x", x_));
+  own2_ = -1;
   MURMUR_RETURN_IF_ERROR(state.Get("y", y_));
   MURMUR_RETURN_IF_ERROR(state.Get("g", g_old_));
   MURMUR_RETURN_IF_ERROR(codec_->ImportState(state));
@@ -166,7 +167,9 @@ void GradientTrackingNode::BeginRound() {
   if (finished()) return;
   sent_ = false;
   const float eta = static_cast<float>(learner_.LearningRate(round_));
-  half_.vec() = x_.vec() - eta * y_.vec();
+  // half = x - eta y (x + (-eta y): the same roundings), and in the same pass
+  // ||x||^2, which the neighbours' models of this round are judged against.
+  own2_ = BlockSquaredNormPlusScaled(x_.span(), y_.span(), -eta, half_.span());
   auto mx = std::make_shared<const GossipMessage>(Channel::kModel, round_, 0.0,
                                                   codec_->Compress(half_.span(), round_));
   auto my = std::make_shared<const GossipMessage>(Channel::kTracker, round_, 0.0,
@@ -303,7 +306,6 @@ void GradientTrackingNode::Combine() {
   // Models, each judged in the pass that mixes it (MixModel); one judged out
   // leaves their sum to be taken again without it.
   bool redo = false;
-  own2_ = -1;
   for (std::size_t k = 0; k < got.size(); ++k) {
     const Received& r = got[k];
     const double wij = w.At(self, r.from);
@@ -340,6 +342,7 @@ void GradientTrackingNode::Combine() {
   acc_x_.vec() += static_cast<float>(1.0 - got_x) * half_.vec();
   acc_y_.vec() += static_cast<float>(1.0 - got_y) * y_.vec();
   std::swap(x_, acc_x_);
+  own2_ = -1;  // x moved
   combining_ = true;
   env_.Offload(
       learner_.FlopsPerStep(), [this] { loss_ = learner_.Gradient(x_, g_new_); },

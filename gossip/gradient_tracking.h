@@ -107,7 +107,7 @@ class GradientTrackingNode final : public Node {
   GradientTrackingOptions options_;
   UpdateAdmission admission_;
   std::vector<float> scratch_;  // a coded model decoded to be judged
-  double own2_ = -1;            // BlockSquaredNorm(x_) in Combine, taken at the first model judged
+  double own2_ = -1;            // BlockSquaredNorm(x_), taken with half_ (-1: x_ moved since)
   RoundObserver* observer_;
 
   ParamVector x_, y_, g_old_, g_new_, half_, acc_x_, acc_y_;

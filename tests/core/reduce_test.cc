@@ -59,6 +59,13 @@ TEST_CASE("fixed-order sums follow the documented order at every level") {
         const float product = 0.75f * a[i];
         CHECK(SameBits(out[i], b[i] + product));
       }
+      // And out = a + w b beside the norm of a: a - 0.5 b as Eigen's a - 0.5 * b rounds it.
+      std::vector<float> half(n);
+      CHECK(SameBits(FixedSquaredNormPlusScaled(a, b, -0.5f, half), sq));
+      for (std::size_t i = 0; i < n; ++i) {
+        const float product = 0.5f * b[i];
+        CHECK(SameBits(half[i], a[i] - product));
+      }
     }
     // And they are sums: within n u sum|terms| of the exact value (u = 2^-24).
     long double exact = 0, abs = 0;
