@@ -30,6 +30,10 @@ enum class NpyType { kUint8, kInt32, kInt64, kFloat16, kFloat32, kFloat64 };
 const char* NpyTypeName(NpyType type);
 // Bytes of one element: 1, 4, 8, 2, 4.
 std::size_t NpyItemSize(NpyType type);
+// A shape as NumPy writes it, for messages: "(60000, 28, 28)", "(5,)".
+std::string NpyShapeText(const std::vector<std::int64_t>& shape);
+// Array names for messages: "x, y" ("none" for no names).
+std::string NpyNamesText(const std::vector<std::string>& names);
 
 struct NpyArray {
   NpyType type = NpyType::kUint8;
