@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "core/log.h"
+#include "core/reduce.h"
 
 namespace murmur::gossip {
 
@@ -272,8 +273,20 @@ std::optional<Refusal> PushSumNode::Implausible(const GossipMessage& m, const Pa
   if (dw > static_cast<double>(topology_.size())) return Refusal::kImplausible;
   if (admission_.plausibility() <= 0) return std::nullopt;
   // The model the new mass carries, dx / dw (a weighted mean of the
-  // sender's z), judged block by block against z_i without being stored.
+  // sender's z), judged against z_i.
   const std::span<const float> sum = UpdateAdmission::Values(m.update(), scratch_);
+  // Most carried models are within the bound whatever their distance:
+  // ||dx|| / dw, from one pass over the sums, tells (gossip/admission.h).
+  double dx2 = 0;
+  for (std::size_t b = 0; b < sum.size(); b += kAdmissionBlock) {
+    const std::size_t len = std::min(kAdmissionBlock, sum.size() - b);
+    if (rho_x == nullptr) {
+      dx2 += SquaredNormOrDouble(sum.subspan(b, len));
+    } else {
+      AddBlockDistances(sum.data() + b, rho_x->data() + b, len, dx2, nullptr);
+    }
+  }
+  if (admission_.SurelyPlausible(dx2 / (dw * dw), ZNorm2())) return std::nullopt;
   const auto inv = static_cast<float>(1.0 / dw);
   float carried[kAdmissionBlock];
   double d2 = 0;
@@ -284,7 +297,7 @@ std::optional<Refusal> PushSumNode::Implausible(const GossipMessage& m, const Pa
     } else {
       for (std::size_t k = 0; k < len; ++k) carried[k] = (sum[b + k] - (*rho_x)[b + k]) * inv;
     }
-    AddBlockDistances(carried, z_.data() + b, len, d2, nullptr);
+    AddBlockDistances(carried, z_.data() + b, len, d2, nullptr);  // judged in full, block by block, unstored
   }
   return admission_.Verdict(d2, ZNorm2());
 }
