@@ -9,6 +9,17 @@
 #include "core/rng.h"
 
 namespace murmur::gossip {
+namespace {
+
+// The sum over the blocks of n values, in order, of block(offset, length).
+template <class Block>
+double OverBlocks(std::size_t n, Block block) {
+  double sum = 0;
+  for (std::size_t b = 0; b < n; b += kAdmissionBlock) sum += block(b, std::min(kAdmissionBlock, n - b));
+  return sum;
+}
+
+}  // namespace
 
 UpdateAdmission::UpdateAdmission(const CodecSpec& codec, double plausibility) : plausibility_(plausibility) {
   MURMUR_CHECK(plausibility >= 0);
@@ -41,10 +52,17 @@ void AddBlockDistances(const float* theirs, const float* own, std::size_t len, d
 }
 
 double BlockSquaredNorm(std::span<const float> own) {
-  double own2 = 0;
-  for (std::size_t b = 0; b < own.size(); b += kAdmissionBlock)
-    own2 += SquaredNormOrDouble(own.subspan(b, std::min(kAdmissionBlock, own.size() - b)));
-  return own2;
+  return OverBlocks(own.size(),
+                    [&](std::size_t b, std::size_t len) { return SquaredNormOrDouble(own.subspan(b, len)); });
+}
+
+double BlockSquaredDistance(std::span<const float> a, std::span<const float> b) {
+  MURMUR_CHECK(a.size() == b.size());
+  return OverBlocks(a.size(), [&](std::size_t at, std::size_t len) {
+    double d2 = 0;
+    AddBlockDistances(a.data() + at, b.data() + at, len, d2, nullptr);
+    return d2;
+  });
 }
 
 std::optional<Refusal> UpdateAdmission::Check(const compression::Update& u, std::size_t size, bool fp32,
@@ -85,27 +103,21 @@ bool AllFinite(std::span<const float> x) {
 }
 
 double AddScaledSquaredNorm(float* out, const float* v, std::size_t n, float w) {
-  double sum = 0;
-  for (std::size_t b = 0; b < n; b += kAdmissionBlock) {
-    const std::size_t len = std::min(kAdmissionBlock, n - b);
+  return OverBlocks(n, [&](std::size_t b, std::size_t len) -> double {
     const std::span<const float> block(v + b, len);
     const float block2 = FixedAxpySquaredNorm({out + b, len}, block, w);
-    sum += std::isfinite(block2) ? block2 : SquaredNormOrDouble(block);  // the same bits as BlockSquaredNorm
-  }
-  return sum;
+    return std::isfinite(block2) ? block2 : SquaredNormOrDouble(block);  // the same bits as BlockSquaredNorm
+  });
 }
 
 double BlockSquaredNormPlusScaled(std::span<const float> a, std::span<const float> v, float w,
                                   std::span<float> out) {
   MURMUR_CHECK(a.size() == v.size() && out.size() == v.size());
-  double sum = 0;
-  for (std::size_t b = 0; b < a.size(); b += kAdmissionBlock) {
-    const std::size_t len = std::min(kAdmissionBlock, a.size() - b);
+  return OverBlocks(a.size(), [&](std::size_t b, std::size_t len) -> double {
     const std::span<const float> block = a.subspan(b, len);
     const float block2 = FixedSquaredNormPlusScaled(block, v.subspan(b, len), w, out.subspan(b, len));
-    sum += std::isfinite(block2) ? block2 : SquaredNormOrDouble(block);  // the same bits as BlockSquaredNorm
-  }
-  return sum;
+    return std::isfinite(block2) ? block2 : SquaredNormOrDouble(block);  // the same bits as BlockSquaredNorm
+  });
 }
 
 std::optional<Refusal> UpdateAdmission::Judge(std::span<const float> theirs,

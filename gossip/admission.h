@@ -60,6 +60,8 @@ void AddBlockDistances(const float* theirs, const float* own, std::size_t len, d
 // What AddBlockDistances adds to own2 over every block of `own`, in order: a
 // receiver that judges many models against the same own model takes it once.
 double BlockSquaredNorm(std::span<const float> own);
+// What AddBlockDistances adds to d2 over every block of a against b.
+double BlockSquaredDistance(std::span<const float> a, std::span<const float> b);
 
 // Mixing and judging in one pass over a received dense fp32 vector v:
 // out[i] += w v[i] for i < n, with the same roundings as

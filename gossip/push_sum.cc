@@ -6,7 +6,6 @@
 
 #include "core/check.h"
 #include "core/log.h"
-#include "core/reduce.h"
 
 namespace murmur::gossip {
 
@@ -277,15 +276,7 @@ std::optional<Refusal> PushSumNode::Implausible(const GossipMessage& m, const Pa
   const std::span<const float> sum = UpdateAdmission::Values(m.update(), scratch_);
   // Most carried models are within the bound whatever their distance:
   // ||dx|| / dw, from one pass over the sums, tells (gossip/admission.h).
-  double dx2 = 0;
-  for (std::size_t b = 0; b < sum.size(); b += kAdmissionBlock) {
-    const std::size_t len = std::min(kAdmissionBlock, sum.size() - b);
-    if (rho_x == nullptr) {
-      dx2 += SquaredNormOrDouble(sum.subspan(b, len));
-    } else {
-      AddBlockDistances(sum.data() + b, rho_x->data() + b, len, dx2, nullptr);
-    }
-  }
+  const double dx2 = rho_x == nullptr ? BlockSquaredNorm(sum) : BlockSquaredDistance(sum, rho_x->span());
   if (admission_.SurelyPlausible(dx2 / (dw * dw), ZNorm2())) return std::nullopt;
   const auto inv = static_cast<float>(1.0 / dw);
   float carried[kAdmissionBlock];

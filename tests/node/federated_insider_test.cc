@@ -115,7 +115,6 @@ Outcome Run(const Behaviour& b) {
   TransportOptions to;
   // It speaks no membership: the daemons' probes, undecodable here, are not held against them.
   to.scoring.invalid_update_penalty = 0;
-  FedFleet* fleet_ptr = nullptr;
   testing::Endpoint node3(kInsider,
                           testing::Creds(crypto::Identity(testing::Seeded(60)), kInsider + 1, "fleet", 3600,
                                          crypto::kRoleNode, kInsider),
@@ -127,14 +126,13 @@ Outcome Run(const Behaviour& b) {
     p->set_id(kInsider);
     p->set_address(at);
   });
-  fleet_ptr = &fleet;
   Insider insider(node3, JobTag(job), b);
   node3.Do([&] { node3.env().SetSink(&insider); });
   fleet.SubmitAll(job);
   // Node 3 joins as a client does (docs/protocol.md): a join to the aggregator until a task comes.
   const auto join = std::make_shared<const JobMessage>(
       JobTag(job), std::make_shared<const FedControlMessage>(FedControlMessage::What::kJoin, 0));
-  REQUIRE(fleet_ptr->Poll(
+  REQUIRE(fleet.Poll(
       [&] {
         if (insider.tasks > 0) return true;
         if (node3.Connected(kAggregator)) node3.Send(kAggregator, join);

@@ -128,7 +128,8 @@ UpdatePtr Filled(std::size_t n, float v) { return compression::DenseF32Update(st
 // Eight runs of 13 s each: labelled slow.
 TEST_SUITE("slow") {
   TEST_CASE(
-      "A certified insider sending absurd or NaN or sparse or wrong-length or far-future models to its neighbours: "
+      "A certified insider sending absurd or NaN or sparse or wrong-length or far-future models to its "
+      "neighbours: "
       "the honest daemons finish every round at the insider-free accuracy and refuse and book it and "
       "nobody else") {
     const Outcome silent = RunWithInsider(nullptr);
