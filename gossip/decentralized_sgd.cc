@@ -212,6 +212,7 @@ void DecentralizedSgdNode::Dispatch(NodeId from, std::shared_ptr<const GossipMes
     auto below = resynced_below_.find(from);
     if (below != resynced_below_.end() && m->round() < below->second) return;  // in the resynced copy
   }
+  if (options_.catch_up && m->channel() == Channel::kModel) MaybeWaitAgain(from, m->round());
   if (m->round() < inbox_.closed_below()) {
     if (!choco_) return;                            // a full model of a past round is stale
     if (mixing_) return Defer(from, std::move(m));  // s is being read
@@ -277,17 +278,41 @@ bool DecentralizedSgdNode::Waited(NodeId j) const {
     gone = gone || (below != resynced_below_.end() && below->second > round_);
     // Silent through kSilentRounds timeouts in a row: not waited for until
     // a model of it is mixed again.
-    auto silent = silent_.find(j);
-    gone = gone || (silent != silent_.end() && silent->second >= kSilentRounds);
+    gone = gone || Silent(j);
   }
   return alive && !gone && !refused_.contains({round_, j});
+}
+
+bool DecentralizedSgdNode::Silent(NodeId j) const {
+  auto silent = silent_.find(j);
+  return silent != silent_.end() && silent->second.timeouts >= kSilentRounds;
+}
+
+void DecentralizedSgdNode::MaybeWaitAgain(NodeId j, std::uint64_t round) {
+  auto silent = silent_.find(j);
+  if (silent == silent_.end() || silent->second.timeouts < kSilentRounds || round < silent->second.round)
+    return;
+  // Waiting for nobody, the node would run on alone, ever further ahead of a
+  // neighbour that lags only because its other neighbours held it up (a
+  // partition's first seconds, before membership declares the far side
+  // dead): then it waits for the neighbour again. With another neighbour to
+  // mix with, a neighbour whose models keep coming after its rounds end
+  // stays unwaited, so it costs kSilentRounds timeouts, not one a round.
+  for (const auto& e : topology_.In(round_).Row(env_.self()))
+    if (e.col != env_.self() && e.col != j && Waited(e.col)) return;
+  silent_.erase(silent);
+  MURMUR_LOG(kInfo) << "node " << env_.self() << ": neighbour " << j << " sent a model of round " << round
+                    << "; it lags rather than withholds, and with no other neighbour to wait for it is "
+                       "waited for again";
 }
 
 void DecentralizedSgdNode::CountSilent() {
   const NodeId self = env_.self();
   for (const auto& e : topology_.In(round_).Row(self)) {
     if (e.col == self || inbox_.Has(round_, Channel::kModel, e.col) || !Waited(e.col)) continue;
-    if (++silent_[e.col] == kSilentRounds) {
+    Silence& s = silent_[e.col];
+    s.round = round_;
+    if (++s.timeouts == kSilentRounds) {
       MURMUR_LOG(kWarning)
           << "node " << self << ": neighbour " << e.col << " sent nothing for " << kSilentRounds
           << " rounds in a row while counted alive; its rounds no longer wait for it until a "

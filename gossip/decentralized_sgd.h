@@ -116,7 +116,10 @@ struct DecentralizedSgdOptions {
   // majority). Far-future messages are held one per sender. An in-neighbour
   // whose model was missing at kSilentRounds (3) timeouts in a row while it
   // was counted alive is no longer waited for, until a model of it is mixed
-  // again (docs/security.md, "Insiders"). With CHOCO
+  // again, or, while no other in-neighbour is waited for, until a model of
+  // it arrives for the round it went silent at or a later one (it lags
+  // rather than withholds, and the node would otherwise run on alone)
+  // (docs/security.md, "Insiders"). With CHOCO
   // it also keeps each in-neighbour's public copy x^_j, and a node resuming
   // at first_round > 0 resynchronises the copies with its neighbours (see
   // "CHOCO resynchronisation" above).
@@ -221,8 +224,17 @@ class DecentralizedSgdNode final : public Node {
   // mixed: that sender has answered the round (with nothing usable).
   std::set<std::pair<std::uint64_t, NodeId>> refused_;
   // catch_up: timeouts in a row at which each in-neighbour's model was missing
-  // though it was waited for; from kSilentRounds on it is not waited for.
-  std::map<NodeId, int> silent_;
+  // though it was waited for (from kSilentRounds on it is not waited for),
+  // and the round of the last such timeout.
+  struct Silence {
+    int timeouts = 0;
+    std::uint64_t round = 0;
+  };
+  std::map<NodeId, Silence> silent_;
+  bool Silent(NodeId j) const;
+  // A silent neighbour's model of a round at or past the one it went silent
+  // at: it is lagging, not silent; waited for again if nothing else is.
+  void MaybeWaitAgain(NodeId j, std::uint64_t round);
   static constexpr int kSilentRounds = 3;
 
   // x_ is shared with the round's outgoing message in lossless fp32 mode and
