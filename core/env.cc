@@ -9,6 +9,7 @@ const char* RefusalName(Refusal why) {
     case Refusal::kNotFinite: return "not_finite";
     case Refusal::kImplausible: return "implausible";
     case Refusal::kNotAggregator: return "not_aggregator";
+    case Refusal::kBadShares: return "bad_shares";
   }
   return "unknown";
 }

@@ -58,9 +58,10 @@ enum class Refusal : std::uint8_t {
   kNotFinite,      // NaN or infinite values
   kImplausible,    // beyond the plausibility bound (a model far from the receiver's own, an absurd weight)
   kNotAggregator,  // federated control from a node that is not the job's aggregator
+  kBadShares,      // SecAgg+ shares that did not open at two or more of the sender's neighbours
 };
-inline constexpr std::size_t kRefusalKinds = 5;
-// "wrong_length", "wrong_encoding", "not_finite", "implausible", "not_aggregator":
+inline constexpr std::size_t kRefusalKinds = 6;
+// "wrong_length", "wrong_encoding", "not_finite", "implausible", "not_aggregator", "bad_shares":
 // the label of the daemon's metric and the simulator's report.
 const char* RefusalName(Refusal why);
 

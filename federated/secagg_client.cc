@@ -186,24 +186,30 @@ void SecAggClient::OnShareList(const SecAggMessage& m) {
     Neighbour& nb = it->second;
     if (nb.shared)
       return Abort(SecAggAbortReason::kBadShares, "two share sets from node " + std::to_string(s.peer));
+    if (nb.complained)
+      return Abort(SecAggAbortReason::kBadShares, "two share sets from node " + std::to_string(s.peer));
+    // Shares that do not open, or open to something that is not a share
+    // for this client, were sealed wrongly by their sender (the server
+    // cannot seal for it: the key comes from both signed keys): the sender
+    // is left out of this client's masks and complained of, and the round
+    // goes on without it (docs/protocol.md, "Complaints").
     auto key = crypto::AgreeSeed(c_keys_, nb.keys.c_pk, round_, crypto::kShareKeyLabel);
     if (!key.ok()) return Abort(SecAggAbortReason::kBadShares, key.status().message());
     auto plain = crypto::OpenShares(*key, s.peer, self, round_, s.bytes);
-    if (!plain.ok() || plain->size() != kSharePlainBytes ||
-        ReadLittleEndian<std::uint32_t>(plain->data()) != s.peer ||
-        ReadLittleEndian<std::uint32_t>(plain->data() + 4) != self) {
-      return Abort(SecAggAbortReason::kBadShares,
-                   "the shares from node " + std::to_string(s.peer) + " do not open");
-    }
-    for (std::size_t c = 0; c < crypto::kShamirChunks; ++c) {
+    bool opens = plain.ok() && plain->size() == kSharePlainBytes &&
+                 ReadLittleEndian<std::uint32_t>(plain->data()) == s.peer &&
+                 ReadLittleEndian<std::uint32_t>(plain->data() + 4) == self;
+    for (std::size_t c = 0; opens && c < crypto::kShamirChunks; ++c) {
       nb.b_share.y[c] = ReadLittleEndian<std::uint64_t>(plain->data() + 8 + 8 * c);
       nb.s_share.y[c] = ReadLittleEndian<std::uint64_t>(plain->data() + 8 + 8 * (crypto::kShamirChunks + c));
-      if (nb.b_share.y[c] >= crypto::kShamirPrime || nb.s_share.y[c] >= crypto::kShamirPrime) {
-        return Abort(SecAggAbortReason::kBadShares,
-                     "the shares from node " + std::to_string(s.peer) + " are not field elements");
-      }
+      opens = nb.b_share.y[c] < crypto::kShamirPrime && nb.s_share.y[c] < crypto::kShamirPrime;
     }
-    sodium_memzero(plain->data(), plain->size());
+    if (plain.ok()) sodium_memzero(plain->data(), plain->size());
+    if (!opens) {
+      nb.b_share = nb.s_share = RevealedShare{};
+      nb.complained = true;
+      continue;
+    }
     nb.b_share.owner = nb.s_share.owner = s.peer;
     nb.b_share.what = RevealedKind::kSelfMaskSeed;
     nb.s_share.what = RevealedKind::kMaskKey;
@@ -233,6 +239,7 @@ void SecAggClient::MaybeSendMasked() {
   b.masked = std::move(input_);
   crypto::AddMask(self_seed_, false, b.masked);
   for (const auto& [v, nb] : neighbours_) {
+    if (nb.complained) b.complaints.push_back(v);  // ascending: neighbours_ is ordered
     if (!nb.shared) continue;
     auto seed = crypto::AgreeSeed(s_keys_, nb.keys.s_pk, round_, crypto::kMaskSeedLabel);
     if (!seed.ok()) return Abort(SecAggAbortReason::kBadKeyList, seed.status().message());
@@ -245,8 +252,9 @@ void SecAggClient::MaybeSendMasked() {
 void SecAggClient::OnUnmaskRequest(const SecAggMessage& m) {
   const auto& survivors = m.body().ids;
   const auto& dropped = m.body().dropped;
+  const auto& excluded = m.body().excluded;
   std::set<NodeId> seen;
-  for (const auto* list : {&survivors, &dropped}) {
+  for (const auto* list : {&survivors, &dropped, &excluded}) {
     for (NodeId v : *list) {
       if (!seen.insert(v).second) {
         return Abort(SecAggAbortReason::kBadUnmaskRequest,
@@ -273,6 +281,22 @@ void SecAggClient::OnUnmaskRequest(const SecAggMessage& m) {
   SecAggBody b;
   for (NodeId v : survivors) b.revealed.push_back(neighbours_[v].b_share);
   for (NodeId v : dropped) b.revealed.push_back(neighbours_[v].s_share);
+  // An excluded neighbour's input is not in the sum, so the mask this client
+  // added for it must come out: the pairwise seed itself, which reveals
+  // nothing of this client's input while a threshold of its other
+  // neighbours survive (checked above) and never the excluded one's mask key.
+  for (NodeId v : excluded) {
+    auto seed = crypto::AgreeSeed(s_keys_, neighbours_[v].keys.s_pk, round_, crypto::kMaskSeedLabel);
+    if (!seed.ok()) return Abort(SecAggAbortReason::kBadUnmaskRequest, seed.status().message());
+    const std::uint32_t x = 1;
+    crypto::ShamirShare whole = crypto::ShamirSplit(*seed, 1, std::span(&x, 1), crypto::MaskSeed{})[0];
+    sodium_memzero(seed->data(), seed->size());
+    RevealedShare r;
+    r.owner = v;
+    r.what = RevealedKind::kPairSeed;
+    r.y = whole.y;
+    b.revealed.push_back(r);
+  }
   shares_revealed_ = b.revealed.size();
   state_ = State::kDone;
   neighbours_.clear();

@@ -10,12 +10,16 @@
 //                     self-mask seed b_u and mask key s_u^SK among its k
 //                     neighbours with threshold t, and sends each share pair
 //                     sealed to its neighbour (ShareKeys).
-//   ShareList         round 2: opens the shares addressed to it; with
+//   ShareList         round 2: opens the shares addressed to it (a neighbour
+//                     whose shares do not open is complained of and left
+//                     out of the masks: docs/protocol.md, "Complaints"); with
 //                     SetInput(values) it sends y_u = q_u + PRG(b_u) +
 //                     sum_v sign(u, v) PRG(s_{u,v}) over the neighbours v that
 //                     shared (sign +1 when u < v, -1 otherwise; MaskedInput).
 //   UnmaskRequest     round 3: for each surviving neighbour reveals its share
-//                     of b_v, for each dropped one its share of s_v^SK (UnmaskShares).
+//                     of b_v, for each dropped one its share of s_v^SK, for
+//                     each one excluded for a complaint the pairwise seed
+//                     s_{u,v} (UnmaskShares).
 //
 // The client refuses the server's tricks and then aborts, revealing nothing
 // more (and sends Abort so that the server need not wait): neighbour keys that
@@ -88,7 +92,8 @@ class SecAggClient {
  private:
   struct Neighbour {
     AdvertisedKeys keys;
-    bool shared = false;  // its sealed shares reached us (it is in U2 for us)
+    bool shared = false;      // its sealed shares reached us and opened (it is in U2 for us)
+    bool complained = false;  // its sealed shares reached us and did not open
     RevealedShare b_share, s_share;
   };
   void OnKeyList(const SecAggMessage& m);

@@ -74,11 +74,30 @@ Status GetIds(Reader& r, const char* what, std::vector<NodeId>* ids) {
   return Status::Ok();
 }
 
+// A list that is on the wire only when it is not empty, ascending (so that
+// every message has one encoding).
+void PutOptionalIds(std::vector<std::uint8_t>& out, const std::vector<NodeId>& ids) {
+  if (!ids.empty()) PutIds(out, ids);
+}
+
+Status GetOptionalIds(Reader& r, const char* what, std::vector<NodeId>* ids) {
+  if (r.remaining() == 0) return Status::Ok();
+  MURMUR_RETURN_IF_ERROR(GetIds(r, what, ids));
+  if (ids->empty()) return Bad(std::string("an empty list of ") + what + " is left out, not sent");
+  for (std::size_t i = 1; i < ids->size(); ++i) {
+    if ((*ids)[i - 1] >= (*ids)[i]) return Bad(std::string(what) + " not strictly ascending");
+  }
+  return Status::Ok();
+}
+
+std::size_t OptionalIdsBytes(const std::vector<NodeId>& ids) { return ids.empty() ? 0 : 4 + 4 * ids.size(); }
+
 bool UsesOnly(SecAggStage s, const SecAggBody& b) {
   using S = SecAggStage;
   const bool keys = s == S::kAdvertiseKeys, list = s == S::kKeyList, unmask = s == S::kUnmaskRequest;
   const bool sealed = s == S::kShareKeys || s == S::kShareList;
   return (list || unmask || b.ids.empty()) && (unmask || b.dropped.empty()) &&
+         (unmask || b.excluded.empty()) && (s == S::kMaskedInput || b.complaints.empty()) &&
          (list || b.advertised.empty()) && (sealed || b.sealed.empty()) &&
          (s == S::kMaskedInput || b.masked.empty()) && (s == S::kUnmaskShares || b.revealed.empty()) &&
          (keys || b.keys.node == 0) && (list || b.graph_seed == crypto::MaskSeed{});
@@ -101,8 +120,10 @@ std::size_t SecAggMessage::EncodedSize() const {
              AdvertisedKeys::kBytes * b.advertised.size();
     case SecAggStage::kShareKeys:
     case SecAggStage::kShareList: return kHeaderBytes + 4 + kSealedEntryBytes * b.sealed.size();
-    case SecAggStage::kMaskedInput: return kHeaderBytes + 4 + 4 * b.masked.size();
-    case SecAggStage::kUnmaskRequest: return kHeaderBytes + 4 + 4 * b.ids.size() + 4 + 4 * b.dropped.size();
+    case SecAggStage::kMaskedInput:
+      return kHeaderBytes + 4 + 4 * b.masked.size() + OptionalIdsBytes(b.complaints);
+    case SecAggStage::kUnmaskRequest:
+      return kHeaderBytes + 4 + 4 * b.ids.size() + 4 + 4 * b.dropped.size() + OptionalIdsBytes(b.excluded);
     case SecAggStage::kUnmaskShares: return kHeaderBytes + 4 + kRevealedBytes * b.revealed.size();
     case SecAggStage::kAbort: return kHeaderBytes + 1;
   }
@@ -132,10 +153,12 @@ void SecAggMessage::EncodeTo(std::vector<std::uint8_t>& out) const {
     case SecAggStage::kMaskedInput:
       AppendLittleEndian<std::uint32_t>(out, static_cast<std::uint32_t>(b.masked.size()));
       for (std::uint32_t v : b.masked) AppendLittleEndian<std::uint32_t>(out, v);
+      PutOptionalIds(out, b.complaints);
       break;
     case SecAggStage::kUnmaskRequest:
       PutIds(out, b.ids);
       PutIds(out, b.dropped);
+      PutOptionalIds(out, b.excluded);
       break;
     case SecAggStage::kUnmaskShares:
       AppendLittleEndian<std::uint32_t>(out, static_cast<std::uint32_t>(b.revealed.size()));
@@ -186,10 +209,12 @@ Result<std::shared_ptr<const SecAggMessage>> SecAggMessage::Decode(std::span<con
       MURMUR_RETURN_IF_ERROR(r.ReadCount("masked input", 4, &n));
       b.masked.resize(n);
       for (auto& v : b.masked) r.Read(&v);
+      MURMUR_RETURN_IF_ERROR(GetOptionalIds(r, "complaints", &b.complaints));
       break;
     case SecAggStage::kUnmaskRequest:
       MURMUR_RETURN_IF_ERROR(GetIds(r, "survivors", &b.ids));
       MURMUR_RETURN_IF_ERROR(GetIds(r, "dropped", &b.dropped));
+      MURMUR_RETURN_IF_ERROR(GetOptionalIds(r, "excluded", &b.excluded));
       break;
     case SecAggStage::kUnmaskShares:
       MURMUR_RETURN_IF_ERROR(r.ReadCount("revealed shares", kRevealedBytes, &n));
@@ -199,9 +224,9 @@ Result<std::shared_ptr<const SecAggMessage>> SecAggMessage::Decode(std::span<con
         std::uint8_t what = 0;
         r.Read(&s.owner);
         r.Read(&what);
-        if (what > 1)
+        if (what > 2)
           return Bad("revealed share " + std::to_string(i) + ": kind " + std::to_string(what) +
-                     " is not 0 or 1");
+                     " is not 0, 1 or 2");
         s.what = static_cast<RevealedKind>(what);
         for (auto& v : s.y) {
           r.Read(&v);

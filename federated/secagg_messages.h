@@ -10,8 +10,10 @@
 //   1 kKeyList          server -> client graph_seed, ids (U1, ascending), advertised (the neighbours' keys)
 //   2 kShareKeys        client -> server sealed (peer = recipient)
 //   3 kShareList        server -> client sealed (peer = sender)
-//   4 kMaskedInput      client -> server masked (ring elements of Z_{2^32})
-//   5 kUnmaskRequest    server -> client ids (surviving neighbours), dropped (dropped neighbours)
+//   4 kMaskedInput      client -> server masked (ring elements of Z_{2^32}), complaints
+//                                        (neighbours whose sealed shares did not open)
+//   5 kUnmaskRequest    server -> client ids (surviving neighbours), dropped (dropped neighbours),
+//                                        excluded (neighbours excluded for a complaint)
 //   6 kUnmaskShares     client -> server revealed
 //   7 kAbort            client -> server reason
 //
@@ -20,9 +22,10 @@
 //   0: AdvertisedKeys                        (u32 node, 32 c_pk, 32 s_pk, 64 signature: 132 bytes)
 //   1: 32 graph_seed, u32 n, n x u32, u32 m, m x AdvertisedKeys
 //   2, 3: u32 m, m x (u32 peer, 104 sealed bytes)
-//   4: u32 n, n x u32
-//   5: u32 n, n x u32, u32 m, m x u32
-//   6: u32 m, m x (u32 owner, u8 what (0 self-mask seed, 1 mask key), 5 x u64 share values)
+//   4: u32 n, n x u32, then only when there are complaints: u32 c, c x u32 (ascending)
+//   5: u32 n, n x u32, u32 m, m x u32, then only when some are excluded: u32 e, e x u32 (ascending)
+//   6: u32 m, m x (u32 owner, u8 what (0 self-mask seed, 1 mask key, 2 pairwise mask seed),
+//      5 x u64 values: a share, or for 2 the seed's five 7-byte chunks as Shamir cuts a secret)
 //   7: u8 reason
 // The sealed plaintext (88 bytes) is u32 from, u32 to, the 5 share values of
 // the sender's self-mask seed b and the 5 of its mask key s^SK at x = to + 1.
@@ -82,7 +85,9 @@ struct SealedShare {
   std::array<std::uint8_t, kSealedShareBytes> bytes{};
 };
 
-enum class RevealedKind : std::uint8_t { kSelfMaskSeed = 0, kMaskKey = 1 };
+// kPairSeed: the pairwise mask seed s_{u,owner} itself (not a share), which a
+// client reveals for a neighbour excluded for a complaint.
+enum class RevealedKind : std::uint8_t { kSelfMaskSeed = 0, kMaskKey = 1, kPairSeed = 2 };
 
 struct RevealedShare {
   NodeId owner = 0;
@@ -95,6 +100,8 @@ struct SecAggBody {
   crypto::MaskSeed graph_seed{};
   std::vector<NodeId> ids;
   std::vector<NodeId> dropped;
+  std::vector<NodeId> complaints;  // kMaskedInput, ascending
+  std::vector<NodeId> excluded;    // kUnmaskRequest, ascending
   std::vector<AdvertisedKeys> advertised;
   std::vector<SealedShare> sealed;
   std::vector<std::uint32_t> masked;

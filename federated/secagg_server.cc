@@ -95,10 +95,19 @@ void SecAggServer::OnMessage(NodeId from, const SecAggMessage& m) {
       shared_.insert(from);
       break;
     }
-    case Stage::kInput:
+    case Stage::kInput: {
       if (m.stage() != SecAggStage::kMaskedInput || b.masked.size() != options_.length) return;
+      // A complaint names a neighbour whose shares this server forwarded to
+      // the client; anything else is a malformed message, ignored.
+      const auto& nb = neighbours_[from];
+      for (NodeId x : b.complaints) {
+        if (!shared_.count(x) || std::find(nb.begin(), nb.end(), x) == nb.end()) return;
+      }
       masked_[from] = b.masked;
+      if (!b.complaints.empty())
+        complaints_[from] = std::set<NodeId>(b.complaints.begin(), b.complaints.end());
       break;
+    }
     case Stage::kUnmask:
       if (m.stage() != SecAggStage::kUnmaskShares) return;
       revealed_[from] = b.revealed;
@@ -131,7 +140,8 @@ void SecAggServer::CloseStage() {
       stage_ = Stage::kInput;
       return Expect(shared_, options_.input_timeout);
     case Stage::kInput: {
-      if (masked_.size() < min) return too_few(masked_.size(), "sent masked inputs");
+      Exclude();
+      if (InSum() < min) return too_few(InSum(), "sent masked inputs and were not excluded");
       SendUnmaskRequests();
       stage_ = Stage::kUnmask;
       std::set<NodeId> u3;
@@ -173,12 +183,35 @@ void SecAggServer::SendShareLists() {
   inbox_.clear();
 }
 
+void SecAggServer::Exclude() {
+  for (const auto& [from, accused] : complaints_) {
+    for (NodeId x : accused) {
+      excluded_.insert(x);
+      outcome_.complaints.emplace_back(from, x);
+    }
+  }
+  outcome_.excluded.assign(excluded_.begin(), excluded_.end());
+}
+
+bool SecAggServer::InSum(NodeId u) const { return masked_.count(u) > 0 && excluded_.count(u) == 0; }
+
+std::size_t SecAggServer::InSum() const {
+  std::size_t n = 0;
+  for (const auto& kv : masked_) n += InSum(kv.first);
+  return n;
+}
+
+bool SecAggServer::Complained(NodeId v, NodeId u) const {
+  auto it = complaints_.find(v);
+  return it != complaints_.end() && it->second.count(u) > 0;
+}
+
 void SecAggServer::SendUnmaskRequests() {
   for (const auto& [v, y] : masked_) {
     SecAggBody b;
     for (NodeId u : neighbours_[v]) {
-      if (!shared_.count(u)) continue;
-      (masked_.count(u) ? b.ids : b.dropped).push_back(u);
+      if (!shared_.count(u) || Complained(v, u)) continue;  // v added no mask for u
+      (excluded_.count(u) ? b.excluded : InSum(u) ? b.ids : b.dropped).push_back(u);
     }
     env_.Send(v, std::make_shared<const SecAggMessage>(SecAggStage::kUnmaskRequest, round_, std::move(b)));
   }
@@ -189,6 +222,7 @@ void SecAggServer::Unmask() {
       SecAggThreshold(NeighbourCount(keys_.size(), options_.params.neighbours), options_.params.threshold);
   std::vector<std::uint32_t> acc(options_.length, 0);
   for (const auto& [u, y] : masked_) {
+    if (!InSum(u)) continue;
     for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += y[i];
   }
   // The shares of u's secret `what` revealed by u's neighbours.
@@ -216,13 +250,14 @@ void SecAggServer::Unmask() {
     return secret;
   };
   for (const auto& [u, y] : masked_) {
+    if (!InSum(u)) continue;
     auto b = reconstruct(u, RevealedKind::kSelfMaskSeed);
     if (!b.ok()) return Finish(b.status());
     crypto::AddMask(*b, /*subtract=*/true, acc);
     sodium_memzero(b->data(), b->size());
   }
   for (NodeId u : shared_) {
-    if (masked_.count(u)) continue;
+    if (masked_.count(u) || excluded_.count(u)) continue;
     ++outcome_.dropped;
     auto sk = reconstruct(u, RevealedKind::kMaskKey);
     if (!sk.ok()) return Finish(sk.status());
@@ -233,7 +268,7 @@ void SecAggServer::Unmask() {
                                      "'s reconstructed mask key does not match its advertised key"));
     }
     for (NodeId v : neighbours_[u]) {
-      if (!masked_.count(v)) continue;
+      if (!InSum(v)) continue;
       auto seed = crypto::AgreeSeed(pair, keys_[v].s_pk, round_, crypto::kMaskSeedLabel);
       if (!seed.ok()) return Finish(seed.status());
       // v added +PRG(s_uv) when v < u and -PRG(s_uv) otherwise; take it back.
@@ -241,11 +276,38 @@ void SecAggServer::Unmask() {
     }
     sodium_memzero(pair.secret_key.data(), pair.secret_key.size());
   }
+  // Each survivor that masked for an excluded client revealed the pairwise
+  // seed; the mask comes out as a dropped client's would.
+  for (NodeId x : excluded_) {
+    for (NodeId v : neighbours_[x]) {
+      if (!InSum(v) || Complained(v, x)) continue;
+      const RevealedShare* seed_of = nullptr;
+      if (auto it = revealed_.find(v); it != revealed_.end()) {
+        for (const auto& r : it->second) {
+          if (r.owner == x && r.what == RevealedKind::kPairSeed) seed_of = &r;
+        }
+      }
+      if (seed_of == nullptr) {
+        return Finish(Status::Aborted("secure aggregation round " + std::to_string(round_) + ": client " +
+                                      std::to_string(v) + " did not reveal its mask seed with client " +
+                                      std::to_string(x) +
+                                      ", excluded for a complaint; the sum stays masked"));
+      }
+      const crypto::ShamirShare whole{1, seed_of->y};
+      auto seed = crypto::ShamirCombine(std::span(&whole, 1), 1);
+      if (!seed.ok())
+        return Finish(seed.status().WithContext("client " + std::to_string(v) + "'s mask seed"));
+      crypto::AddMask(*seed, /*subtract=*/v < x, acc);
+      sodium_memzero(seed->data(), seed->size());
+    }
+  }
   SecAggQuantizer q(options_.params.quantizer);
   outcome_.sum.assign(acc.size(), 0.0);
-  q.Dequantize(acc, masked_.size(), outcome_.sum);
-  outcome_.error_bound = q.ErrorBound(masked_.size());
-  for (const auto& kv : masked_) outcome_.survivors.push_back(kv.first);
+  q.Dequantize(acc, InSum(), outcome_.sum);
+  outcome_.error_bound = q.ErrorBound(InSum());
+  for (const auto& kv : masked_) {
+    if (InSum(kv.first)) outcome_.survivors.push_back(kv.first);
+  }
   Finish(Status::Ok());
 }
 

@@ -9,11 +9,17 @@
 //                  shares its neighbours in U2 sealed for it.
 //   MaskedInput    collects masked inputs -> U3 (at least min_participants).
 //                  Clients that shared keys but sent no input are "dropped".
+//                  A client complained of (its sealed shares did not open
+//                  at a neighbour) is "excluded": its input, if any, stays
+//                  out of the sum (docs/protocol.md, "Complaints"), but
+//                  it still reveals its shares of its neighbours' secrets.
 //   Unmasking      asks each survivor for its neighbours' shares (b for
 //                  survivors, s^SK for the dropped), reconstructs every
 //                  survivor's b_u and every dropped client's s_u^SK from t
 //                  shares each, removes PRG(b_u) and the dropped clients'
-//                  pairwise masks, and dequantizes the sum.
+//                  pairwise masks, takes out the masks survivors added for
+//                  excluded clients with the pairwise seeds they reveal,
+//                  and dequantizes the sum.
 //
 // A stage closes when every client still expected has answered, aborted or
 // been reported gone (ClientGone: the transport or churn says so), or at its
@@ -28,6 +34,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/env.h"
@@ -52,7 +59,11 @@ struct SecAggOutcome {
   std::vector<NodeId> survivors;    // U3
   std::size_t dropped = 0;          // |U2 \ U3|
   std::size_t clients_aborted = 0;  // clients that sent Abort
-  double error_bound = 0;           // quantization error bound per coordinate (|U3| R / (2^bits - 1))
+  std::vector<NodeId> excluded;     // clients left out for a complaint, ascending
+  // (complainer, accused): the sealed shares of `accused` did not open at
+  // `complainer`. One of the two misbehaved; which one, the server cannot tell.
+  std::vector<std::pair<NodeId, NodeId>> complaints;
+  double error_bound = 0;  // quantization error bound per coordinate (|U3| R / (2^bits - 1))
 };
 
 class SecAggServer {
@@ -79,6 +90,10 @@ class SecAggServer {
   void CloseStage();
   void SendKeyLists();
   void SendShareLists();
+  void Exclude();
+  bool Complained(NodeId v, NodeId u) const;  // v complained of u
+  bool InSum(NodeId u) const;                 // u sent its masked input and is not excluded
+  std::size_t InSum() const;
   void SendUnmaskRequests();
   void Unmask();
   void Finish(Status status);
@@ -100,6 +115,8 @@ class SecAggServer {
   std::map<NodeId, std::vector<std::uint32_t>> masked_;    // U3
   std::map<NodeId, std::vector<RevealedShare>> revealed_;  // by revealing client
   std::set<NodeId> aborted_;
+  std::map<NodeId, std::set<NodeId>> complaints_;  // by complainer
+  std::set<NodeId> excluded_;
   SecAggOutcome outcome_;
 };
 

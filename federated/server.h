@@ -161,6 +161,10 @@ class FedServer final : public MessageSink {
   std::uint64_t secagg_rounds_aborted() const { return secagg_aborted_; }
   std::uint64_t secagg_clients_dropped() const { return secagg_dropped_; }
   const Status& secagg_last_status() const { return secagg_status_; }
+  // The last SecAgg+ round's complaints, (complainer, accused): each accused
+  // client was excluded from that round; one accused by two or more clients
+  // was also refused (bad_shares) and booked (docs/security.md, Insiders).
+  const std::vector<std::pair<NodeId, NodeId>>& secagg_last_complaints() const { return secagg_complaints_; }
 
   // The state to resume from (see above): call between rounds, i.e. from the
   // observer's OnRoundDone or before Start(). Doubles hold every value exactly
@@ -234,6 +238,7 @@ class FedServer final : public MessageSink {
   std::unique_ptr<SecAggServer> secagg_;
   std::uint64_t secagg_aborted_ = 0, secagg_dropped_ = 0;
   Status secagg_status_;
+  std::vector<std::pair<NodeId, NodeId>> secagg_complaints_;
   std::vector<std::uint8_t> contributed_;
   std::size_t contributors_ = 0;
 };

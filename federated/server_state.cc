@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <memory>
 
 #include "core/check.h"
@@ -44,6 +45,15 @@ Status FedServer::JudgeSecureSum(const SecAggOutcome& outcome) {
 void FedServer::OnSecAggDone(SecAggOutcome outcome) {
   secagg_.reset();
   secagg_dropped_ += outcome.dropped;
+  // A complaint names two clients, one of which misbehaved; which one, no
+  // one can tell. One complaint excludes the accused from the round (it
+  // costs the round one input); two or more from different clients, which
+  // one insider cannot produce against an honest client, also book it.
+  secagg_complaints_ = outcome.complaints;
+  std::map<NodeId, std::size_t> accusers;
+  for (const auto& [complainer, accused] : outcome.complaints) ++accusers[accused];
+  for (const auto& [accused, n] : accusers)
+    if (n >= 2) env_.Refuse(accused, Refusal::kBadShares);
   if (outcome.status.ok()) outcome.status = JudgeSecureSum(outcome);
   secagg_status_ = outcome.status;
   const std::size_t d = x_.size();

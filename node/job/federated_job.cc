@@ -370,6 +370,14 @@ void FederatedJobImpl::OnRoundDone(NodeId, std::uint64_t round, double loss) {
                       << "/" << spec_.rounds() << " train loss " << loss << " test accuracy "
                       << accuracy_.load();
   }
+  if (!server_->secagg_last_complaints().empty()) {
+    std::string who;
+    for (const auto& [complainer, accused] : server_->secagg_last_complaints())
+      who += (who.empty() ? "node " : ", node ") + std::to_string(map_.ToNode(accused)) + " by node " +
+             std::to_string(map_.ToNode(complainer));
+    Warn("round " + std::to_string(done) + ": SecAgg+ shares that did not open; left out of the round: " +
+         who + " (docs/security.md, Insiders)");
+  }
   if (server_->secagg_rounds_aborted() > secagg_aborted_) {
     secagg_aborted_ = server_->secagg_rounds_aborted();
     Warn("round " + std::to_string(done) + ": SecAgg+ aborted, model unchanged (" +

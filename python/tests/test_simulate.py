@@ -249,7 +249,7 @@ def test_refused_updates_are_counted_by_reason():
                     topology="ring")
     r = murmur.simulate(attacked)
     assert set(r.final.refused) == {"wrong_length", "wrong_encoding", "not_finite", "implausible",
-                                    "not_aggregator"}
+                                    "not_aggregator", "bad_shares"}
     assert r.final.refused["implausible"] > 0
     assert sum(r.final.refused.values()) == r.final.refused["implausible"]
     unbounded = murmur.simulate(attacked, plausibility=0)

@@ -38,6 +38,25 @@ std::set<NodeId> Silent(NodeId n, double fraction, std::uint64_t seed) {
   return std::set<NodeId>(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(k));
 }
 
+// The outcome sums exactly the inputs of `want` (16 bits, range 2) within the
+// bound from the parameters alone, m R / (2^16 - 1), with `dropped` dropouts.
+// Returns the largest error.
+double CheckSumOf(const SecAggOutcome& outcome, const std::vector<std::vector<double>>& x,
+                  const std::vector<NodeId>& want, std::size_t dropped) {
+  CHECK(outcome.survivors == want);
+  CHECK(outcome.dropped == dropped);
+  const double bound = static_cast<double>(want.size()) * 2.0 / 65535.0;
+  CHECK(outcome.error_bound == doctest::Approx(bound));
+  double worst = 0;
+  for (std::size_t j = 0; j < outcome.sum.size(); ++j) {
+    double plain = 0;
+    for (NodeId i : want) plain += x[i][j];
+    worst = std::max(worst, std::abs(outcome.sum[j] - plain));
+  }
+  CHECK(worst <= bound * (1 + 1e-9));
+  return worst;
+}
+
 void CheckSum(NodeId n, std::size_t k, double dropout, std::uint64_t seed) {
   CAPTURE(n);
   CAPTURE(k);
@@ -58,18 +77,7 @@ void CheckSum(NodeId n, std::size_t k, double dropout, std::uint64_t seed) {
   for (NodeId i = 0; i < n; ++i) {
     if (!silent.count(i)) want.push_back(i);
   }
-  CHECK(net.outcome->survivors == want);
-  CHECK(net.outcome->dropped == silent.size());
-  // The bound from the parameters alone: m R / (2^16 - 1).
-  const double bound = static_cast<double>(want.size()) * 2.0 / 65535.0;
-  CHECK(net.outcome->error_bound == doctest::Approx(bound));
-  double worst = 0;
-  for (std::size_t j = 0; j < d; ++j) {
-    double plain = 0;
-    for (NodeId i : want) plain += x[i][j];
-    worst = std::max(worst, std::abs(net.outcome->sum[j] - plain));
-  }
-  CHECK(worst <= bound * (1 + 1e-9));
+  const double worst = CheckSumOf(*net.outcome, x, want, silent.size());
   CHECK(worst > 0);  // quantized, not exact: the test would notice a plaintext shortcut
 }
 
@@ -83,6 +91,74 @@ TEST_CASE("SecAgg+ (k = 20 of 40): the sum is exact within m R / 2^bits with 0%,
   for (double dropout : {0.0, 0.1, 0.3}) {
     for (std::uint64_t seed : {1u, 2u}) CheckSum(40, 20, dropout, seed);
   }
+}
+
+// Client `liar`'s sealed shares reach its neighbours, in the order the server
+// forwards them (ascending ids), and those to the ones numbered [from, to) of
+// that order arrive as random bytes (what an insider that seals garbage
+// sends; the server cannot tell). The round must end with `liar` excluded,
+// each complaint reported, nobody aborting, and the sum of the others (less
+// the silent ones) within the quantization bound.
+void CheckExcluded(NodeId n, std::size_t k, NodeId liar, std::size_t from, std::size_t to,
+                   const std::set<NodeId>& silent) {
+  CAPTURE(n);
+  CAPTURE(k);
+  CAPTURE(from);
+  CAPTURE(to);
+  CAPTURE(silent.size());
+  SecAggParams p;
+  p.neighbours = k;
+  p.quantizer.bits = 16;
+  p.quantizer.range = 2.0;
+  const std::size_t d = 100;
+  const auto x = RandomInputs(n, d, p.quantizer.range, 4);
+  SecAggNet net(n, p, d, silent, 4);
+  Rng noise(5, 0, RngPurpose::kGeneric);
+  std::size_t reached = 0;
+  std::vector<std::pair<NodeId, NodeId>> complaints;
+  net.tamper = [&](NodeId recipient, std::shared_ptr<const SecAggMessage> m) {
+    if (m->stage() != SecAggStage::kShareList) return m;
+    SecAggBody b = m->body();
+    for (auto& sealed : b.sealed) {
+      if (sealed.peer != liar) continue;
+      const std::size_t order = reached++;
+      if (order < from || order >= to) continue;
+      for (auto& byte : sealed.bytes) byte = static_cast<std::uint8_t>(noise.NextU32());
+      if (!silent.count(recipient)) complaints.emplace_back(recipient, liar);
+    }
+    return std::make_shared<const SecAggMessage>(m->stage(), m->round(), std::move(b));
+  };
+  net.Run(x);
+  REQUIRE(net.outcome.has_value());
+  REQUIRE_MESSAGE(net.outcome->status.ok(), net.outcome->status.ToString());
+  CHECK(reached == (k == 0 ? n - 1 : k));
+  CHECK(net.outcome->excluded == std::vector<NodeId>{liar});
+  CHECK(net.outcome->complaints == complaints);
+  CHECK(net.outcome->clients_aborted == 0);
+  std::vector<NodeId> want;
+  for (NodeId i = 0; i < n; ++i) {
+    if (i != liar && !silent.count(i)) want.push_back(i);
+  }
+  CheckSumOf(*net.outcome, x, want, silent.size());
+}
+
+TEST_CASE(
+    "A client whose sealed shares do not open is complained of and excluded and the others are summed") {
+  // Garbage to all 7 others: nobody masks for client 5, so only its input
+  // stays out.
+  CheckExcluded(8, 0, 5, 0, 7, {});
+  // With client 2 silent after key sharing as well: its masks come out by
+  // its reconstructed key.
+  CheckExcluded(8, 0, 5, 0, 7, {2});
+  // Valid shares to the first neighbour only: it masked for client 5 and
+  // reveals that pairwise seed (no threshold of client 5's shares exists).
+  CheckExcluded(8, 0, 5, 1, 7, {});
+  // One complaint excludes (the server cannot tell which of the two lied);
+  // the other neighbours reveal their seeds. On a SecAgg+ graph of 6
+  // neighbours out of 12 (threshold 4), with a dropout: an excluded client
+  // counts as dropped in its neighbours' threshold checks.
+  CheckExcluded(8, 0, 5, 3, 4, {});
+  CheckExcluded(12, 6, 7, 2, 3, {1});
 }
 
 TEST_CASE("Past the threshold the round aborts, no client reveals a share, and the inputs stay masked") {

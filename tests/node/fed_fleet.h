@@ -17,7 +17,9 @@
 #include "crypto/certificate.h"
 #include "node/control/client.h"
 #include "node/daemon.h"
+#include "node/job/federated_control.h"
 #include "node/job/job.h"
+#include "node/job/job_message.h"
 #include "proto/scenario.pb.h"
 #include "tests/node/loopback.h"
 
@@ -189,6 +191,46 @@ inline void CheckRefusals(const proto::JobConfig& ok, std::initializer_list<Refu
     CHECK(st.code() == StatusCode::kInvalidArgument);
     CHECK(st.message().find(c.field) != std::string::npos);
   }
+}
+
+// What a job with an insider must end as: every daemon done after all
+// `rounds`, the aggregator's accuracy within 2 points of `base` (the run in
+// which the insider never answers), and its model that run's `silent_model`
+// bit for bit (nothing the insider sent was used).
+inline void CheckAsIfSilent(const std::vector<proto::JobStatus>& status, NodeId aggregator,
+                            std::uint64_t rounds, double base, const std::vector<float>& model,
+                            const std::vector<float>& silent_model) {
+  for (const auto& s : status) {
+    CHECK(s.state() == "done");
+    CHECK(s.rounds_done() == rounds);
+  }
+  CHECK(status[aggregator].test_accuracy() >= base - 0.02);
+  CHECK(model == silent_model);
+}
+
+// A FedFleet tweak that makes `peer` (a test's own endpoint on loopback port
+// `port`) one of every daemon's peers.
+inline std::function<void(NodeId, proto::NodeConfig&)> WithPeer(NodeId peer, std::uint16_t port) {
+  return [peer, port](NodeId, proto::NodeConfig& c) {
+    auto* p = c.add_peers();
+    p->set_id(peer);
+    p->set_address("127.0.0.1:" + std::to_string(port));
+  };
+}
+
+// `peer` joins `job` as a client does (docs/protocol.md): a join to the
+// aggregator until `joined` holds (a task came). False after 20 s.
+inline bool JoinAsClient(FedFleet& fleet, Endpoint& peer, const proto::JobConfig& job,
+                         const std::function<bool()>& joined) {
+  const auto join = std::make_shared<const JobMessage>(
+      JobTag(job), std::make_shared<const FedControlMessage>(FedControlMessage::What::kJoin, 0));
+  return fleet.Poll(
+      [&] {
+        if (joined()) return true;
+        if (peer.Connected(job.aggregator())) peer.Send(job.aggregator(), join);
+        return false;
+      },
+      std::chrono::seconds(20));
 }
 
 }  // namespace murmur::node::testing
