@@ -81,6 +81,7 @@ federated::ServerOptions MakeServerOptions(const JobPlan& plan, const FederatedH
   o.epsilon_budget = s.epsilon_budget();
   o.dp_delta = s.dp_delta();
   o.broadcast = f.broadcast;
+  o.leave_out_silent = host.membership;
   // Lossless both ways and no DP: clients return models, and FedAvg is exact.
   o.request_model = !f.upload && !o.broadcast && o.dp_clip == 0;
   if (s.secure_aggregation()) {

@@ -40,6 +40,9 @@ namespace murmur::engine {
 struct FederatedHost {
   bool real_secrets = false;
   bool clients_attack = false;
+  // A membership view tells who is alive: a client alive but silent for its
+  // tasks is left out (ServerOptions::leave_out_silent).
+  bool membership = false;
 };
 
 // Whether client `index` trains on flipped labels y -> C - 1 - y (label-flip).

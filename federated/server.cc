@@ -21,6 +21,10 @@ FedServer::FedServer(Env& env, ParamVector x0, ServerOptions options, RoundObser
       attack_rng_(env.MakeRng(RngPurpose::kAttack)),
       pending_(options_.num_clients, 0),
       straggling_until_(options_.num_clients, 0),
+      misses_(options_.num_clients, 0),
+      heard_(options_.num_clients, 0),
+      silent_until_(options_.num_clients, 0),
+      left_out_now_(options_.num_clients, 0),
       busy_(options_.num_clients, 0),
       task_round_(options_.num_clients, 0),
       task_time_(options_.num_clients, Nanos(0)),
@@ -132,8 +136,13 @@ void FedServer::StartRound() {
   const auto want = static_cast<std::size_t>(
       std::ceil(options_.over_commit * static_cast<double>(options_.clients_per_round) - 1e-9));
   std::vector<NodeId> reached;
-  for (NodeId c = 0; c < options_.num_clients; ++c) busy_[c] = straggling_until_[c] > round_;
-  for (NodeId c : selector_.SelectAvoiding(want, busy_, {})) {
+  for (NodeId c = 0; c < options_.num_clients; ++c) {
+    busy_[c] = straggling_until_[c] > round_;
+    left_out_now_[c] = silent_until_[c] > round_;
+  }
+  std::fill(heard_.begin(), heard_.end(), 0);
+  for (NodeId c : selector_.SelectAvoiding(
+           want, busy_, options_.leave_out_silent ? left_out_now_ : std::vector<std::uint8_t>{})) {
     SendTask(c);
     if (!selector_.online(c)) {  // a task to an offline client is lost
       pending_[c] = 0;
@@ -175,12 +184,16 @@ void FedServer::MaybeClose() {
 
 void FedServer::OnMessage(NodeId from, MessagePtr msg) {
   if (msg->kind() == kSecAggMessageKind && secagg_ && from < options_.num_clients) {
-    return secagg_->OnMessage(from, static_cast<const SecAggMessage&>(*msg));
+    const auto& m = static_cast<const SecAggMessage&>(*msg);
+    if (m.round() == round_) Heard(from);  // it takes part in this round's SecAgg+
+    return secagg_->OnMessage(from, m);
   }
   if (msg->kind() != kFedMessageKind || from >= options_.num_clients || finished_) return;
   const auto& m = static_cast<const FedMessage&>(*msg);
   const FedHeader& h = m.header();
   if (h.kind == FedKind::kResult) straggling_until_[from] = 0;  // whatever it was doing, it is done
+  // An answer to its last task, late, refused or not: it is not silent.
+  if (h.kind == FedKind::kResult && h.round == task_round_[from]) Heard(from);
   if (h.kind == FedKind::kResult && (h.flags & kFlagEmpty) != 0 && pending_[from] && open_ &&
       h.round == round_ && h.round == task_round_[from] && !options_.async) {
     // An edge aggregator none of whose clients answered: it has answered, adding nothing.
@@ -328,6 +341,7 @@ void FedServer::CloseRound() {
   for (NodeId c = 0; c < options_.num_clients; ++c) {
     if (pending_[c]) straggling_until_[c] = round_ + 1 + kStragglerRounds;
   }
+  if (options_.leave_out_silent) CountSilent();
   std::fill(pending_.begin(), pending_.end(), 0);
   outstanding_ = 0;
   const std::size_t min_results = std::max<std::size_t>(options_.min_results, 1);
@@ -370,6 +384,24 @@ void FedServer::CloseRound() {
   ++round_;
   if (observer_ != nullptr) observer_->OnRoundDone(env_.self(), round_ - 1, loss);
   StartRound();
+}
+
+void FedServer::Heard(NodeId client) {
+  heard_[client] = 1;
+  misses_[client] = 0;
+  silent_until_[client] = 0;
+}
+
+void FedServer::CountSilent() {
+  left_out_.clear();
+  for (NodeId c = 0; c < options_.num_clients; ++c) {
+    // Given this round's task and online (an offline client's is not
+    // pending; under SecAgg+ nothing clears it), and nothing came.
+    if (!pending_[c] || heard_[c] || ++misses_[c] < kSilentTasks) continue;
+    const std::uint64_t rounds = kStragglerRounds << std::min<std::uint32_t>(misses_[c] - kSilentTasks, 20);
+    silent_until_[c] = round_ + 1 + rounds;
+    left_out_.emplace_back(c, rounds);
+  }
 }
 
 // SecAgg+ rounds: one SecAggServer

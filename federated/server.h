@@ -121,7 +121,16 @@ struct ServerOptions {
   // input timeout defaults to the deadline).
   bool secure_aggregation = false;
   SecAggServerOptions secagg;
+  // Synchronous rounds (murmurd sets it; the simulator does not, see
+  // docs/security.md "Insiders"): a client that is online, gets a task and
+  // sends nothing at all for it (no result, late or refused, no SecAgg+
+  // message) kSilentTasks times in a row is left out of selection for
+  // kStragglerRounds x 2^(misses - kSilentTasks) rounds, then tried again;
+  // anything it sends ends that. So it costs O(log rounds) deadlines, not one
+  // a round.
+  bool leave_out_silent = false;
 };
+inline constexpr std::uint32_t kSilentTasks = 3;
 
 struct ServerState {
   std::map<std::string, std::vector<double>> vectors;
@@ -161,6 +170,8 @@ class FedServer final : public MessageSink {
   std::uint64_t secagg_rounds_aborted() const { return secagg_aborted_; }
   std::uint64_t secagg_clients_dropped() const { return secagg_dropped_; }
   const Status& secagg_last_status() const { return secagg_status_; }
+  // leave_out_silent: the clients the last round left out as silent, and for how many rounds.
+  const std::vector<std::pair<NodeId, std::uint64_t>>& left_out_silent() const { return left_out_; }
   // The last SecAgg+ round's complaints, (complainer, accused): each accused
   // client was excluded from that round; one accused by two or more clients
   // was also refused (bad_shares) and booked (docs/security.md, Insiders).
@@ -182,6 +193,8 @@ class FedServer final : public MessageSink {
   // A result the round expects, refused (federated/admission.h): counted,
   // booked, and the client's empty answer.
   void RefuseResult(NodeId from, Refusal why);
+  void Heard(NodeId client);
+  void CountSilent();
   void StartRound();
   void SendTask(NodeId client);
   // Uses a result whose difference LoadDelta put in delta_.
@@ -223,6 +236,13 @@ class FedServer final : public MessageSink {
   // kStragglerRounds rounds pass (its result may have been lost): selecting
   // it would queue the new upload behind the stale one.
   std::vector<std::uint64_t> straggling_until_;  // round before which it is not selected (0: none)
+  // leave_out_silent: tasks in a row a client sent nothing for, whether it
+  // sent anything this round, and the round before which it is left out.
+  std::vector<std::uint32_t> misses_;
+  std::vector<std::uint8_t> heard_;
+  std::vector<std::uint64_t> silent_until_;
+  std::vector<std::uint8_t> left_out_now_;
+  std::vector<std::pair<NodeId, std::uint64_t>> left_out_;
   std::vector<std::uint8_t> busy_;
   std::vector<std::uint64_t> task_round_;
   std::vector<Nanos> task_time_;

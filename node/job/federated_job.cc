@@ -53,7 +53,7 @@ Result<federated::ServerState> GetServerState(const Checkpoint& c) {
 
 // Daemons draw SecAgg+ secrets from the system's randomness, and their
 // sign-flip and gaussian attackers send their poisoned updates themselves.
-constexpr engine::FederatedHost kDaemonHost{true, true};
+constexpr engine::FederatedHost kDaemonHost{true, true, true};
 
 }  // namespace
 
@@ -369,6 +369,12 @@ void FederatedJobImpl::OnRoundDone(NodeId, std::uint64_t round, double loss) {
     MURMUR_LOG(kInfo) << "node " << env_.self() << ": federated job " << job_.job_id() << " round " << done
                       << "/" << spec_.rounds() << " train loss " << loss << " test accuracy "
                       << accuracy_.load();
+  }
+  for (const auto& [client, rounds] : server_->left_out_silent()) {
+    Warn("round " + std::to_string(done) + ": client node " + std::to_string(map_.ToNode(client)) +
+         " sent nothing for " + std::to_string(federated::kSilentTasks) +
+         " or more tasks in a row while counted alive; left out of selection for the next " +
+         std::to_string(rounds) + " rounds (docs/security.md, Insiders)");
   }
   if (!server_->secagg_last_complaints().empty()) {
     std::string who;

@@ -56,7 +56,7 @@ TEST_CASE(
   CHECK(std::count(attackers.begin(), attackers.end(), true) == 5);
   CHECK(o.attacker == attackers);
   // On daemons the sign-flip attackers are the clients themselves; the aggregator knows none.
-  const FederatedHost daemon{true, true};
+  const FederatedHost daemon{true, true, true};
   o = MakeServerOptions(Plan(s, Host::kDaemon), daemon);
   CHECK(o.attacker.empty());
   int attacking = 0;

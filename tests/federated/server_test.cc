@@ -130,6 +130,57 @@ TEST_CASE(
   CHECK(env.refused().empty());
 }
 
+TEST_CASE(
+    "A client online but silent for 3 tasks in a row is left out for 5, 10, 20 ... rounds until it speaks") {
+  // Three clients, every one each round, a 10 s deadline; clients 0 and 1
+  // answer each task at once, client 2 never does. Its first 3 tasks (rounds
+  // 0-2) each cost a deadline; then it is left out for 5 rounds (3-7), tried
+  // at round 8, left out for 10 (9-18), tried at 19, left out for 20. At
+  // round 25 a late result for its task of round 19 comes: it speaks, so
+  // round 26 selects it again, and from there it takes 3 more silent tasks.
+  for (bool leave_out : {false, true}) {
+    CAPTURE(leave_out);
+    ManualEnv env(3);
+    ServerOptions o;
+    o.num_clients = 3;
+    o.clients_per_round = 3;
+    o.rounds = 30;
+    o.deadline = std::chrono::seconds(10);
+    o.leave_out_silent = leave_out;
+    Counter counter;
+    FedServer server(env, ParamVector(1), o, &counter);
+    server.Start();
+    std::vector<std::uint64_t> tasked;  // the rounds client 2 got a task in
+    std::size_t seen = 0;
+    bool spoke = false;
+    for (int guard = 0; guard < 100 && !server.finished(); ++guard) {
+      while (seen < env.outbox().size()) {  // OnMessage may close the round and send the next tasks
+        const auto sent = env.outbox()[seen++];
+        const std::uint64_t round = static_cast<const FedMessage&>(*sent.msg).header().round;
+        if (round == 25 && !spoke) {
+          server.OnMessage(2, Result(19, 1, 1, {5}));
+          spoke = true;
+        }
+        if (sent.to == 2)
+          tasked.push_back(round);
+        else
+          server.OnMessage(sent.to, Result(round, 1, 1, {1}));
+      }
+      if (!server.finished()) env.AdvanceBy(std::chrono::seconds(10));  // the deadline
+    }
+    REQUIRE(server.finished());
+    CHECK(server.rounds_done() == 30);
+    if (!leave_out) {
+      CHECK(tasked.size() == 30);  // every round waits its deadline for client 2
+      CHECK(env.Now() == std::chrono::seconds(300));
+      continue;
+    }
+    CHECK(tasked == std::vector<std::uint64_t>{0, 1, 2, 8, 19, 26, 27, 28});
+    CHECK(env.Now() == std::chrono::seconds(80));  // 8 deadlines
+    CHECK(server.left_out_silent().empty());       // round 29 left nobody out anew (client 2 was out already)
+  }
+}
+
 MessagePtr ModelResult(std::uint64_t round, std::vector<float> model) {
   FedHeader h;
   h.kind = FedKind::kResult;

@@ -205,7 +205,7 @@ TEST_CASE("Attackers named by client index are the clients the job's fraction dr
   CHECK(DaemonPlan(named.spec()).fed().attackers == attacker);
   // Krum's default f is the simulator's max(1, llround(attack_fraction K)) (sim/run/federated_run.cc),
   // with the fraction attackers / clients when they are named; an explicit krum_f stays.
-  const engine::FederatedHost daemon{true, true};
+  const engine::FederatedHost daemon{true, true, true};
   for (const proto::JobConfig& j : {drawn, named}) {
     const federated::ServerOptions o = engine::MakeServerOptions(DaemonPlan(j.spec()), daemon);
     CHECK(o.clients_per_round == 5);
