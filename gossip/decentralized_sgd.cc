@@ -245,19 +245,7 @@ void DecentralizedSgdNode::Dispatch(NodeId from, std::shared_ptr<const GossipMes
 }
 
 std::uint64_t DecentralizedSgdNode::Corroborated() const {
-  const NodeId self = env_.self();
-  std::vector<std::uint64_t> claims;
-  for (const auto& e : topology_.In(round_).Row(self)) {
-    if (e.col == self) continue;
-    auto seen = latest_.find(e.col);
-    claims.push_back(seen == latest_.end() ? 0 : seen->second);
-  }
-  if (claims.empty()) return 0;
-  // The round that a strict majority of the in-neighbours have reached.
-  const std::size_t m = claims.size() / 2 + 1;
-  std::nth_element(claims.begin(), claims.begin() + static_cast<std::ptrdiff_t>(m - 1), claims.end(),
-                   std::greater<>());
-  return claims[m - 1];
+  return topology_.MajorityRound(round_, env_.self(), latest_);
 }
 
 bool DecentralizedSgdNode::Waited(NodeId j) const {

@@ -211,10 +211,16 @@ void GradientTrackingNode::OnMessage(NodeId from, MessagePtr msg) {
   if (m->round() < inbox_.closed_below()) return;
   if (topology_.In(m->round()).At(env_.self(), from) <= 0) return;
   if (inbox_.Has(m->round(), m->channel(), from)) return;
+  // Beyond any round a neighbour can legitimately be at, one round per
+  // sender is held, its highest (what a catch-up there would combine).
+  // (With catch-up, as on murmurd; a simulated node's neighbours may run
+  // ahead past timeouts and every round they send is still mixed.)
+  if (options_.catch_up && !inbox_.KeepHighestAbove(from, round_ + lead_ + 1, m->round())) return;
   if (options_.catch_up) {
     std::uint64_t& latest = latest_[from];
     latest = std::max(latest, m->round());
-    ahead_ = std::max(ahead_, m->round());
+    // Only a strict majority of the in-neighbours moves the catch-up target.
+    ahead_ = std::max(ahead_, topology_.MajorityRound(round_, env_.self(), latest_));
   }
   inbox_.Add(from, std::move(m));
   MaybeCombine();

@@ -80,4 +80,16 @@ std::size_t RoundInbox::DropFromAbove(NodeId from, std::uint64_t round) {
   return dropped;
 }
 
+bool RoundInbox::KeepHighestAbove(NodeId from, std::uint64_t near, std::uint64_t round) {
+  auto held = [from](const Received& r) { return r.from == from; };
+  for (auto it = by_round_.upper_bound(std::max(near, round)); it != by_round_.end(); ++it) {
+    if (std::any_of(it->second.begin(), it->second.end(), held)) return false;
+  }
+  for (auto it = by_round_.upper_bound(near); it != by_round_.end() && it->first < round;) {
+    std::erase_if(it->second, held);
+    it = it->second.empty() ? by_round_.erase(it) : std::next(it);
+  }
+  return true;
+}
+
 }  // namespace murmur::gossip

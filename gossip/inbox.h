@@ -47,6 +47,11 @@ class RoundInbox {
   std::size_t DropFrom(NodeId from);
   // Forgets the messages held from `from` for rounds above `round`; returns how many there were.
   std::size_t DropFromAbove(NodeId from, std::uint64_t round);
+  // Holds rounds above `near` for one round per sender, the highest: false
+  // when `from` has messages held for a round above `round` (and `near`), so
+  // that one for `round` is not to be kept; otherwise forgets `from`'s
+  // messages of the rounds above `near` other than `round`, and true.
+  bool KeepHighestAbove(NodeId from, std::uint64_t near, std::uint64_t round);
   std::uint64_t closed_below() const { return closed_below_; }
   std::size_t pending_rounds() const { return by_round_.size(); }
 

@@ -245,10 +245,16 @@ void PushSumNode::Receive(NodeId from, std::shared_ptr<const GossipMessage> m) {
   if (m->round() < inbox_.closed_below()) return AbsorbLate(from, std::move(m), judged_w);
   if (topology_.In(m->round()).At(env_.self(), from) <= 0) return;
   if (inbox_.Has(m->round(), Channel::kPushSum, from)) return;
+  // Beyond any round a neighbour can legitimately be at, one round per
+  // sender is held, its highest: a running sum carries every earlier one's mass.
+  // (With catch-up, as on murmurd; a simulated node's neighbours may run
+  // ahead past timeouts and every round they send is still mixed.)
+  if (options_.catch_up && !inbox_.KeepHighestAbove(from, round_ + lead_ + 1, m->round())) return;
   if (options_.catch_up) {
     std::uint64_t& latest = latest_[from];
     latest = std::max(latest, m->round());
-    ahead_ = std::max(ahead_, m->round());
+    // Only a strict majority of the in-neighbours moves the catch-up target.
+    ahead_ = std::max(ahead_, topology_.MajorityRound(round_, env_.self(), latest_));
   }
   inbox_.Add(from, std::move(m), judged_w);
   MaybeCombine();

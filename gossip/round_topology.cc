@@ -63,6 +63,21 @@ std::uint64_t RoundTopology::InNeighbourLead(NodeId self) {
   return lead;
 }
 
+std::uint64_t RoundTopology::MajorityRound(std::uint64_t round, NodeId self,
+                                           const std::map<NodeId, std::uint64_t>& latest) {
+  std::vector<std::uint64_t> claims;
+  for (const auto& e : In(round).Row(self)) {
+    if (e.col == self) continue;
+    auto seen = latest.find(e.col);
+    claims.push_back(seen == latest.end() ? 0 : seen->second);
+  }
+  if (claims.empty()) return 0;
+  const std::size_t m = claims.size() / 2 + 1;
+  std::nth_element(claims.begin(), claims.begin() + static_cast<std::ptrdiff_t>(m - 1), claims.end(),
+                   std::greater<>());
+  return claims[m - 1];
+}
+
 const topology::MixingMatrix& RoundTopology::In(std::uint64_t round) { return Get(round).in; }
 const topology::MixingMatrix& RoundTopology::Out(std::uint64_t round) { return Get(round).out; }
 

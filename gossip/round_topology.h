@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -47,6 +48,14 @@ class RoundTopology {
   // is off on time-varying graphs).
   static constexpr std::uint64_t kUnboundedLead = std::uint64_t{1} << 40;
   std::uint64_t InNeighbourLead(NodeId self);
+
+  // Catch-up's corroboration (docs/security.md, "Rounds cannot be steered by
+  // one peer"): the highest round that a strict majority (floor(k/2) + 1 of
+  // k) of `self`'s in-neighbours of `round` have sent something of, by
+  // `latest` (each in-neighbour's highest round seen; absent: 0). 0 when
+  // `self` has no in-neighbour.
+  std::uint64_t MajorityRound(std::uint64_t round, NodeId self,
+                              const std::map<NodeId, std::uint64_t>& latest);
 
  private:
   struct Entry {

@@ -345,41 +345,50 @@ TEST_CASE(
 
 // DSGT on the same ring: node 2 answers each model with `model(x)` and
 // each tracker with `tracker(y)` (nothing for a null function).
+// `claim` > 0: its answers to round 2 also carry copies labelled every round
+// from `claim` to 19 (of 20).
 struct DsgtInsider final : public MessageSink {
   sim::Simulator* sim = nullptr;
   std::function<UpdatePtr(std::span<const float>)> model, tracker;
+  std::uint64_t claim = 0;
   void OnMessage(NodeId from, MessagePtr msg) override {
     const auto& m = static_cast<const GossipMessage&>(*msg);
     const auto& craft = m.channel() == Channel::kModel ? model : tracker;
     if (craft == nullptr) return;
-    sim->env(2).Send(from, std::make_shared<const GossipMessage>(m.channel(), m.round(), 0.0,
-                                                                 craft(m.update().ToDense())));
+    UpdatePtr u = craft(m.update().ToDense());
+    sim->env(2).Send(from, std::make_shared<const GossipMessage>(m.channel(), m.round(), 0.0, u));
+    for (std::uint64_t r = claim; claim > 0 && m.round() == 2 && r < 20; ++r)
+      sim->env(2).Send(from, std::make_shared<const GossipMessage>(m.channel(), r, 0.0, u));
   }
 };
 
 struct DsgtRun {
   std::vector<std::vector<float>> models;
   std::array<std::uint64_t, kRefusalKinds> refused{};
+  RoundCounter counter;  // rounds each honest node combined
 };
 
 DsgtRun RunDsgtWithInsider(std::function<UpdatePtr(std::span<const float>)> model,
-                           std::function<UpdatePtr(std::span<const float>)> tracker, double rho = 10) {
+                           std::function<UpdatePtr(std::span<const float>)> tracker, double rho = 10,
+                           std::uint64_t claim = 0) {
   sim::Simulator sim(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(3));
   RoundTopology topo(topology::UniformWeights(topology::Ring(3)));
   DsgtInsider insider;
   insider.sim = &sim;
   insider.model = std::move(model);
   insider.tracker = std::move(tracker);
+  insider.claim = claim;
   sim.SetSink(2, &insider);
   GradientTrackingOptions o;
   o.rounds = 20;
   o.round_timeout = std::chrono::seconds(5);
   o.plausibility = rho;
+  o.catch_up = claim > 0;  // as on a daemon
   std::vector<std::unique_ptr<testing::QuadraticLearner>> learners;
-  auto nodes = HonestPair<GradientTrackingNode>(sim, topo, o, nullptr, learners);
+  DsgtRun out;
+  auto nodes = HonestPair<GradientTrackingNode>(sim, topo, o, &out.counter, learners);
   for (auto& n : nodes) n->Start();
   sim.RunUntil(Nanos::max());
-  DsgtRun out;
   for (auto& n : nodes) {
     REQUIRE(n->finished());
     out.models.emplace_back(n->params().span().begin(), n->params().span().end());
@@ -439,6 +448,14 @@ TEST_CASE("One neighbour's message labelled a late round makes nobody skip: a ca
   CHECK(steered.counter.rounds[0] == 20);
   CHECK(steered.counter.rounds[1] == 20);
   CHECK(plain.counter.rounds[0] == 20);
+  // DSGT with catch-up: at round 2 the insider also sends models and
+  // trackers labelled every round from 10 to 19: one neighbour's claims.
+  // Each honest node combines all 20 rounds; before, it jumped to round 19
+  // at round 3 and combined 4.
+  const auto same = [](std::span<const float> x) { return compression::DenseF32Update(x); };
+  const DsgtRun dsgt = RunDsgtWithInsider(same, same, 10, 10);
+  CHECK(dsgt.counter.rounds[0] == 20);
+  CHECK(dsgt.counter.rounds[1] == 20);
 }
 
 }  // namespace
