@@ -202,6 +202,7 @@ NodeResult MakeDsgt(const JobPlan& plan, ParamVector x0, const GossipHost& host,
   o.first_round = host.first_round;
   o.round_timeout = c.timeout;
   o.catch_up = host.catch_up && c.static_topology;
+  o.peer_alive = host.peer_alive;
   o.plausibility = plan.spec().plausibility();
   return std::unique_ptr<gossip::Node>(std::make_unique<gossip::GradientTrackingNode>(
       *host.env, *host.topology, *host.learner, std::move(x0), std::move(c.codec), o, host.observer));

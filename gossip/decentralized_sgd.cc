@@ -264,31 +264,23 @@ bool DecentralizedSgdNode::Waited(NodeId j) const {
     // With CHOCO, a resync past this round holds that message already.
     auto below = resynced_below_.find(j);
     gone = gone || (below != resynced_below_.end() && below->second > round_);
-    // Silent through kSilentRounds timeouts in a row: not waited for until
+    // Silent through SilentNeighbours::kRounds timeouts in a row: not waited for until
     // a model of it is mixed again.
-    gone = gone || Silent(j);
+    gone = gone || silent_.Silent(j);
   }
   return alive && !gone && !refused_.contains({round_, j});
 }
 
-bool DecentralizedSgdNode::Silent(NodeId j) const {
-  auto silent = silent_.find(j);
-  return silent != silent_.end() && silent->second.timeouts >= kSilentRounds;
-}
-
 void DecentralizedSgdNode::MaybeWaitAgain(NodeId j, std::uint64_t round) {
-  auto silent = silent_.find(j);
-  if (silent == silent_.end() || silent->second.timeouts < kSilentRounds || round < silent->second.round)
-    return;
   // Waiting for nobody, the node would run on alone, ever further ahead of a
   // neighbour that lags only because its other neighbours held it up (a
   // partition's first seconds, before membership declares the far side
   // dead): then it waits for the neighbour again. With another neighbour to
   // mix with, a neighbour whose models keep coming after its rounds end
-  // stays unwaited, so it costs kSilentRounds timeouts, not one a round.
-  for (const auto& e : topology_.In(round_).Row(env_.self()))
-    if (e.col != env_.self() && e.col != j && Waited(e.col)) return;
-  silent_.erase(silent);
+  // stays unwaited, so it costs SilentNeighbours::kRounds timeouts, not one a round.
+  if (!silent_.WaitAgain(env_.self(), j, round, topology_.In(round_).Row(env_.self()),
+                         [this](NodeId e) { return Waited(e); }))
+    return;
   MURMUR_LOG(kInfo) << "node " << env_.self() << ": neighbour " << j << " sent a model of round " << round
                     << "; it lags rather than withholds, and with no other neighbour to wait for it is "
                        "waited for again";
@@ -298,11 +290,9 @@ void DecentralizedSgdNode::CountSilent() {
   const NodeId self = env_.self();
   for (const auto& e : topology_.In(round_).Row(self)) {
     if (e.col == self || inbox_.Has(round_, Channel::kModel, e.col) || !Waited(e.col)) continue;
-    Silence& s = silent_[e.col];
-    s.round = round_;
-    if (++s.timeouts == kSilentRounds) {
+    if (silent_.Missed(e.col, round_)) {
       MURMUR_LOG(kWarning)
-          << "node " << self << ": neighbour " << e.col << " sent nothing for " << kSilentRounds
+          << "node " << self << ": neighbour " << e.col << " sent nothing for " << SilentNeighbours::kRounds
           << " rounds in a row while counted alive; its rounds no longer wait for it until a "
              "model of it is mixed again (docs/security.md, Insiders)";
     }
@@ -341,7 +331,7 @@ void DecentralizedSgdNode::Combine() {
   refused_.erase(refused_.begin(), refused_.lower_bound({round_ + 1, 0}));
   // Mix in sender order, so the float sum does not depend on arrival order.
   std::sort(got->begin(), got->end(), [](const Received& a, const Received& b) { return a.from < b.from; });
-  for (const Received& r : *got) silent_.erase(r.from);  // it answered this round
+  for (const Received& r : *got) silent_.Answered(r.from);
   std::vector<float> weights;
   weights.reserve(got->size());
   for (const Received& r : *got) weights.push_back(static_cast<float>(w.At(self, r.from)));

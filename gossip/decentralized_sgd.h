@@ -85,6 +85,7 @@
 #include "gossip/outer_optimizer.h"
 #include "gossip/robust_mixing.h"
 #include "gossip/round_topology.h"
+#include "gossip/silence.h"
 
 namespace murmur::gossip {
 
@@ -114,7 +115,7 @@ struct DecentralizedSgdOptions {
   // majority has reached instead of timing out round after round; one
   // neighbour's round number alone moves nothing (with k = 1 it is the
   // majority). Far-future messages are held one per sender. An in-neighbour
-  // whose model was missing at kSilentRounds (3) timeouts in a row while it
+  // whose model was missing at SilentNeighbours::kRounds (3) timeouts in a row while it
   // was counted alive is no longer waited for, until a model of it is mixed
   // again, or, while no other in-neighbour is waited for, until a model of
   // it arrives for the round it went silent at or a later one (it lags
@@ -223,19 +224,11 @@ class DecentralizedSgdNode final : public Node {
   // (round, sender) of the models refused on arrival for rounds not yet
   // mixed: that sender has answered the round (with nothing usable).
   std::set<std::pair<std::uint64_t, NodeId>> refused_;
-  // catch_up: timeouts in a row at which each in-neighbour's model was missing
-  // though it was waited for (from kSilentRounds on it is not waited for),
-  // and the round of the last such timeout.
-  struct Silence {
-    int timeouts = 0;
-    std::uint64_t round = 0;
-  };
-  std::map<NodeId, Silence> silent_;
-  bool Silent(NodeId j) const;
+  // catch_up: the in-neighbours that went silent (gossip/silence.h).
+  SilentNeighbours silent_;
   // A silent neighbour's model of a round at or past the one it went silent
   // at: it is lagging, not silent; waited for again if nothing else is.
   void MaybeWaitAgain(NodeId j, std::uint64_t round);
-  static constexpr int kSilentRounds = 3;
 
   // x_ is shared with the round's outgoing message in lossless fp32 mode and
   // written only while the node holds it alone (Exclusive).

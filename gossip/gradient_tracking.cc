@@ -189,7 +189,9 @@ void GradientTrackingNode::BeginRound() {
   const std::uint64_t r = round_;
   timeout_ = env_.StartTimer(options_.round_timeout, [this, r] {
     timeout_ = 0;
-    if (round_ == r && sent_) Combine();
+    if (round_ != r || !sent_) return;
+    if (options_.catch_up) CountSilent();
+    Combine();
   });
   MaybeCombine();
 }
@@ -208,6 +210,7 @@ void GradientTrackingNode::OnMessage(NodeId from, MessagePtr msg) {
   if (options_.catch_up && m->channel() == Channel::kTracker &&
       topology_.In(m->round()).At(env_.self(), from) > 0)
     OnAck(from, m->round(), m->scalar());
+  if (options_.catch_up) MaybeWaitAgain(from, m->round());
   if (m->round() < inbox_.closed_below()) return;
   if (topology_.In(m->round()).At(env_.self(), from) <= 0) return;
   if (inbox_.Has(m->round(), m->channel(), from)) return;
@@ -232,6 +235,35 @@ std::uint64_t GradientTrackingNode::Latest(NodeId j) const {
   return it == latest_.end() ? 0 : it->second;
 }
 
+bool GradientTrackingNode::Waited(NodeId j) const {
+  if (Latest(j) > round_) return false;  // gone past this round: its vectors will not come
+  if (!options_.catch_up) return true;
+  // One whose vectors of the last round came is running, whatever the membership view says.
+  const bool alive = !options_.peer_alive || options_.peer_alive(j) || Latest(j) + 1 >= round_;
+  return alive && !silent_.Silent(j);
+}
+
+void GradientTrackingNode::CountSilent() {
+  const NodeId self = env_.self();
+  for (const auto& e : topology_.In(round_).Row(self)) {
+    if (e.col == self || !Waited(e.col)) continue;
+    if (inbox_.Has(round_, Channel::kModel, e.col) && inbox_.Has(round_, Channel::kTracker, e.col)) continue;
+    if (silent_.Missed(e.col, round_)) {
+      MURMUR_LOG(kWarning) << "node " << self << ": neighbour " << e.col << " sent nothing for "
+                           << SilentNeighbours::kRounds
+                           << " rounds in a row while counted alive; its rounds no longer wait for it until "
+                              "vectors of it are combined again (docs/security.md, Insiders)";
+    }
+  }
+}
+
+void GradientTrackingNode::MaybeWaitAgain(NodeId j, std::uint64_t round) {
+  // A neighbour that lags is waited for again when nothing else is, so that
+  // the node does not run on alone (gossip/silence.h).
+  silent_.WaitAgain(env_.self(), j, round, topology_.In(round_).Row(env_.self()),
+                    [this](NodeId e) { return Waited(e); });
+}
+
 void GradientTrackingNode::MaybeCombine() {
   if (finished() || !sent_) return;
   // catch_up: a neighbour two rounds ahead will not send this round's vectors again.
@@ -244,7 +276,7 @@ void GradientTrackingNode::MaybeCombine() {
     // sent them before this node was listening (a restart); they will not come.
     const bool has =
         inbox_.Has(round_, Channel::kModel, e.col) && inbox_.Has(round_, Channel::kTracker, e.col);
-    if (has || Latest(e.col) <= round_) ++expected;
+    if (has || Waited(e.col)) ++expected;
   }
   if (inbox_.Count(round_, Channel::kModel) >= expected &&
       inbox_.Count(round_, Channel::kTracker) >= expected) {
@@ -282,6 +314,7 @@ void GradientTrackingNode::Combine() {
   std::sort(got.begin(), got.end(), [](const Received& a, const Received& b) {
     return a.from != b.from ? a.from < b.from : a.msg->channel() < b.msg->channel();
   });
+  for (const Received& r : got) silent_.Answered(r.from);
   acc_x_.SetZero();
   acc_y_.SetZero();
   double got_x = 0, got_y = 0;

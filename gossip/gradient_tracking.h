@@ -25,6 +25,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -37,6 +38,7 @@
 #include "gossip/node.h"
 #include "gossip/node_state.h"
 #include "gossip/round_topology.h"
+#include "gossip/silence.h"
 
 namespace murmur::gossip {
 
@@ -50,6 +52,14 @@ struct GradientTrackingOptions {
   // DecentralizedSgdOptions::catch_up); off, a node behind waits out
   // round_timeout in every round it is behind.
   bool catch_up = false;
+  // catch_up only: whether an in-neighbour is worth waiting for (a
+  // membership view; empty: all are). One counted dead, or one whose vectors
+  // were missing at SilentNeighbours::kRounds (3) timeouts in a row while counted alive,
+  // is not waited for (its weight stays on this node's own vectors, as at a
+  // timeout) until vectors of it are combined again, or, while no other
+  // in-neighbour is waited for, until vectors of it come for the round it
+  // went silent at or later (docs/security.md, "Insiders").
+  std::function<bool(NodeId)> peer_alive;
   // Admission (gossip/admission.h): vectors of another length or encoding,
   // and trackers with non-finite values, are refused on arrival; a model
   // x_j farther than `plausibility` times ||x_i|| from the receiver's x_i
@@ -97,6 +107,12 @@ class GradientTrackingNode final : public Node {
   // holds it and must be summed again without it.
   std::optional<Refusal> MixModel(const compression::Update& u, float wij);
   std::uint64_t Latest(NodeId j) const;
+  // catch_up: whether this round waits for j's vectors (alive, not gone past
+  // it, not silent); counting the silent at a timeout; waiting again for a
+  // silent one that lags.
+  bool Waited(NodeId j) const;
+  void CountSilent();
+  void MaybeWaitAgain(NodeId j, std::uint64_t round);
   double AckMask(NodeId j) const;
   void OnAck(NodeId j, std::uint64_t round, double mask);
 
@@ -122,6 +138,8 @@ class GradientTrackingNode final : public Node {
   std::map<NodeId, std::set<std::uint64_t>> mixed_;
   std::map<NodeId, std::map<std::uint64_t, ParamVector>> unmatched_;
   ParamVector fix_;  // corrections not yet in y: they join it between rounds
+  // catch_up: the in-neighbours that went silent (gossip/silence.h).
+  SilentNeighbours silent_;
   bool combining_ = false;
   bool sent_ = false;
   bool ready_ = false;  // y_0 = g(x_0) computed

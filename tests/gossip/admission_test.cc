@@ -366,11 +366,12 @@ struct DsgtRun {
   std::vector<std::vector<float>> models;
   std::array<std::uint64_t, kRefusalKinds> refused{};
   RoundCounter counter;  // rounds each honest node combined
+  double virtual_s = 0;
 };
 
 DsgtRun RunDsgtWithInsider(std::function<UpdatePtr(std::span<const float>)> model,
                            std::function<UpdatePtr(std::span<const float>)> tracker, double rho = 10,
-                           std::uint64_t claim = 0) {
+                           std::uint64_t claim = 0, bool catch_up = false) {
   sim::Simulator sim(sim::SimulatorOptions{}, std::vector<sim::DeviceProfile>(3));
   RoundTopology topo(topology::UniformWeights(topology::Ring(3)));
   DsgtInsider insider;
@@ -383,7 +384,7 @@ DsgtRun RunDsgtWithInsider(std::function<UpdatePtr(std::span<const float>)> mode
   o.rounds = 20;
   o.round_timeout = std::chrono::seconds(5);
   o.plausibility = rho;
-  o.catch_up = claim > 0;  // as on a daemon
+  o.catch_up = catch_up || claim > 0;  // as on a daemon
   std::vector<std::unique_ptr<testing::QuadraticLearner>> learners;
   DsgtRun out;
   auto nodes = HonestPair<GradientTrackingNode>(sim, topo, o, &out.counter, learners);
@@ -394,7 +395,21 @@ DsgtRun RunDsgtWithInsider(std::function<UpdatePtr(std::span<const float>)> mode
     out.models.emplace_back(n->params().span().begin(), n->params().span().end());
   }
   out.refused = sim.TotalTraffic().refused;
+  out.virtual_s = std::chrono::duration<double>(sim.now()).count();
   return out;
+}
+
+TEST_CASE("A silent DSGT neighbour costs 3 round timeouts with catch-up, not one a round") {
+  // Node 2 sends nothing; the round timeout is 5 s and the job 20 rounds.
+  // Without catch-up (the simulator) each round waits for it: 100 s. With
+  // catch-up (murmurd) the first 3 rounds do, then it is not waited for.
+  const DsgtRun plain = RunDsgtWithInsider(nullptr, nullptr);
+  CHECK(plain.virtual_s >= 20 * 5);
+  const DsgtRun daemon = RunDsgtWithInsider(nullptr, nullptr, 10, 0, true);
+  CHECK(daemon.counter.rounds[0] == 20);
+  CHECK(daemon.counter.rounds[1] == 20);
+  CHECK(daemon.virtual_s > 3 * 5);
+  CHECK(daemon.virtual_s < 4 * 5);
 }
 
 TEST_CASE(
