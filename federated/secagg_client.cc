@@ -184,9 +184,7 @@ void SecAggClient::OnShareList(const SecAggMessage& m) {
                    "shares from node " + std::to_string(s.peer) + ", not a neighbour");
     }
     Neighbour& nb = it->second;
-    if (nb.shared)
-      return Abort(SecAggAbortReason::kBadShares, "two share sets from node " + std::to_string(s.peer));
-    if (nb.complained)
+    if (nb.shared || nb.complained)
       return Abort(SecAggAbortReason::kBadShares, "two share sets from node " + std::to_string(s.peer));
     // Shares that do not open, or open to something that is not a share
     // for this client, were sealed wrongly by their sender (the server

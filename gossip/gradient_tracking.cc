@@ -222,8 +222,9 @@ void GradientTrackingNode::OnMessage(NodeId from, MessagePtr msg) {
   if (options_.catch_up) {
     std::uint64_t& latest = latest_[from];
     latest = std::max(latest, m->round());
-    // Only a strict majority of the in-neighbours moves the catch-up target.
-    ahead_ = std::max(ahead_, topology_.MajorityRound(round_, env_.self(), latest_));
+    // Only a strict majority of the in-neighbours moves the catch-up target
+    // (and only a round past it can: the majority's round is one of theirs).
+    if (m->round() > ahead_) ahead_ = std::max(ahead_, topology_.MajorityRound(round_, env_.self(), latest_));
   }
   inbox_.Add(from, std::move(m));
   MaybeCombine();

@@ -253,8 +253,9 @@ void PushSumNode::Receive(NodeId from, std::shared_ptr<const GossipMessage> m) {
   if (options_.catch_up) {
     std::uint64_t& latest = latest_[from];
     latest = std::max(latest, m->round());
-    // Only a strict majority of the in-neighbours moves the catch-up target.
-    ahead_ = std::max(ahead_, topology_.MajorityRound(round_, env_.self(), latest_));
+    // Only a strict majority of the in-neighbours moves the catch-up target
+    // (and only a round past it can: the majority's round is one of theirs).
+    if (m->round() > ahead_) ahead_ = std::max(ahead_, topology_.MajorityRound(round_, env_.self(), latest_));
   }
   inbox_.Add(from, std::move(m), judged_w);
   MaybeCombine();

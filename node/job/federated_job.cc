@@ -17,6 +17,7 @@
 #include "ml/ml_learner.h"
 #include "node/job/checkpoint.h"
 #include "node/job/federated_control.h"
+#include "node/job/federated_state.h"
 #include "node/job/index_env.h"
 #include "node/job/job_data.h"
 #include "node/job/job_env.h"
@@ -27,32 +28,10 @@ namespace murmur::node {
 namespace {
 
 constexpr Nanos kJoinInterval = std::chrono::seconds(1);
-// The server's state in a checkpoint: its scalars and (wide) vectors under this prefix.
-constexpr std::string_view kServerPrefix = "server/";
 
-// The DP noise stream is secret (system randomness, drawn afresh after a
-// restart): its position, and the Gaussian it has cached, stay off the disk.
-bool Secret(const std::string& name) { return name.starts_with("noise/"); }
-
-void PutServerState(const federated::ServerState& s, Checkpoint* c) {
-  for (const auto& [name, x] : s.scalars)
-    if (!Secret(name)) c->scalars[std::string(kServerPrefix) + name] = x;
-  for (const auto& [name, v] : s.vectors) c->wide[std::string(kServerPrefix) + name] = v;
-}
-
-// NotFound when `c` holds no server state (a checkpoint of murmurd before version 3).
-Result<federated::ServerState> GetServerState(const Checkpoint& c) {
-  federated::ServerState s;
-  for (const auto& [name, x] : c.scalars)
-    if (name.starts_with(kServerPrefix)) s.scalars[name.substr(kServerPrefix.size())] = x;
-  for (const auto& [name, v] : c.wide)
-    if (name.starts_with(kServerPrefix)) s.vectors[name.substr(kServerPrefix.size())] = v;
-  if (s.scalars.count("round") == 0) return Status::NotFound("no federated server state");
-  return s;
-}
-
-// Daemons draw SecAgg+ secrets from the system's randomness, and their
-// sign-flip and gaussian attackers send their poisoned updates themselves.
+// Daemons draw SecAgg+ secrets from the system's randomness, their
+// sign-flip and gaussian attackers send their poisoned updates themselves,
+// and membership tells who is alive (silent clients are left out).
 constexpr engine::FederatedHost kDaemonHost{true, true, true};
 
 }  // namespace
